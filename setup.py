@@ -1,0 +1,33 @@
+"""Build the compiled core. Everything else is declared in pyproject.toml.
+
+RMQ_DEBUG=1 builds with -O0 -g and Cython line tracing (for gdb, coverage and profilers).
+"""
+import os
+
+from Cython.Build import cythonize
+from setuptools import Extension, setup
+
+DEBUG = os.environ.get("RMQ_DEBUG") == "1"
+
+EXTENSIONS = [
+    # mapped files, the CommitLog record codec and the ConsumeQueue
+    Extension("rmq._store", ["src/rmq/_store.pyx"]),
+    # the IndexFile (hash slots + chained entries)
+    Extension("rmq._index", ["src/rmq/_index.pyx"]),
+    # remoting frame codec
+    Extension("rmq.net._codec", ["src/rmq/net/_codec.pyx"]),
+]
+
+compile_args = ["-O0", "-g"] if DEBUG else ["-O3"]
+macros = [("CYTHON_TRACE_NOGIL", "1")] if DEBUG else []
+for ext in EXTENSIONS:
+    ext.extra_compile_args = compile_args
+    ext.define_macros = macros
+
+setup(
+    ext_modules=cythonize(
+        EXTENSIONS,
+        language_level=3,
+        compiler_directives={"linetrace": DEBUG, "embedsignature": True},
+    ),
+)

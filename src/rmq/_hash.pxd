@@ -1,0 +1,38 @@
+# Java String.hashCode over the UTF-16 code units of a UTF-8 byte string.
+#
+# RocketMQ uses it for a ConsumeQueue entry's tags code (TAGS.hashCode()) and for the IndexFile
+# key hash (abs((topic + "#" + key).hashCode())). Using the same hash keeps our files meaningful
+# to RocketMQ's own tools and the function is stable across processes and versions.
+# Pure-Python reference: rmq.message.java_string_hash (a test checks they agree).
+from libc.stdint cimport int32_t, uint32_t
+
+
+cdef inline int32_t java_string_hash(const unsigned char* s, Py_ssize_t n) noexcept nogil:
+    cdef uint32_t h = 0
+    cdef uint32_t c, cp
+    cdef Py_ssize_t i = 0
+    while i < n:
+        c = s[i]
+        if c < 0x80:
+            h = h * 31 + c
+            i += 1
+            continue
+        if c >= 0xF0 and i + 3 < n:
+            cp = ((c & 0x07) << 18) | ((s[i + 1] & 0x3F) << 12) | ((s[i + 2] & 0x3F) << 6) | (s[i + 3] & 0x3F)
+            i += 4
+        elif c >= 0xE0 and c < 0xF0 and i + 2 < n:
+            cp = ((c & 0x0F) << 12) | ((s[i + 1] & 0x3F) << 6) | (s[i + 2] & 0x3F)
+            i += 3
+        elif c >= 0xC0 and c < 0xE0 and i + 1 < n:
+            cp = ((c & 0x1F) << 6) | (s[i + 1] & 0x3F)
+            i += 2
+        else:
+            cp = 0xFFFD  # what a Java decoder substitutes for a malformed byte
+            i += 1
+        if cp >= 0x10000:
+            cp -= 0x10000
+            h = h * 31 + (0xD800 + (cp >> 10))
+            h = h * 31 + (0xDC00 + (cp & 0x3FF))
+        else:
+            h = h * 31 + cp
+    return <int32_t>h

@@ -1,0 +1,1 @@
+# placeholder: replaced by the IndexFile (issue 2)

@@ -1,0 +1,123 @@
+"""Message constants shared by store, broker and clients: property keys, sysFlag bits, name rules.
+
+Stored properties are ``key\\x01value\\x02`` repeated (SPEC.md section 5). The compiled store scans
+them in C on the hot path; this module is the single definition of the keys and the pure-Python
+encode/decode everyone else uses.
+"""
+
+from __future__ import annotations
+
+import re
+
+NAME_VALUE_SEPARATOR = "\x01"
+PROPERTY_SEPARATOR = "\x02"
+KEY_SEPARATOR = " "
+
+
+class MessageProperty:
+    """Property keys RocketMQ 4.x clients and brokers put in a message's properties."""
+
+    TAGS = "TAGS"
+    KEYS = "KEYS"
+    UNIQ_KEY = "UNIQ_KEY"
+    WAIT_STORE_MSG_OK = "WAIT"
+    DELAY_TIME_LEVEL = "DELAY"
+    RETRY_TOPIC = "RETRY_TOPIC"
+    REAL_TOPIC = "REAL_TOPIC"
+    REAL_QUEUE_ID = "REAL_QID"
+    TRANSACTION_PREPARED = "TRAN_MSG"
+    PRODUCER_GROUP = "PGROUP"
+    MIN_OFFSET = "MIN_OFFSET"
+    MAX_OFFSET = "MAX_OFFSET"
+    ORIGIN_MESSAGE_ID = "ORIGIN_MESSAGE_ID"
+    RECONSUME_TIME = "RECONSUME_TIME"
+    MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
+    CONSUME_START_TIMESTAMP = "CONSUME_START_TIME"
+    TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
+    BUYER_ID = "BUYER_ID"
+
+
+class MessageSysFlag:
+    """Bits of a stored record's SYSFLAG field."""
+
+    COMPRESSED = 0x1
+    MULTI_TAGS = 0x2
+    TRANSACTION_NOT_TYPE = 0x0
+    TRANSACTION_PREPARED_TYPE = 0x4
+    TRANSACTION_COMMIT_TYPE = 0x8
+    TRANSACTION_ROLLBACK_TYPE = 0xC
+    TRANSACTION_MASK = 0xC
+    # bits 4-5 mark IPv6 born/store hosts; rmq never sets them (clients assume IPv4)
+    BORNHOST_V6 = 0x10
+    STOREHOSTADDRESS_V6 = 0x20
+
+
+# Topic names: at most 127 bytes of [A-Za-z0-9_%|-] (the retry/DLQ prefixes use % ).
+TOPIC_MAX_LENGTH = 127
+VALID_NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+# Properties are stored behind an int16 length.
+PROPERTIES_MAX_LENGTH = 32767
+# Group names follow the topic rules but may be 255 long.
+GROUP_MAX_LENGTH = 255
+
+AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
+RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
+DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
+SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
+TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
+TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+
+
+def topic_error(topic: str) -> str | None:
+    """Why ``topic`` is not a legal topic name, or None when it is."""
+    if not topic:
+        return "topic name is empty"
+    if not VALID_NAME_PATTERN.match(topic):
+        return f"topic name {topic!r} has characters outside [A-Za-z0-9_%|-]"
+    if len(topic.encode()) > TOPIC_MAX_LENGTH:
+        return f"topic name is {len(topic.encode())} bytes, more than {TOPIC_MAX_LENGTH}"
+    return None
+
+
+def group_error(group: str) -> str | None:
+    """Why ``group`` is not a legal group name, or None when it is."""
+    if not group:
+        return "group name is empty"
+    if not VALID_NAME_PATTERN.match(group):
+        return f"group name {group!r} has characters outside [A-Za-z0-9_%|-]"
+    if len(group) > GROUP_MAX_LENGTH:
+        return f"group name is {len(group)} characters, more than {GROUP_MAX_LENGTH}"
+    return None
+
+
+def encode_properties(properties: dict[str, str]) -> bytes:
+    """``{k: v}`` -> ``k\\x01v\\x02...`` as UTF-8 (empty dict -> b"")."""
+    return "".join(
+        f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items()
+    ).encode()
+
+
+def decode_properties(data: bytes | str) -> dict[str, str]:
+    """Inverse of encode_properties; tolerates a missing trailing separator and empty pairs."""
+    text = data.decode("utf-8", "replace") if isinstance(data, (bytes, bytearray, memoryview)) else data
+    result: dict[str, str] = {}
+    for item in text.split(PROPERTY_SEPARATOR):
+        if not item:
+            continue
+        key, sep, value = item.partition(NAME_VALUE_SEPARATOR)
+        if sep:
+            result[key] = value
+    return result
+
+
+def java_string_hash(text: str) -> int:
+    """Java's ``String.hashCode`` (signed 32-bit), the hash RocketMQ uses for tags codes and index keys.
+
+    Pure-Python reference of the compiled ``rmq._hash.java_string_hash``.
+    """
+    h = 0
+    data = text.encode("utf-16-be")
+    for i in range(0, len(data), 2):
+        h = (31 * h + ((data[i] << 8) | data[i + 1])) & 0xFFFFFFFF
+    return h - (1 << 32) if h & 0x80000000 else h
