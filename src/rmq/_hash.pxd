@@ -2,13 +2,14 @@
 #
 # RocketMQ uses it for a ConsumeQueue entry's tags code (TAGS.hashCode()) and for the IndexFile
 # key hash (abs((topic + "#" + key).hashCode())). Using the same hash keeps our files meaningful
-# to RocketMQ's own tools and the function is stable across processes and versions.
-# Pure-Python reference: rmq.message.java_string_hash (a test checks they agree).
+# to RocketMQ's own tools, and it is stable across processes and versions.
+# The hash is incremental: java_hash_update(java_hash_update(0, topic), "#") continued with the key
+# equals the hash of "topic#key", so index keys are hashed without building the joined string.
+# Pure-Python reference: rmq.message.java_string_hash (tests check they agree).
 from libc.stdint cimport int32_t, uint32_t
 
 
-cdef inline int32_t java_string_hash(const unsigned char* s, Py_ssize_t n) noexcept nogil:
-    cdef uint32_t h = 0
+cdef inline uint32_t java_hash_update(uint32_t h, const unsigned char* s, Py_ssize_t n) noexcept nogil:
     cdef uint32_t c, cp
     cdef Py_ssize_t i = 0
     while i < n:
@@ -35,4 +36,8 @@ cdef inline int32_t java_string_hash(const unsigned char* s, Py_ssize_t n) noexc
             h = h * 31 + (0xDC00 + (cp & 0x3FF))
         else:
             h = h * 31 + cp
-    return <int32_t>h
+    return h
+
+
+cdef inline int32_t java_string_hash(const unsigned char* s, Py_ssize_t n) noexcept nogil:
+    return <int32_t>java_hash_update(0, s, n)
