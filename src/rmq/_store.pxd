@@ -199,6 +199,7 @@ cdef class MappedFile:
     # store timestamp of the newest record written here (CommitLog files; checkpoint bookkeeping)
     cdef int64_t last_store_timestamp
 
+    cdef void prefault(self, Py_ssize_t position) noexcept
     cdef object view(self, Py_ssize_t position, Py_ssize_t size)
     cdef int flush_to(self, Py_ssize_t position) except -1
     cdef void _release(self) noexcept
@@ -289,7 +290,6 @@ cdef class StoreCore:
     cdef readonly double sync_flush_timeout
     cdef readonly bint running
     cdef list _delay_level_ms
-    cdef object _crc32
     cdef void* _put_lock
     cdef list _commit_requests
     cdef void* _commit_sem

@@ -45,7 +45,6 @@ from rmq._hash cimport java_string_hash
 from rmq._index cimport IndexService
 
 from rmq.message import SCHEDULE_TOPIC, encode_properties, topic_error
-from rmq.store.status import GetMessageStatus, PutMessageStatus
 
 log = logging.getLogger("rmq.store")
 
@@ -58,7 +57,16 @@ cdef extern from "<fcntl.h>" nogil:
 
 cdef extern from "<sys/mman.h>" nogil:
     int msync(void* addr, size_t length, int flags)
+    int madvise(void* addr, size_t length, int advice)
     int MS_SYNC
+
+cdef extern from *:
+    """
+    #ifndef MADV_POPULATE_WRITE
+    #define MADV_POPULATE_WRITE 23
+    #endif
+    """
+    int MADV_POPULATE_WRITE
 
 cdef extern from "<semaphore.h>" nogil:
     ctypedef struct sem_t:
@@ -68,6 +76,12 @@ cdef extern from "<semaphore.h>" nogil:
     int sem_post(sem_t* sem)
     int sem_trywait(sem_t* sem)
     int sem_timedwait(sem_t* sem, const timespec* abstime)
+
+cdef extern from "<dlfcn.h>" nogil:
+    void* dlopen(const char* filename, int flags)
+    void* dlsym(void* handle, const char* symbol)
+    int RTLD_NOW
+    int RTLD_NOLOAD
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
@@ -82,6 +96,9 @@ cdef enum:
     MAX_FILTER_SCAN_ENTRIES = 800
     # entries of a TagFilter compared in C; more fall back to a Python set
     TAG_FILTER_MAX_CODES = 32
+    # the writer populates the page tables of the next chunk of a file when it enters one: one
+    # madvise per chunk instead of a page fault per page (MADV_POPULATE_WRITE, Linux >= 5.14)
+    PREFAULT_CHUNK = 1 << 20
 
 # Python-visible copy of the layout enums, compared with rmq.store.layout by the tests.
 LAYOUT = {
@@ -112,8 +129,16 @@ CHECK_RESULTS = {
     CHECK_BAD_CRC: "body CRC mismatch",
 }
 
-cdef tuple _PUT_STATUS = tuple(PutMessageStatus)
-cdef tuple _GET_STATUS = tuple(GetMessageStatus)
+# Status enum members by code, bound on first use (rmq.store imports this module first).
+cdef tuple _PUT_STATUS = None
+cdef tuple _GET_STATUS = None
+
+
+cdef _bind_status_enums():
+    global _PUT_STATUS, _GET_STATUS
+    from rmq.store.status import GetMessageStatus, PutMessageStatus
+    _PUT_STATUS = tuple(PutMessageStatus)
+    _GET_STATUS = tuple(GetMessageStatus)
 cdef bytes _SCHEDULE_TOPIC = SCHEDULE_TOPIC.encode()
 
 
@@ -255,13 +280,37 @@ cdef inline void write_record(unsigned char* p, int32_t total, uint32_t body_crc
     memcpy(p + 2, props, props_len)                                           #    + properties
 
 
-cdef uint32_t body_crc_of(object crc32, const unsigned char* body, Py_ssize_t n) except? 0xFFFFFFFF:
-    # ISA-L's crc32 through Python: a read-only memoryview over the bytes, used synchronously
-    return (<uint32_t>crc32(PyMemoryView_FromMemory(<char*>body, n, PyBUF_READ))) & 0x7FFFFFFF
+# BODYCRC is ISA-L's crc32 (isal is a dependency). Its extension module exports the C function,
+# so the store calls it directly: no Python call per record. If the symbol is not there (another
+# isal build), the Python function is called instead; both give zlib's IEEE CRC-32.
+ctypedef uint32_t (*crc32_fn)(uint32_t init, const unsigned char* buf, uint64_t length) noexcept nogil
+cdef crc32_fn _isal_crc32 = NULL
+
+
+cdef void _bind_isal_crc32():
+    global _isal_crc32
+    cdef void* handle = dlopen(_isal_zlib.__file__.encode(), RTLD_NOW | RTLD_NOLOAD)
+    if handle == NULL:
+        return
+    _isal_crc32 = <crc32_fn>dlsym(handle, b"crc32_gzip_refl")
+    if _isal_crc32 != NULL and _isal_crc32(0, <const unsigned char*>b"123456789", 9) != 0xCBF43926:
+        _isal_crc32 = NULL
+
+
+_bind_isal_crc32()
+# True when BODYCRC is computed by the C function (no Python call per record)
+CRC_NATIVE = _isal_crc32 != NULL
+
+
+cdef uint32_t body_crc_of(const unsigned char* body, Py_ssize_t n) except? 0xFFFFFFFF:
+    if _isal_crc32 != NULL:
+        return _isal_crc32(0, body, n) & 0x7FFFFFFF
+    # a read-only memoryview over the bytes, used synchronously
+    return (<uint32_t>_isal_zlib.crc32(PyMemoryView_FromMemory(<char*>body, n, PyBUF_READ))) & 0x7FFFFFFF
 
 
 cdef Py_ssize_t check_record_c(const unsigned char* p, Py_ssize_t avail, int64_t expected_offset,
-                               object crc32) except? -100:
+                               bint check_crc) except? -100:
     """Size of the valid record at p, or a RecordCheck outcome (<= 0)."""
     cdef int32_t total, body_len, topic_len, props_len
     cdef uint32_t magic
@@ -288,7 +337,7 @@ cdef Py_ssize_t check_record_c(const unsigned char* p, Py_ssize_t avail, int64_t
         return CHECK_BAD_LENGTHS
     if expected_offset >= 0 and get_i64(p + REC_PHYSICALOFFSET) != expected_offset:  # 7 PHYSICALOFFSET
         return CHECK_BAD_OFFSET
-    if crc32 is not None and body_crc_of(crc32, p + REC_BODY, body_len) != <uint32_t>get_i32(p + REC_BODYCRC):
+    if check_crc and body_crc_of(p + REC_BODY, body_len) != <uint32_t>get_i32(p + REC_BODYCRC):
         return CHECK_BAD_CRC                                                  # 3 BODYCRC
     return total
 
@@ -302,8 +351,7 @@ def check_record(data, int64_t expected_offset=-1, bint check_crc=True):
     cdef Py_buffer buf
     PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
     try:
-        return check_record_c(<const unsigned char*>buf.buf, buf.len, expected_offset,
-                              _isal_zlib.crc32 if check_crc else None)
+        return check_record_c(<const unsigned char*>buf.buf, buf.len, expected_offset, check_crc)
     finally:
         PyBuffer_Release(&buf)
 
@@ -357,6 +405,17 @@ cdef class MappedFile:
             PyBuffer_Release(&self._buffer)
             self._has_buffer = False
         self.base = NULL
+
+    cdef void prefault(self, Py_ssize_t position) noexcept:
+        """Populate the chunk after the one ``position`` is in (no-op where unsupported)."""
+        cdef Py_ssize_t start = (position // PREFAULT_CHUNK + 1) * PREFAULT_CHUNK
+        cdef Py_ssize_t n = PREFAULT_CHUNK
+        if start >= self.file_size or self.base == NULL:
+            return
+        if start + n > self.file_size:
+            n = self.file_size - start
+        with nogil:
+            madvise(self.base + start, n, MADV_POPULATE_WRITE)
 
     cdef object view(self, Py_ssize_t position, Py_ssize_t size):
         return self._view[position:position + size]
@@ -472,7 +531,8 @@ cdef class MappedFileQueue:
             self.flushed_where = (<MappedFile>self.files[-1]).file_from_offset + self.mapped_file_size
 
     cdef MappedFile last_file(self):
-        return self.files[-1] if self.files else None
+        cdef Py_ssize_t n = len(self.files)
+        return <MappedFile>self.files[n - 1] if n else None
 
     cdef MappedFile create_file(self, int64_t start_offset):
         os.makedirs(self.store_path, exist_ok=True)
@@ -878,6 +938,8 @@ cdef class PutMessageResult:
 
     @property
     def status(self):
+        if _PUT_STATUS is None:
+            _bind_status_enums()
         return _PUT_STATUS[self.status_code]
 
     @property
@@ -928,6 +990,8 @@ cdef class GetMessageResult:
 
     @property
     def status(self):
+        if _GET_STATUS is None:
+            _bind_status_enums()
         return _GET_STATUS[self.status_code]
 
     @property
@@ -1032,7 +1096,6 @@ cdef class StoreCore:
         self.sync_flush = sync_flush
         self.sync_flush_timeout = sync_flush_timeout
         self._delay_level_ms = list(delay_level_ms)
-        self._crc32 = _isal_zlib.crc32
         self._commit_requests = []
         self.running = False
         self.last_store_timestamp = 0
@@ -1239,7 +1302,7 @@ cdef class StoreCore:
             total = REC_FIXED_OVERHEAD + body_len + topic_len + props_len
             if total > self.max_message_size:
                 return put_failure(MESSAGE_ILLEGAL)
-            crc = body_crc_of(self._crc32, body_ptr, body_len)
+            crc = body_crc_of(body_ptr, body_len)
             self._lock()
             try:
                 queue = self._find_or_create_queue(topic, queue_id)
@@ -1260,6 +1323,8 @@ cdef class StoreCore:
                              store_timestamp, self.store_ip, self.store_port, reconsume_times,
                              prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
                              props_ptr, props_len)
+                if (mf.wrote_position + total) // PREFAULT_CHUNK != mf.wrote_position // PREFAULT_CHUNK:
+                    mf.prefault(mf.wrote_position + total)
                 mf.wrote_position += total
                 mf.last_store_timestamp = store_timestamp
                 self.last_store_timestamp = store_timestamp
@@ -1318,7 +1383,7 @@ cdef class StoreCore:
             props_list.append(props)
             flags.append(flag)
             sizes.append(size)
-            crcs.append(body_crc_of(self._crc32, <const unsigned char*>PyBytes_AS_STRING(body), len(body)))
+            crcs.append(body_crc_of(<const unsigned char*>PyBytes_AS_STRING(body), len(body)))
             total += size
         if total > self.max_message_size:
             return put_failure(MESSAGE_ILLEGAL)
@@ -1585,7 +1650,7 @@ cdef class StoreCore:
 
     def first_store_timestamp(self, MappedFile mf):
         """STORETIMESTAMP of the first record of a CommitLog file, or 0 if it holds none."""
-        if check_record_c(mf.base, mf.file_size, mf.file_from_offset, None) <= 0:
+        if check_record_c(mf.base, mf.file_size, mf.file_from_offset, False) <= 0:
             return 0
         return get_i64(mf.base + REC_STORETIMESTAMP)
 
@@ -1613,8 +1678,7 @@ cdef class StoreCore:
                 mf = files[index]
                 pos = 0
                 while True:
-                    size = check_record_c(mf.base + pos, mf.file_size - pos, mf.file_from_offset + pos,
-                                          self._crc32)
+                    size = check_record_c(mf.base + pos, mf.file_size - pos, mf.file_from_offset + pos, True)
                     if size > 0:
                         if redispatch:
                             record_properties(mf.base + pos, &props, &props_len, &topic, &topic_len)
@@ -1640,7 +1704,7 @@ cdef class StoreCore:
                 index += 1
             # everything past the last valid record goes, later files included
             for mf in files[index + 1:]:
-                if cut is None and check_record_c(mf.base, mf.file_size, -1, None) != CHECK_EMPTY:
+                if cut is None and check_record_c(mf.base, mf.file_size, -1, False) != CHECK_EMPTY:
                     cut = f"file {mf.path} after the end"
             self.commit_log.truncate(end)
             mf = self.commit_log.last_file()
