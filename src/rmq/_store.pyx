@@ -1250,7 +1250,6 @@ cdef class StoreCore:
 
     cdef void _track_commit(self, PutMessageResult result, object callback):
         result._callback = callback
-        result.next_offset = result.wrote_offset + result.wrote_bytes
         result._deadline = monotonic() + self.sync_flush_timeout
         self._commit_requests.append(result)
         sem_post(<sem_t*>self._commit_sem)
@@ -1338,6 +1337,7 @@ cdef class StoreCore:
         result.status_code = PUT_OK
         result.wrote_offset = phy_offset
         result.wrote_bytes = <int>total
+        result.next_offset = result.wrote_offset + total
         result.queue_offset = queue_offset
         result.store_timestamp = store_timestamp
         result.msg_num = 1
@@ -1424,6 +1424,7 @@ cdef class StoreCore:
         result.status_code = PUT_OK
         result.wrote_offset = first_offset
         result.wrote_bytes = <int>total
+        result.next_offset = result.wrote_offset + total
         result.queue_offset = queue_offset
         result.store_timestamp = store_timestamp
         result.msg_num = <int>n
