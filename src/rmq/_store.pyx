@@ -582,7 +582,9 @@ cdef class MappedFileQueue:
             if (least_pages > 0 and target < mf.file_size
                     and (target // PAGE_SIZE) - (mf.flushed_position // PAGE_SIZE) < least_pages):
                 return 0
-            mf.flush_to(target)
+            if target > mf.flushed_position:
+                mf.flush_to(target)
+                self.flush_count += 1
             self.flushed_where = mf.file_from_offset + target
             if target < mf.file_size:
                 return 0

@@ -180,10 +180,15 @@ class MessageStore(StoreCore):
 
     # -- flush -------------------------------------------------------------------------------
 
-    def checkpoint_physic(self, least_pages: int = 0) -> None:
-        """Flush the CommitLog; once all of it is durable, record that in the checkpoint."""
+    def checkpoint_physic(self, least_pages: int = 0, flush: Callable[[], object] | None = None) -> None:
+        """Flush the CommitLog (with ``flush`` if given: the group commit's round); once everything
+        written before the flush is durable, record its store time in the checkpoint."""
         timestamp, end = self.last_store_timestamp, self.commit_log.get_max_offset()
-        if self.flush_commit_log(least_pages) >= end and timestamp:
+        if flush is None:
+            self.flush_commit_log(least_pages)
+        else:
+            flush()
+        if self.commit_log.get_flushed_where() >= end and timestamp:
             self.checkpoint.physic_msg_timestamp = timestamp
 
     def flush_logics(self) -> None:
