@@ -249,13 +249,14 @@ def test_garbage_in_the_index_directory_does_not_stop_load(service, index_dir, c
     (index_dir / "20000101000000002").write_bytes(torn)  # truncated copy of a real file
     (index_dir / "20000101000000003").write_bytes(bytes(size))  # made, never written
     (index_dir / "notes.txt").write_text("not an index file")
+    (index_dir / "20000101000000004").mkdir()
     svc = reopen(index_dir)
     try:
         assert svc.files == good
         assert svc.query("TopicA", "k1", 100, *FOREVER)
     finally:
         svc.shutdown()
-    assert sorted(os.listdir(index_dir)) == sorted([os.path.basename(p) for p in good] + ["notes.txt"])
+    assert sorted(os.listdir(index_dir)) == sorted([os.path.basename(p) for p in good] + ["20000101000000004", "notes.txt"])
     assert "notes.txt" in caplog.text and "20000101000000001" in caplog.text
 
 

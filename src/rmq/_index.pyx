@@ -200,7 +200,7 @@ cdef class IndexFile:
         """Add one entry; False when the file is full (the caller rolls over)."""
         cdef int32_t n = self.index_count
         cdef int64_t time_diff
-        if n >= self.index_num:
+        if n >= self.index_num or self.base == NULL:
             return False
         cdef unsigned char* slot = self.base + INDEX_HEADER_SIZE + <Py_ssize_t>(key_hash % <uint32_t>self.hash_slot_num) * HASH_SLOT_SIZE
         cdef int32_t prev = load_be32(slot)
@@ -343,7 +343,13 @@ cdef class IndexService:
                 f = IndexFile(path, self.max_hash_slot_num, self.max_index_num)
             except ValueError as exc:
                 log.warning("removing unusable index file: %s", exc)
-                os.unlink(path)
+                try:
+                    os.unlink(path)
+                except OSError as unlink_exc:
+                    log.warning("could not remove %s: %s", path, unlink_exc)
+                continue
+            except OSError as exc:
+                log.warning("skipping index file %s: %s", path, exc)
                 continue
             if f.index_count <= 1:
                 log.info("removing index file %s: it holds no entry", path)
