@@ -45,6 +45,8 @@ cdef class IndexFile:
     cdef Py_ssize_t select_phy_offsets(self, uint32_t key_hash, int64_t* out, Py_ssize_t found,
                                        Py_ssize_t max_num, int64_t begin_ms, int64_t end_ms) noexcept nogil
     cdef bint is_time_matched(self, int64_t begin_ms, int64_t end_ms) noexcept nogil
+    cdef unsigned char* slot_at(self, uint32_t key_hash) noexcept nogil
+    cdef unsigned char* entry_at(self, int32_t n) noexcept nogil
     cdef void write_header(self) noexcept nogil
     cdef read_header(self)
     cdef int msync(self) except -1

@@ -40,7 +40,7 @@ import threading
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.errno cimport errno
-from libc.stdint cimport INT32_MAX, int32_t, int64_t, uint32_t
+from libc.stdint cimport INT32_MAX, INT32_MIN, int32_t, int64_t, uint32_t
 from libc.string cimport memchr
 from posix.mman cimport MAP_FAILED, MAP_SHARED, MS_SYNC, PROT_READ, PROT_WRITE, mmap, msync, munmap
 
@@ -93,12 +93,11 @@ cdef inline uint32_t topic_hash_prefix(const unsigned char* topic, Py_ssize_t to
     return java_hash_update(0, topic, topic_len) * 31 + <unsigned char>c'#'
 
 
-
 cdef inline uint32_t finish_key_hash(uint32_t h) noexcept nogil:
     # Math.abs(int), and Math.abs(Integer.MIN_VALUE) stays negative: RocketMQ maps it to 0
     cdef int32_t signed = <int32_t>h
     if signed < 0:
-        signed = -signed if signed != -2147483648 else 0
+        signed = -signed if signed != INT32_MIN else 0
     return <uint32_t>signed
 
 
@@ -192,6 +191,13 @@ cdef class IndexFile:
                 f"0..{self.hash_slot_num}), timestamps {self.begin_timestamp}..{self.end_timestamp}, "
                 f"offsets {self.begin_phy_offset}..{self.end_phy_offset}")
 
+    cdef inline unsigned char* slot_at(self, uint32_t key_hash) noexcept nogil:
+        return self.base + INDEX_HEADER_SIZE + <Py_ssize_t>(key_hash % <uint32_t>self.hash_slot_num) * HASH_SLOT_SIZE
+
+    cdef inline unsigned char* entry_at(self, int32_t n) noexcept nogil:
+        return (self.base + INDEX_HEADER_SIZE + <Py_ssize_t>self.hash_slot_num * HASH_SLOT_SIZE
+                + <Py_ssize_t>n * INDEX_ENTRY_SIZE)
+
     @property
     def is_full(self):
         return self.index_count >= self.index_num
@@ -202,9 +208,9 @@ cdef class IndexFile:
         cdef int64_t time_diff
         if n >= self.index_num or self.base == NULL:
             return False
-        cdef unsigned char* slot = self.base + INDEX_HEADER_SIZE + <Py_ssize_t>(key_hash % <uint32_t>self.hash_slot_num) * HASH_SLOT_SIZE
+        cdef unsigned char* slot = self.slot_at(key_hash)
         cdef int32_t prev = load_be32(slot)
-        if prev <= INVALID_INDEX or prev > n:
+        if prev <= INVALID_INDEX or prev >= n:
             prev = INVALID_INDEX
         if n == 1:
             # the first entry defines the file's start; its own timeDiff is then 0 (RocketMQ sets
@@ -217,7 +223,7 @@ cdef class IndexFile:
             time_diff = 0
         elif time_diff > INT32_MAX:
             time_diff = INT32_MAX
-        cdef unsigned char* entry = self.base + INDEX_HEADER_SIZE + <Py_ssize_t>self.hash_slot_num * HASH_SLOT_SIZE + <Py_ssize_t>n * INDEX_ENTRY_SIZE
+        cdef unsigned char* entry = self.entry_at(n)
         store_be32(entry + ENTRY_KEY_HASH, <int32_t>key_hash)
         store_be64(entry + ENTRY_PHY_OFFSET, phy_offset)
         store_be32(entry + ENTRY_TIME_DIFF, <int32_t>time_diff)
@@ -242,13 +248,12 @@ cdef class IndexFile:
         unmap the file during the walk."""
         if self.base == NULL:
             return found
-        cdef const unsigned char* entries = self.base + INDEX_HEADER_SIZE + <Py_ssize_t>self.hash_slot_num * HASH_SLOT_SIZE
         cdef const unsigned char* entry
-        cdef int32_t n = load_be32(self.base + INDEX_HEADER_SIZE + <Py_ssize_t>(key_hash % <uint32_t>self.hash_slot_num) * HASH_SLOT_SIZE)
+        cdef int32_t n = load_be32(self.slot_at(key_hash))
         cdef int32_t prev, time_diff
         cdef int64_t stored_at
         while INVALID_INDEX < n < self.index_count and found < max_num:
-            entry = entries + <Py_ssize_t>n * INDEX_ENTRY_SIZE
+            entry = self.entry_at(n)
             time_diff = load_be32(entry + ENTRY_TIME_DIFF)
             if time_diff < 0:
                 break
@@ -449,7 +454,9 @@ cdef class IndexService:
 
     def query(self, str topic, str key, int max_num, int64_t begin_ms, int64_t end_ms):
         """Up to ``max_num`` offsets of messages stored in [begin_ms, end_ms] whose key hash matches
-        ``topic#key``, newest first. The hash may collide: the caller re-checks the real key."""
+        ``topic#key``, newest first. The hash may collide: the caller re-checks the real key.
+        Entries keep their store time to the second (from the file's beginTimestamp), so the
+        range is as coarse at its edges, as in RocketMQ."""
         cdef IndexFile f
         cdef int64_t* found_offsets
         cdef Py_ssize_t found = 0
