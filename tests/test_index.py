@@ -11,6 +11,7 @@ import pytest
 
 import rmq.index
 from rmq._index import LAYOUT, IndexFile, IndexService, index_file_size, index_key_hash, java_hash
+from rmq.errors import StoreError
 from rmq.message import java_string_hash
 
 SLOTS = 4
@@ -280,6 +281,12 @@ def test_delete_expired_files_never_deletes_the_newest(service):
     assert service.delete_expired_files(2**62) == 2
     assert service.files == [newest] and os.listdir(os.path.dirname(newest)) == [os.path.basename(newest)]
     assert service.query("TopicA", "k0", 100, *FOREVER) == [1000 + 100 * i for i in range(4 * PER_FILE - 1, 3 * PER_FILE - 1, -1) if i % 5 == 0]
+
+
+@pytest.mark.parametrize("slots, entries", [(0, 16), (4, 1)])
+def test_a_geometry_that_cannot_hold_a_key_is_refused(tmp_path, slots, entries):
+    with pytest.raises(StoreError, match="at least 1 hash slot and 2 entries"):
+        IndexService(str(tmp_path), slots, entries)
 
 
 def test_index_file_exposes_its_header(service):

@@ -47,6 +47,7 @@ from posix.mman cimport MAP_FAILED, MAP_SHARED, MS_SYNC, PROT_READ, PROT_WRITE, 
 from rmq._endian cimport load_be32, load_be64, store_be32, store_be64
 from rmq._hash cimport java_hash_update, java_string_hash
 
+from rmq.errors import StoreError
 from rmq.message import KEY_SEPARATOR
 
 log = logging.getLogger(__name__)
@@ -323,7 +324,7 @@ cdef class IndexService:
     def __init__(self, str store_path, int32_t max_hash_slot_num=DEFAULT_MAX_HASH_SLOT_NUM,
                  int32_t max_index_num=DEFAULT_MAX_INDEX_NUM):
         if max_hash_slot_num < 1 or max_index_num < 2:
-            raise ValueError(f"index files need at least 1 hash slot and 2 entries (entry 0 is "
+            raise StoreError(f"index files need at least 1 hash slot and 2 entries (entry 0 is "
                              f"unused), got {max_hash_slot_num} slots and {max_index_num} entries")
         os.makedirs(store_path, exist_ok=True)
         self.store_path = store_path
