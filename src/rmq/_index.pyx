@@ -409,7 +409,8 @@ cdef class IndexService:
         if self.index_files:
             newest = self.index_files[-1]
             # RocketMQ skips only offsets below endPhyOffset, so re-dispatching the last indexed
-            # message indexes it twice; every file here holds an entry, so "equal" is indexed too
+            # message indexes it twice. Here every file holds an entry (empty ones are removed at
+            # load, new ones take their first key at once): an equal offset is already indexed.
             if phy_offset <= newest.end_phy_offset:
                 return 0
         prefix = topic_hash_prefix(topic, topic_len)
