@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Iterator
 
 import pytest
-from remoting_helpers import LOOPBACK, route_body
+from remoting_helpers import LOOPBACK, answer_route
 
 from rmq.net import _codec, codec_py
-from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.net.codes import RequestCode
 from rmq.net.server import RemotingServer
 
 
@@ -17,10 +16,6 @@ from rmq.net.server import RemotingServer
 def codec(request):
     """Each codec test runs against the pure-Python and the compiled implementation."""
     return request.param
-
-
-def answer_route(channel, request):
-    return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=route_body())
 
 
 @pytest.fixture

@@ -7,6 +7,8 @@ import struct
 import time
 
 from rmq.net import codec_py
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import ResponseCode
 
 LOOPBACK = "127.0.0.1"
 
@@ -18,6 +20,11 @@ def route_body() -> bytes:
         b'"cluster":"DefaultCluster"}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a",'
         b'"perm":6,"readQueueNums":4,"writeQueueNums":4,"topicSysFlag":0}]}'
     )
+
+
+def answer_route(channel, request):
+    """A GET_ROUTEINFO_BY_TOPIC processor that always answers ``route_body()``."""
+    return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=route_body())
 
 
 def raw_frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
