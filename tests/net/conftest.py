@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import threading
+import time
 from typing import Iterator
 
 import pytest
@@ -25,3 +28,20 @@ def server() -> Iterator[RemotingServer]:
     srv.start()
     yield srv
     srv.shutdown()
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_loops_or_descriptors() -> Iterator[None]:
+    """Every test stops the loop threads and closes the sockets it opened (uvloop-style tear-down)."""
+    threads = set(threading.enumerate())
+    fds = len(os.listdir("/proc/self/fd"))
+    yield
+    deadline = time.monotonic() + 2.0
+    while True:
+        leaked = [t.name for t in threading.enumerate() if t not in threads and t.name.startswith("rmq-")]
+        open_fds = len(os.listdir("/proc/self/fd"))
+        if (not leaked and open_fds <= fds) or time.monotonic() > deadline:
+            break
+        time.sleep(0.02)
+    assert not leaked, f"event loop threads still running: {leaked}"
+    assert open_fds <= fds, f"{open_fds - fds} file descriptors leaked"

@@ -4,7 +4,10 @@ against both codec implementations."""
 from __future__ import annotations
 
 import json
+import os
 import struct
+import subprocess
+import sys
 
 import pytest
 
@@ -168,3 +171,11 @@ def test_incomplete_frame_is_buffered(codec):
     assert decoder.buffered == len(frame) - 1
     [cmd] = decoder.feed(frame[-1:])
     assert cmd.body == b"body" and decoder.buffered == 0
+
+
+@pytest.mark.parametrize("flag, expected", [("1", "codec_py"), ("", "_codec")])
+def test_environment_chooses_the_implementation(flag, expected):
+    code = "from rmq.net import codec; print(codec.implementation.__name__.rsplit('.', 1)[1])"
+    env = dict(os.environ, RMQ_NO_EXTENSIONS=flag)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == expected

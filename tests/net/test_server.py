@@ -205,3 +205,16 @@ def test_response_ext_fields_are_strings_on_the_wire(server):
             data += conn.sock.recv(4096)
     header_length = struct.unpack_from(">i", data, 4)[0]
     assert json.loads(data[8 : 8 + header_length])["extFields"] == {"offset": "0"}
+
+
+def test_large_body_parts_are_written_whole(server):
+    records = [bytes(range(256)) * 400, b"y" * 300_000, b"z" * 10]
+    server.register_processor(
+        RequestCode.PULL_MESSAGE,
+        lambda channel, request: RemotingCommand.response_to(request, 0, body=[memoryview(r) for r in records]),
+    )
+    with RawConnection(server.port) as conn:
+        conn.send(raw_frame(b'{"code":11,"opaque":1}') + route_request_frame(2))
+        pulled, route = conn.read_commands(2)
+    assert pulled.body == b"".join(records)
+    assert route.opaque == 2

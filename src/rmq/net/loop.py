@@ -43,10 +43,12 @@ class TimerHandle:
         return self.when < other.when
 
     def cancel(self) -> None:
+        """Drop the callback (any thread)."""
         if not self.cancelled:
             self.cancelled = True
-            if self._loop is not None:  # None once it has run: no longer in the heap
-                self._loop._timer_cancelled()
+            loop = self._loop
+            if loop is not None and not loop._closed:  # None once it has run: no longer in the heap
+                loop._call_in_loop(loop._timer_cancelled)
 
 
 class PeriodicHandle:
@@ -151,19 +153,30 @@ class EventLoop:
         done.wait(timeout)
 
     def call_later(self, delay: float, fn: Callable, *args) -> TimerHandle:
-        """Run ``fn(*args)`` after ``delay`` seconds. Loop thread (or before the loop runs)."""
+        """Run ``fn(*args)`` on the loop thread after ``delay`` seconds (callable from any thread)."""
         return self.call_at(time.monotonic() + delay, fn, *args)
 
     def call_at(self, when: float, fn: Callable, *args) -> TimerHandle:
+        """Run ``fn(*args)`` on the loop thread at ``when`` (``time.monotonic`` clock; any thread)."""
         handle = TimerHandle(when, fn, args, self)
-        heapq.heappush(self._timers, handle)
+        self._call_in_loop(self._push_timer, handle)
         return handle
+
+    def _push_timer(self, handle: TimerHandle) -> None:
+        heapq.heappush(self._timers, handle)
+
+    def _call_in_loop(self, fn: Callable, *args) -> None:
+        """``fn(*args)`` now if this is the loop thread or the loop is not running, else soon on it."""
+        if self._thread_id is None or self._thread_id == threading.get_ident():
+            fn(*args)
+        else:
+            self.call_soon_threadsafe(fn, *args)
 
     def schedule_periodic(self, interval: float, fn: Callable, initial_delay: float | None = None) -> PeriodicHandle:
         """Run ``fn()`` every ``interval`` seconds, first after ``initial_delay`` (default: interval)."""
         return PeriodicHandle(self, interval, fn, interval if initial_delay is None else initial_delay)
 
-    def mark_dirty(self, obj) -> None:
+    def mark_dirty(self, obj) -> None:  # loop thread only
         """Have ``obj._flush()`` called once at the end of this iteration (batched writes)."""
         self._dirty.append(obj)
 

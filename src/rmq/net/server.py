@@ -103,9 +103,13 @@ class RemotingServer(Endpoint):
                 listener.close()
                 raise
             self._listener = listener
-        self.loop.add_handler(listener.fileno(), select.EPOLLIN, self._on_acceptable)
-        scan_interval = min(_IDLE_SCAN_MAX_INTERVAL, self.idle_timeout / 4)
-        self._idle_scan = self.loop.schedule_periodic(scan_interval, self._close_idle_channels)
+
+        def register() -> None:  # on the loop thread, which may already run (a shared loop)
+            self.loop.add_handler(listener.fileno(), select.EPOLLIN, self._on_acceptable)
+            scan_interval = min(_IDLE_SCAN_MAX_INTERVAL, self.idle_timeout / 4)
+            self._idle_scan = self.loop.schedule_periodic(scan_interval, self._close_idle_channels)
+
+        self.loop.run_and_wait(register)
         log.info("remoting server listening on %s:%d", self.host, self.port)
 
     def start(self) -> None:
