@@ -32,6 +32,7 @@ IDLE_TIMEOUT_DEFAULT = 120.0
 LISTEN_BACKLOG = 1024
 # How often idle connections are looked for, at most (a fraction of the idle timeout below that).
 _IDLE_SCAN_MAX_INTERVAL = 1.0
+_ACCEPT_RETRY_SECONDS = 0.1
 
 
 class RemotingServer(Endpoint):
@@ -158,8 +159,11 @@ class RemotingServer(Endpoint):
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                # EMFILE and friends: log and let the next readiness event retry.
-                log.error("accept on %s failed: %s", self.host, exc)
+                # EMFILE and friends: the listener stays readable, so pause accepting for a moment
+                # rather than spin; the connections already open keep being served.
+                log.error("accept on %s failed: %s; retrying in %ss", self.address, exc, _ACCEPT_RETRY_SECONDS)
+                self.loop.remove_handler(listener.fileno())
+                self.loop.call_later(_ACCEPT_RETRY_SECONDS, self._resume_accepting, listener)
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -173,6 +177,10 @@ class RemotingServer(Endpoint):
             )
             self._channels.add(channel)
             log.debug("accepted %s", channel.remote_address)
+
+    def _resume_accepting(self, listener: socket.socket) -> None:
+        if listener is self._listener:
+            self.loop.add_handler(listener.fileno(), select.EPOLLIN, self._on_acceptable)
 
     def _channel_closed(self, channel: Channel) -> None:
         self._channels.discard(channel)
