@@ -218,3 +218,14 @@ def test_large_body_parts_are_written_whole(server):
         pulled, route = conn.read_commands(2)
     assert pulled.body == b"".join(records)
     assert route.opaque == 2
+
+
+def test_unencodable_answer_is_dropped_and_the_connection_kept(server, caplog):
+    server.register_processor(
+        RequestCode.HEART_BEAT, lambda channel, request: RemotingCommand.response_to(request, 0, body=object())
+    )
+    with RawConnection(server.port) as conn:
+        conn.send(raw_frame(b'{"code":34,"opaque":1}') + route_request_frame(2))
+        [answer] = conn.read_commands(1)
+    assert answer.opaque == 2
+    assert "cannot encode" in caplog.text

@@ -256,7 +256,15 @@ class Channel:
         if self._state is _CLOSED:
             log.debug("dropped %r: connection to %s closed", cmd, self.remote_address)
             return
-        self._out.append(cmd)
+        try:
+            self._out.append(cmd)
+        except Exception:
+            # A command that cannot be encoded (a body that is no buffer, ext keys that are no
+            # strings) is a bug of its sender: drop it, keep the connection and its other answers.
+            log.exception(
+                "cannot encode command code %s opaque %s for %s: dropped", cmd.code, cmd.opaque, self.remote_address
+            )
+            return
         if not self._flush_scheduled:
             self._flush_scheduled = True
             self._loop.mark_dirty(self)
