@@ -34,14 +34,25 @@ def server() -> Iterator[RemotingServer]:
 def no_leaked_loops_or_descriptors() -> Iterator[None]:
     """Every test stops the loop threads and closes the sockets it opened (uvloop-style tear-down)."""
     threads = set(threading.enumerate())
-    fds = len(os.listdir("/proc/self/fd"))
+    fds = _open_fds()
     yield
     deadline = time.monotonic() + 2.0
     while True:
         leaked = [t.name for t in threading.enumerate() if t not in threads and t.name.startswith("rmq-")]
-        open_fds = len(os.listdir("/proc/self/fd"))
-        if (not leaked and open_fds <= fds) or time.monotonic() > deadline:
+        new_fds = _open_fds() - fds
+        if (not leaked and not new_fds) or time.monotonic() > deadline:
             break
         time.sleep(0.02)
     assert not leaked, f"event loop threads still running: {leaked}"
-    assert open_fds <= fds, f"{open_fds - fds} file descriptors leaked"
+    assert not new_fds, f"file descriptors leaked: {sorted(new_fds)}"
+
+
+def _open_fds() -> set[tuple[int, str]]:
+    """(fd, what it refers to) for every descriptor open in this process."""
+    result = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            result.add((int(name), os.readlink(f"/proc/self/fd/{name}")))
+        except OSError:  # closed between listdir and readlink (the listdir fd itself, for one)
+            pass
+    return result

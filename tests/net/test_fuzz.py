@@ -83,6 +83,9 @@ def fuzz_server():
     srv.register_processor(RequestCode.GET_ROUTEINFO_BY_TOPIC, answer_route)
     srv.start()
     good = RawConnection(srv.port)
+    # One round trip, so the server has accepted this connection before any test counts descriptors.
+    good.send(route_request_frame(1))
+    good.read_commands(1)
     yield srv, good
     good.close()
     srv.shutdown()
