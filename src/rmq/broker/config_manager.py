@@ -25,7 +25,7 @@ import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, Protocol, TypeVar
 
 log = logging.getLogger("rmq.broker")
 
@@ -164,6 +164,59 @@ class ConfigManager(ABC):
             with self._lock:
                 self._persisted_changes = changes
             return True
+
+
+class JsonItem(Protocol):
+    def to_json(self) -> dict[str, Any]: ...
+
+
+Item = TypeVar("Item", bound=JsonItem)
+
+
+class VersionedTableManager(ConfigManager, Generic[Item]):
+    """A ``name -> config`` table with a DataVersion that moves on every change, in RocketMQ's shape
+    ``{"<table_key>": {"<name>": {...}}, "dataVersion": {"timestamp", "counter"}}``.
+
+    Loading merges the file over the built-in entries a subclass put in the table first (an
+    operator may have changed those).
+    """
+
+    table_key: str
+
+    def __init__(self, store_path_root_dir: str | os.PathLike[str]):
+        super().__init__(store_path_root_dir)
+        self.data_version = DataVersion.new()
+        self._table: dict[str, Item] = {}
+
+    @abstractmethod
+    def item_from_json(self, obj: dict[str, Any]) -> Item:
+        """One entry of the table from its JSON object."""
+
+    def _put(self, name: str, item: Item) -> None:
+        self._table[name] = item
+        self.data_version.next_version()
+        self.mark_changed()
+
+    def _remove(self, name: str) -> Item | None:
+        item = self._table.pop(name, None)
+        if item is not None:
+            self.data_version.next_version()
+            self.mark_changed()
+        return item
+
+    def encode(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                self.table_key: {name: item.to_json() for name, item in self._table.items()},
+                "dataVersion": self.data_version.to_json(),
+            }
+
+    def decode(self, obj: Any) -> None:
+        table = {name: self.item_from_json(item) for name, item in obj[self.table_key].items()}
+        version = DataVersion.from_json(obj.get("dataVersion"))
+        with self._lock:
+            self._table.update(table)
+            self.data_version = version
 
 
 def write_file_atomically(path: Path, text: str) -> None:

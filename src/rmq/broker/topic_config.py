@@ -16,7 +16,7 @@ import os
 from typing import Any, Callable
 
 from rmq.broker.config import BrokerConfig
-from rmq.broker.config_manager import ConfigManager, DataVersion
+from rmq.broker.config_manager import VersionedTableManager
 from rmq.common import PERM_ALL, PERM_INHERIT, PERM_READ, PERM_WRITE, is_inherited
 from rmq.errors import BrokerRequestError
 from rmq.message import AUTO_CREATE_TOPIC_KEY_TOPIC, SCHEDULE_TOPIC, topic_error
@@ -82,7 +82,7 @@ def check_topic_config(config: TopicConfig) -> None:
         raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL, reason)
 
 
-class TopicConfigManager(ConfigManager):
+class TopicConfigManager(VersionedTableManager[TopicConfig]):
     """The broker's topic table with RocketMQ's system topics and auto-creation rules.
 
     ``on_change`` is called (outside the lock) after a topic is created, updated or deleted: the
@@ -91,6 +91,7 @@ class TopicConfigManager(ConfigManager):
     """
 
     file_name = "topics.json"
+    table_key = "topicConfigTable"
 
     def __init__(
         self,
@@ -101,11 +102,9 @@ class TopicConfigManager(ConfigManager):
         super().__init__(store_path_root_dir)
         self.broker_config = broker_config
         self.on_change = on_change
-        self.data_version = DataVersion.new()
-        self._topics: dict[str, TopicConfig] = {}
         for config in self._system_topics():
-            self._topics[config.topic_name] = config
-        self.system_topics = frozenset(self._topics)
+            self._table[config.topic_name] = config
+        self.system_topics = frozenset(self._table)
 
     def _system_topics(self) -> list[TopicConfig]:
         """The topics RocketMQ 4.9's broker creates at start (TopicConfigManager's constructor).
@@ -137,19 +136,19 @@ class TopicConfigManager(ConfigManager):
 
     def select_topic_config(self, topic: str) -> TopicConfig | None:
         with self._lock:
-            return self._topics.get(topic)
+            return self._table.get(topic)
 
     def topic_config_table(self) -> dict[str, TopicConfig]:
         """A copy of the table (topic -> config)."""
         with self._lock:
-            return dict(self._topics)
+            return dict(self._table)
 
     def is_order_topic(self, topic: str) -> bool:
         config = self.select_topic_config(topic)
         return config is not None and config.order
 
     def build_serialize_wrapper(self) -> dict[str, Any]:
-        """``{"topicConfigTable": {...}, "dataVersion": {...}}`` for REGISTER_BROKER."""
+        """``{"topicConfigTable": {...}, "dataVersion": {...}}`` for REGISTER_BROKER (the file's shape)."""
         return self.encode()
 
     # -- creation -------------------------------------------------------------------------------
@@ -173,7 +172,7 @@ class TopicConfigManager(ConfigManager):
             existing = self._existing_or_check_name(topic)
             if existing is not None:
                 return existing
-            default_config = self._topics.get(default_topic)
+            default_config = self._table.get(default_topic)
             if default_topic == AUTO_CREATE_TOPIC_KEY_TOPIC and not self.broker_config.auto_create_topic_enable:
                 why = "autoCreateTopicEnable is false on this broker"
             elif default_config is None:
@@ -190,7 +189,7 @@ class TopicConfigManager(ConfigManager):
             queue_nums = max(0, min(client_default_queue_nums, default_config.write_queue_nums))
             created = TopicConfig(topic, queue_nums, queue_nums, default_config.perm & ~PERM_INHERIT,
                                   default_config.topic_filter_type, topic_sys_flag)
-            self._put(created)
+            self._put(topic, created)
             log.info("auto-created topic %s from %s for %s: %s", topic, default_topic,
                      remote_address or "a producer", created)
         self._changed_now()
@@ -207,7 +206,7 @@ class TopicConfigManager(ConfigManager):
                 return existing
             created = TopicConfig(topic, client_default_queue_nums, client_default_queue_nums, perm,
                                   SINGLE_TAG, topic_sys_flag)
-            self._put(created)
+            self._put(topic, created)
             log.info("created topic %s", created)
         self._changed_now()
         return created
@@ -216,8 +215,8 @@ class TopicConfigManager(ConfigManager):
         """Create or replace a topic (UPDATE_AND_CREATE_TOPIC); illegal settings raise MESSAGE_ILLEGAL."""
         check_topic_config(config)
         with self._lock:
-            old = self._topics.get(config.topic_name)
-            self._put(config)
+            old = self._table.get(config.topic_name)
+            self._put(config.topic_name, config)
         log.info("%s topic %s", "updated" if old else "created", config)
         self._changed_now()
         return config
@@ -225,29 +224,22 @@ class TopicConfigManager(ConfigManager):
     def delete_topic(self, topic: str) -> bool:
         """Forget a topic's config; False when it did not exist."""
         with self._lock:
-            old = self._topics.pop(topic, None)
+            old = self._remove(topic)
             if old is None:
                 log.warning("delete topic %s: no such topic", topic)
                 return False
-            self.data_version.next_version()
-            self.mark_changed()
         log.info("deleted topic %s", old)
         self._changed_now()
         return True
 
     def _existing_or_check_name(self, topic: str) -> TopicConfig | None:
         """The topic's config; None when it is absent and may be created; raises when illegal."""
-        existing = self._topics.get(topic)
+        existing = self._table.get(topic)
         if existing is None:
             reason = topic_error(topic)
             if reason is not None:
                 raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL, reason)
         return existing
-
-    def _put(self, config: TopicConfig) -> None:
-        self._topics[config.topic_name] = config
-        self.data_version.next_version()
-        self.mark_changed()
 
     def _changed_now(self) -> None:
         # Topic changes are rare and a lost one means a lost route: write at once, as RocketMQ does.
@@ -257,17 +249,5 @@ class TopicConfigManager(ConfigManager):
 
     # -- file -----------------------------------------------------------------------------------
 
-    def encode(self) -> dict[str, Any]:
-        with self._lock:
-            return {
-                "topicConfigTable": {name: c.to_json() for name, c in self._topics.items()},
-                "dataVersion": self.data_version.to_json(),
-            }
-
-    def decode(self, obj: Any) -> None:
-        table = {name: TopicConfig.from_json(c) for name, c in obj["topicConfigTable"].items()}
-        version = DataVersion.from_json(obj.get("dataVersion"))
-        with self._lock:
-            # Persisted configs win over the built-in ones (an operator may have changed them).
-            self._topics.update(table)
-            self.data_version = version
+    def item_from_json(self, obj: dict[str, Any]) -> TopicConfig:
+        return TopicConfig.from_json(obj)
