@@ -122,3 +122,8 @@ def test_to_properties_round_trips():
     config = BrokerConfig(broker_name="x", broker_ip1="127.0.0.1")
     again, rest = BrokerConfig.from_properties(config.to_properties())
     assert again == config and rest == {}
+
+
+def test_unset_command_line_options_keep_the_defaults():
+    config, _ = load_broker_config(overrides={"namesrvAddr": None, "listenPort": None})
+    assert config.namesrv_addr is None and config.listen_port == 10911

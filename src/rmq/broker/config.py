@@ -139,6 +139,7 @@ class BrokerConfig:
     def store_properties(self, leftover: Mapping[str, str]) -> dict[str, Any]:
         """The properties for the store's config: the keys the broker did not take, plus the ones both
         need (the store writes brokerIP1:listenPort into records; brokerRole decides replication)."""
+        self.resolve()
         props: dict[str, Any] = dict(leftover)
         props.update({
             "brokerIP1": self.broker_ip1,
@@ -171,6 +172,8 @@ class BrokerConfig:
             field = _FIELDS_BY_KEY.get(key)
             if field is None:
                 leftover[key] = value
+                continue
+            if value is None:  # an unset command-line option: keep the default
                 continue
             kwargs[field.name] = _convert(field.metadata["key"], value, field.metadata["kind"])
         return cls(**kwargs), leftover
