@@ -6,6 +6,8 @@ template topic (TBW102) whose settings a topic auto-created from it copies.
 
 from __future__ import annotations
 
+import time
+
 # brokerId of the master of a brokerName; slaves have ids > 0.
 MASTER_ID = 0
 
@@ -31,3 +33,8 @@ def perm_to_string(perm: int) -> str:
     """``6`` -> ``"RW-"``, as RocketMQ's admin tools print it."""
     return ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + (
         "X" if perm & PERM_INHERIT else "-")
+
+
+def now_ms() -> int:
+    """Wall-clock milliseconds, the unit of every RocketMQ timestamp (files, wire, expiry checks)."""
+    return int(time.time() * 1000)

@@ -102,3 +102,16 @@ def test_topics_json_is_rocketmqs_shape_and_survives_a_restart(store_dir):
     assert again.select_topic_config("TopicTest") == TopicConfig("TopicTest", 4, 4)
     assert again.data_version == m.data_version
     assert again.select_topic_config("TBW102") is not None
+
+
+@pytest.mark.parametrize("topic", ["TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster", "broker-a",
+                                   "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_anything"])
+def test_system_topics_cannot_be_changed_by_users(store_dir, topic):
+    m = manager(store_dir)
+    with pytest.raises(BrokerRequestError, match="is a system topic") as e:
+        m.update_topic_config(TopicConfig(topic, 1, 1))
+    assert e.value.code == ResponseCode.MESSAGE_ILLEGAL
+    with pytest.raises(BrokerRequestError, match="is a system topic"):
+        m.delete_topic(topic)
+    # the broker itself still creates the lazy ones
+    assert m.create_topic_in_send_message_back("RMQ_SYS_TRANS_HALF_TOPIC", 1, 6).write_queue_nums == 1

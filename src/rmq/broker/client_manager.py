@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from rmq.broker.client_channel import CHANNEL_EXPIRED_MS, ChannelScan, ClientChannelInfo
-from rmq.broker.config_manager import now_ms
 from rmq.broker.consumer_manager import ConsumerManager
 from rmq.broker.heartbeat import HeartbeatData
 from rmq.broker.producer_manager import ProducerManager
+from rmq.common import now_ms
 
 
 class ClientManager:

@@ -21,11 +21,12 @@ import logging
 import os
 import re
 import threading
-import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
+
+from rmq.common import now_ms
 
 log = logging.getLogger("rmq.broker")
 
@@ -35,10 +36,6 @@ TEMP_SUFFIX = ".tmp"
 
 # An integer key left unquoted by fastjson: `{0:12,` or `, 3:` (names never contain { , :).
 _BARE_INT_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def loads_java_json(text: str) -> Any:

@@ -14,9 +14,9 @@ import threading
 from typing import Any, Callable, Iterable
 
 from rmq.broker.client_channel import CHANNEL_EXPIRED_MS, ChannelScan, ClientChannelInfo, remove_clients
-from rmq.broker.config_manager import now_ms
 from rmq.broker.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rmq.broker.subscription import SubscriptionData
+from rmq.common import now_ms
 
 log = logging.getLogger("rmq.broker")
 

@@ -12,7 +12,7 @@ import threading
 from typing import Any, Callable
 
 from rmq.broker.client_channel import CHANNEL_EXPIRED_MS, ChannelScan, ClientChannelInfo, remove_clients
-from rmq.broker.config_manager import now_ms
+from rmq.common import now_ms
 
 log = logging.getLogger("rmq.broker")
 

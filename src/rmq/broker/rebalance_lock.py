@@ -17,7 +17,7 @@ import logging
 import threading
 from typing import Any, Iterable
 
-from rmq.broker.config_manager import now_ms
+from rmq.common import now_ms
 from rmq.errors import BrokerRequestError
 from rmq.net.codes import ResponseCode
 

@@ -19,7 +19,13 @@ from rmq.broker.config import BrokerConfig
 from rmq.broker.config_manager import VersionedTableManager
 from rmq.common import PERM_ALL, PERM_INHERIT, PERM_READ, PERM_WRITE, is_inherited
 from rmq.errors import BrokerRequestError
-from rmq.message import AUTO_CREATE_TOPIC_KEY_TOPIC, SCHEDULE_TOPIC, topic_error
+from rmq.message import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    SCHEDULE_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    topic_error,
+)
 from rmq.net.codes import ResponseCode
 
 log = logging.getLogger("rmq.broker")
@@ -33,6 +39,10 @@ SCHEDULE_TOPIC_QUEUE_NUMS = 18
 # TopicConfig's defaults in RocketMQ, used by the system topics that do not set their own.
 DEFAULT_QUEUE_NUMS = 16
 SINGLE_TAG = "SINGLE_TAG"
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
+# Broker-owned topics that exist only once used; with the ones created at start they are system topics.
+LAZY_SYSTEM_TOPICS = frozenset({TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC})
 
 
 @dataclasses.dataclass
@@ -104,7 +114,7 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
         self.on_change = on_change
         for config in self._system_topics():
             self._table[config.topic_name] = config
-        self.system_topics = frozenset(self._table)
+        self.system_topics = frozenset(self._table) | LAZY_SYSTEM_TOPICS
 
     def _system_topics(self) -> list[TopicConfig]:
         """The topics RocketMQ 4.9's broker creates at start (TopicConfigManager's constructor).
@@ -142,6 +152,15 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
         """A copy of the table (topic -> config)."""
         with self._lock:
             return dict(self._table)
+
+    def is_system_topic(self, topic: str) -> bool:
+        """A topic the broker owns: users may not create, change or delete it."""
+        return topic in self.system_topics or topic.startswith(SYSTEM_TOPIC_PREFIX)
+
+    def _refuse_system_topic(self, topic: str) -> None:
+        if self.is_system_topic(topic):
+            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
+                                     f"topic {topic!r} is a system topic of this broker and cannot be changed")
 
     def is_order_topic(self, topic: str) -> bool:
         config = self.select_topic_config(topic)
@@ -212,8 +231,10 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
         return created
 
     def update_topic_config(self, config: TopicConfig) -> TopicConfig:
-        """Create or replace a topic (UPDATE_AND_CREATE_TOPIC); illegal settings raise MESSAGE_ILLEGAL."""
+        """Create or replace a topic (UPDATE_AND_CREATE_TOPIC); illegal settings and system topics
+        raise MESSAGE_ILLEGAL."""
         check_topic_config(config)
+        self._refuse_system_topic(config.topic_name)
         with self._lock:
             old = self._table.get(config.topic_name)
             self._put(config.topic_name, config)
@@ -222,7 +243,8 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
         return config
 
     def delete_topic(self, topic: str) -> bool:
-        """Forget a topic's config; False when it did not exist."""
+        """Forget a topic's config; False when it did not exist. System topics raise MESSAGE_ILLEGAL."""
+        self._refuse_system_topic(topic)
         with self._lock:
             old = self._remove(topic)
             if old is None:
