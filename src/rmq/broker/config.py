@@ -23,6 +23,7 @@ from typing import Any, Iterable, Mapping
 
 from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
 from rmq.errors import ConfigError
+from rmq.message import topic_error
 
 log = logging.getLogger("rmq.broker")
 
@@ -92,6 +93,11 @@ class BrokerConfig:
         self._check()
 
     def _check(self) -> None:
+        # Both names become topics of their own (producers may address a cluster or a broker).
+        for name in ("broker_cluster_name", "broker_name"):
+            reason = topic_error(getattr(self, name) or "")
+            if reason is not None:
+                raise ConfigError(f"{_key_of(name)} is used as a topic name: {reason}")
         for name in ("listen_port", "ha_listen_port"):
             port = getattr(self, name)
             if not 0 <= port <= 65535:
@@ -318,9 +324,14 @@ def load_broker_config(
     properties: dict[str, Any] = {}
     if config_file is not None:
         try:
-            text = Path(config_file).read_text(encoding="utf-8")
+            data = Path(config_file).read_bytes()
         except OSError as e:
             raise ConfigError(f"cannot read broker config file {str(config_file)!r}: {e.strerror}") from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError:
+            # Java's Properties.load(InputStream) reads ISO-8859-1, so RocketMQ's own files may be in it.
+            text = data.decode("latin-1")
         properties.update(parse_properties(text))
     properties.update(overrides or {})
     config, leftover = BrokerConfig.from_properties(properties)
