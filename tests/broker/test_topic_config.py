@@ -115,3 +115,9 @@ def test_system_topics_cannot_be_changed_by_users(store_dir, topic):
         m.delete_topic(topic)
     # the broker itself still creates the lazy ones
     assert m.create_topic_in_send_message_back("RMQ_SYS_TRANS_HALF_TOPIC", 1, 6).write_queue_nums == 1
+
+
+def test_tbw102_stays_a_system_topic_with_auto_creation_off(store_dir):
+    m = manager(store_dir, auto_create_topic_enable=False)
+    with pytest.raises(BrokerRequestError, match="is a system topic"):
+        m.update_topic_config(TopicConfig("TBW102", 8, 8, 7))

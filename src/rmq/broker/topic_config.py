@@ -41,8 +41,10 @@ DEFAULT_QUEUE_NUMS = 16
 SINGLE_TAG = "SINGLE_TAG"
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
-# Broker-owned topics that exist only once used; with the ones created at start they are system topics.
-LAZY_SYSTEM_TOPICS = frozenset({TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC})
+# Broker-owned topics that may be absent from the table (created on first use, or TBW102 with
+# auto-creation off); with the ones created at start they are the system topics.
+OTHER_SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+                                 TRANS_CHECK_MAX_TIME_TOPIC})
 
 
 @dataclasses.dataclass
@@ -114,7 +116,7 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
         self.on_change = on_change
         for config in self._system_topics():
             self._table[config.topic_name] = config
-        self.system_topics = frozenset(self._table) | LAZY_SYSTEM_TOPICS
+        self.system_topics = frozenset(self._table) | OTHER_SYSTEM_TOPICS
 
     def _system_topics(self) -> list[TopicConfig]:
         """The topics RocketMQ 4.9's broker creates at start (TopicConfigManager's constructor).
