@@ -18,12 +18,10 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
+
 log = logging.getLogger("rmq.namesrv")
 
-MASTER_ID = 0
-PERM_READ = 4
-PERM_WRITE = 2
-PERM_INHERIT = 1
 DEFAULT_BROKER_CHANNEL_EXPIRED_MS = 120_000
 
 
