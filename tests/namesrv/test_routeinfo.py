@@ -94,3 +94,18 @@ def test_topics_by_cluster_and_delete():
     m.delete_topic("A", "DefaultCluster")
     m.delete_topic("C")
     assert m.get_all_topic_list() == ["B"]
+
+
+def test_encoded_route_follows_every_table_change():
+    import json
+
+    m = RouteInfoManager(broker_channel_expired_ms=120_000)
+    register(m, now_ms=0)
+    assert json.loads(m.topic_route_json("TopicTest")) == m.pickup_topic_route("TopicTest")
+    register(m, topics={"TopicTest": 8}, counter=2, now_ms=0)
+    assert json.loads(m.topic_route_json("TopicTest"))["queueDatas"][0]["writeQueueNums"] == 8
+    register(m, addr="127.0.0.1:20911", broker_id=1, now_ms=0)
+    assert json.loads(m.topic_route_json("TopicTest"))["brokerDatas"][0]["brokerAddrs"] == {
+        "0": "127.0.0.1:10911", "1": "127.0.0.1:20911"}
+    m.scan_not_active_broker(now_ms=200_000)
+    assert m.topic_route_json("TopicTest") is None

@@ -11,6 +11,8 @@ import logging
 import zlib
 from typing import Any, Callable
 
+import orjson
+
 from rmq.namesrv.routeinfo import RouteInfoManager
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import RequestCode, ResponseCode
@@ -23,7 +25,7 @@ class BadRequest(Exception):
 
 
 def encode_json(value: Any) -> bytes:
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False).encode()
+    return orjson.dumps(value)
 
 
 def _field(request: RemotingCommand, name: str, *, optional: bool = False) -> str | None:
@@ -135,13 +137,13 @@ class NamesrvProcessor:
 
     def get_route_info_by_topic(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         topic = _field(request, "topic")
-        route = self.route_info.pickup_topic_route(topic)
+        route = self.route_info.topic_route_json(topic)
         if route is None:
             return RemotingCommand.response_to(
                 request, ResponseCode.TOPIC_NOT_EXIST,
                 remark=f"No topic route info in name server for the topic: {topic}",
             )
-        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=encode_json(route))
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=route)
 
     def get_broker_cluster_info(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         return RemotingCommand.response_to(

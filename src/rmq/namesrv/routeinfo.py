@@ -18,6 +18,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+import orjson
+
 from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
 
 log = logging.getLogger("rmq.namesrv")
@@ -84,6 +86,9 @@ class RouteInfoManager:
     def __init__(self, broker_channel_expired_ms: int = DEFAULT_BROKER_CHANNEL_EXPIRED_MS):
         self.broker_channel_expired_ms = broker_channel_expired_ms
         self._lock = threading.RLock()
+        # Encoded GET_ROUTEINFO_BY_TOPIC bodies. Clients ask every 30 s per topic while the tables
+        # change only when brokers come, go or change configs, so every change clears this.
+        self._route_cache: dict[str, bytes] = {}
         self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
         self.broker_addr_table: dict[str, BrokerData] = {}
         self.cluster_addr_table: dict[str, set[str]] = {}
@@ -110,6 +115,7 @@ class RouteInfoManager:
         data_version = wrapper.get("dataVersion") or {"timestamp": 0, "counter": 0}
         result = RegisterBrokerResult()
         with self._lock:
+            self._route_cache.clear()
             self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
             broker_data = self.broker_addr_table.get(broker_name)
             register_first = broker_data is None
@@ -185,6 +191,7 @@ class RouteInfoManager:
 
     def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
         with self._lock:
+            self._route_cache.clear()
             removed = self.broker_live_table.pop(broker_addr, None)
             log.info("unregister broker %s (%s id %d): %s", broker_addr, broker_name, broker_id,
                      "was live" if removed else "was not live")
@@ -228,6 +235,7 @@ class RouteInfoManager:
         return None
 
     def _remove_broker_addr(self, broker_addr: str) -> None:
+        self._route_cache.clear()
         self.broker_live_table.pop(broker_addr, None)
         self.filter_server_table.pop(broker_addr, None)
         for broker_name, broker_data in list(self.broker_addr_table.items()):
@@ -278,6 +286,17 @@ class RouteInfoManager:
                 "queueDatas": [queues[name].to_json() for name in sorted(queues)],
             }
 
+    def topic_route_json(self, topic: str) -> bytes | None:
+        """pickup_topic_route encoded as the response body, cached until the tables change."""
+        with self._lock:
+            encoded = self._route_cache.get(topic)
+            if encoded is None:
+                route = self.pickup_topic_route(topic)
+                if route is None:
+                    return None
+                encoded = self._route_cache[topic] = orjson.dumps(route)
+            return encoded
+
     def get_all_cluster_info(self) -> dict[str, Any]:
         with self._lock:
             return {
@@ -296,6 +315,7 @@ class RouteInfoManager:
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
         with self._lock:
+            self._route_cache.clear()
             if not cluster_name:
                 self.topic_queue_table.pop(topic, None)
                 return
