@@ -44,6 +44,23 @@ class ClientError(RmqError):
     """The client SDK refused an operation (invalid name, oversized body, not started)."""
 
 
+class ConfigError(RmqError):
+    """A setting or a configuration file that cannot be used (bad value, unreadable file)."""
+
+
+class BrokerRequestError(RmqError):
+    """The broker refuses a request: carries the response code and the remark to answer with.
+
+    Raised by the broker's managers (illegal topic name, malformed heartbeat, topic that cannot be
+    auto-created); the request processor turns it into a response, and the connection goes on.
+    """
+
+    def __init__(self, code: int, remark: str):
+        self.code = code
+        self.remark = remark
+        super().__init__(remark)
+
+
 class ResponseError(RmqError):
     """A peer answered with a response code other than SUCCESS."""
 

@@ -69,6 +69,16 @@ TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 
 
+def retry_topic(group: str) -> str:
+    """The topic a consumer group's failed messages are re-delivered from: ``%RETRY%<group>``."""
+    return RETRY_GROUP_TOPIC_PREFIX + group
+
+
+def dlq_topic(group: str) -> str:
+    """The dead-letter topic of a consumer group: ``%DLQ%<group>``."""
+    return DLQ_GROUP_TOPIC_PREFIX + group
+
+
 def topic_error(topic: str) -> str | None:
     """Why ``topic`` is not a legal topic name, or None when it is."""
     if not topic:

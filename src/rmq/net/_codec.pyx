@@ -1,1 +1,358 @@
-# placeholder: replaced by the frame codec (issue 3)
+# cython: boundscheck=False, wraparound=False, cdivision=True
+"""Remoting frame codec, compiled: the twin of ``rmq.net.codec_py`` (one API, same tests).
+
+Frame layout (SPEC.md section 2; every integer big-endian)::
+
+    offset  size  field
+    0       4     total_length    int32 = 4 + header_length + body_length (does not count itself)
+    4       1     serialize_type  high byte of the int32 at 4: 0 = JSON, the only type read or written
+    5       3     header_length   low 24 bits of the int32 at 4
+    8       H     header          UTF-8 JSON object:
+                                  {"code","language","version","opaque","flag","remark","extFields"}
+    8+H     B     body            raw bytes (B = total_length - 4 - H)
+
+    flag bit0 (FLAG_RESPONSE): a response, echoing the request's opaque
+    flag bit1 (FLAG_ONEWAY):   a request that gets no answer
+
+The hot path (framing, field extraction, all-string extFields, encoding into a bytearray) is C;
+anything unusual (mixed-type extFields, bad input and its error message) goes to the helpers of
+codec_py, so both implementations coerce and complain identically.
+"""
+
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
+from libc.stdint cimport int64_t, uint32_t
+from libc.string cimport memcpy
+
+import orjson
+
+from rmq.errors import ProtocolError
+from rmq.net import codec_py
+from rmq.net.codec_py import next_opaque
+from rmq.net.codes import FLAG_ONEWAY as _FLAG_ONEWAY
+from rmq.net.codes import FLAG_RESPONSE as _FLAG_RESPONSE
+from rmq.net.codes import LANGUAGE, MAX_FRAME_SIZE_DEFAULT, VERSION
+
+cdef object _loads = orjson.loads
+cdef object _dumps = orjson.dumps
+cdef object _JSONDecodeError = orjson.JSONDecodeError
+cdef int FLAG_RESPONSE = _FLAG_RESPONSE
+cdef int FLAG_ONEWAY = _FLAG_ONEWAY
+cdef int64_t INT32_MIN = -2147483648
+cdef int64_t INT32_MAX = 2147483647
+cdef str LANGUAGE_UNKNOWN = codec_py.LANGUAGE_UNKNOWN
+
+# The layout enum of _codec.pxd, for the test that checks it against codec_py.
+LAYOUT = {
+    "TOTAL_LENGTH_SIZE": TOTAL_LENGTH_SIZE,
+    "HEADER_LENGTH_SIZE": HEADER_LENGTH_SIZE,
+    "PREFIX_SIZE": PREFIX_SIZE,
+    "HEADER_LENGTH_MASK": HEADER_LENGTH_MASK,
+    "SERIALIZE_TYPE_SHIFT": SERIALIZE_TYPE_SHIFT,
+}
+
+
+cdef inline uint32_t _read_u32(const unsigned char* p) noexcept nogil:
+    return (<uint32_t>p[0] << 24) | (<uint32_t>p[1] << 16) | (<uint32_t>p[2] << 8) | <uint32_t>p[3]
+
+
+cdef inline void _write_u32(unsigned char* p, uint32_t v) noexcept nogil:
+    p[0] = (v >> 24) & 0xFF
+    p[1] = (v >> 16) & 0xFF
+    p[2] = (v >> 8) & 0xFF
+    p[3] = v & 0xFF
+
+
+cdef class RemotingCommand:
+    """One remoting request or response: the header fields plus a body.
+
+    ``body`` is ``bytes`` or a list of buffers (written without copying, e.g. memoryviews of stored
+    records). ``ext_fields`` maps strings to strings.
+    """
+
+    def __init__(self, int code=0, *, language=LANGUAGE, int version=VERSION, int opaque=0, int flag=0,
+                 remark=None, ext_fields=None, body=b""):
+        self.code = code
+        self.language = language
+        self.version = version
+        self.opaque = opaque
+        self.flag = flag
+        self.remark = remark
+        self.ext_fields = {} if ext_fields is None else ext_fields
+        self.body = body
+
+    @classmethod
+    def request(cls, int code, ext_fields=None, body=b""):
+        """A new request with a fresh opaque."""
+        cdef RemotingCommand cmd = RemotingCommand.__new__(cls)
+        cmd.code = code
+        cmd.language = LANGUAGE
+        cmd.version = VERSION
+        cmd.opaque = next_opaque()
+        cmd.flag = 0
+        cmd.remark = None
+        cmd.ext_fields = {} if ext_fields is None else ext_fields
+        cmd.body = body
+        return cmd
+
+    @classmethod
+    def response_to(cls, RemotingCommand request, int code, remark=None, ext_fields=None, body=b""):
+        """The response to ``request``: same opaque, the response flag set."""
+        cdef RemotingCommand cmd = RemotingCommand.__new__(cls)
+        cmd.code = code
+        cmd.language = LANGUAGE
+        cmd.version = VERSION
+        cmd.opaque = request.opaque
+        cmd.flag = FLAG_RESPONSE
+        cmd.remark = remark
+        cmd.ext_fields = {} if ext_fields is None else ext_fields
+        cmd.body = body
+        return cmd
+
+    @property
+    def is_response(self):
+        return (self.flag & FLAG_RESPONSE) != 0
+
+    @property
+    def is_oneway(self):
+        return (self.flag & FLAG_ONEWAY) != 0
+
+    def __repr__(self):
+        kind = "response" if self.flag & FLAG_RESPONSE else "request"
+        return (
+            f"<RemotingCommand {kind} code={self.code} opaque={self.opaque} flag={self.flag} "
+            f"remark={self.remark!r} ext_fields={self.ext_fields!r} body={codec_py.body_parts(self.body)[1]} bytes>"
+        )
+
+
+cdef inline int _header_int(dict header, str key, int default, bint required, int* out) except -1:
+    value = header.get(key)
+    cdef int64_t number
+    if value is None and not required:
+        out[0] = default
+        return 0
+    if type(value) is int:
+        try:
+            number = value
+        except OverflowError:
+            number = INT32_MAX + 1
+        if INT32_MIN <= number <= INT32_MAX:
+            out[0] = <int>number
+            return 0
+    codec_py.header_int(header, key, None)  # raises the ProtocolError that says what was wrong
+    raise AssertionError(f"header {key!r} rejected without an error")
+
+
+cdef RemotingCommand _command_from_header(dict header, bytes body):
+    cdef RemotingCommand cmd = RemotingCommand.__new__(RemotingCommand)
+    _header_int(header, "code", 0, True, &cmd.code)
+    _header_int(header, "version", 0, False, &cmd.version)
+    _header_int(header, "opaque", 0, False, &cmd.opaque)
+    _header_int(header, "flag", 0, False, &cmd.flag)
+    language = header.get("language", LANGUAGE_UNKNOWN)
+    cmd.language = language if type(language) is str else str(language)
+    remark = header.get("remark")
+    cmd.remark = remark if remark is None or type(remark) is str else codec_py.text_or_none(remark)
+    ext = header.get("extFields")
+    if type(ext) is dict and _all_str_values(<dict>ext):
+        cmd.ext_fields = ext
+    else:
+        cmd.ext_fields = codec_py.ext_fields_from_json(ext)
+    cmd.body = body
+    return cmd
+
+
+cdef inline bint _all_str_values(dict d):
+    for value in d.values():
+        if type(value) is not str:
+            return False
+    return True
+
+
+cdef bytes _header_json(RemotingCommand cmd):
+    cdef dict header = {
+        "code": cmd.code,
+        "language": cmd.language,
+        "version": cmd.version,
+        "opaque": cmd.opaque,
+        "flag": cmd.flag,
+    }
+    if cmd.remark is not None:
+        header["remark"] = cmd.remark
+    ext = cmd.ext_fields
+    if ext is None:
+        ext = {}
+    elif type(ext) is not dict or not _all_str_values(<dict>ext):
+        ext = codec_py.ext_fields_for_wire(ext)
+    header["extFields"] = ext
+    return _dumps(header)
+
+
+cdef Py_ssize_t _body_size(object body) except -1:
+    cdef Py_buffer view
+    cdef Py_ssize_t size = 0
+    if type(body) is bytes:
+        return PyBytes_GET_SIZE(body)
+    if body is None:
+        return 0
+    if isinstance(body, (list, tuple)):
+        for part in body:
+            size += _body_size(part)
+        return size
+    PyObject_GetBuffer(body, &view, PyBUF_SIMPLE)
+    size = view.len
+    PyBuffer_Release(&view)
+    return size
+
+
+cdef Py_ssize_t _copy_body(object body, char* dest) except -1:
+    """Copy ``body`` (bytes, a buffer or a list of them) to ``dest``; the number of bytes copied."""
+    cdef Py_buffer view
+    cdef Py_ssize_t size = 0
+    if type(body) is bytes:
+        size = PyBytes_GET_SIZE(body)
+        memcpy(dest, PyBytes_AS_STRING(body), size)
+        return size
+    if body is None:
+        return 0
+    if isinstance(body, (list, tuple)):
+        for part in body:
+            size += _copy_body(part, dest + size)
+        return size
+    PyObject_GetBuffer(body, &view, PyBUF_SIMPLE)
+    try:
+        memcpy(dest, view.buf, view.len)
+        return view.len
+    finally:
+        PyBuffer_Release(&view)
+
+
+cdef inline void _write_prefix(unsigned char* dest, Py_ssize_t header_length, Py_ssize_t body_length) noexcept nogil:
+    _write_u32(dest, <uint32_t>(HEADER_LENGTH_SIZE + header_length + body_length))
+    _write_u32(dest + TOTAL_LENGTH_SIZE, <uint32_t>header_length)
+
+
+def encode_head(RemotingCommand cmd, body_length=None):
+    """The length fields and JSON header of ``cmd``'s frame; its body is to be written right after."""
+    cdef Py_ssize_t blen = _body_size(cmd.body) if body_length is None else body_length
+    cdef bytes header = _header_json(cmd)
+    cdef Py_ssize_t hlen = PyBytes_GET_SIZE(header)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, PREFIX_SIZE + hlen)
+    cdef char* dest = PyBytes_AS_STRING(out)
+    _write_prefix(<unsigned char*>dest, hlen, blen)
+    memcpy(dest + PREFIX_SIZE, PyBytes_AS_STRING(header), hlen)
+    return out
+
+
+def encode_into(bytearray out, RemotingCommand cmd):
+    """Append the whole frame of ``cmd`` (body copied) to ``out``."""
+    cdef Py_ssize_t blen = _body_size(cmd.body)
+    cdef bytes header = _header_json(cmd)
+    cdef Py_ssize_t hlen = PyBytes_GET_SIZE(header)
+    cdef Py_ssize_t start = PyByteArray_GET_SIZE(out)
+    PyByteArray_Resize(out, start + PREFIX_SIZE + hlen + blen)
+    cdef char* dest = PyByteArray_AS_STRING(out) + start
+    _write_prefix(<unsigned char*>dest, hlen, blen)
+    memcpy(dest + PREFIX_SIZE, PyBytes_AS_STRING(header), hlen)
+    _copy_body(cmd.body, dest + PREFIX_SIZE + hlen)
+
+
+def encode(RemotingCommand cmd):
+    """The whole frame of ``cmd`` as one bytes object."""
+    cdef Py_ssize_t blen = _body_size(cmd.body)
+    cdef bytes header = _header_json(cmd)
+    cdef Py_ssize_t hlen = PyBytes_GET_SIZE(header)
+    cdef bytes out = PyBytes_FromStringAndSize(NULL, PREFIX_SIZE + hlen + blen)
+    cdef char* dest = PyBytes_AS_STRING(out)
+    _write_prefix(<unsigned char*>dest, hlen, blen)
+    memcpy(dest + PREFIX_SIZE, PyBytes_AS_STRING(header), hlen)
+    _copy_body(cmd.body, dest + PREFIX_SIZE + hlen)
+    return out
+
+
+cdef class FrameDecoder:
+    """Cuts a byte stream into RemotingCommands.
+
+    ``feed(data)`` returns the commands completed by ``data``; at most one incomplete frame stays
+    buffered (never more than ``max_frame_size + 4`` bytes). A ProtocolError leaves the decoder
+    failed: the stream cannot be trusted past it, so every later feed raises the same error.
+    """
+
+    def __init__(self, Py_ssize_t max_frame_size=MAX_FRAME_SIZE_DEFAULT):
+        self.max_frame_size = max_frame_size
+        self._buffer = bytearray()
+        self._error = None
+
+    @property
+    def buffered(self):
+        """Bytes held back waiting for the rest of their frame."""
+        return PyByteArray_GET_SIZE(self._buffer)
+
+    def feed(self, data):
+        cdef list commands = []
+        cdef Py_ssize_t consumed = 0
+        cdef Py_buffer view
+        if self._error is not None:
+            raise self._error
+        try:
+            if PyByteArray_GET_SIZE(self._buffer) == 0:
+                # Common case: decode straight from the received bytes, keep only the tail.
+                PyObject_GetBuffer(data, &view, PyBUF_SIMPLE)
+                try:
+                    self._decode(<const unsigned char*>view.buf, view.len, commands, &consumed)
+                    if consumed < view.len:
+                        self._buffer = bytearray((<const char*>view.buf)[consumed:view.len])
+                finally:
+                    PyBuffer_Release(&view)
+            else:
+                self._buffer += data
+                self._decode(<const unsigned char*>PyByteArray_AS_STRING(self._buffer),
+                             PyByteArray_GET_SIZE(self._buffer), commands, &consumed)
+                del self._buffer[:consumed]
+        except ProtocolError as exc:
+            self._error = exc
+            self._buffer = bytearray()
+            raise
+        return commands
+
+    cdef int _decode(self, const unsigned char* data, Py_ssize_t length, list commands,
+                     Py_ssize_t* consumed) except -1:
+        cdef Py_ssize_t pos = 0
+        cdef Py_ssize_t frame_end, header_length
+        cdef uint32_t total_length, word
+        cdef const unsigned char* frame
+        while length - pos >= TOTAL_LENGTH_SIZE:
+            frame = data + pos
+            total_length = _read_u32(frame)
+            if total_length > <uint32_t>self.max_frame_size or total_length < HEADER_LENGTH_SIZE:
+                raise codec_py.frame_length_error(total_length, self.max_frame_size)
+            frame_end = pos + TOTAL_LENGTH_SIZE + total_length
+            if frame_end > length:
+                break
+            word = _read_u32(frame + TOTAL_LENGTH_SIZE)
+            header_length = word & HEADER_LENGTH_MASK
+            if (word >> SERIALIZE_TYPE_SHIFT) != 0 or header_length > total_length - HEADER_LENGTH_SIZE:
+                raise codec_py.header_length_error(word, total_length)
+            header_bytes = PyBytes_FromStringAndSize(<const char*>frame + PREFIX_SIZE, header_length)
+            try:
+                header = _loads(header_bytes)
+            except _JSONDecodeError:
+                header = codec_py.parse_header(header_bytes)  # raises the ProtocolError
+            if type(header) is not dict:
+                codec_py.parse_header(header_bytes)
+            body = PyBytes_FromStringAndSize(<const char*>frame + PREFIX_SIZE + header_length,
+                                             total_length - HEADER_LENGTH_SIZE - header_length)
+            commands.append(_command_from_header(<dict>header, body))
+            pos = frame_end
+            consumed[0] = pos
+        return 0
+
+
+def decode_frames(data, Py_ssize_t max_frame_size=MAX_FRAME_SIZE_DEFAULT):
+    """Every command in ``data``, which must hold whole frames only."""
+    decoder = FrameDecoder(max_frame_size)
+    commands = decoder.feed(data)
+    if decoder.buffered:
+        raise ProtocolError(f"{decoder.buffered} bytes left after the last whole frame")
+    return commands

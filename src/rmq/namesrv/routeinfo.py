@@ -1,0 +1,328 @@
+"""The name server's routing tables (SPEC.md section 3), as RocketMQ's RouteInfoManager keeps them.
+
+    topic_queue_table   topic -> {brokerName: QueueData}
+    broker_addr_table   brokerName -> BrokerData{cluster, brokerName, brokerAddrs{id: "ip:port"}}
+    cluster_addr_table  cluster -> {brokerName}
+    broker_live_table   "ip:port" -> BrokerLiveInfo{last_update, data_version, channel, ha_server_addr}
+    filter_server_table "ip:port" -> [filter server addresses]
+
+Pure logic: no sockets. The server's loop thread is the only writer; the lock lets other threads
+(an embedding broker, tests, admin tooling) read a consistent view.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
+
+log = logging.getLogger("rmq.namesrv")
+
+DEFAULT_BROKER_CHANNEL_EXPIRED_MS = 120_000
+
+
+@dataclass
+class QueueData:
+    broker_name: str
+    read_queue_nums: int
+    write_queue_nums: int
+    perm: int
+    topic_sys_flag: int = 0
+
+    def to_json(self) -> dict[str, Any]:
+        # Key order of Java's MapSortField encoding, which clients never rely on but people read.
+        return {
+            "brokerName": self.broker_name,
+            "perm": self.perm,
+            "readQueueNums": self.read_queue_nums,
+            "topicSysFlag": self.topic_sys_flag,
+            "writeQueueNums": self.write_queue_nums,
+        }
+
+
+@dataclass
+class BrokerData:
+    cluster: str
+    broker_name: str
+    broker_addrs: dict[int, str] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "brokerAddrs": {str(k): v for k, v in sorted(self.broker_addrs.items())},
+            "brokerName": self.broker_name,
+            "cluster": self.cluster,
+        }
+
+
+@dataclass
+class BrokerLiveInfo:
+    last_update_ms: int
+    data_version: dict[str, Any] | None
+    channel: Any
+    ha_server_addr: str
+
+
+@dataclass
+class RegisterBrokerResult:
+    ha_server_addr: str | None = None
+    master_addr: str | None = None
+
+
+def _same_data_version(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
+    if a is None or b is None:
+        return False
+    return a.get("timestamp") == b.get("timestamp") and a.get("counter") == b.get("counter")
+
+
+class RouteInfoManager:
+    """Routing tables with RocketMQ's registration, expiry and route-assembly rules."""
+
+    def __init__(self, broker_channel_expired_ms: int = DEFAULT_BROKER_CHANNEL_EXPIRED_MS):
+        self.broker_channel_expired_ms = broker_channel_expired_ms
+        self._lock = threading.RLock()
+        # Encoded GET_ROUTEINFO_BY_TOPIC bodies. Clients ask every 30 s per topic while the tables
+        # change only when brokers come, go or change configs, so every change clears this.
+        self._route_cache: dict[str, bytes] = {}
+        self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
+        self.broker_addr_table: dict[str, BrokerData] = {}
+        self.cluster_addr_table: dict[str, set[str]] = {}
+        self.broker_live_table: dict[str, BrokerLiveInfo] = {}
+        self.filter_server_table: dict[str, list[str]] = {}
+
+    # -- registration ---------------------------------------------------------------------------
+
+    def register_broker(
+        self,
+        cluster_name: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        ha_server_addr: str,
+        topic_config_wrapper: dict[str, Any] | None,
+        filter_server_list: list[str] | None = None,
+        channel: Any = None,
+        now_ms: int | None = None,
+    ) -> RegisterBrokerResult:
+        """Record a broker's (re-)registration; a master's topic configs update the queue table."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        wrapper = topic_config_wrapper or {}
+        data_version = wrapper.get("dataVersion") or {"timestamp": 0, "counter": 0}
+        result = RegisterBrokerResult()
+        with self._lock:
+            self._route_cache.clear()
+            self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
+            broker_data = self.broker_addr_table.get(broker_name)
+            register_first = broker_data is None
+            if broker_data is None:
+                broker_data = BrokerData(cluster_name, broker_name)
+                self.broker_addr_table[broker_name] = broker_data
+            # One address holds one id: a slave promoted to master first drops its old id.
+            for old_id, addr in list(broker_data.broker_addrs.items()):
+                if addr == broker_addr and old_id != broker_id:
+                    del broker_data.broker_addrs[old_id]
+            old_addr = broker_data.broker_addrs.get(broker_id)
+            broker_data.broker_addrs[broker_id] = broker_addr
+            register_first = register_first or old_addr is None
+
+            if broker_id == MASTER_ID and (
+                register_first or self.is_broker_topic_config_changed(broker_addr, data_version)
+            ):
+                for topic_config in (wrapper.get("topicConfigTable") or {}).values():
+                    self._create_and_update_queue_data(broker_name, topic_config)
+
+            previous = self.broker_live_table.get(broker_addr)
+            self.broker_live_table[broker_addr] = BrokerLiveInfo(now_ms, data_version, channel, ha_server_addr)
+            if previous is None:
+                log.info("new broker registered: %s (%s, cluster %s, id %d) HA %s",
+                         broker_addr, broker_name, cluster_name, broker_id, ha_server_addr)
+            if filter_server_list is not None:
+                if filter_server_list:
+                    self.filter_server_table[broker_addr] = list(filter_server_list)
+                else:
+                    self.filter_server_table.pop(broker_addr, None)
+
+            if broker_id != MASTER_ID:
+                master_addr = broker_data.broker_addrs.get(MASTER_ID)
+                master_live = self.broker_live_table.get(master_addr) if master_addr else None
+                if master_live is not None:
+                    result.ha_server_addr = master_live.ha_server_addr
+                    result.master_addr = master_addr
+        return result
+
+    def _create_and_update_queue_data(self, broker_name: str, topic_config: dict[str, Any]) -> None:
+        topic = topic_config["topicName"]
+        queue_data = QueueData(
+            broker_name=broker_name,
+            read_queue_nums=int(topic_config.get("readQueueNums", 0)),
+            write_queue_nums=int(topic_config.get("writeQueueNums", 0)),
+            perm=int(topic_config.get("perm", PERM_READ | PERM_WRITE)),
+            topic_sys_flag=int(topic_config.get("topicSysFlag", 0)),
+        )
+        queues = self.topic_queue_table.setdefault(topic, {})
+        old = queues.get(broker_name)
+        queues[broker_name] = queue_data
+        if old is None:
+            log.info("new topic registered: %s on %s", topic, broker_name)
+        elif old != queue_data:
+            log.info("topic changed: %s on %s: %s -> %s", topic, broker_name, old, queue_data)
+
+    def is_broker_topic_config_changed(self, broker_addr: str, data_version: dict[str, Any] | None) -> bool:
+        with self._lock:
+            live = self.broker_live_table.get(broker_addr)
+            return live is None or not _same_data_version(live.data_version, data_version)
+
+    def query_broker_data_version(self, broker_addr: str) -> dict[str, Any] | None:
+        with self._lock:
+            live = self.broker_live_table.get(broker_addr)
+            return live.data_version if live else None
+
+    def touch_broker(self, broker_addr: str, now_ms: int | None = None) -> None:
+        """A QUERY_DATA_VERSION that found nothing changed still proves the broker alive."""
+        with self._lock:
+            live = self.broker_live_table.get(broker_addr)
+            if live is not None:
+                live.last_update_ms = int(time.time() * 1000) if now_ms is None else now_ms
+
+    def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
+        with self._lock:
+            self._route_cache.clear()
+            removed = self.broker_live_table.pop(broker_addr, None)
+            log.info("unregister broker %s (%s id %d): %s", broker_addr, broker_name, broker_id,
+                     "was live" if removed else "was not live")
+            self.filter_server_table.pop(broker_addr, None)
+            broker_data = self.broker_addr_table.get(broker_name)
+            if broker_data is None:
+                return
+            broker_data.broker_addrs.pop(broker_id, None)
+            if not broker_data.broker_addrs:
+                del self.broker_addr_table[broker_name]
+                names = self.cluster_addr_table.get(cluster_name)
+                if names is not None:
+                    names.discard(broker_name)
+                    if not names:
+                        del self.cluster_addr_table[cluster_name]
+                self._remove_topics_of(broker_name)
+
+    # -- expiry ---------------------------------------------------------------------------------
+
+    def scan_not_active_broker(self, now_ms: int | None = None) -> list[str]:
+        """Drop brokers silent for longer than the expiry; returns their addresses."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        with self._lock:
+            expired = [
+                addr for addr, live in self.broker_live_table.items()
+                if live.last_update_ms + self.broker_channel_expired_ms < now_ms
+            ]
+            for addr in expired:
+                log.warning("broker %s silent for more than %d ms: removed", addr, self.broker_channel_expired_ms)
+                self._remove_broker_addr(addr)
+        return expired
+
+    def on_channel_destroy(self, channel: Any) -> str | None:
+        """A broker's connection closed: forget it at once (as RocketMQ's housekeeping does)."""
+        with self._lock:
+            for addr, live in self.broker_live_table.items():
+                if live.channel is not None and live.channel is channel:
+                    log.info("connection of broker %s closed: removed", addr)
+                    self._remove_broker_addr(addr)
+                    return addr
+        return None
+
+    def _remove_broker_addr(self, broker_addr: str) -> None:
+        self._route_cache.clear()
+        self.broker_live_table.pop(broker_addr, None)
+        self.filter_server_table.pop(broker_addr, None)
+        for broker_name, broker_data in list(self.broker_addr_table.items()):
+            ids = [i for i, a in broker_data.broker_addrs.items() if a == broker_addr]
+            if not ids:
+                continue
+            for i in ids:
+                del broker_data.broker_addrs[i]
+            if not broker_data.broker_addrs:
+                del self.broker_addr_table[broker_name]
+                for cluster, names in list(self.cluster_addr_table.items()):
+                    if broker_name in names:
+                        names.discard(broker_name)
+                        if not names:
+                            del self.cluster_addr_table[cluster]
+                self._remove_topics_of(broker_name)
+            return
+
+    def _remove_topics_of(self, broker_name: str) -> None:
+        for topic, queues in list(self.topic_queue_table.items()):
+            queues.pop(broker_name, None)
+            if not queues:
+                del self.topic_queue_table[topic]
+
+    # -- reads ----------------------------------------------------------------------------------
+
+    def pickup_topic_route(self, topic: str) -> dict[str, Any] | None:
+        """The route JSON object of SPEC.md section 3, or None when the topic has no live broker."""
+        with self._lock:
+            queues = self.topic_queue_table.get(topic)
+            if not queues:
+                return None
+            broker_datas = []
+            filter_servers: dict[str, list[str]] = {}
+            for broker_name in sorted(queues):
+                broker_data = self.broker_addr_table.get(broker_name)
+                if broker_data is None:
+                    continue
+                broker_datas.append(broker_data.to_json())
+                for addr in broker_data.broker_addrs.values():
+                    if addr in self.filter_server_table:
+                        filter_servers[addr] = list(self.filter_server_table[addr])
+            if not broker_datas:
+                return None
+            return {
+                "brokerDatas": broker_datas,
+                "filterServerTable": filter_servers,
+                "queueDatas": [queues[name].to_json() for name in sorted(queues)],
+            }
+
+    def topic_route_json(self, topic: str) -> bytes | None:
+        """pickup_topic_route encoded as the response body, cached until the tables change."""
+        with self._lock:
+            encoded = self._route_cache.get(topic)
+            if encoded is None:
+                route = self.pickup_topic_route(topic)
+                if route is None:
+                    return None
+                encoded = self._route_cache[topic] = orjson.dumps(route)
+            return encoded
+
+    def get_all_cluster_info(self) -> dict[str, Any]:
+        with self._lock:
+            return {
+                "brokerAddrTable": {name: bd.to_json() for name, bd in sorted(self.broker_addr_table.items())},
+                "clusterAddrTable": {c: sorted(names) for c, names in sorted(self.cluster_addr_table.items())},
+            }
+
+    def get_all_topic_list(self) -> list[str]:
+        with self._lock:
+            return sorted(self.topic_queue_table)
+
+    def get_topics_by_cluster(self, cluster_name: str) -> list[str]:
+        with self._lock:
+            names = self.cluster_addr_table.get(cluster_name, set())
+            return sorted(t for t, queues in self.topic_queue_table.items() if names & queues.keys())
+
+    def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
+        with self._lock:
+            self._route_cache.clear()
+            if not cluster_name:
+                self.topic_queue_table.pop(topic, None)
+                return
+            queues = self.topic_queue_table.get(topic)
+            if queues is None:
+                return
+            for broker_name in self.cluster_addr_table.get(cluster_name, set()):
+                queues.pop(broker_name, None)
+            if not queues:
+                del self.topic_queue_table[topic]

@@ -1,0 +1,50 @@
+# Stub of the compiled frame codec; codec_py.py is the same API in pure Python.
+from typing import Union
+
+from rmq.net.codec_py import Body
+
+LAYOUT: dict[str, int]
+
+class RemotingCommand:
+    code: int
+    language: str
+    version: int
+    opaque: int
+    flag: int
+    remark: str | None
+    ext_fields: dict[str, str]
+    body: Body
+    def __init__(
+        self,
+        code: int = 0,
+        *,
+        language: str = ...,
+        version: int = ...,
+        opaque: int = 0,
+        flag: int = 0,
+        remark: str | None = None,
+        ext_fields: dict[str, str] | None = None,
+        body: Body = b"",
+    ) -> None: ...
+    @classmethod
+    def request(cls, code: int, ext_fields: dict | None = None, body: Body = b"") -> RemotingCommand: ...
+    @classmethod
+    def response_to(
+        cls, request: RemotingCommand, code: int, remark: str | None = None, ext_fields: dict | None = None, body: Body = b""
+    ) -> RemotingCommand: ...
+    @property
+    def is_response(self) -> bool: ...
+    @property
+    def is_oneway(self) -> bool: ...
+
+class FrameDecoder:
+    max_frame_size: int
+    def __init__(self, max_frame_size: int = ...) -> None: ...
+    @property
+    def buffered(self) -> int: ...
+    def feed(self, data: Union[bytes, bytearray, memoryview]) -> list[RemotingCommand]: ...
+
+def encode_head(cmd: RemotingCommand, body_length: int | None = None) -> bytes: ...
+def encode_into(out: bytearray, cmd: RemotingCommand) -> None: ...
+def encode(cmd: RemotingCommand) -> bytes: ...
+def decode_frames(data: Union[bytes, bytearray, memoryview], max_frame_size: int = ...) -> list[RemotingCommand]: ...

@@ -1,0 +1,407 @@
+"""A remoting connection on the event loop, and the processor table it dispatches requests to.
+
+Both ends of a connection are alike: either side may send requests (the broker asks a producer
+CHECK_TRANSACTION_STATE), so the server's accepted connections and the client's outgoing ones are
+the same ``Channel``, attached to an ``Endpoint`` (the server or the client) that holds the
+processors. A channel is touched only on its loop's thread; the public methods hop there when called
+from another thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import select
+import socket
+import threading
+import time
+from collections import deque
+from itertools import islice
+from typing import Callable, Optional
+
+from rmq.errors import ProtocolError, RemotingConnectError, RemotingError, RemotingSendError, RemotingTimeoutError
+from rmq.net.codec import FrameDecoder, RemotingCommand, encode_head, encode_into
+from rmq.net.codec_py import body_parts
+from rmq.net.codes import FLAG_ONEWAY, FLAG_RESPONSE, MAX_FRAME_SIZE_DEFAULT, ResponseCode
+from rmq.net.loop import EventLoop
+
+log = logging.getLogger(__name__)
+
+Handler = Callable[["Channel", RemotingCommand], Optional[RemotingCommand]]
+# Called on the loop thread with (response, None) or (None, error).
+ResponseCallback = Callable[[Optional[RemotingCommand], Optional[BaseException]], None]
+
+# Default unsent-output limit past which a connection is no longer read (back-pressure).
+MAX_PENDING_OUTPUT_DEFAULT = 8 * 1024 * 1024
+RECV_SIZE = 256 * 1024
+# Body buffers above this size are written from where they are (sendmsg), not copied.
+COPY_LIMIT = 16 * 1024
+IOV_MAX = min(os.sysconf("SC_IOV_MAX"), 1024)
+
+_EPOLLIN = select.EPOLLIN
+_EPOLLOUT = select.EPOLLOUT
+_EPOLL_FAILED = select.EPOLLERR | select.EPOLLHUP
+
+_CONNECTING, _ACTIVE, _CLOSED = "connecting", "active", "closed"
+
+
+def format_address(address: tuple) -> str:
+    return f"{address[0]}:{address[1]}"
+
+
+class OutputBuffer:
+    """Frames waiting to be written: small ones coalesced into bytearrays, big bodies by reference."""
+
+    __slots__ = ("_parts", "size")
+
+    def __init__(self) -> None:
+        self._parts: deque = deque()
+        self.size = 0
+
+    def append(self, cmd: RemotingCommand) -> None:
+        parts = self._parts
+        body = cmd.body
+        if parts and type(parts[-1]) is bytearray:
+            tail = parts[-1]
+        else:
+            tail = bytearray()
+            parts.append(tail)
+        before = len(tail)
+        if type(body) is bytes and len(body) <= COPY_LIMIT:
+            encode_into(tail, cmd)
+            self.size += len(tail) - before
+            return
+        pieces, body_length = body_parts(body)
+        tail += encode_head(cmd, body_length)
+        self.size += len(tail) - before + body_length
+        for piece in pieces:
+            if len(piece) <= COPY_LIMIT and type(parts[-1]) is bytearray:
+                parts[-1] += piece
+            elif len(piece):
+                parts.append(piece)
+
+    def write_to(self, sock: socket.socket) -> int:
+        """Write as much as the socket takes now; the number of bytes written."""
+        parts = self._parts
+        written = 0
+        while parts:
+            try:
+                if len(parts) == 1:
+                    wanted = len(parts[0])
+                    n = sock.send(parts[0])
+                else:
+                    batch = list(islice(parts, 0, IOV_MAX))
+                    wanted = sum(len(part) for part in batch)
+                    n = sock.sendmsg(batch)
+            except (BlockingIOError, InterruptedError):
+                break
+            written += n
+            self.size -= n
+            while n:
+                first = parts[0]
+                if n >= len(first):
+                    n -= len(first)
+                    parts.popleft()
+                elif type(first) is bytearray:
+                    del first[:n]
+                    n = 0
+                else:
+                    parts[0] = memoryview(first)[n:]
+                    n = 0
+            if written < wanted:
+                break
+        return written
+
+    def clear(self) -> None:
+        self._parts.clear()
+        self.size = 0
+
+
+class Endpoint:
+    """What channels dispatch to: processors per request code, and hooks for closed channels."""
+
+    def __init__(self) -> None:
+        self._processors: dict[int, Handler] = {}
+        self._default_processor: Handler | None = None
+        self._closed_callbacks: list[Callable[[Channel], None]] = []
+
+    def register_processor(self, code: int, handler: Handler) -> None:
+        """``handler(channel, request)`` answers requests of ``code``: it returns the response, or
+        None when it answers later with ``channel.send_response`` (or the request is oneway)."""
+        self._processors[int(code)] = handler
+
+    def register_default_processor(self, handler: Handler) -> None:
+        """The handler for request codes without a processor of their own."""
+        self._default_processor = handler
+
+    def on_channel_closed(self, callback: Callable[[Channel], None]) -> None:
+        """Call ``callback(channel)`` on the loop thread whenever a channel closes."""
+        self._closed_callbacks.append(callback)
+
+    def _channel_closed(self, channel: Channel) -> None:
+        for callback in self._closed_callbacks:
+            try:
+                callback(channel)
+            except Exception:
+                log.exception("channel-closed callback %r failed for %s", callback, channel.remote_address)
+
+    def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
+        oneway = request.flag & FLAG_ONEWAY
+        handler = self._processors.get(request.code, self._default_processor)
+        if handler is None:
+            log.debug("request code %d from %s not supported", request.code, channel.remote_address)
+            if not oneway:
+                _answer_error(channel, request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "not supported")
+            return
+        try:
+            response = handler(channel, request)
+        except Exception as exc:
+            log.exception("processor for request code %d from %s failed", request.code, channel.remote_address)
+            if not oneway:
+                _answer_error(channel, request, ResponseCode.SYSTEM_ERROR, f"failed: {type(exc).__name__}: {exc}")
+            return
+        if response is not None and not oneway:
+            channel.send_response(response)
+
+
+class Channel:
+    """One TCP connection carrying remoting frames both ways, many requests in flight."""
+
+    def __init__(
+        self,
+        loop: EventLoop,
+        sock: socket.socket,
+        endpoint: Endpoint,
+        remote_address: str,
+        *,
+        max_frame_size: int = MAX_FRAME_SIZE_DEFAULT,
+        max_pending_output: int = MAX_PENDING_OUTPUT_DEFAULT,
+        connecting: bool = False,
+    ):
+        self.remote_address = remote_address
+        self._loop = loop
+        self._sock = sock
+        self._fd = sock.fileno()
+        self._endpoint = endpoint
+        self._decoder = FrameDecoder(max_frame_size)
+        self._out = OutputBuffer()
+        self._max_pending_output = max_pending_output
+        self._pending: dict[int, tuple[ResponseCallback, object]] = {}
+        self._state = _CONNECTING if connecting else _ACTIVE
+        self._reading = True
+        # Requests read but not yet handed to processors, held while the peer does not read.
+        self._backlog: list[RemotingCommand] = []
+        self._flush_scheduled = False
+        self._events = _EPOLLOUT if connecting else _EPOLLIN
+        self.last_active = time.monotonic()
+        loop.add_handler(self._fd, self._events, self._on_events)
+
+    def __repr__(self) -> str:
+        return f"<Channel {self.remote_address} {self._state}>"
+
+    @property
+    def is_active(self) -> bool:
+        return self._state is _ACTIVE
+
+    @property
+    def pending_output(self) -> int:
+        """Bytes queued for this connection and not yet taken by the kernel."""
+        return self._out.size
+
+    # -- sending ------------------------------------------------------------------------------
+
+    def send_response(self, response: RemotingCommand) -> None:
+        """Queue an answer (any thread); it goes out at the end of the loop iteration."""
+        self._send(response)
+
+    def send_oneway(self, request: RemotingCommand) -> None:
+        """Send a request that gets no answer."""
+        request.flag |= FLAG_ONEWAY
+        self._send(request)
+
+    def invoke_async(self, request: RemotingCommand, timeout: float | None, callback: ResponseCallback) -> None:
+        """Send ``request``; ``callback(response, None)`` or ``callback(None, error)`` runs on the loop
+        thread once the answer arrives, ``timeout`` seconds pass (RemotingTimeoutError) or the
+        connection closes."""
+        if not self._loop.in_loop_thread():
+            self._loop.call_soon_threadsafe(self.invoke_async, request, timeout, callback)
+            return
+        if self._state is _CLOSED:
+            _run_callback(callback, None, RemotingSendError(f"connection to {self.remote_address} is closed"))
+            return
+        timer = None
+        if timeout is not None:
+            timer = self._loop.call_later(timeout, self._expire, request.opaque, request.code, timeout)
+        self._pending[request.opaque] = (callback, timer)
+        self._send(request)
+
+    def _expire(self, opaque: int, code: int, timeout: float) -> None:
+        entry = self._pending.pop(opaque, None)
+        if entry is not None:
+            error = RemotingTimeoutError(
+                f"no answer from {self.remote_address} to request code {code} (opaque {opaque}) within {timeout}s"
+            )
+            _run_callback(entry[0], None, error)
+
+    def forget(self, opaque: int) -> None:
+        """Drop the pending request ``opaque`` without calling its callback (its caller gave up)."""
+        entry = self._pending.pop(opaque, None)
+        if entry is not None and entry[1] is not None:
+            entry[1].cancel()
+
+    def _send(self, cmd: RemotingCommand) -> None:
+        if self._loop._thread_id != threading.get_ident():
+            self._loop.call_soon_threadsafe(self._send, cmd)
+            return
+        if self._state is _CLOSED:
+            log.debug("dropped %r: connection to %s closed", cmd, self.remote_address)
+            return
+        try:
+            self._out.append(cmd)
+        except Exception:
+            # A command that cannot be encoded (a body that is no buffer, ext keys that are no
+            # strings) is a bug of its sender: drop it, keep the connection and its other answers.
+            log.exception(
+                "cannot encode command code %s opaque %s for %s: dropped", cmd.code, cmd.opaque, self.remote_address
+            )
+            return
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.mark_dirty(self)
+
+    def _flush(self) -> None:
+        self._flush_scheduled = False
+        if self._state is not _ACTIVE:
+            return
+        out = self._out
+        if out.size:
+            try:
+                if out.write_to(self._sock):
+                    self.last_active = time.monotonic()
+            except OSError as exc:
+                self._close(RemotingSendError(f"send to {self.remote_address} failed: {exc}"))
+                return
+        pending = out.size
+        if not self._reading and pending <= self._max_pending_output // 2:
+            # Back-pressure with hysteresis: resume once half of the backlog has drained.
+            self._reading = True
+            backlog, self._backlog = self._backlog, []
+            self._handle(backlog)
+            if self._state is _CLOSED:
+                return
+            pending = out.size
+        events = (_EPOLLIN if self._reading else 0) | (_EPOLLOUT if pending else 0)
+        if events != self._events:
+            self._events = events
+            self._loop.update_handler(self._fd, events)
+
+    # -- receiving ----------------------------------------------------------------------------
+
+    def _on_events(self, mask: int) -> None:
+        if self._state is _CONNECTING:
+            self._finish_connect()
+            return
+        if mask & _EPOLLOUT:
+            self._flush()
+            if self._state is _CLOSED:
+                return
+        if self._reading and mask & (_EPOLLIN | _EPOLL_FAILED):
+            self._read()
+        elif mask & _EPOLL_FAILED:
+            self._close(RemotingSendError(f"connection to {self.remote_address} failed"))
+
+    def _read(self) -> None:
+        try:
+            data = self._sock.recv(RECV_SIZE)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:
+            self._close(RemotingSendError(f"connection to {self.remote_address} broke: {exc}"))
+            return
+        if not data:
+            self._close(None)
+            return
+        self.last_active = time.monotonic()
+        try:
+            commands = self._decoder.feed(data)
+        except ProtocolError as exc:
+            log.warning("closing connection from %s: %s", self.remote_address, exc)
+            self._close(RemotingSendError(f"connection to {self.remote_address} sent a bad frame: {exc}"))
+            return
+        self._handle(commands)
+
+    def _handle(self, commands: list[RemotingCommand]) -> None:
+        endpoint = self._endpoint
+        out = self._out
+        for index, cmd in enumerate(commands):
+            if cmd.flag & FLAG_RESPONSE:
+                entry = self._pending.pop(cmd.opaque, None)
+                if entry is None:
+                    log.debug("answer from %s to unknown opaque %d (given up?)", self.remote_address, cmd.opaque)
+                    continue
+                if entry[1] is not None:
+                    entry[1].cancel()
+                _run_callback(entry[0], cmd, None)
+            else:
+                endpoint._dispatch(self, cmd)
+            if self._state is _CLOSED:
+                return
+            if out.size > self._max_pending_output:
+                # The peer does not read its answers: stop reading it (and handing its requests to
+                # processors) until they drain, so its backlog cannot grow without bound.
+                if self._reading:
+                    self._reading = False
+                    log.warning("%s does not read its answers: %d bytes unsent, pausing its input",
+                                self.remote_address, out.size)
+                self._backlog.extend(commands[index + 1:])
+                return
+
+    # -- connecting (client side) -------------------------------------------------------------
+
+    def _finish_connect(self) -> None:
+        err = self._sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        if err:
+            self._close(RemotingConnectError(f"cannot connect to {self.remote_address}: {os.strerror(err)}"))
+            return
+        self._state = _ACTIVE
+        self.last_active = time.monotonic()
+        self._events = _EPOLLIN
+        self._loop.update_handler(self._fd, _EPOLLIN)
+        self._flush()
+
+    # -- closing ------------------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Close the connection (any thread); requests still waiting for answers fail."""
+        if self._loop.in_loop_thread():
+            self._close(None)
+        else:
+            self._loop.call_soon_threadsafe(self._close, None)
+
+    def _close(self, reason: RemotingError | None) -> None:
+        if self._state is _CLOSED:
+            return
+        self._state = _CLOSED
+        self._loop.remove_handler(self._fd)
+        self._sock.close()
+        self._out.clear()
+        pending, self._pending = self._pending, {}
+        if pending:
+            error = reason or RemotingSendError(f"connection to {self.remote_address} closed before the answer")
+            for callback, timer in pending.values():
+                if timer is not None:
+                    timer.cancel()
+                _run_callback(callback, None, error)
+        self._endpoint._channel_closed(self)
+
+
+def _answer_error(channel: Channel, request: RemotingCommand, code: int, what: str) -> None:
+    remark = f"request code {request.code} {what}"
+    channel.send_response(RemotingCommand.response_to(request, code, remark=remark))
+
+
+def _run_callback(callback: ResponseCallback, response, error) -> None:
+    try:
+        callback(response, error)
+    except Exception:
+        log.exception("response callback %r failed", callback)

@@ -1,0 +1,212 @@
+"""The remoting client: requests to many addresses over one event loop thread.
+
+    with RemotingClient() as client:
+        response = client.invoke_sync("127.0.0.1:9876", RemotingCommand.request(code, {...}), timeout=3.0)
+
+One connection per address carries every request to it (answers matched by opaque); it is opened
+on first use, without blocking the loop, and again on the next use after it drops. Requests waiting
+on a connection that drops fail at once. Requests the server sends to the client
+(NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE) go to processors registered as on a server.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import errno
+import socket
+from typing import Callable
+
+from rmq.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
+from rmq.net.channel import MAX_PENDING_OUTPUT_DEFAULT, Channel, Endpoint, ResponseCallback
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import MAX_FRAME_SIZE_DEFAULT
+from rmq.net.loop import EventLoop
+
+CONNECT_TIMEOUT_DEFAULT = 3.0
+# How long invoke_sync waits past its timeout for the loop to report it (the loop's own timer
+# normally fires first, with the precise error).
+_SYNC_GRACE_SECONDS = 1.0
+
+
+def parse_address(addr: str) -> tuple[str, int]:
+    """("host", port) from "host:port"; RemotingConnectError if it is not one."""
+    host, sep, port = addr.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise RemotingConnectError(f"invalid address {addr!r}, expected host:port")
+    return host, int(port)
+
+
+class RemotingClient(Endpoint):
+    """Pooled connections to remoting servers, on its own event loop or a shared one."""
+
+    def __init__(
+        self,
+        *,
+        connect_timeout: float = CONNECT_TIMEOUT_DEFAULT,
+        max_frame_size: int = MAX_FRAME_SIZE_DEFAULT,
+        max_pending_output: int = MAX_PENDING_OUTPUT_DEFAULT,
+        loop: EventLoop | None = None,
+    ):
+        super().__init__()
+        self.connect_timeout = connect_timeout
+        self.max_frame_size = max_frame_size
+        self.max_pending_output = max_pending_output
+        self._owns_loop = loop is None
+        self.loop = loop or EventLoop(name="rmq-client")
+        self._channels: dict[str, Channel] = {}
+        self._started = False
+        self._closed = False
+
+    def start(self) -> None:
+        if self._started:
+            return
+        self._started = True
+        if self._owns_loop:
+            self.loop.start()
+
+    def shutdown(self) -> None:
+        """Close every connection (pending requests fail) and stop the loop if it is this client's."""
+        if self._closed:
+            return
+        self._closed = True
+        self.loop.run_and_wait(self._close_channels)
+        if self._owns_loop:
+            self.loop.shutdown()
+
+    def __enter__(self) -> RemotingClient:
+        self.start()
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.shutdown()
+
+    def _close_channels(self) -> None:
+        for channel in list(self._channels.values()):
+            channel._close(None)
+
+    # -- invoking -----------------------------------------------------------------------------
+
+    def invoke_sync(self, addr: str, request: RemotingCommand, timeout: float) -> RemotingCommand:
+        """Send ``request`` to ``addr`` and wait for its answer.
+
+        Raises RemotingTimeoutError, RemotingConnectError or RemotingSendError (connection lost),
+        each naming the address. Not from the loop thread (it would wait on itself).
+        """
+        if self.loop.in_loop_thread():
+            raise RuntimeError("invoke_sync on the loop thread would wait forever: use invoke_callback")
+        future = self.invoke_async(addr, request, timeout)
+        try:
+            return future.result(timeout + _SYNC_GRACE_SECONDS)
+        except concurrent.futures.TimeoutError:
+            self.loop.call_soon_threadsafe(self._forget, addr, request.opaque)
+            raise RemotingTimeoutError(
+                f"no answer from {addr} to request code {request.code} (opaque {request.opaque}) within {timeout}s"
+            ) from None
+
+    def invoke_async(self, addr: str, request: RemotingCommand, timeout: float) -> concurrent.futures.Future:
+        """Send ``request``; the future gets the response, or the RemotingError that stopped it."""
+        future: concurrent.futures.Future = concurrent.futures.Future()
+
+        def complete(response: RemotingCommand | None, error: BaseException | None) -> None:
+            if future.done():
+                return
+            if error is None:
+                future.set_result(response)
+            else:
+                future.set_exception(error)
+
+        self.invoke_callback(addr, request, timeout, complete)
+        return future
+
+    def invoke_callback(self, addr: str, request: RemotingCommand, timeout: float, callback: ResponseCallback) -> None:
+        """Send ``request``; ``callback(response, None)`` or ``callback(None, error)`` runs on the loop
+        thread. The cheapest way to keep many requests in flight."""
+        self._check_usable()
+        if self.loop.in_loop_thread():
+            self._invoke_in_loop(addr, request, timeout, callback)
+        else:
+            self.loop.call_soon_threadsafe(self._invoke_in_loop, addr, request, timeout, callback)
+
+    def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
+        """Send ``request`` flagged oneway: no answer, no retry. Connection errors are only logged."""
+        self._check_usable()
+        if self.loop.in_loop_thread():
+            self._oneway_in_loop(addr, request)
+        else:
+            self.loop.call_soon_threadsafe(self._oneway_in_loop, addr, request)
+
+    def close_channel(self, addr: str) -> None:
+        """Close the connection to ``addr`` (pending requests to it fail)."""
+        channel = self._channels.get(addr)
+        if channel is not None:
+            channel.close()
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise RemotingError("remoting client is shut down")
+        if not self._started:
+            raise RemotingError("remoting client is not started: call start() first")
+
+    # -- on the loop thread -------------------------------------------------------------------
+
+    def _invoke_in_loop(self, addr: str, request: RemotingCommand, timeout: float, callback: ResponseCallback) -> None:
+        try:
+            channel = self._channel_for(addr)
+        except RemotingError as exc:
+            callback(None, exc)
+            return
+        channel.invoke_async(request, timeout, callback)
+
+    def _oneway_in_loop(self, addr: str, request: RemotingCommand) -> None:
+        try:
+            channel = self._channel_for(addr)
+        except RemotingError:
+            return
+        channel.send_oneway(request)
+
+    def _forget(self, addr: str, opaque: int) -> None:
+        channel = self._channels.get(addr)
+        if channel is not None:
+            channel.forget(opaque)
+
+    def _channel_for(self, addr: str) -> Channel:
+        channel = self._channels.get(addr)
+        if channel is not None:
+            return channel
+        if self._closed:
+            raise RemotingError("remoting client is shut down")
+        host, port = parse_address(addr)
+        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        sock.setblocking(False)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        try:
+            err = sock.connect_ex((host, port))
+        except OSError as exc:  # e.g. a host name that does not resolve
+            sock.close()
+            raise RemotingConnectError(f"cannot connect to {addr}: {exc}") from None
+        if err not in (0, errno.EINPROGRESS):
+            sock.close()
+            raise RemotingConnectError(f"cannot connect to {addr}: {errno.errorcode.get(err, err)}")
+        channel = Channel(
+            self.loop,
+            sock,
+            self,
+            addr,
+            max_frame_size=self.max_frame_size,
+            max_pending_output=self.max_pending_output,
+            connecting=True,
+        )
+        self._channels[addr] = channel
+        self.loop.call_later(self.connect_timeout, self._connect_timed_out, channel)
+        return channel
+
+    def _connect_timed_out(self, channel: Channel) -> None:
+        if not channel.is_active:  # still connecting (a closed channel ignores _close)
+            channel._close(
+                RemotingConnectError(f"cannot connect to {channel.remote_address}: no answer within {self.connect_timeout}s")
+            )
+
+    def _channel_closed(self, channel: Channel) -> None:
+        if self._channels.get(channel.remote_address) is channel:
+            del self._channels[channel.remote_address]
+        super()._channel_closed(channel)

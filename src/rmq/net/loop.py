@@ -1,0 +1,298 @@
+"""The event loop every rmq process does its network I/O on: one thread, ``select.epoll``, timers.
+
+Not asyncio: a handler is a plain function called on the loop thread, and the only ways in from
+other threads are ``call_soon_threadsafe`` (which wakes the loop through an eventfd registered in
+epoll) and ``stop``. Output written during one iteration is flushed once at its end, so a burst of
+answers to one read costs one send.
+"""
+
+from __future__ import annotations
+
+import heapq
+import logging
+import os
+import select
+import threading
+import time
+from collections import deque
+from typing import Callable
+
+log = logging.getLogger(__name__)
+
+# Rebuild the timer heap when more than this share of it is cancelled timers (most request
+# timeouts are cancelled by their answer long before they are due).
+_CANCELLED_SHARE_TO_COMPACT = 0.5
+_MIN_CANCELLED_TO_COMPACT = 256
+# The longest epoll wait, so that a stop() that lost its wake-up is still noticed.
+_MAX_POLL_SECONDS = 1.0
+
+
+class TimerHandle:
+    """A callback due at a time on the loop clock (``time.monotonic``); ``cancel()`` drops it."""
+
+    __slots__ = ("when", "_callback", "_args", "cancelled", "_loop")
+
+    def __init__(self, when: float, callback: Callable, args: tuple, loop: EventLoop):
+        self.when = when
+        self._callback = callback
+        self._args = args
+        self.cancelled = False
+        self._loop = loop
+
+    def __lt__(self, other: TimerHandle) -> bool:
+        return self.when < other.when
+
+    def cancel(self) -> None:
+        """Drop the callback (any thread)."""
+        if not self.cancelled:
+            self.cancelled = True
+            loop = self._loop
+            if loop is not None and not loop._closed:  # None once it has run: no longer in the heap
+                loop._call_in_loop(loop._timer_cancelled)
+
+
+class PeriodicHandle:
+    """A callback repeated every ``interval`` seconds until ``cancel()``."""
+
+    __slots__ = ("_loop", "interval", "_callback", "_timer", "cancelled")
+
+    def __init__(self, loop: EventLoop, interval: float, callback: Callable, initial_delay: float):
+        self._loop = loop
+        self.interval = interval
+        self._callback = callback
+        self.cancelled = False
+        self._timer = loop.call_later(initial_delay, self._run)
+
+    def _run(self) -> None:
+        if self.cancelled:
+            return
+        # Re-arm first: a callback that raises is logged by the loop and still runs next time.
+        self._timer = self._loop.call_later(self.interval, self._run)
+        self._callback()
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self._timer.cancel()
+
+
+class EventLoop:
+    """epoll + timers + a thread-safe call queue, run by ``run_forever`` or ``start`` (own thread)."""
+
+    def __init__(self, name: str = "rmq-net"):
+        self.name = name
+        self._epoll = select.epoll()
+        self._handlers: dict[int, Callable[[int], None]] = {}
+        self._timers: list[TimerHandle] = []
+        self._cancelled_timers = 0
+        self._ready: deque = deque()
+        self._dirty: list = []  # objects with a _flush() to call at the end of this iteration
+        self._wakeup_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._wakeup_pending = False
+        self._epoll.register(self._wakeup_fd, select.EPOLLIN)
+        self._handlers[self._wakeup_fd] = self._on_wakeup
+        self._thread: threading.Thread | None = None
+        self._thread_id: int | None = None
+        self._stopping = False
+        self._close_when_stopped = False
+        self._closed = False
+
+    # -- registration of file descriptors (loop thread, or before the loop runs) ----------------
+
+    def add_handler(self, fd: int, events: int, handler: Callable[[int], None]) -> None:
+        """Call ``handler(events)`` whenever ``fd`` is ready for ``events`` (level-triggered)."""
+        self._epoll.register(fd, events)
+        self._handlers[fd] = handler
+
+    def update_handler(self, fd: int, events: int) -> None:
+        self._epoll.modify(fd, events)
+
+    def remove_handler(self, fd: int) -> None:
+        if self._handlers.pop(fd, None) is not None:
+            try:
+                self._epoll.unregister(fd)
+            except (OSError, ValueError):
+                pass  # already closed: the kernel dropped it from the epoll set
+
+    # -- calls --------------------------------------------------------------------------------
+
+    def in_loop_thread(self) -> bool:
+        return threading.get_ident() == self._thread_id
+
+    def call_soon(self, fn: Callable, *args) -> None:
+        """Run ``fn(*args)`` on the next iteration. Loop thread only."""
+        self._ready.append((fn, args))
+
+    def call_soon_threadsafe(self, fn: Callable, *args) -> None:
+        """Run ``fn(*args)`` on the loop thread soon; callable from any thread."""
+        if self._closed:
+            raise RuntimeError(f"event loop {self.name} is closed")
+        self._ready.append((fn, args))
+        # The loop clears the flag before it drains the queue, so a caller that still sees it set
+        # appended before that drain. One eventfd write per wake-up, not one per call.
+        if not self._wakeup_pending:
+            self._wakeup_pending = True
+            try:
+                os.eventfd_write(self._wakeup_fd, 1)
+            except OSError:
+                pass  # closed: the loop is gone and nothing will run
+
+    def run_and_wait(self, fn: Callable[[], None], timeout: float = 5.0) -> None:
+        """Run ``fn()`` on the loop thread and wait for it; directly if the loop is not running."""
+        if self.in_loop_thread() or (self._thread is None and self._thread_id is None):
+            fn()
+            return
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                fn()
+            finally:
+                done.set()
+
+        self.call_soon_threadsafe(run)
+        done.wait(timeout)
+
+    def call_later(self, delay: float, fn: Callable, *args) -> TimerHandle:
+        """Run ``fn(*args)`` on the loop thread after ``delay`` seconds (callable from any thread)."""
+        return self.call_at(time.monotonic() + delay, fn, *args)
+
+    def call_at(self, when: float, fn: Callable, *args) -> TimerHandle:
+        """Run ``fn(*args)`` on the loop thread at ``when`` (``time.monotonic`` clock; any thread)."""
+        handle = TimerHandle(when, fn, args, self)
+        self._call_in_loop(self._push_timer, handle)
+        return handle
+
+    def _push_timer(self, handle: TimerHandle) -> None:
+        heapq.heappush(self._timers, handle)
+
+    def _call_in_loop(self, fn: Callable, *args) -> None:
+        """``fn(*args)`` now if this is the loop thread or the loop is not running, else soon on it."""
+        if self._thread_id is None or self._thread_id == threading.get_ident():
+            fn(*args)
+        else:
+            self.call_soon_threadsafe(fn, *args)
+
+    def schedule_periodic(self, interval: float, fn: Callable, initial_delay: float | None = None) -> PeriodicHandle:
+        """Run ``fn()`` every ``interval`` seconds, first after ``initial_delay`` (default: interval)."""
+        return PeriodicHandle(self, interval, fn, interval if initial_delay is None else initial_delay)
+
+    def mark_dirty(self, obj) -> None:  # loop thread only
+        """Have ``obj._flush()`` called once at the end of this iteration (batched writes)."""
+        self._dirty.append(obj)
+
+    def _timer_cancelled(self) -> None:
+        self._cancelled_timers += 1
+        if (
+            self._cancelled_timers > _MIN_CANCELLED_TO_COMPACT
+            and self._cancelled_timers > len(self._timers) * _CANCELLED_SHARE_TO_COMPACT
+        ):
+            self._timers = [t for t in self._timers if not t.cancelled]
+            heapq.heapify(self._timers)
+            self._cancelled_timers = 0
+
+    def _on_wakeup(self, events: int) -> None:
+        try:
+            os.eventfd_read(self._wakeup_fd)
+        except BlockingIOError:
+            pass
+        self._wakeup_pending = False
+
+    # -- running ------------------------------------------------------------------------------
+
+    def run_forever(self) -> None:
+        """Run the loop in the calling thread until ``stop()``."""
+        if self._closed:
+            raise RuntimeError("event loop is closed")
+        self._thread_id = threading.get_ident()
+        self._stopping = False
+        try:
+            while not self._stopping:
+                self._run_once()
+        finally:
+            self._thread_id = None
+            if self._close_when_stopped:
+                self.close()
+
+    def start(self) -> threading.Thread:
+        """Run the loop in a daemon thread of its own (joined by ``stop``)."""
+        started = threading.Event()
+
+        def run() -> None:
+            self.call_soon(started.set)
+            self.run_forever()
+
+        self._thread = threading.Thread(target=run, name=self.name, daemon=True)
+        self._thread.start()
+        started.wait()
+        return self._thread
+
+    def stop(self, join: bool = True) -> None:
+        """Ask the loop to stop after the current iteration; join its thread if ``start`` made one."""
+        self.call_soon_threadsafe(self._set_stopping)
+        thread = self._thread
+        if join and thread is not None and thread is not threading.current_thread():
+            thread.join()
+            self._thread = None
+
+    def shutdown(self) -> None:
+        """Stop (joining the thread of ``start`` unless called on it) and release the descriptors:
+        at once if the loop is not running, else as ``run_forever`` returns."""
+        if self._thread_id is None and self._thread is None:
+            self.close()
+            return
+        self._close_when_stopped = True
+        self.stop()
+
+    def _set_stopping(self) -> None:
+        self._stopping = True
+
+    def close(self) -> None:
+        """Release the epoll and eventfd descriptors (the loop must have stopped)."""
+        if not self._closed:
+            self._closed = True
+            self._epoll.close()
+            os.close(self._wakeup_fd)
+
+    def _run_once(self) -> None:
+        timers = self._timers
+        if self._ready or self._dirty:
+            timeout = 0.0
+        elif timers:
+            timeout = min(max(timers[0].when - time.monotonic(), 0.0), _MAX_POLL_SECONDS)
+        else:
+            timeout = _MAX_POLL_SECONDS
+        try:
+            events = self._epoll.poll(timeout)
+        except InterruptedError:
+            events = ()
+        handlers = self._handlers
+        for fd, mask in events:
+            handler = handlers.get(fd)
+            if handler is not None:
+                try:
+                    handler(mask)
+                except Exception:
+                    log.exception("event handler for fd %d failed", fd)
+        if timers:
+            now = time.monotonic()
+            while timers and timers[0].when <= now:
+                handle = heapq.heappop(timers)
+                if handle.cancelled:
+                    self._cancelled_timers -= 1
+                    continue
+                handle._loop = None
+                self._ready.append((handle._callback, handle._args))
+        ready = self._ready
+        for _ in range(len(ready)):
+            fn, args = ready.popleft()
+            try:
+                fn(*args)
+            except Exception:
+                log.exception("callback %r failed", fn)
+        if self._dirty:
+            dirty, self._dirty = self._dirty, []
+            for obj in dirty:
+                try:
+                    obj._flush()
+                except Exception:
+                    log.exception("flush of %r failed", obj)

@@ -1,0 +1,46 @@
+"""Subscription expressions and tag matching (tagsCode first, then the exact tag)."""
+
+import pytest
+
+from rmq.broker.subscription import build_subscription_data
+from rmq.errors import BrokerRequestError
+from rmq.message import java_string_hash
+from rmq.net.codes import ResponseCode
+
+
+@pytest.mark.parametrize("expression", ["*", "", None, "  *  "])
+def test_everything(expression):
+    sub = build_subscription_data("T", expression)
+    assert sub.sub_string == "*" and sub.sub_all
+    assert sub.is_matched_by_tags_code(java_string_hash("Anything"))
+    assert sub.is_matched_by_tag(None)
+
+
+def test_tags_with_whitespace():
+    sub = build_subscription_data("T", " TagA ||TagB||  ", sub_version=7)
+    assert sub.tags_set == {"TagA", "TagB"}
+    assert sub.code_set == {java_string_hash("TagA"), java_string_hash("TagB")}
+    assert sub.sub_version == 7 and sub.expression_type == "TAG"
+    assert sub.is_matched_by_tags_code(java_string_hash("TagA"))
+    assert not sub.is_matched_by_tags_code(java_string_hash("TagC"))
+    assert sub.is_matched_by_tags_code(None)  # an entry without tagsCode is not filtered out
+    assert sub.is_matched_by_tag("TagB") and not sub.is_matched_by_tag("TagC") and not sub.is_matched_by_tag(None)
+
+
+def test_hash_collision_is_caught_by_the_exact_check():
+    # "Aa" and "BB" share Java's String.hashCode
+    assert java_string_hash("Aa") == java_string_hash("BB")
+    sub = build_subscription_data("T", "Aa")
+    assert sub.is_matched_by_tags_code(java_string_hash("BB"))
+    assert not sub.is_matched_by_tag("BB")
+
+
+def test_sql92_and_empty_tag_lists_are_refused_clearly():
+    with pytest.raises(BrokerRequestError) as e:
+        build_subscription_data("T", "a > 5", "SQL92")
+    assert e.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
+    assert "SQL92 filtering ('a > 5') is not supported" in e.value.remark
+    with pytest.raises(BrokerRequestError, match="names no tag"):
+        build_subscription_data("T", "||")
+    with pytest.raises(BrokerRequestError, match="unknown expression type 'XPATH'"):
+        build_subscription_data("T", "x", "XPATH")

@@ -1,0 +1,164 @@
+"""Real rmq-namesrv processes on loopback, driven through the remoting client."""
+
+from __future__ import annotations
+
+import json
+import signal
+import time
+import zlib
+
+import pytest
+
+from rmq.net.client import RemotingClient
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import RequestCode, ResponseCode
+from tests.conftest import free_port, wait_for_port
+
+
+def start_namesrv(spawn, *args: str) -> str:
+    port = free_port()
+    proc = spawn("-m", "rmq.cli.namesrv", "--host", "127.0.0.1", "--port", str(port), *args)
+    wait_for_port(port, proc=proc)
+    return f"127.0.0.1:{port}"
+
+
+def register_request(broker_addr: str, topics: dict[str, int], broker_name: str = "broker-a",
+                     broker_id: int = 0, counter: int = 1) -> RemotingCommand:
+    body = json.dumps({
+        "topicConfigSerializeWrapper": {
+            "topicConfigTable": {
+                t: {"topicName": t, "readQueueNums": n, "writeQueueNums": n, "perm": 6,
+                    "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+                for t, n in topics.items()
+            },
+            "dataVersion": {"timestamp": 1700000000000, "counter": counter},
+        },
+        "filterServerList": [],
+    }).encode()
+    return RemotingCommand.request(RequestCode.REGISTER_BROKER, ext_fields={
+        "brokerName": broker_name, "brokerAddr": broker_addr, "clusterName": "DefaultCluster",
+        "haServerAddr": broker_addr.rsplit(":", 1)[0] + ":10912", "brokerId": str(broker_id),
+        "compressed": "false", "bodyCrc32": str(zlib.crc32(body) & 0x7FFFFFFF),
+    }, body=body)
+
+
+def route(client: RemotingClient, addr: str, topic: str) -> RemotingCommand:
+    return client.invoke_sync(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
+                                                            ext_fields={"topic": topic}), timeout=3.0)
+
+
+@pytest.fixture
+def client():
+    with RemotingClient() as c:
+        yield c
+
+
+def test_registration_visible_on_two_name_servers_then_expires(spawn, client):
+    fast_expiry = ("--scan-interval", "0.1", "--broker-expired", "1.0")
+    servers = [start_namesrv(spawn, *fast_expiry), start_namesrv(spawn, *fast_expiry)]
+    for ns in servers:
+        answer = client.invoke_sync(ns, register_request("127.0.0.1:10911", {"TopicTest": 4}), timeout=3.0)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+    for ns in servers:
+        answer = route(client, ns, "TopicTest")
+        assert answer.code == ResponseCode.SUCCESS
+        assert json.loads(answer.body) == {
+            "brokerDatas": [{"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a",
+                             "cluster": "DefaultCluster"}],
+            "filterServerTable": {},
+            "queueDatas": [{"brokerName": "broker-a", "perm": 6, "readQueueNums": 4, "topicSysFlag": 0,
+                            "writeQueueNums": 4}],
+        }
+    # Name servers never talk to each other: a broker that stops registering drops out of each.
+    deadline = time.monotonic() + 10
+    remaining = set(servers)
+    while remaining and time.monotonic() < deadline:
+        for ns in list(remaining):
+            if route(client, ns, "TopicTest").code == ResponseCode.TOPIC_NOT_EXIST:
+                remaining.discard(ns)
+        time.sleep(0.1)
+    assert not remaining, f"broker still routed by {remaining} after its silence timeout"
+
+
+def test_slave_registration_answers_master_address(spawn, client):
+    ns = start_namesrv(spawn)
+    client.invoke_sync(ns, register_request("127.0.0.1:10911", {"T": 4}), timeout=3.0)
+    answer = client.invoke_sync(ns, register_request("127.0.0.1:20911", {"T": 4}, broker_id=1), timeout=3.0)
+    assert answer.ext_fields["masterAddr"] == "127.0.0.1:10911"
+    assert answer.ext_fields["haServerAddr"] == "127.0.0.1:10912"
+    body = json.loads(route(client, ns, "T").body)
+    assert body["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911", "1": "127.0.0.1:20911"}
+
+
+def test_cluster_info_topic_list_unregister(spawn, client):
+    ns = start_namesrv(spawn)
+    client.invoke_sync(ns, register_request("127.0.0.1:10911", {"A": 4, "B": 2}), timeout=3.0)
+    info = client.invoke_sync(ns, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout=3.0)
+    assert json.loads(info.body) == {
+        "brokerAddrTable": {"broker-a": {"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a",
+                                         "cluster": "DefaultCluster"}},
+        "clusterAddrTable": {"DefaultCluster": ["broker-a"]},
+    }
+    topics = client.invoke_sync(ns, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
+                                timeout=3.0)
+    assert json.loads(topics.body) == {"topicList": ["A", "B"]}
+    answer = client.invoke_sync(ns, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, ext_fields={
+        "brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911", "clusterName": "DefaultCluster",
+        "brokerId": "0"}), timeout=3.0)
+    assert answer.code == ResponseCode.SUCCESS
+    assert route(client, ns, "A").code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_bad_registrations_are_refused_and_change_nothing(spawn, client):
+    ns = start_namesrv(spawn)
+    bad_crc = register_request("127.0.0.1:10911", {"T": 4})
+    bad_crc.ext_fields["bodyCrc32"] = "12345"
+    answer = client.invoke_sync(ns, bad_crc, timeout=3.0)
+    assert (answer.code, answer.remark) == (ResponseCode.SYSTEM_ERROR, "crc32 not match")
+
+    not_json = register_request("127.0.0.1:10911", {"T": 4})
+    not_json.body = b"{not json"
+    del not_json.ext_fields["bodyCrc32"]
+    answer = client.invoke_sync(ns, not_json, timeout=3.0)
+    assert answer.code == ResponseCode.SYSTEM_ERROR and "JSON" in answer.remark
+
+    no_name = register_request("127.0.0.1:10911", {"T": 4})
+    del no_name.ext_fields["brokerName"]
+    answer = client.invoke_sync(ns, no_name, timeout=3.0)
+    assert answer.code == ResponseCode.SYSTEM_ERROR and "brokerName" in answer.remark
+
+    unknown = client.invoke_sync(ns, RemotingCommand.request(9999), timeout=3.0)
+    assert unknown.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+
+    assert route(client, ns, "T").code == ResponseCode.TOPIC_NOT_EXIST
+
+
+def test_query_data_version_keeps_a_broker_alive(spawn, client):
+    ns = start_namesrv(spawn, "--scan-interval", "0.1", "--broker-expired", "1.5")
+    client.invoke_sync(ns, register_request("127.0.0.1:10911", {"T": 4}), timeout=3.0)
+    version = json.dumps({"timestamp": 1700000000000, "counter": 1}).encode()
+    deadline = time.monotonic() + 3.0
+    while time.monotonic() < deadline:
+        answer = client.invoke_sync(ns, RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, ext_fields={
+            "brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911", "clusterName": "DefaultCluster",
+            "brokerId": "0"}, body=version), timeout=3.0)
+        assert answer.ext_fields["changed"] == "false"
+        time.sleep(0.2)
+    assert route(client, ns, "T").code == ResponseCode.SUCCESS
+
+
+def test_sigterm_exits_cleanly(spawn):
+    port = free_port()
+    proc = spawn("-m", "rmq.cli.namesrv", "--host", "127.0.0.1", "--port", str(port))
+    wait_for_port(port, proc=proc)
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=10) == 0
+
+
+def test_embedded_name_server(client):
+    from rmq.namesrv import NamesrvConfig, NameServer
+
+    with NameServer(NamesrvConfig(listen_host="127.0.0.1", listen_port=0)) as ns:
+        client.invoke_sync(ns.address, register_request("127.0.0.1:10911", {"Embedded": 1}), timeout=3.0)
+        assert ns.route_info.pickup_topic_route("Embedded") is not None
+        assert route(client, ns.address, "Embedded").code == ResponseCode.SUCCESS

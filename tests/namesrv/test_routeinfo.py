@@ -1,0 +1,111 @@
+"""RouteInfoManager: RocketMQ's registration, expiry and route rules, without sockets."""
+
+from rmq.namesrv.routeinfo import RouteInfoManager
+
+
+def wrapper(topics: dict[str, int], counter: int = 1) -> dict:
+    return {
+        "topicConfigTable": {
+            t: {"topicName": t, "readQueueNums": n, "writeQueueNums": n, "perm": 6,
+                "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+            for t, n in topics.items()
+        },
+        "dataVersion": {"timestamp": 1700000000000, "counter": counter},
+    }
+
+
+def register(m, addr="127.0.0.1:10911", name="broker-a", broker_id=0, topics=None, counter=1, now_ms=1000):
+    return m.register_broker("DefaultCluster", addr, name, broker_id, addr.replace("10911", "10912"),
+                             wrapper(topics or {"TopicTest": 4}, counter), [], now_ms=now_ms)
+
+
+def test_route_is_the_spec_json():
+    m = RouteInfoManager()
+    register(m)
+    assert m.pickup_topic_route("TopicTest") == {
+        "brokerDatas": [{"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a", "cluster": "DefaultCluster"}],
+        "filterServerTable": {},
+        "queueDatas": [{"brokerName": "broker-a", "perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}],
+    }
+    assert m.pickup_topic_route("NoSuchTopic") is None
+
+
+def test_slave_gets_master_addresses_and_does_not_change_queues():
+    m = RouteInfoManager()
+    register(m)
+    result = register(m, addr="127.0.0.1:20911", broker_id=1, topics={"TopicTest": 8, "OnlyOnSlave": 2})
+    assert result.master_addr == "127.0.0.1:10911"
+    assert result.ha_server_addr == "127.0.0.1:10912"
+    route = m.pickup_topic_route("TopicTest")
+    assert route["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911", "1": "127.0.0.1:20911"}
+    assert route["queueDatas"][0]["readQueueNums"] == 4  # only a master's topic configs count
+    assert m.pickup_topic_route("OnlyOnSlave") is None
+
+
+def test_topic_configs_apply_only_when_the_data_version_changes():
+    m = RouteInfoManager()
+    register(m, topics={"A": 4}, counter=1)
+    register(m, topics={"A": 4, "B": 4}, counter=1)  # same version: a heartbeat, tables untouched
+    assert m.pickup_topic_route("B") is None
+    register(m, topics={"A": 4, "B": 4}, counter=2)
+    assert m.pickup_topic_route("B") is not None
+
+
+def test_silent_broker_expires_with_its_topics():
+    m = RouteInfoManager(broker_channel_expired_ms=120_000)
+    register(m, now_ms=0)
+    register(m, addr="127.0.0.1:30911", name="broker-b", topics={"TopicTest": 2}, now_ms=100_000)
+    assert m.scan_not_active_broker(now_ms=110_000) == []
+    assert m.scan_not_active_broker(now_ms=120_001) == ["127.0.0.1:10911"]
+    route = m.pickup_topic_route("TopicTest")
+    assert [b["brokerName"] for b in route["brokerDatas"]] == ["broker-b"]
+    assert [q["brokerName"] for q in route["queueDatas"]] == ["broker-b"]
+    assert m.get_all_cluster_info()["clusterAddrTable"] == {"DefaultCluster": ["broker-b"]}
+    assert m.scan_not_active_broker(now_ms=230_000) == ["127.0.0.1:30911"]
+    assert m.pickup_topic_route("TopicTest") is None
+    assert m.get_all_cluster_info() == {"brokerAddrTable": {}, "clusterAddrTable": {}}
+
+
+def test_unregister_and_channel_close():
+    m = RouteInfoManager()
+    channel = object()
+    m.register_broker("C", "127.0.0.1:1", "b1", 0, "", wrapper({"T1": 1}), channel=channel)
+    m.register_broker("C", "127.0.0.1:2", "b2", 0, "", wrapper({"T2": 1}))
+    assert m.on_channel_destroy(object()) is None
+    assert m.on_channel_destroy(channel) == "127.0.0.1:1"
+    assert m.get_all_topic_list() == ["T2"]
+    m.unregister_broker("C", "127.0.0.1:2", "b2", 0)
+    assert m.get_all_topic_list() == []
+    assert m.broker_live_table == {}
+
+
+def test_promoted_slave_keeps_one_id_per_address():
+    m = RouteInfoManager()
+    register(m, addr="127.0.0.1:20911", broker_id=1)
+    register(m, addr="127.0.0.1:20911", broker_id=0, counter=2)
+    assert m.broker_addr_table["broker-a"].broker_addrs == {0: "127.0.0.1:20911"}
+
+
+def test_topics_by_cluster_and_delete():
+    m = RouteInfoManager()
+    register(m, topics={"A": 1, "B": 1})
+    m.register_broker("Other", "127.0.0.1:5", "x", 0, "", wrapper({"C": 1}))
+    assert m.get_topics_by_cluster("DefaultCluster") == ["A", "B"]
+    m.delete_topic("A", "DefaultCluster")
+    m.delete_topic("C")
+    assert m.get_all_topic_list() == ["B"]
+
+
+def test_encoded_route_follows_every_table_change():
+    import json
+
+    m = RouteInfoManager(broker_channel_expired_ms=120_000)
+    register(m, now_ms=0)
+    assert json.loads(m.topic_route_json("TopicTest")) == m.pickup_topic_route("TopicTest")
+    register(m, topics={"TopicTest": 8}, counter=2, now_ms=0)
+    assert json.loads(m.topic_route_json("TopicTest"))["queueDatas"][0]["writeQueueNums"] == 8
+    register(m, addr="127.0.0.1:20911", broker_id=1, now_ms=0)
+    assert json.loads(m.topic_route_json("TopicTest"))["brokerDatas"][0]["brokerAddrs"] == {
+        "0": "127.0.0.1:10911", "1": "127.0.0.1:20911"}
+    m.scan_not_active_broker(now_ms=200_000)
+    assert m.topic_route_json("TopicTest") is None

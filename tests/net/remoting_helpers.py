@@ -1,0 +1,82 @@
+"""Helpers of the remoting tests: frames built by hand, a raw socket that reads frames."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import time
+
+from rmq.net import codec_py
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import ResponseCode
+
+LOOPBACK = "127.0.0.1"
+
+
+def route_body() -> bytes:
+    """A GET_ROUTEINFO_BY_TOPIC answer body as SPEC.md section 3 shows it (~300 bytes)."""
+    return (
+        b'{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911"},"brokerName":"broker-a",'
+        b'"cluster":"DefaultCluster"}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a",'
+        b'"perm":6,"readQueueNums":4,"writeQueueNums":4,"topicSysFlag":0}]}'
+    )
+
+
+def answer_route(channel, request):
+    """A GET_ROUTEINFO_BY_TOPIC processor that always answers ``route_body()``."""
+    return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=route_body())
+
+
+def raw_frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
+    """A frame built by hand, independently of the codec under test (SPEC.md section 2)."""
+    return struct.pack(">ii", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
+
+
+def route_request_frame(opaque: int) -> bytes:
+    header = b'{"code":105,"language":"JAVA","version":399,"opaque":%d,"flag":0,"extFields":{"topic":"T"}}' % opaque
+    return raw_frame(header)
+
+
+class RawConnection:
+    """A plain blocking socket to the server that reads whole frames (decoded by the pure codec)."""
+
+    def __init__(self, port: int, timeout: float = 5.0):
+        self.sock = socket.create_connection((LOOPBACK, port), timeout=timeout)
+        self.decoder = codec_py.FrameDecoder()
+        self.received: list = []
+
+    def send(self, data: bytes) -> None:
+        self.sock.sendall(data)
+
+    def read_commands(self, count: int, timeout: float = 5.0) -> list:
+        deadline = time.monotonic() + timeout
+        while len(self.received) < count:
+            self.sock.settimeout(max(deadline - time.monotonic(), 0.01))
+            data = self.sock.recv(65536)
+            if not data:
+                raise ConnectionError("server closed the connection")
+            self.received.extend(self.decoder.feed(data))
+        taken, self.received = self.received[:count], self.received[count:]
+        return taken
+
+    def is_closed_by_peer(self, timeout: float = 3.0) -> bool:
+        """True once the server closes this connection (EOF or reset) within ``timeout``."""
+        self.sock.settimeout(timeout)
+        try:
+            while True:
+                data = self.sock.recv(65536)
+                if not data:
+                    return True
+        except (ConnectionResetError, BrokenPipeError):
+            return True
+        except socket.timeout:
+            return False
+
+    def close(self) -> None:
+        self.sock.close()
+
+    def __enter__(self) -> RawConnection:
+        return self
+
+    def __exit__(self, *exc_info) -> None:
+        self.close()

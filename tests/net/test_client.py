@@ -1,0 +1,113 @@
+"""The remoting client against a live server: sync/async/oneway, timeouts, connection errors,
+dropped connections, reconnects, and requests the server sends to the client."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+from remoting_helpers import LOOPBACK, route_body
+
+from rmq.errors import RemotingConnectError, RemotingError, RemotingSendError, RemotingTimeoutError
+from rmq.net.client import RemotingClient
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import RequestCode, ResponseCode
+
+
+@pytest.fixture
+def client():
+    with RemotingClient(connect_timeout=1.0) as c:
+        yield c
+
+
+def route_request() -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"})
+
+
+def test_invoke_sync_and_async(server, client):
+    addr = server.address
+    answer = client.invoke_sync(addr, route_request(), timeout=3.0)
+    assert (answer.code, answer.body) == (ResponseCode.SUCCESS, route_body())
+    futures = [client.invoke_async(addr, route_request(), timeout=3.0) for _ in range(100)]
+    assert all(f.result(5).code == ResponseCode.SUCCESS for f in futures)
+    assert len(server.channels) == 1  # one pooled connection carried them all
+
+
+def test_invoke_oneway(server, client):
+    got = threading.Event()
+    server.register_processor(RequestCode.UNREGISTER_CLIENT, lambda channel, request: got.set())
+    client.invoke_oneway(server.address, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT))
+    assert got.wait(2.0)
+
+
+def test_timeout_names_the_address(server, client):
+    server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: None)  # never answers
+    started = time.monotonic()
+    with pytest.raises(RemotingTimeoutError, match=server.address):
+        client.invoke_sync(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=0.2)
+    assert time.monotonic() - started < 1.0
+    future = client.invoke_async(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=0.1)
+    assert isinstance(future.exception(2.0), RemotingTimeoutError)
+    # the connection survives a timeout
+    assert client.invoke_sync(server.address, route_request(), timeout=3.0).code == 0
+
+
+def test_connect_error_names_the_address(client):
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        addr = "%s:%d" % s.getsockname()  # bound, not listening: refused
+        with pytest.raises(RemotingConnectError, match=addr):
+            client.invoke_sync(addr, route_request(), timeout=3.0)
+    with pytest.raises(RemotingConnectError, match="invalid address"):
+        client.invoke_sync("no-port", route_request(), timeout=1.0)
+
+
+def test_pending_requests_fail_when_the_connection_drops_and_next_use_reconnects(server, client):
+    parked = []
+    server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: parked.append(channel))
+    future = client.invoke_async(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=30.0)
+    deadline = time.monotonic() + 2
+    while not parked and time.monotonic() < deadline:
+        time.sleep(0.01)
+    started = time.monotonic()
+    parked[0].close()
+    assert isinstance(future.exception(2.0), RemotingSendError)
+    assert time.monotonic() - started < 1.0
+    assert client.invoke_sync(server.address, route_request(), timeout=3.0).code == 0
+
+
+def test_server_to_client_request_reaches_the_client_processor(server, client):
+    channels = []
+    server.register_processor(RequestCode.HEART_BEAT, lambda channel, request: channels.append(channel) or RemotingCommand.response_to(request, 0))
+    client.register_processor(
+        RequestCode.CHECK_TRANSACTION_STATE,
+        lambda channel, request: RemotingCommand.response_to(request, 0, ext_fields={"seen": request.ext_fields["msgId"]}),
+    )
+    notified = threading.Event()
+    client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, lambda channel, request: notified.set())
+    client.invoke_sync(server.address, RemotingCommand.request(RequestCode.HEART_BEAT), timeout=3.0)
+    channel = channels[0]
+    answers = []
+    got = threading.Event()
+    check = RemotingCommand.request(RequestCode.CHECK_TRANSACTION_STATE, {"msgId": "ABC"})
+    channel.invoke_async(check, 2.0, lambda response, error: (answers.append((response, error)), got.set()))
+    assert got.wait(3.0)
+    response, error = answers[0]
+    assert error is None and response.ext_fields == {"seen": "ABC"}
+    channel.send_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "g"}))
+    assert notified.wait(2.0)
+
+
+def test_shutdown_fails_pending_and_refuses_new_requests(server):
+    client = RemotingClient()
+    client.start()
+    server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: None)
+    future = client.invoke_async(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=30.0)
+    time.sleep(0.1)
+    client.shutdown()
+    assert isinstance(future.exception(2.0), RemotingError)
+    with pytest.raises(RemotingError, match="shut down"):
+        client.invoke_sync(server.address, route_request(), timeout=1.0)
+    assert not [t for t in threading.enumerate() if t.name == "rmq-client"]
