@@ -30,19 +30,10 @@
 #
 # Python mirror of every constant here: rmq.store.layout (tests/store/test_layout.py checks they agree).
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
-from libc.string cimport memcpy
 from cpython.buffer cimport Py_buffer
 
+from rmq._endian cimport load_be16, load_be32, load_be64, store_be16, store_be32, store_be64
 from rmq._index cimport IndexService
-
-
-cdef extern from "<endian.h>" nogil:
-    uint16_t htobe16(uint16_t)
-    uint32_t htobe32(uint32_t)
-    uint64_t htobe64(uint64_t)
-    uint16_t be16toh(uint16_t)
-    uint32_t be32toh(uint32_t)
-    uint64_t be64toh(uint64_t)
 
 
 cdef extern from *:
@@ -137,39 +128,6 @@ cdef enum GetStatus:
     OFFSET_TOO_SMALL = 6
     NO_MATCHED_LOGIC_QUEUE = 7
     NO_MESSAGE_IN_QUEUE = 8
-
-
-cdef inline void put_i16(unsigned char* p, uint16_t v) noexcept nogil:
-    v = htobe16(v)
-    memcpy(p, &v, 2)
-
-
-cdef inline void put_i32(unsigned char* p, uint32_t v) noexcept nogil:
-    v = htobe32(v)
-    memcpy(p, &v, 4)
-
-
-cdef inline void put_i64(unsigned char* p, uint64_t v) noexcept nogil:
-    v = htobe64(v)
-    memcpy(p, &v, 8)
-
-
-cdef inline uint16_t get_u16(const unsigned char* p) noexcept nogil:
-    cdef uint16_t v
-    memcpy(&v, p, 2)
-    return be16toh(v)
-
-
-cdef inline int32_t get_i32(const unsigned char* p) noexcept nogil:
-    cdef uint32_t v
-    memcpy(&v, p, 4)
-    return <int32_t>be32toh(v)
-
-
-cdef inline int64_t get_i64(const unsigned char* p) noexcept nogil:
-    cdef uint64_t v
-    memcpy(&v, p, 8)
-    return <int64_t>be64toh(v)
 
 
 # Values of the properties the store reads on every put, found by one scan of k\x01v\x02 bytes.

@@ -178,9 +178,9 @@ cdef str encode_msg_id_c(uint32_t ip, int32_t port, int64_t offset):
     cdef unsigned char raw[MSGID_BYTES]
     cdef char text[MSGID_BYTES * 2]
     cdef int i
-    put_i32(raw + MSGID_STORE_IP, ip)
-    put_i32(raw + MSGID_STORE_PORT, <uint32_t>port)
-    put_i64(raw + MSGID_PHY_OFFSET, <uint64_t>offset)
+    store_be32(raw + MSGID_STORE_IP, ip)
+    store_be32(raw + MSGID_STORE_PORT, <uint32_t>port)
+    store_be64(raw + MSGID_PHY_OFFSET, <uint64_t>offset)
     for i in range(MSGID_BYTES):
         text[2 * i] = HEX_DIGITS[raw[i] >> 4]
         text[2 * i + 1] = HEX_DIGITS[raw[i] & 15]
@@ -237,12 +237,12 @@ cdef inline void scan_properties(const unsigned char* p, Py_ssize_t n, PropertyS
 cdef inline void record_properties(const unsigned char* record, const unsigned char** props,
                                    Py_ssize_t* props_len, const unsigned char** topic,
                                    Py_ssize_t* topic_len) noexcept nogil:
-    cdef Py_ssize_t body_len = get_i32(record + REC_BODYLEN)                 # 15 BODYLEN
+    cdef Py_ssize_t body_len = load_be32(record + REC_BODYLEN)                 # 15 BODYLEN
     cdef const unsigned char* p = record + REC_BODY + body_len
     topic_len[0] = p[0]                                                       # 16 TOPICLEN
     topic[0] = p + 1
     p += 1 + p[0]
-    props_len[0] = get_u16(p)                                                 # 17 PROPLEN
+    props_len[0] = load_be16(p)                                                 # 17 PROPLEN
     props[0] = p + 2
 
 
@@ -254,29 +254,29 @@ cdef inline void write_record(unsigned char* p, int32_t total, uint32_t body_crc
                               const unsigned char* body, Py_ssize_t body_len,
                               const unsigned char* topic, Py_ssize_t topic_len,
                               const unsigned char* props, Py_ssize_t props_len) noexcept nogil:
-    put_i32(p + REC_TOTALSIZE, <uint32_t>total)                               # 1 TOTALSIZE
-    put_i32(p + REC_MAGIC, MESSAGE_MAGIC_CODE)                                # 2 MAGIC
-    put_i32(p + REC_BODYCRC, body_crc)                                        # 3 BODYCRC
-    put_i32(p + REC_QUEUEID, <uint32_t>queue_id)                              # 4 QUEUEID
-    put_i32(p + REC_FLAG, <uint32_t>flag)                                     # 5 FLAG
-    put_i64(p + REC_QUEUEOFFSET, <uint64_t>queue_offset)                      # 6 QUEUEOFFSET
-    put_i64(p + REC_PHYSICALOFFSET, <uint64_t>phy_offset)                     # 7 PHYSICALOFFSET
-    put_i32(p + REC_SYSFLAG, <uint32_t>sys_flag)                              # 8 SYSFLAG
-    put_i64(p + REC_BORNTIMESTAMP, <uint64_t>born_timestamp)                  # 9 BORNTIMESTAMP
-    put_i32(p + REC_BORNHOST, born_ip)                                        # 10 BORNHOST ip
-    put_i32(p + REC_BORNHOST + 4, <uint32_t>born_port)                        #    + port
-    put_i64(p + REC_STORETIMESTAMP, <uint64_t>store_timestamp)                # 11 STORETIMESTAMP
-    put_i32(p + REC_STOREHOST, store_ip)                                      # 12 STOREHOST ip
-    put_i32(p + REC_STOREHOST + 4, <uint32_t>store_port)                      #    + port
-    put_i32(p + REC_RECONSUMETIMES, <uint32_t>reconsume_times)                # 13 RECONSUMETIMES
-    put_i64(p + REC_PREPARED_TX_OFFSET, <uint64_t>prepared_tx_offset)         # 14 PREPARED_TX_OFFSET
-    put_i32(p + REC_BODYLEN, <uint32_t>body_len)                              # 15 BODYLEN
+    store_be32(p + REC_TOTALSIZE, <uint32_t>total)                               # 1 TOTALSIZE
+    store_be32(p + REC_MAGIC, MESSAGE_MAGIC_CODE)                                # 2 MAGIC
+    store_be32(p + REC_BODYCRC, body_crc)                                        # 3 BODYCRC
+    store_be32(p + REC_QUEUEID, <uint32_t>queue_id)                              # 4 QUEUEID
+    store_be32(p + REC_FLAG, <uint32_t>flag)                                     # 5 FLAG
+    store_be64(p + REC_QUEUEOFFSET, <uint64_t>queue_offset)                      # 6 QUEUEOFFSET
+    store_be64(p + REC_PHYSICALOFFSET, <uint64_t>phy_offset)                     # 7 PHYSICALOFFSET
+    store_be32(p + REC_SYSFLAG, <uint32_t>sys_flag)                              # 8 SYSFLAG
+    store_be64(p + REC_BORNTIMESTAMP, <uint64_t>born_timestamp)                  # 9 BORNTIMESTAMP
+    store_be32(p + REC_BORNHOST, born_ip)                                        # 10 BORNHOST ip
+    store_be32(p + REC_BORNHOST + 4, <uint32_t>born_port)                        #    + port
+    store_be64(p + REC_STORETIMESTAMP, <uint64_t>store_timestamp)                # 11 STORETIMESTAMP
+    store_be32(p + REC_STOREHOST, store_ip)                                      # 12 STOREHOST ip
+    store_be32(p + REC_STOREHOST + 4, <uint32_t>store_port)                      #    + port
+    store_be32(p + REC_RECONSUMETIMES, <uint32_t>reconsume_times)                # 13 RECONSUMETIMES
+    store_be64(p + REC_PREPARED_TX_OFFSET, <uint64_t>prepared_tx_offset)         # 14 PREPARED_TX_OFFSET
+    store_be32(p + REC_BODYLEN, <uint32_t>body_len)                              # 15 BODYLEN
     memcpy(p + REC_BODY, body, body_len)                                      #    + body
     p += REC_BODY + body_len
     p[0] = <uint8_t>topic_len                                                 # 16 TOPICLEN
     memcpy(p + 1, topic, topic_len)                                           #    + topic
     p += 1 + topic_len
-    put_i16(p, <uint16_t>props_len)                                           # 17 PROPLEN
+    store_be16(p, <uint16_t>props_len)                                           # 17 PROPLEN
     memcpy(p + 2, props, props_len)                                           #    + properties
 
 
@@ -316,8 +316,8 @@ cdef Py_ssize_t check_record_c(const unsigned char* p, Py_ssize_t avail, int64_t
     cdef uint32_t magic
     if avail < END_FILE_MIN_BLANK_LENGTH:
         return CHECK_EMPTY
-    total = get_i32(p + REC_TOTALSIZE)                                        # 1 TOTALSIZE
-    magic = <uint32_t>get_i32(p + REC_MAGIC)                                  # 2 MAGIC
+    total = load_be32(p + REC_TOTALSIZE)                                        # 1 TOTALSIZE
+    magic = <uint32_t>load_be32(p + REC_MAGIC)                                  # 2 MAGIC
     if magic == BLANK_MAGIC_CODE and total == avail:
         return CHECK_END_OF_FILE
     if total == 0 and magic == 0:
@@ -326,18 +326,18 @@ cdef Py_ssize_t check_record_c(const unsigned char* p, Py_ssize_t avail, int64_t
         return CHECK_BAD_MAGIC
     if total < REC_FIXED_OVERHEAD or total > avail:
         return CHECK_TRUNCATED
-    body_len = get_i32(p + REC_BODYLEN)                                       # 15 BODYLEN
+    body_len = load_be32(p + REC_BODYLEN)                                       # 15 BODYLEN
     if body_len < 0 or REC_FIXED_OVERHEAD + body_len > total:
         return CHECK_BAD_LENGTHS
     topic_len = p[REC_BODY + body_len]                                        # 16 TOPICLEN
     if REC_FIXED_OVERHEAD + body_len + topic_len > total:
         return CHECK_BAD_LENGTHS
-    props_len = get_u16(p + REC_BODY + body_len + 1 + topic_len)              # 17 PROPLEN
+    props_len = load_be16(p + REC_BODY + body_len + 1 + topic_len)              # 17 PROPLEN
     if REC_FIXED_OVERHEAD + body_len + topic_len + props_len != total:
         return CHECK_BAD_LENGTHS
-    if expected_offset >= 0 and get_i64(p + REC_PHYSICALOFFSET) != expected_offset:  # 7 PHYSICALOFFSET
+    if expected_offset >= 0 and load_be64(p + REC_PHYSICALOFFSET) != expected_offset:  # 7 PHYSICALOFFSET
         return CHECK_BAD_OFFSET
-    if check_crc and body_crc_of(p + REC_BODY, body_len) != <uint32_t>get_i32(p + REC_BODYCRC):
+    if check_crc and body_crc_of(p + REC_BODY, body_len) != <uint32_t>load_be32(p + REC_BODYCRC):
         return CHECK_BAD_CRC                                                  # 3 BODYCRC
     return total
 
@@ -690,8 +690,8 @@ cdef class ConsumeQueue:
             pos = 0
             while pos + CQ_STORE_UNIT_SIZE <= mf.file_size:
                 e = mf.base + pos
-                offset = get_i64(e + CQ_COMMITLOG_OFFSET)
-                size = get_i32(e + CQ_SIZE)
+                offset = load_be64(e + CQ_COMMITLOG_OFFSET)
+                size = load_be32(e + CQ_SIZE)
                 if offset < 0 or size <= 0:
                     break
                 if size != CQ_BLANK_SIZE:
@@ -754,9 +754,9 @@ cdef class ConsumeQueue:
             raise RuntimeError(f"{self.topic}/{self.queue_id}: writing at {position}, file at "
                                f"{mf.file_from_offset + mf.wrote_position}")
         e = mf.base + mf.wrote_position
-        put_i64(e + CQ_COMMITLOG_OFFSET, <uint64_t>phy_offset)    # commitLogOffset
-        put_i32(e + CQ_SIZE, <uint32_t>size)                      # size
-        put_i64(e + CQ_TAGS_CODE, <uint64_t>tags_code)            # tagsCode
+        store_be64(e + CQ_COMMITLOG_OFFSET, <uint64_t>phy_offset)    # commitLogOffset
+        store_be32(e + CQ_SIZE, <uint32_t>size)                      # size
+        store_be64(e + CQ_TAGS_CODE, <uint64_t>tags_code)            # tagsCode
         mf.wrote_position += CQ_STORE_UNIT_SIZE
         return 0
 
@@ -772,7 +772,7 @@ cdef class ConsumeQueue:
         cdef const unsigned char* e = self.entry(queue_offset)
         if e == NULL:
             return None
-        return (get_i64(e + CQ_COMMITLOG_OFFSET), get_i32(e + CQ_SIZE), get_i64(e + CQ_TAGS_CODE))
+        return (load_be64(e + CQ_COMMITLOG_OFFSET), load_be32(e + CQ_SIZE), load_be64(e + CQ_TAGS_CODE))
 
     def read_entries(self, int64_t queue_offset, Py_ssize_t max_entries):
         """Zero-copy view of up to ``max_entries`` raw entries from ``queue_offset`` (one file at most)."""
@@ -813,8 +813,8 @@ cdef class ConsumeQueue:
             pos = 0
             while pos < mf.wrote_position:
                 e = mf.base + pos
-                offset = get_i64(e + CQ_COMMITLOG_OFFSET)
-                size = get_i32(e + CQ_SIZE)
+                offset = load_be64(e + CQ_COMMITLOG_OFFSET)
+                size = load_be32(e + CQ_SIZE)
                 if size != CQ_BLANK_SIZE and offset >= phy_offset:
                     break
                 if size != CQ_BLANK_SIZE:
@@ -843,7 +843,7 @@ cdef class ConsumeQueue:
             pos = max(0, self.min_logic_offset - mf.file_from_offset)
             while pos < mf.wrote_position:
                 e = mf.base + pos
-                if get_i32(e + CQ_SIZE) != CQ_BLANK_SIZE and get_i64(e + CQ_COMMITLOG_OFFSET) >= min_phy_offset:
+                if load_be32(e + CQ_SIZE) != CQ_BLANK_SIZE and load_be64(e + CQ_COMMITLOG_OFFSET) >= min_phy_offset:
                     self.min_logic_offset = mf.file_from_offset + pos
                     return
                 pos += CQ_STORE_UNIT_SIZE
@@ -860,7 +860,7 @@ cdef class ConsumeQueue:
             if mf.wrote_position < mf.file_size:
                 break
             e = mf.base + mf.file_size - CQ_STORE_UNIT_SIZE
-            if get_i64(e + CQ_COMMITLOG_OFFSET) + get_i32(e + CQ_SIZE) > min_phy_offset:
+            if load_be64(e + CQ_COMMITLOG_OFFSET) + load_be32(e + CQ_SIZE) > min_phy_offset:
                 break
             self.files.delete_first_file()
             deleted += 1
@@ -899,27 +899,27 @@ cdef class StoreCheckpoint:
 
     @property
     def physic_msg_timestamp(self):
-        return get_i64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP)
+        return load_be64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP)
 
     @physic_msg_timestamp.setter
     def physic_msg_timestamp(self, int64_t value):
-        put_i64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP, <uint64_t>value)
+        store_be64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP, <uint64_t>value)
 
     @property
     def logics_msg_timestamp(self):
-        return get_i64(self.base + CHECKPOINT_LOGICS_TIMESTAMP)
+        return load_be64(self.base + CHECKPOINT_LOGICS_TIMESTAMP)
 
     @logics_msg_timestamp.setter
     def logics_msg_timestamp(self, int64_t value):
-        put_i64(self.base + CHECKPOINT_LOGICS_TIMESTAMP, <uint64_t>value)
+        store_be64(self.base + CHECKPOINT_LOGICS_TIMESTAMP, <uint64_t>value)
 
     @property
     def index_msg_timestamp(self):
-        return get_i64(self.base + CHECKPOINT_INDEX_TIMESTAMP)
+        return load_be64(self.base + CHECKPOINT_INDEX_TIMESTAMP)
 
     @index_msg_timestamp.setter
     def index_msg_timestamp(self, int64_t value):
-        put_i64(self.base + CHECKPOINT_INDEX_TIMESTAMP, <uint64_t>value)
+        store_be64(self.base + CHECKPOINT_INDEX_TIMESTAMP, <uint64_t>value)
 
     def flush(self):
         self._mmap.flush()
@@ -1201,11 +1201,11 @@ cdef class StoreCore:
         cdef const unsigned char* topic
         cdef Py_ssize_t props_len, topic_len
         cdef PropertySpans spans
-        cdef int64_t store_timestamp = get_i64(record + REC_STORETIMESTAMP)   # 11 STORETIMESTAMP
+        cdef int64_t store_timestamp = load_be64(record + REC_STORETIMESTAMP)   # 11 STORETIMESTAMP
         record_properties(record, &props, &props_len, &topic, &topic_len)
         scan_properties(props, props_len, &spans)
         queue.put_entry(phy_offset, size, self._tags_code(topic, topic_len, &spans, store_timestamp),
-                        get_i64(record + REC_QUEUEOFFSET))                     # 6 QUEUEOFFSET
+                        load_be64(record + REC_QUEUEOFFSET))                     # 6 QUEUEOFFSET
         if spans.uniq_key_len > 0 or spans.keys_len > 0:
             try:
                 self.index_service.build_index(topic, topic_len, spans.uniq_key, spans.uniq_key_len,
@@ -1237,8 +1237,8 @@ cdef class StoreCore:
             return None
         remaining = mf.file_size - mf.wrote_position
         if remaining > 0:
-            put_i32(mf.base + mf.wrote_position + REC_TOTALSIZE, <uint32_t>remaining)   # 1 TOTALSIZE
-            put_i32(mf.base + mf.wrote_position + REC_MAGIC, BLANK_MAGIC_CODE)          # 2 MAGIC (EOF)
+            store_be32(mf.base + mf.wrote_position + REC_TOTALSIZE, <uint32_t>remaining)   # 1 TOTALSIZE
+            store_be32(mf.base + mf.wrote_position + REC_MAGIC, BLANK_MAGIC_CODE)          # 2 MAGIC (EOF)
         mf.wrote_position = mf.file_size
         return next_file
 
@@ -1554,9 +1554,9 @@ cdef class StoreCore:
                 if count >= max_msgs:
                     break
                 e = cq_file.base + (cur * CQ_STORE_UNIT_SIZE - cq_file.file_from_offset)
-                phy = get_i64(e + CQ_COMMITLOG_OFFSET)
-                size = get_i32(e + CQ_SIZE)
-                tags_code = get_i64(e + CQ_TAGS_CODE)
+                phy = load_be64(e + CQ_COMMITLOG_OFFSET)
+                size = load_be32(e + CQ_SIZE)
+                tags_code = load_be64(e + CQ_TAGS_CODE)
                 if size == CQ_BLANK_SIZE:
                     cur += 1
                     continue
@@ -1574,7 +1574,7 @@ cdef class StoreCore:
                         status = MESSAGE_WAS_REMOVING
                         continue
                 pos = phy - mf.file_from_offset
-                if pos + size > mf.wrote_position or get_i32(mf.base + pos) != size:
+                if pos + size > mf.wrote_position or load_be32(mf.base + pos) != size:
                     status = MESSAGE_WAS_REMOVING
                     continue
                 if tag_filter is not None and not tag_filter.accepts_record(mf.base + pos):
@@ -1603,8 +1603,8 @@ cdef class StoreCore:
             pos = phy_offset - mf.file_from_offset
             if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
                 return None
-            total = get_i32(mf.base + pos + REC_TOTALSIZE)                        # 1 TOTALSIZE
-            if (<uint32_t>get_i32(mf.base + pos + REC_MAGIC) != MESSAGE_MAGIC_CODE   # 2 MAGIC
+            total = load_be32(mf.base + pos + REC_TOTALSIZE)                        # 1 TOTALSIZE
+            if (<uint32_t>load_be32(mf.base + pos + REC_MAGIC) != MESSAGE_MAGIC_CODE   # 2 MAGIC
                     or total < REC_FIXED_OVERHEAD or pos + total > mf.wrote_position
                     or (size >= 0 and size != total)):
                 return None
@@ -1621,7 +1621,7 @@ cdef class StoreCore:
         pos = phy_offset - mf.file_from_offset
         if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
             return -1
-        return get_i64(mf.base + pos + REC_STORETIMESTAMP)                       # 11 STORETIMESTAMP
+        return load_be64(mf.base + pos + REC_STORETIMESTAMP)                       # 11 STORETIMESTAMP
 
     def offset_in_queue_by_time(self, str topic, int queue_id, int64_t timestamp):
         """Smallest queue offset whose message was stored at or after ``timestamp`` (ms); the max
@@ -1639,8 +1639,8 @@ cdef class StoreCore:
                 mid = (lo + hi) // 2
                 e = queue.entry(mid)
                 ts = -1
-                if e != NULL and get_i32(e + CQ_SIZE) != CQ_BLANK_SIZE:
-                    ts = self.store_timestamp_at(get_i64(e + CQ_COMMITLOG_OFFSET))
+                if e != NULL and load_be32(e + CQ_SIZE) != CQ_BLANK_SIZE:
+                    ts = self.store_timestamp_at(load_be64(e + CQ_COMMITLOG_OFFSET))
                 if ts < timestamp:
                     lo = mid + 1
                 else:
@@ -1655,7 +1655,7 @@ cdef class StoreCore:
         """STORETIMESTAMP of the first record of a CommitLog file, or 0 if it holds none."""
         if check_record_c(mf.base, mf.file_size, mf.file_from_offset, False) <= 0:
             return 0
-        return get_i64(mf.base + REC_STORETIMESTAMP)
+        return load_be64(mf.base + REC_STORETIMESTAMP)
 
     def recover(self, Py_ssize_t start_index, bint redispatch):
         """Scan the CommitLog from file ``start_index`` with CRC checks up to the first invalid
@@ -1687,10 +1687,10 @@ cdef class StoreCore:
                             record_properties(mf.base + pos, &props, &props_len, &topic, &topic_len)
                             queue = self._find_or_create_queue(
                                 (<char*>topic)[:topic_len].decode("utf-8", "replace"),
-                                get_i32(mf.base + pos + REC_QUEUEID))                  # 4 QUEUEID
+                                load_be32(mf.base + pos + REC_QUEUEID))                  # 4 QUEUEID
                             if queue is not None:
                                 self._dispatch(mf.base + pos, mf.file_from_offset + pos, <int32_t>size, queue)
-                        mf.last_store_timestamp = get_i64(mf.base + pos + REC_STORETIMESTAMP)
+                        mf.last_store_timestamp = load_be64(mf.base + pos + REC_STORETIMESTAMP)
                         self.last_store_timestamp = mf.last_store_timestamp
                         records += 1
                         pos += size
@@ -1699,7 +1699,7 @@ cdef class StoreCore:
                         pos = mf.file_size
                     elif size != CHECK_EMPTY:
                         cut = (f"{CHECK_RESULTS[size]}: record header at {mf.file_from_offset + pos} "
-                               f"claims {get_i32(mf.base + pos)} bytes")
+                               f"claims {load_be32(mf.base + pos)} bytes")
                     break
                 end = mf.file_from_offset + pos
                 if pos < mf.file_size or index + 1 == len(files):

@@ -10,7 +10,8 @@ import pytest
 from rmq.store import MessageStore, MessageStoreConfig
 
 # small enough that a few hundred messages span several files
-SMALL = dict(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=50 * 20)
+SMALL = dict(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=50 * 20,
+             max_hash_slot_num=512, max_index_num=2048)
 
 
 @pytest.fixture

@@ -14,7 +14,8 @@ from rmq.store import MessageStore, MessageStoreConfig, PutMessageStatus
 store_dir, round_no = sys.argv[1], int(sys.argv[2])
 store = MessageStore(MessageStoreConfig(store_path_root_dir=store_dir, flush_disk_type="SYNC_FLUSH",
                                         mapped_file_size_commit_log=32 * 1024,
-                                        mapped_file_size_consume_queue=40 * 20))
+                                        mapped_file_size_consume_queue=40 * 20,
+                                        max_hash_slot_num=512, max_index_num=4096))
 store.start()
 in_flight = threading.Semaphore(64)
 rng = random.Random(round_no)

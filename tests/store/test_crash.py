@@ -60,7 +60,8 @@ def verify(store_dir: Path, acked: dict[tuple[int, int], str], checked: dict[tup
     """Reopen after the kill: queue offsets contiguous, records intact (CRC), every ack present.
     Records already decoded in earlier rounds are only re-decoded when ``decode_all``."""
     config = MessageStoreConfig(store_path_root_dir=str(store_dir), mapped_file_size_commit_log=32 * 1024,
-                                mapped_file_size_consume_queue=40 * 20)
+                                mapped_file_size_consume_queue=40 * 20, max_hash_slot_num=512,
+                                max_index_num=4096)
     with MessageStore(config) as store:
         assert not store.last_exit_ok
         present = set()
