@@ -250,7 +250,8 @@ cdef class StoreCore:
     cdef readonly double sync_flush_timeout
     cdef readonly bint running
     cdef list _delay_level_ms
-    cdef void* _put_lock
+    # the put lock: serialises writers and readers of mapped memory (see _lock)
+    cdef bint _busy
     cdef list _commit_requests
     cdef void* _commit_sem
     # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)

@@ -32,14 +32,12 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from cpython.pythread cimport (NOWAIT_LOCK, WAIT_LOCK, PyThread_acquire_lock, PyThread_allocate_lock,
-                               PyThread_free_lock, PyThread_release_lock, PyThread_type_lock)
 from libc.errno cimport errno
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset, strerror
 from posix.fcntl cimport O_CREAT, O_RDWR, open as c_open
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
-from posix.unistd cimport close as c_close
+from posix.unistd cimport close as c_close, usleep
 
 from rmq._hash cimport java_string_hash
 from rmq._index cimport IndexService
@@ -1071,15 +1069,12 @@ cdef class StoreCore:
     rmq.store.MessageStore adds lifecycle, recovery orchestration, flush services and retention."""
 
     def __cinit__(self):
-        self._put_lock = PyThread_allocate_lock()
         self._commit_sem = PyMem_Malloc(sizeof(sem_t))
-        if self._put_lock == NULL or self._commit_sem == NULL:
+        if self._commit_sem == NULL:
             raise MemoryError()
         sem_init(<sem_t*>self._commit_sem, 0, 0)
 
     def __dealloc__(self):
-        if self._put_lock != NULL:
-            PyThread_free_lock(<PyThread_type_lock>self._put_lock)
         if self._commit_sem != NULL:
             sem_destroy(<sem_t*>self._commit_sem)
             PyMem_Free(self._commit_sem)
@@ -1119,13 +1114,17 @@ cdef class StoreCore:
         self._unlock()
 
     cdef int _lock(self) except -1:
-        if not PyThread_acquire_lock(<PyThread_type_lock>self._put_lock, NOWAIT_LOCK):
+        # The GIL makes test-and-set of a plain flag atomic: no atomic instructions on the hot path.
+        # Contention only happens while the holder is inside a call that released the GIL (mapping
+        # a new file); the waiter then yields the GIL until the holder is done.
+        while self._busy:
             with nogil:
-                PyThread_acquire_lock(<PyThread_type_lock>self._put_lock, WAIT_LOCK)
+                usleep(50)
+        self._busy = True
         return 0
 
     cdef void _unlock(self) noexcept:
-        PyThread_release_lock(<PyThread_type_lock>self._put_lock)
+        self._busy = False
 
     # -- ConsumeQueues ----------------------------------------------------------------------
 
