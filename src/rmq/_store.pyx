@@ -235,12 +235,12 @@ cdef inline void scan_properties(const unsigned char* p, Py_ssize_t n, PropertyS
 cdef inline void record_properties(const unsigned char* record, const unsigned char** props,
                                    Py_ssize_t* props_len, const unsigned char** topic,
                                    Py_ssize_t* topic_len) noexcept nogil:
-    cdef Py_ssize_t body_len = load_be32(record + REC_BODYLEN)                 # 15 BODYLEN
+    cdef Py_ssize_t body_len = load_be32(record + REC_BODYLEN)                    # 15 BODYLEN
     cdef const unsigned char* p = record + REC_BODY + body_len
-    topic_len[0] = p[0]                                                       # 16 TOPICLEN
+    topic_len[0] = p[0]                                                           # 16 TOPICLEN
     topic[0] = p + 1
     p += 1 + p[0]
-    props_len[0] = load_be16(p)                                                 # 17 PROPLEN
+    props_len[0] = load_be16(p)                                                   # 17 PROPLEN
     props[0] = p + 2
 
 
@@ -252,30 +252,30 @@ cdef inline void write_record(unsigned char* p, int32_t total, uint32_t body_crc
                               const unsigned char* body, Py_ssize_t body_len,
                               const unsigned char* topic, Py_ssize_t topic_len,
                               const unsigned char* props, Py_ssize_t props_len) noexcept nogil:
-    store_be32(p + REC_TOTALSIZE, <uint32_t>total)                               # 1 TOTALSIZE
-    store_be32(p + REC_MAGIC, MESSAGE_MAGIC_CODE)                                # 2 MAGIC
-    store_be32(p + REC_BODYCRC, body_crc)                                        # 3 BODYCRC
-    store_be32(p + REC_QUEUEID, <uint32_t>queue_id)                              # 4 QUEUEID
-    store_be32(p + REC_FLAG, <uint32_t>flag)                                     # 5 FLAG
-    store_be64(p + REC_QUEUEOFFSET, <uint64_t>queue_offset)                      # 6 QUEUEOFFSET
-    store_be64(p + REC_PHYSICALOFFSET, <uint64_t>phy_offset)                     # 7 PHYSICALOFFSET
-    store_be32(p + REC_SYSFLAG, <uint32_t>sys_flag)                              # 8 SYSFLAG
-    store_be64(p + REC_BORNTIMESTAMP, <uint64_t>born_timestamp)                  # 9 BORNTIMESTAMP
-    store_be32(p + REC_BORNHOST, born_ip)                                        # 10 BORNHOST ip
-    store_be32(p + REC_BORNHOST + 4, <uint32_t>born_port)                        #    + port
-    store_be64(p + REC_STORETIMESTAMP, <uint64_t>store_timestamp)                # 11 STORETIMESTAMP
-    store_be32(p + REC_STOREHOST, store_ip)                                      # 12 STOREHOST ip
-    store_be32(p + REC_STOREHOST + 4, <uint32_t>store_port)                      #    + port
-    store_be32(p + REC_RECONSUMETIMES, <uint32_t>reconsume_times)                # 13 RECONSUMETIMES
-    store_be64(p + REC_PREPARED_TX_OFFSET, <uint64_t>prepared_tx_offset)         # 14 PREPARED_TX_OFFSET
-    store_be32(p + REC_BODYLEN, <uint32_t>body_len)                              # 15 BODYLEN
-    memcpy(p + REC_BODY, body, body_len)                                      #    + body
+    store_be32(p + REC_TOTALSIZE, <uint32_t>total)                                # 1 TOTALSIZE
+    store_be32(p + REC_MAGIC, MESSAGE_MAGIC_CODE)                                 # 2 MAGIC
+    store_be32(p + REC_BODYCRC, body_crc)                                         # 3 BODYCRC
+    store_be32(p + REC_QUEUEID, <uint32_t>queue_id)                               # 4 QUEUEID
+    store_be32(p + REC_FLAG, <uint32_t>flag)                                      # 5 FLAG
+    store_be64(p + REC_QUEUEOFFSET, <uint64_t>queue_offset)                       # 6 QUEUEOFFSET
+    store_be64(p + REC_PHYSICALOFFSET, <uint64_t>phy_offset)                      # 7 PHYSICALOFFSET
+    store_be32(p + REC_SYSFLAG, <uint32_t>sys_flag)                               # 8 SYSFLAG
+    store_be64(p + REC_BORNTIMESTAMP, <uint64_t>born_timestamp)                   # 9 BORNTIMESTAMP
+    store_be32(p + REC_BORNHOST, born_ip)                                         # 10 BORNHOST ip
+    store_be32(p + REC_BORNHOST + 4, <uint32_t>born_port)                         #    + port
+    store_be64(p + REC_STORETIMESTAMP, <uint64_t>store_timestamp)                 # 11 STORETIMESTAMP
+    store_be32(p + REC_STOREHOST, store_ip)                                       # 12 STOREHOST ip
+    store_be32(p + REC_STOREHOST + 4, <uint32_t>store_port)                       #    + port
+    store_be32(p + REC_RECONSUMETIMES, <uint32_t>reconsume_times)                 # 13 RECONSUMETIMES
+    store_be64(p + REC_PREPARED_TX_OFFSET, <uint64_t>prepared_tx_offset)          # 14 PREPARED_TX_OFFSET
+    store_be32(p + REC_BODYLEN, <uint32_t>body_len)                               # 15 BODYLEN
+    memcpy(p + REC_BODY, body, body_len)                                          #    + body
     p += REC_BODY + body_len
-    p[0] = <uint8_t>topic_len                                                 # 16 TOPICLEN
-    memcpy(p + 1, topic, topic_len)                                           #    + topic
+    p[0] = <uint8_t>topic_len                                                     # 16 TOPICLEN
+    memcpy(p + 1, topic, topic_len)                                               #    + topic
     p += 1 + topic_len
-    store_be16(p, <uint16_t>props_len)                                           # 17 PROPLEN
-    memcpy(p + 2, props, props_len)                                           #    + properties
+    store_be16(p, <uint16_t>props_len)                                            # 17 PROPLEN
+    memcpy(p + 2, props, props_len)                                               #    + properties
 
 
 # BODYCRC is ISA-L's crc32 (isal is a dependency). Its extension module exports the C function,
@@ -314,8 +314,8 @@ cdef Py_ssize_t check_record_c(const unsigned char* p, Py_ssize_t avail, int64_t
     cdef uint32_t magic
     if avail < END_FILE_MIN_BLANK_LENGTH:
         return CHECK_EMPTY
-    total = load_be32(p + REC_TOTALSIZE)                                        # 1 TOTALSIZE
-    magic = <uint32_t>load_be32(p + REC_MAGIC)                                  # 2 MAGIC
+    total = load_be32(p + REC_TOTALSIZE)                                          # 1 TOTALSIZE
+    magic = <uint32_t>load_be32(p + REC_MAGIC)                                    # 2 MAGIC
     if magic == BLANK_MAGIC_CODE and total == avail:
         return CHECK_END_OF_FILE
     if total == 0 and magic == 0:
@@ -324,19 +324,19 @@ cdef Py_ssize_t check_record_c(const unsigned char* p, Py_ssize_t avail, int64_t
         return CHECK_BAD_MAGIC
     if total < REC_FIXED_OVERHEAD or total > avail:
         return CHECK_TRUNCATED
-    body_len = load_be32(p + REC_BODYLEN)                                       # 15 BODYLEN
+    body_len = load_be32(p + REC_BODYLEN)                                         # 15 BODYLEN
     if body_len < 0 or REC_FIXED_OVERHEAD + body_len > total:
         return CHECK_BAD_LENGTHS
-    topic_len = p[REC_BODY + body_len]                                        # 16 TOPICLEN
+    topic_len = p[REC_BODY + body_len]                                            # 16 TOPICLEN
     if REC_FIXED_OVERHEAD + body_len + topic_len > total:
         return CHECK_BAD_LENGTHS
-    props_len = load_be16(p + REC_BODY + body_len + 1 + topic_len)              # 17 PROPLEN
+    props_len = load_be16(p + REC_BODY + body_len + 1 + topic_len)                # 17 PROPLEN
     if REC_FIXED_OVERHEAD + body_len + topic_len + props_len != total:
         return CHECK_BAD_LENGTHS
     if expected_offset >= 0 and load_be64(p + REC_PHYSICALOFFSET) != expected_offset:  # 7 PHYSICALOFFSET
         return CHECK_BAD_OFFSET
     if check_crc and body_crc_of(p + REC_BODY, body_len) != <uint32_t>load_be32(p + REC_BODYCRC):
-        return CHECK_BAD_CRC                                                  # 3 BODYCRC
+        return CHECK_BAD_CRC                                                      # 3 BODYCRC
     return total
 
 
@@ -1200,11 +1200,11 @@ cdef class StoreCore:
         cdef const unsigned char* topic
         cdef Py_ssize_t props_len, topic_len
         cdef PropertySpans spans
-        cdef int64_t store_timestamp = load_be64(record + REC_STORETIMESTAMP)   # 11 STORETIMESTAMP
+        cdef int64_t store_timestamp = load_be64(record + REC_STORETIMESTAMP)     # 11 STORETIMESTAMP
         record_properties(record, &props, &props_len, &topic, &topic_len)
         scan_properties(props, props_len, &spans)
         queue.put_entry(phy_offset, size, self._tags_code(topic, topic_len, &spans, store_timestamp),
-                        load_be64(record + REC_QUEUEOFFSET))                     # 6 QUEUEOFFSET
+                        load_be64(record + REC_QUEUEOFFSET))                      # 6 QUEUEOFFSET
         if spans.uniq_key_len > 0 or spans.keys_len > 0:
             try:
                 self.index_service.build_index(topic, topic_len, spans.uniq_key, spans.uniq_key_len,
@@ -1236,8 +1236,8 @@ cdef class StoreCore:
             return None
         remaining = mf.file_size - mf.wrote_position
         if remaining > 0:
-            store_be32(mf.base + mf.wrote_position + REC_TOTALSIZE, <uint32_t>remaining)   # 1 TOTALSIZE
-            store_be32(mf.base + mf.wrote_position + REC_MAGIC, BLANK_MAGIC_CODE)          # 2 MAGIC (EOF)
+            store_be32(mf.base + mf.wrote_position + REC_TOTALSIZE, <uint32_t>remaining)  # 1 TOTALSIZE
+            store_be32(mf.base + mf.wrote_position + REC_MAGIC, BLANK_MAGIC_CODE) # 2 MAGIC (EOF)
         mf.wrote_position = mf.file_size
         return next_file
 
@@ -1602,8 +1602,8 @@ cdef class StoreCore:
             pos = phy_offset - mf.file_from_offset
             if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
                 return None
-            total = load_be32(mf.base + pos + REC_TOTALSIZE)                        # 1 TOTALSIZE
-            if (<uint32_t>load_be32(mf.base + pos + REC_MAGIC) != MESSAGE_MAGIC_CODE   # 2 MAGIC
+            total = load_be32(mf.base + pos + REC_TOTALSIZE)                      # 1 TOTALSIZE
+            if (<uint32_t>load_be32(mf.base + pos + REC_MAGIC) != MESSAGE_MAGIC_CODE  # 2 MAGIC
                     or total < REC_FIXED_OVERHEAD or pos + total > mf.wrote_position
                     or (size >= 0 and size != total)):
                 return None
@@ -1620,7 +1620,7 @@ cdef class StoreCore:
         pos = phy_offset - mf.file_from_offset
         if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
             return -1
-        return load_be64(mf.base + pos + REC_STORETIMESTAMP)                       # 11 STORETIMESTAMP
+        return load_be64(mf.base + pos + REC_STORETIMESTAMP)                      # 11 STORETIMESTAMP
 
     def offset_in_queue_by_time(self, str topic, int queue_id, int64_t timestamp):
         """Smallest queue offset whose message was stored at or after ``timestamp`` (ms); the max
@@ -1686,7 +1686,7 @@ cdef class StoreCore:
                             record_properties(mf.base + pos, &props, &props_len, &topic, &topic_len)
                             queue = self._find_or_create_queue(
                                 (<char*>topic)[:topic_len].decode("utf-8", "replace"),
-                                load_be32(mf.base + pos + REC_QUEUEID))                  # 4 QUEUEID
+                                load_be32(mf.base + pos + REC_QUEUEID))           # 4 QUEUEID
                             if queue is not None:
                                 self._dispatch(mf.base + pos, mf.file_from_offset + pos, <int32_t>size, queue)
                         mf.last_store_timestamp = load_be64(mf.base + pos + REC_STORETIMESTAMP)
