@@ -3,7 +3,7 @@
 #
 # Written as shifts rather than byte-swap builtins: the code is the same on any host byte order,
 # and gcc/clang -O2 turn each function into one load or store plus a bswap (movbe on x86).
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint16_t, uint32_t, uint64_t
 
 
 cdef inline int32_t load_be32(const unsigned char* p) noexcept nogil:
@@ -26,3 +26,12 @@ cdef inline void store_be64(unsigned char* p, int64_t value) noexcept nogil:
     cdef uint64_t v = <uint64_t>value
     store_be32(p, <int32_t>(v >> 32))
     store_be32(p + 4, <int32_t>v)
+
+
+cdef inline uint16_t load_be16(const unsigned char* p) noexcept nogil:
+    return <uint16_t>((p[0] << 8) | p[1])
+
+
+cdef inline void store_be16(unsigned char* p, uint16_t value) noexcept nogil:
+    p[0] = <unsigned char>(value >> 8)
+    p[1] = <unsigned char>value

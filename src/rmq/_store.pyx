@@ -1,1 +1,1724 @@
-# placeholder: replaced by the store core (issue 2)
+# cython: cdivision=True
+# The compiled store core: mapped files, the CommitLog record codec, the ConsumeQueue.
+#
+#   CommitLog record (v1, IPv4, big-endian; 91 bytes + body + topic + properties)
+#   +------+------+------+------+------+----------+----------+------+----------+---------+
+#   |1 TOT |2 MAG |3 CRC |4 QID |5 FLG |6 QOFFSET |7 PHYOFF  |8 SYS |9 BORN_TS |10 BHOST |
+#   | i32  | i32  | i32  | i32  | i32  | i64      | i64      | i32  | i64      | 4+i32   |
+#   0      4      8      12     16     20         28         36     40         48
+#   +----------+---------+------+----------+---------------+--------------+--------------+
+#   |11 STORE  |12 SHOST |13 RC |14 PREPTX |15 BODYLEN+body|16 TLEN+topic |17 PLEN+props |
+#   | i64      | 4+i32   | i32  | i64      | i32 + b       | i8 + t       | i16 + p      |
+#   56         64        72     76         84              88+b           89+b+t
+#   End of file: [i32 remaining][i32 0xCBD43194]
+#
+#   ConsumeQueue entry: [i64 commitLogOffset][i32 size][i64 tagsCode]  (20 bytes)
+#   checkpoint (4 KiB): @0 physicMsgTimestamp, @8 logicsMsgTimestamp, @16 indexMsgTimestamp (i64)
+#   msgId (16 bytes -> 32 hex): @0 store IPv4, @4 i32 store port, @8 i64 phy offset
+#
+# Named offsets are in _store.pxd; rmq.store.layout mirrors them for Python.
+#
+# Concurrency: one put lock serialises writers (puts, truncation, file deletion) and readers that
+# walk mapped memory (gets). Flush threads never take it: they read positions under the GIL and
+# release the GIL only around msync. Mapped memory stays valid while any memoryview handed out
+# still references its mmap object: deleting a file unlinks it and drops our references only.
+import logging
+import mmap as _mmap_module
+import os
+import socket
+import time
+
+cimport cython
+from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.errno cimport errno
+from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.string cimport memcmp, memcpy, memset, strerror
+from posix.fcntl cimport O_CREAT, O_RDWR, open as c_open
+from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
+from posix.unistd cimport close as c_close, usleep
+
+from rmq._hash cimport java_string_hash
+from rmq._index cimport IndexService
+
+from rmq.message import SCHEDULE_TOPIC, encode_properties, topic_error
+
+log = logging.getLogger("rmq.store")
+
+cdef extern from "<fcntl.h>" nogil:
+    int posix_fallocate(int fd, long offset, long length)
+    int fallocate(int fd, int mode, long offset, long length)
+    enum:
+        FALLOC_FL_KEEP_SIZE
+        FALLOC_FL_PUNCH_HOLE
+
+cdef extern from "<sys/mman.h>" nogil:
+    int msync(void* addr, size_t length, int flags)
+    int madvise(void* addr, size_t length, int advice)
+    int MS_SYNC
+
+cdef extern from *:
+    """
+    #ifndef MADV_POPULATE_WRITE
+    #define MADV_POPULATE_WRITE 23
+    #endif
+    """
+    int MADV_POPULATE_WRITE
+
+cdef extern from "<semaphore.h>" nogil:
+    ctypedef struct sem_t:
+        pass
+    int sem_init(sem_t* sem, int pshared, unsigned int value)
+    int sem_destroy(sem_t* sem)
+    int sem_post(sem_t* sem)
+    int sem_trywait(sem_t* sem)
+    int sem_timedwait(sem_t* sem, const timespec* abstime)
+
+cdef extern from "<dlfcn.h>" nogil:
+    void* dlopen(const char* filename, int flags)
+    void* dlsym(void* handle, const char* symbol)
+    int RTLD_NOW
+    int RTLD_NOLOAD
+
+cdef extern from "Python.h":
+    const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+    object PyMemoryView_FromMemory(char* mem, Py_ssize_t size, int flags)
+    int PyBUF_READ
+
+import isal.isal_zlib as _isal_zlib
+
+cdef enum:
+    PAGE_SIZE = 4096
+    # a get scans at most this many ConsumeQueue entries when a filter rejects them (RocketMQ: 16000 bytes)
+    MAX_FILTER_SCAN_ENTRIES = 800
+    # entries of a TagFilter compared in C; more fall back to a Python set
+    TAG_FILTER_MAX_CODES = 32
+    # the writer populates the page tables of the next chunk of a file when it enters one: one
+    # madvise per chunk instead of a page fault per page (MADV_POPULATE_WRITE, Linux >= 5.14)
+    PREFAULT_CHUNK = 1 << 20
+
+# Python-visible copy of the layout enums, compared with rmq.store.layout by the tests.
+LAYOUT = {
+    "MESSAGE_MAGIC_CODE": MESSAGE_MAGIC_CODE, "BLANK_MAGIC_CODE": BLANK_MAGIC_CODE,
+    "REC_TOTALSIZE": REC_TOTALSIZE, "REC_MAGIC": REC_MAGIC, "REC_BODYCRC": REC_BODYCRC,
+    "REC_QUEUEID": REC_QUEUEID, "REC_FLAG": REC_FLAG, "REC_QUEUEOFFSET": REC_QUEUEOFFSET,
+    "REC_PHYSICALOFFSET": REC_PHYSICALOFFSET, "REC_SYSFLAG": REC_SYSFLAG,
+    "REC_BORNTIMESTAMP": REC_BORNTIMESTAMP, "REC_BORNHOST": REC_BORNHOST,
+    "REC_STORETIMESTAMP": REC_STORETIMESTAMP, "REC_STOREHOST": REC_STOREHOST,
+    "REC_RECONSUMETIMES": REC_RECONSUMETIMES, "REC_PREPARED_TX_OFFSET": REC_PREPARED_TX_OFFSET,
+    "REC_BODYLEN": REC_BODYLEN, "REC_BODY": REC_BODY, "REC_FIXED_OVERHEAD": REC_FIXED_OVERHEAD,
+    "END_FILE_MIN_BLANK_LENGTH": END_FILE_MIN_BLANK_LENGTH, "TOPIC_MAX_BYTES": TOPIC_MAX_BYTES,
+    "PROPERTIES_MAX_BYTES": PROPERTIES_MAX_BYTES,
+    "CQ_COMMITLOG_OFFSET": CQ_COMMITLOG_OFFSET, "CQ_SIZE": CQ_SIZE, "CQ_TAGS_CODE": CQ_TAGS_CODE,
+    "CQ_STORE_UNIT_SIZE": CQ_STORE_UNIT_SIZE, "CQ_BLANK_SIZE": CQ_BLANK_SIZE,
+    "CHECKPOINT_PHYSIC_TIMESTAMP": CHECKPOINT_PHYSIC_TIMESTAMP,
+    "CHECKPOINT_LOGICS_TIMESTAMP": CHECKPOINT_LOGICS_TIMESTAMP,
+    "CHECKPOINT_INDEX_TIMESTAMP": CHECKPOINT_INDEX_TIMESTAMP,
+    "CHECKPOINT_FILE_SIZE": CHECKPOINT_FILE_SIZE,
+    "MSGID_STORE_IP": MSGID_STORE_IP, "MSGID_STORE_PORT": MSGID_STORE_PORT,
+    "MSGID_PHY_OFFSET": MSGID_PHY_OFFSET, "MSGID_BYTES": MSGID_BYTES,
+}
+
+CHECK_RESULTS = {
+    CHECK_END_OF_FILE: "end-of-file marker", CHECK_EMPTY: "empty", CHECK_TRUNCATED: "truncated",
+    CHECK_BAD_MAGIC: "bad magic", CHECK_BAD_LENGTHS: "lengths do not add up",
+    CHECK_BAD_OFFSET: "physical offset field does not match the position",
+    CHECK_BAD_CRC: "body CRC mismatch",
+}
+
+# Status enum members by code, bound on first use (rmq.store imports this module first).
+cdef tuple _PUT_STATUS = None
+cdef tuple _GET_STATUS = None
+
+
+cdef _bind_status_enums():
+    global _PUT_STATUS, _GET_STATUS
+    from rmq.store.status import GetMessageStatus, PutMessageStatus
+    _PUT_STATUS = tuple(PutMessageStatus)
+    _GET_STATUS = tuple(GetMessageStatus)
+cdef bytes _SCHEDULE_TOPIC = SCHEDULE_TOPIC.encode()
+
+
+# ---------------------------------------------------------------------------------------------
+# small helpers
+
+cdef inline int64_t now_ms() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_REALTIME, &ts)
+    return <int64_t>ts.tv_sec * 1000 + ts.tv_nsec // 1000000
+
+
+cdef inline double monotonic() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec + ts.tv_nsec * 1e-9
+
+
+def file_name_of(int64_t offset):
+    """A store file's name: its start offset as 20 digits."""
+    return "%020d" % offset
+
+
+def ipv4_to_int(str ip):
+    """'1.2.3.4' -> the IPv4 address as an unsigned 32-bit int (the byte order of the record)."""
+    return int.from_bytes(socket.inet_aton(ip), "big")
+
+
+def int_to_ipv4(uint32_t ip):
+    return socket.inet_ntoa(ip.to_bytes(4, "big"))
+
+
+cdef char* HEX_DIGITS = b"0123456789ABCDEF"
+
+
+cdef str encode_msg_id_c(uint32_t ip, int32_t port, int64_t offset):
+    cdef unsigned char raw[MSGID_BYTES]
+    cdef char text[MSGID_BYTES * 2]
+    cdef int i
+    store_be32(raw + MSGID_STORE_IP, ip)
+    store_be32(raw + MSGID_STORE_PORT, <uint32_t>port)
+    store_be64(raw + MSGID_PHY_OFFSET, <uint64_t>offset)
+    for i in range(MSGID_BYTES):
+        text[2 * i] = HEX_DIGITS[raw[i] >> 4]
+        text[2 * i + 1] = HEX_DIGITS[raw[i] & 15]
+    return text[:MSGID_BYTES * 2].decode("ascii")
+
+
+def encode_msg_id(str store_ip, int32_t store_port, int64_t phy_offset):
+    """The broker msgId (offsetMsgId): 32 uppercase hex of store IPv4, int32 port, int64 offset."""
+    return encode_msg_id_c(ipv4_to_int(store_ip), store_port, phy_offset)
+
+
+def decode_msg_id(str msg_id):
+    """Inverse of encode_msg_id: (store ip, store port, physical offset)."""
+    if len(msg_id) != MSGID_BYTES * 2:
+        raise ValueError(f"msgId {msg_id!r} has {len(msg_id)} characters, expected {MSGID_BYTES * 2} hex")
+    raw = bytes.fromhex(msg_id)
+    return (socket.inet_ntoa(raw[MSGID_STORE_IP:MSGID_STORE_IP + 4]),
+            int.from_bytes(raw[MSGID_STORE_PORT:MSGID_STORE_PORT + 4], "big", signed=True),
+            int.from_bytes(raw[MSGID_PHY_OFFSET:MSGID_PHY_OFFSET + 8], "big", signed=True))
+
+
+cdef inline void scan_properties(const unsigned char* p, Py_ssize_t n, PropertySpans* out) noexcept nogil:
+    """One pass over k\\x01v\\x02 pairs, remembering TAGS, KEYS, UNIQ_KEY and DELAY."""
+    cdef Py_ssize_t i = 0, key_start, key_len, value_start
+    out.tags_len = out.keys_len = out.uniq_key_len = out.delay_len = 0
+    out.tags = out.keys = out.uniq_key = out.delay = NULL
+    while i < n:
+        key_start = i
+        while i < n and p[i] != 1 and p[i] != 2:
+            i += 1
+        if i >= n or p[i] == 2:
+            i += 1      # a key without a value: skip it
+            continue
+        key_len = i - key_start
+        i += 1
+        value_start = i
+        while i < n and p[i] != 2:
+            i += 1
+        if key_len == 4 and memcmp(p + key_start, b"TAGS", 4) == 0:
+            out.tags = p + value_start
+            out.tags_len = i - value_start
+        elif key_len == 4 and memcmp(p + key_start, b"KEYS", 4) == 0:
+            out.keys = p + value_start
+            out.keys_len = i - value_start
+        elif key_len == 8 and memcmp(p + key_start, b"UNIQ_KEY", 8) == 0:
+            out.uniq_key = p + value_start
+            out.uniq_key_len = i - value_start
+        elif key_len == 5 and memcmp(p + key_start, b"DELAY", 5) == 0:
+            out.delay = p + value_start
+            out.delay_len = i - value_start
+        i += 1
+
+
+cdef inline void record_properties(const unsigned char* record, const unsigned char** props,
+                                   Py_ssize_t* props_len, const unsigned char** topic,
+                                   Py_ssize_t* topic_len) noexcept nogil:
+    cdef Py_ssize_t body_len = load_be32(record + REC_BODYLEN)                    # 15 BODYLEN
+    cdef const unsigned char* p = record + REC_BODY + body_len
+    topic_len[0] = p[0]                                                           # 16 TOPICLEN
+    topic[0] = p + 1
+    p += 1 + p[0]
+    props_len[0] = load_be16(p)                                                   # 17 PROPLEN
+    props[0] = p + 2
+
+
+cdef inline void write_record(unsigned char* p, int32_t total, uint32_t body_crc, int32_t queue_id,
+                              int32_t flag, int64_t queue_offset, int64_t phy_offset, int32_t sys_flag,
+                              int64_t born_timestamp, uint32_t born_ip, int32_t born_port,
+                              int64_t store_timestamp, uint32_t store_ip, int32_t store_port,
+                              int32_t reconsume_times, int64_t prepared_tx_offset,
+                              const unsigned char* body, Py_ssize_t body_len,
+                              const unsigned char* topic, Py_ssize_t topic_len,
+                              const unsigned char* props, Py_ssize_t props_len) noexcept nogil:
+    store_be32(p + REC_TOTALSIZE, <uint32_t>total)                                # 1 TOTALSIZE
+    store_be32(p + REC_MAGIC, MESSAGE_MAGIC_CODE)                                 # 2 MAGIC
+    store_be32(p + REC_BODYCRC, body_crc)                                         # 3 BODYCRC
+    store_be32(p + REC_QUEUEID, <uint32_t>queue_id)                               # 4 QUEUEID
+    store_be32(p + REC_FLAG, <uint32_t>flag)                                      # 5 FLAG
+    store_be64(p + REC_QUEUEOFFSET, <uint64_t>queue_offset)                       # 6 QUEUEOFFSET
+    store_be64(p + REC_PHYSICALOFFSET, <uint64_t>phy_offset)                      # 7 PHYSICALOFFSET
+    store_be32(p + REC_SYSFLAG, <uint32_t>sys_flag)                               # 8 SYSFLAG
+    store_be64(p + REC_BORNTIMESTAMP, <uint64_t>born_timestamp)                   # 9 BORNTIMESTAMP
+    store_be32(p + REC_BORNHOST, born_ip)                                         # 10 BORNHOST ip
+    store_be32(p + REC_BORNHOST + 4, <uint32_t>born_port)                         #    + port
+    store_be64(p + REC_STORETIMESTAMP, <uint64_t>store_timestamp)                 # 11 STORETIMESTAMP
+    store_be32(p + REC_STOREHOST, store_ip)                                       # 12 STOREHOST ip
+    store_be32(p + REC_STOREHOST + 4, <uint32_t>store_port)                       #    + port
+    store_be32(p + REC_RECONSUMETIMES, <uint32_t>reconsume_times)                 # 13 RECONSUMETIMES
+    store_be64(p + REC_PREPARED_TX_OFFSET, <uint64_t>prepared_tx_offset)          # 14 PREPARED_TX_OFFSET
+    store_be32(p + REC_BODYLEN, <uint32_t>body_len)                               # 15 BODYLEN
+    memcpy(p + REC_BODY, body, body_len)                                          #    + body
+    p += REC_BODY + body_len
+    p[0] = <uint8_t>topic_len                                                     # 16 TOPICLEN
+    memcpy(p + 1, topic, topic_len)                                               #    + topic
+    p += 1 + topic_len
+    store_be16(p, <uint16_t>props_len)                                            # 17 PROPLEN
+    memcpy(p + 2, props, props_len)                                               #    + properties
+
+
+# BODYCRC is ISA-L's crc32 (isal is a dependency). Its extension module exports the C function,
+# so the store calls it directly: no Python call per record. If the symbol is not there (another
+# isal build), the Python function is called instead; both give zlib's IEEE CRC-32.
+ctypedef uint32_t (*crc32_fn)(uint32_t init, const unsigned char* buf, uint64_t length) noexcept nogil
+cdef crc32_fn _isal_crc32 = NULL
+
+
+cdef void _bind_isal_crc32():
+    global _isal_crc32
+    cdef void* handle = dlopen(_isal_zlib.__file__.encode(), RTLD_NOW | RTLD_NOLOAD)
+    if handle == NULL:
+        return
+    _isal_crc32 = <crc32_fn>dlsym(handle, b"crc32_gzip_refl")
+    if _isal_crc32 != NULL and _isal_crc32(0, <const unsigned char*>b"123456789", 9) != 0xCBF43926:
+        _isal_crc32 = NULL
+
+
+_bind_isal_crc32()
+# True when BODYCRC is computed by the C function (no Python call per record)
+CRC_NATIVE = _isal_crc32 != NULL
+
+
+cdef uint32_t body_crc_of(const unsigned char* body, Py_ssize_t n) except? 0xFFFFFFFF:
+    if _isal_crc32 != NULL:
+        return _isal_crc32(0, body, n) & 0x7FFFFFFF
+    # a read-only memoryview over the bytes, used synchronously
+    return (<uint32_t>_isal_zlib.crc32(PyMemoryView_FromMemory(<char*>body, n, PyBUF_READ))) & 0x7FFFFFFF
+
+
+cdef Py_ssize_t check_record_c(const unsigned char* p, Py_ssize_t avail, int64_t expected_offset,
+                               bint check_crc) except? -100:
+    """Size of the valid record at p, or a RecordCheck outcome (<= 0)."""
+    cdef int32_t total, body_len, topic_len, props_len
+    cdef uint32_t magic
+    if avail < END_FILE_MIN_BLANK_LENGTH:
+        return CHECK_EMPTY
+    total = load_be32(p + REC_TOTALSIZE)                                          # 1 TOTALSIZE
+    magic = <uint32_t>load_be32(p + REC_MAGIC)                                    # 2 MAGIC
+    if magic == BLANK_MAGIC_CODE and total == avail:
+        return CHECK_END_OF_FILE
+    if total == 0 and magic == 0:
+        return CHECK_EMPTY
+    if magic != MESSAGE_MAGIC_CODE:
+        return CHECK_BAD_MAGIC
+    if total < REC_FIXED_OVERHEAD or total > avail:
+        return CHECK_TRUNCATED
+    body_len = load_be32(p + REC_BODYLEN)                                         # 15 BODYLEN
+    if body_len < 0 or REC_FIXED_OVERHEAD + body_len > total:
+        return CHECK_BAD_LENGTHS
+    topic_len = p[REC_BODY + body_len]                                            # 16 TOPICLEN
+    if REC_FIXED_OVERHEAD + body_len + topic_len > total:
+        return CHECK_BAD_LENGTHS
+    props_len = load_be16(p + REC_BODY + body_len + 1 + topic_len)                # 17 PROPLEN
+    if REC_FIXED_OVERHEAD + body_len + topic_len + props_len != total:
+        return CHECK_BAD_LENGTHS
+    if expected_offset >= 0 and load_be64(p + REC_PHYSICALOFFSET) != expected_offset:  # 7 PHYSICALOFFSET
+        return CHECK_BAD_OFFSET
+    if check_crc and body_crc_of(p + REC_BODY, body_len) != <uint32_t>load_be32(p + REC_BODYCRC):
+        return CHECK_BAD_CRC                                                      # 3 BODYCRC
+    return total
+
+
+def check_record(data, int64_t expected_offset=-1, bint check_crc=True):
+    """Validate the stored record at the start of ``data`` (any buffer).
+
+    Returns its size (> 0) when valid, else a RecordCheck outcome <= 0 (see CHECK_RESULTS).
+    ``expected_offset`` >= 0 also requires the PHYSICALOFFSET field to equal it.
+    """
+    cdef Py_buffer buf
+    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+    try:
+        return check_record_c(<const unsigned char*>buf.buf, buf.len, expected_offset, check_crc)
+    finally:
+        PyBuffer_Release(&buf)
+
+
+# ---------------------------------------------------------------------------------------------
+# mapped files
+
+cdef class MappedFile:
+    """One fixed-size store file, fully allocated on disk and mapped read-write.
+
+    posix_fallocate at creation means writes through the mapping cannot hit a full disk (a SIGBUS):
+    running out of space shows up here, as an OSError, when the file is created.
+    """
+
+    def __init__(self, str path, int64_t file_from_offset, Py_ssize_t file_size, bint create=False):
+        cdef int fd, rc
+        self.path = path
+        self.file_from_offset = file_from_offset
+        self.file_size = file_size
+        fd = c_open(path.encode(), O_RDWR | (O_CREAT if create else 0), 0o644)
+        if fd < 0:
+            raise OSError(errno, f"cannot open {path}: {strerror(errno).decode()}")
+        try:
+            if create:
+                os.ftruncate(fd, 0)     # a new file starts as zeros, whatever was left at this name
+            if os.fstat(fd).st_size != file_size:
+                if not create:
+                    log.warning("%s is %d bytes, expected %d: resizing it", path, os.fstat(fd).st_size, file_size)
+                os.ftruncate(fd, file_size)
+            with nogil:
+                rc = posix_fallocate(fd, 0, file_size)
+            if rc != 0:
+                raise OSError(rc, f"cannot allocate {file_size} bytes for {path}: {strerror(rc).decode()}")
+            self._mmap = _mmap_module.mmap(fd, file_size)
+        except BaseException:
+            c_close(fd)
+            if create:
+                os.unlink(path)
+            raise
+        c_close(fd)
+        PyObject_GetBuffer(self._mmap, &self._buffer, PyBUF_WRITABLE)
+        self._has_buffer = True
+        self.base = <unsigned char*>self._buffer.buf
+        self._view = memoryview(self._mmap)
+
+    def __dealloc__(self):
+        self._release()
+
+    cdef void _release(self) noexcept:
+        if self._has_buffer:
+            PyBuffer_Release(&self._buffer)
+            self._has_buffer = False
+        self.base = NULL
+
+    cdef void prefault(self, Py_ssize_t position) noexcept:
+        """Populate the chunk after the one ``position`` is in (no-op where unsupported)."""
+        cdef Py_ssize_t start = (position // PREFAULT_CHUNK + 1) * PREFAULT_CHUNK
+        cdef Py_ssize_t n = PREFAULT_CHUNK
+        if start >= self.file_size or self.base == NULL:
+            return
+        if start + n > self.file_size:
+            n = self.file_size - start
+        with nogil:
+            madvise(self.base + start, n, MADV_POPULATE_WRITE)
+
+    cdef object view(self, Py_ssize_t position, Py_ssize_t size):
+        return self._view[position:position + size]
+
+    cdef int flush_to(self, Py_ssize_t position) except -1:
+        """msync [flushed_position, position) with the GIL released."""
+        cdef Py_ssize_t start = self.flushed_position & ~(PAGE_SIZE - 1)
+        cdef unsigned char* base = self.base
+        cdef int rc
+        if position <= self.flushed_position or base == NULL:
+            return 0
+        with nogil:
+            rc = msync(base + start, position - start, MS_SYNC)
+        if rc != 0:
+            raise OSError(errno, f"msync of {self.path} failed: {strerror(errno).decode()}")
+        self.flushed_position = position
+        return 0
+
+    @property
+    def wrote_position(self):
+        return self.wrote_position
+
+    @property
+    def flushed_position(self):
+        return self.flushed_position
+
+    @property
+    def is_full(self):
+        return self.wrote_position == self.file_size
+
+    def read(self, Py_ssize_t position, Py_ssize_t size):
+        """A zero-copy view of [position, position + size) (bounded by what was written)."""
+        if position < 0 or size < 0 or position + size > self.wrote_position:
+            raise ValueError(f"range {position}+{size} outside the {self.wrote_position} bytes written")
+        return self.view(position, size)
+
+    def destroy(self):
+        """Unlink the file; the mapping lives on until the last view handed out is gone."""
+        self._release()
+        self._view = None
+        self._mmap = None
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+
+    def zero_from(self, Py_ssize_t position):
+        """Zero [position, end): whole pages are punched out (and re-allocated), so stale bytes past a
+        cut can never be mistaken for records later."""
+        cdef Py_ssize_t page_end = (position + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
+        cdef int fd, rc = 0
+        if page_end > self.file_size:
+            page_end = self.file_size
+        memset(self.base + position, 0, page_end - position)
+        if page_end < self.file_size:
+            fd = c_open(self.path.encode(), O_RDWR, 0)
+            if fd < 0:
+                raise OSError(errno, f"cannot open {self.path}")
+            with nogil:
+                rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page_end, self.file_size - page_end)
+                if rc != 0:
+                    rc = errno
+                else:
+                    rc = posix_fallocate(fd, page_end, self.file_size - page_end)
+            c_close(fd)
+            if rc != 0:  # no hole punching here: zero through the mapping instead
+                memset(self.base + page_end, 0, self.file_size - page_end)
+
+    def __repr__(self):
+        return f"<MappedFile {self.path} wrote={self.wrote_position} flushed={self.flushed_position}>"
+
+
+cdef class MappedFileQueue:
+    """The files of one log (the CommitLog, or one ConsumeQueue), contiguous by start offset."""
+
+    def __init__(self, str store_path, Py_ssize_t mapped_file_size):
+        if mapped_file_size <= 0:
+            raise ValueError(f"mapped file size {mapped_file_size} must be positive")
+        self.store_path = store_path
+        self.mapped_file_size = mapped_file_size
+        self.files = []
+        self.flushed_where = 0
+
+    def load(self):
+        """Map the files found on disk. Files with foreign names are ignored; only the newest run of
+        contiguous files is kept (a gap means the older ones cannot be read consistently)."""
+        if not os.path.isdir(self.store_path):
+            os.makedirs(self.store_path, exist_ok=True)
+            return
+        offsets = []
+        for name in os.listdir(self.store_path):
+            if len(name) == 20 and name.isdigit():
+                offsets.append(int(name))
+            else:
+                log.warning("ignoring %s in %s: not a store file name", name, self.store_path)
+        offsets.sort()
+        start = 0
+        for i in range(1, len(offsets)):
+            if offsets[i] != offsets[i - 1] + self.mapped_file_size:
+                log.error("%s: gap between %020d and %020d; keeping only the files from %020d",
+                          self.store_path, offsets[i - 1], offsets[i], offsets[i])
+                start = i
+        for i, offset in enumerate(offsets):
+            path = os.path.join(self.store_path, file_name_of(offset))
+            if i < start or offset % self.mapped_file_size:
+                log.error("%s: moving aside %s", self.store_path, path)
+                os.replace(path, path + ".bad")
+                continue
+            mf = MappedFile(path, offset, self.mapped_file_size)
+            mf.wrote_position = mf.flushed_position = self.mapped_file_size
+            self.files.append(mf)
+        if self.files:
+            self.flushed_where = (<MappedFile>self.files[-1]).file_from_offset + self.mapped_file_size
+
+    cdef MappedFile last_file(self):
+        cdef Py_ssize_t n = len(self.files)
+        return <MappedFile>self.files[n - 1] if n else None
+
+    cdef MappedFile create_file(self, int64_t start_offset):
+        os.makedirs(self.store_path, exist_ok=True)
+        mf = MappedFile(os.path.join(self.store_path, file_name_of(start_offset)), start_offset,
+                        self.mapped_file_size, True)
+        if not self.files:
+            self.flushed_where = start_offset
+        self.files.append(mf)
+        return mf
+
+    cdef MappedFile find_by_offset(self, int64_t offset):
+        cdef MappedFile first
+        cdef Py_ssize_t index
+        if not self.files or offset < 0:
+            return None
+        first = self.files[0]
+        index = (offset - first.file_from_offset) // self.mapped_file_size
+        if offset < first.file_from_offset or index >= len(self.files):
+            return None
+        return self.files[index]
+
+    cdef int64_t min_offset(self) noexcept:
+        if not self.files:
+            return 0
+        return (<MappedFile>self.files[0]).file_from_offset
+
+    cdef int64_t max_offset(self) noexcept:
+        cdef MappedFile last
+        if not self.files:
+            return 0
+        last = self.files[-1]
+        return last.file_from_offset + last.wrote_position
+
+    cdef int flush(self, int least_pages) except -1:
+        """Make everything written durable (only if >= least_pages dirty pages, or a file is full)."""
+        cdef MappedFile mf
+        cdef Py_ssize_t target
+        if self.flushed_where < self.min_offset():
+            self.flushed_where = self.min_offset()
+        mf = self.find_by_offset(self.flushed_where)
+        if mf is None:
+            mf = self.last_file()
+            if mf is None or self.flushed_where > mf.file_from_offset:
+                return 0
+        while True:
+            target = mf.wrote_position
+            if (least_pages > 0 and target < mf.file_size
+                    and (target // PAGE_SIZE) - (mf.flushed_position // PAGE_SIZE) < least_pages):
+                return 0
+            if target > mf.flushed_position:
+                mf.flush_to(target)
+                self.flush_count += 1
+            self.flushed_where = mf.file_from_offset + target
+            if target < mf.file_size:
+                return 0
+            mf = self.find_by_offset(mf.file_from_offset + mf.file_size)
+            if mf is None:
+                return 0
+
+    cdef int truncate(self, int64_t offset) except -1:
+        """Forget everything at or past ``offset``: later files go, the tail of its file is zeroed."""
+        cdef MappedFile mf
+        while self.files:
+            mf = self.files[-1]
+            if mf.file_from_offset >= offset and len(self.files) > 1 or mf.file_from_offset > offset:
+                mf.destroy()
+                self.files.pop()
+                continue
+            if mf.file_from_offset + mf.file_size > offset:
+                mf.zero_from(offset - mf.file_from_offset)
+                mf.wrote_position = offset - mf.file_from_offset
+                if mf.flushed_position > mf.wrote_position:
+                    mf.flushed_position = mf.wrote_position
+            break
+        if self.flushed_where > offset:
+            self.flushed_where = offset
+        return 0
+
+    @property
+    def mapped_files(self):
+        """The files, oldest first (a copy of the list)."""
+        return list(self.files)
+
+    def get_min_offset(self):
+        return self.min_offset()
+
+    def get_max_offset(self):
+        return self.max_offset()
+
+    def get_flushed_where(self):
+        return self.flushed_where
+
+    def find_file(self, int64_t offset):
+        return self.find_by_offset(offset)
+
+    def flush_pages(self, int least_pages=0):
+        self.flush(least_pages)
+        return self.flushed_where
+
+    def truncate_to(self, int64_t offset):
+        self.truncate(offset)
+
+    def delete_first_file(self):
+        """Delete the oldest file (never the last one). True if one went."""
+        cdef MappedFile mf
+        if len(self.files) <= 1:
+            return False
+        mf = self.files.pop(0)
+        mf.destroy()
+        if self.flushed_where < self.min_offset():
+            self.flushed_where = self.min_offset()
+        return True
+
+    def destroy(self):
+        for mf in self.files:
+            (<MappedFile>mf).destroy()
+        self.files = []
+        self.flushed_where = 0
+        try:
+            os.rmdir(self.store_path)
+        except OSError:
+            pass
+
+
+# ---------------------------------------------------------------------------------------------
+# ConsumeQueue
+
+cdef class ConsumeQueue:
+    """Per (topic, queue id) index into the CommitLog: 20-byte entries, entry n at byte 20 n."""
+
+    def __init__(self, str topic, int queue_id, str store_path, Py_ssize_t mapped_file_size):
+        self.topic = topic
+        self.queue_id = queue_id
+        mapped_file_size -= mapped_file_size % CQ_STORE_UNIT_SIZE
+        self.files = MappedFileQueue(os.path.join(store_path, topic, str(queue_id)), mapped_file_size)
+        self.min_logic_offset = 0
+        self.next_queue_offset = 0
+        self.max_physic_offset = 0
+
+    def load(self):
+        """Map the files and find the last valid entry (offset >= 0 and size > 0) in the newest ones."""
+        cdef MappedFile mf
+        cdef const unsigned char* e
+        cdef Py_ssize_t pos, index
+        cdef int64_t offset
+        cdef int32_t size
+        self.files.load()
+        files = self.files.files
+        if not files:
+            return
+        self.min_logic_offset = (<MappedFile>files[0]).file_from_offset
+        index = max(0, len(files) - 3)
+        end = (<MappedFile>files[index]).file_from_offset
+        for mf in files[index:]:
+            pos = 0
+            while pos + CQ_STORE_UNIT_SIZE <= mf.file_size:
+                e = mf.base + pos
+                offset = load_be64(e + CQ_COMMITLOG_OFFSET)
+                size = load_be32(e + CQ_SIZE)
+                if offset < 0 or size <= 0:
+                    break
+                if size != CQ_BLANK_SIZE:
+                    self.max_physic_offset = offset + size
+                pos += CQ_STORE_UNIT_SIZE
+            end = mf.file_from_offset + pos
+            if pos < mf.file_size:
+                break
+        self.files.truncate(end)
+        self.files.flushed_where = end
+        for mf in self.files.files:
+            mf.flushed_position = mf.wrote_position
+        self.next_queue_offset = self.max_offset()
+
+    cdef int64_t max_offset(self) noexcept:
+        return self.files.max_offset() // CQ_STORE_UNIT_SIZE
+
+    cdef int reserve(self, Py_ssize_t entries) except -1:
+        """Make sure files exist for ``entries`` more entries before the CommitLog is written, so
+        a full disk refuses the message instead of leaving it undispatched."""
+        cdef MappedFile last = self.files.last_file()
+        cdef int64_t need_end = (self.next_queue_offset + entries) * CQ_STORE_UNIT_SIZE
+        cdef int64_t start
+        if last is None:
+            start = self.next_queue_offset * CQ_STORE_UNIT_SIZE
+            last = self.files.create_file(start - start % self.files.mapped_file_size)
+            self.min_logic_offset = start
+        while last.file_from_offset + last.file_size < need_end:
+            last = self.files.create_file(last.file_from_offset + last.file_size)
+        return 0
+
+    cdef int put_entry(self, int64_t phy_offset, int32_t size, int64_t tags_code,
+                       int64_t queue_offset) except -1:
+        cdef int64_t expected = queue_offset * CQ_STORE_UNIT_SIZE
+        cdef int64_t current = self.files.max_offset()
+        cdef MappedFile mf
+        cdef unsigned char* e
+        if self.files.last_file() is not None and expected < current:
+            return 0      # already dispatched (re-dispatch after recovery)
+        if self.files.last_file() is None:
+            self.next_queue_offset = queue_offset
+            self.reserve(1)
+            current = self.files.max_offset()
+        while current < expected:
+            # a hole before this entry (the queue starts past 0): blank entries keep entry n at byte 20 n
+            self._write_at(current, 0, CQ_BLANK_SIZE, 0)
+            current += CQ_STORE_UNIT_SIZE
+        self._write_at(expected, phy_offset, size, tags_code)
+        self.max_physic_offset = phy_offset + size
+        self.next_queue_offset = queue_offset + 1
+        return 0
+
+    cdef int _write_at(self, int64_t position, int64_t phy_offset, int32_t size,
+                              int64_t tags_code) except -1:
+        cdef MappedFile mf = self.files.last_file()
+        cdef unsigned char* e
+        if mf is None or position >= mf.file_from_offset + mf.file_size:
+            mf = self.files.create_file(position - position % self.files.mapped_file_size)
+        if mf.file_from_offset + mf.wrote_position != position:
+            raise RuntimeError(f"{self.topic}/{self.queue_id}: writing at {position}, file at "
+                               f"{mf.file_from_offset + mf.wrote_position}")
+        e = mf.base + mf.wrote_position
+        store_be64(e + CQ_COMMITLOG_OFFSET, <uint64_t>phy_offset)    # commitLogOffset
+        store_be32(e + CQ_SIZE, <uint32_t>size)                      # size
+        store_be64(e + CQ_TAGS_CODE, <uint64_t>tags_code)            # tagsCode
+        mf.wrote_position += CQ_STORE_UNIT_SIZE
+        return 0
+
+    cdef const unsigned char* entry(self, int64_t queue_offset) noexcept:
+        cdef int64_t position = queue_offset * CQ_STORE_UNIT_SIZE
+        cdef MappedFile mf = self.files.find_by_offset(position)
+        if mf is None or position - mf.file_from_offset + CQ_STORE_UNIT_SIZE > mf.wrote_position:
+            return NULL
+        return mf.base + (position - mf.file_from_offset)
+
+    def get_entry(self, int64_t queue_offset):
+        """(commitLogOffset, size, tagsCode) of one entry, or None."""
+        cdef const unsigned char* e = self.entry(queue_offset)
+        if e == NULL:
+            return None
+        return (load_be64(e + CQ_COMMITLOG_OFFSET), load_be32(e + CQ_SIZE), load_be64(e + CQ_TAGS_CODE))
+
+    def read_entries(self, int64_t queue_offset, Py_ssize_t max_entries):
+        """Zero-copy view of up to ``max_entries`` raw entries from ``queue_offset`` (one file at most)."""
+        cdef int64_t position = queue_offset * CQ_STORE_UNIT_SIZE
+        cdef MappedFile mf = self.files.find_by_offset(position)
+        cdef Py_ssize_t start, n
+        if mf is None:
+            return None
+        start = position - mf.file_from_offset
+        n = min(mf.wrote_position - start, max_entries * CQ_STORE_UNIT_SIZE)
+        return mf.view(start, n) if n > 0 else None
+
+    @property
+    def min_offset(self):
+        return self.min_logic_offset // CQ_STORE_UNIT_SIZE
+
+    @property
+    def max_offset_in_queue(self):
+        return self.max_offset()
+
+    @property
+    def max_physic_offset(self):
+        return self.max_physic_offset
+
+    @property
+    def mapped_file_queue(self):
+        return self.files
+
+    def truncate_dirty(self, int64_t phy_offset):
+        """Drop the entries that point at or past ``phy_offset`` (the CommitLog was cut there)."""
+        cdef MappedFile mf
+        cdef Py_ssize_t pos
+        cdef int64_t offset
+        cdef int32_t size
+        cdef const unsigned char* e
+        while self.files.files:
+            mf = self.files.files[-1]
+            pos = 0
+            while pos < mf.wrote_position:
+                e = mf.base + pos
+                offset = load_be64(e + CQ_COMMITLOG_OFFSET)
+                size = load_be32(e + CQ_SIZE)
+                if size != CQ_BLANK_SIZE and offset >= phy_offset:
+                    break
+                if size != CQ_BLANK_SIZE:
+                    self.max_physic_offset = offset + size
+                pos += CQ_STORE_UNIT_SIZE
+            if pos == 0 and len(self.files.files) > 1:
+                mf.destroy()
+                self.files.files.pop()
+                continue
+            if pos < mf.wrote_position:
+                memset(mf.base + pos, 0, mf.wrote_position - pos)
+                mf.wrote_position = pos
+                mf.flushed_position = min(mf.flushed_position, pos)
+                self.files.flushed_where = min(self.files.flushed_where, mf.file_from_offset + pos)
+            break
+        self.next_queue_offset = self.max_offset()
+        if self.min_logic_offset > self.files.max_offset():
+            self.min_logic_offset = self.files.max_offset()
+
+    def correct_min_offset(self, int64_t min_phy_offset):
+        """Move the min offset past entries whose CommitLog files are gone."""
+        cdef MappedFile mf
+        cdef Py_ssize_t pos
+        cdef const unsigned char* e
+        for mf in self.files.files:
+            pos = max(0, self.min_logic_offset - mf.file_from_offset)
+            while pos < mf.wrote_position:
+                e = mf.base + pos
+                if load_be32(e + CQ_SIZE) != CQ_BLANK_SIZE and load_be64(e + CQ_COMMITLOG_OFFSET) >= min_phy_offset:
+                    self.min_logic_offset = mf.file_from_offset + pos
+                    return
+                pos += CQ_STORE_UNIT_SIZE
+        self.min_logic_offset = self.files.max_offset()
+
+    def delete_expired_files(self, int64_t min_phy_offset):
+        """Delete files whose every entry points below ``min_phy_offset`` (never the last file).
+        Returns how many went."""
+        cdef MappedFile mf
+        cdef const unsigned char* e
+        deleted = 0
+        while len(self.files.files) > 1:
+            mf = self.files.files[0]
+            if mf.wrote_position < mf.file_size:
+                break
+            e = mf.base + mf.file_size - CQ_STORE_UNIT_SIZE
+            if load_be64(e + CQ_COMMITLOG_OFFSET) + load_be32(e + CQ_SIZE) > min_phy_offset:
+                break
+            self.files.delete_first_file()
+            deleted += 1
+        self.correct_min_offset(min_phy_offset)
+        return deleted
+
+    def flush(self, int least_pages=0):
+        self.files.flush(least_pages)
+
+    def destroy(self):
+        self.files.destroy()
+
+    def __repr__(self):
+        return f"<ConsumeQueue {self.topic}/{self.queue_id} [{self.min_offset}, {self.max_offset()})>"
+
+
+# ---------------------------------------------------------------------------------------------
+# checkpoint
+
+cdef class StoreCheckpoint:
+    """The ``checkpoint`` file: how far each log was known durable, as store timestamps (ms)."""
+
+    def __init__(self, str path):
+        self.path = path
+        with open(path, "a+b") as f:
+            if os.fstat(f.fileno()).st_size != CHECKPOINT_FILE_SIZE:
+                f.truncate(CHECKPOINT_FILE_SIZE)
+            self._mmap = _mmap_module.mmap(f.fileno(), CHECKPOINT_FILE_SIZE)
+        PyObject_GetBuffer(self._mmap, &self._buffer, PyBUF_WRITABLE)
+        self._has_buffer = True
+        self.base = <unsigned char*>self._buffer.buf
+
+    def __dealloc__(self):
+        if self._has_buffer:
+            PyBuffer_Release(&self._buffer)
+
+    @property
+    def physic_msg_timestamp(self):
+        return load_be64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP)
+
+    @physic_msg_timestamp.setter
+    def physic_msg_timestamp(self, int64_t value):
+        store_be64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP, <uint64_t>value)
+
+    @property
+    def logics_msg_timestamp(self):
+        return load_be64(self.base + CHECKPOINT_LOGICS_TIMESTAMP)
+
+    @logics_msg_timestamp.setter
+    def logics_msg_timestamp(self, int64_t value):
+        store_be64(self.base + CHECKPOINT_LOGICS_TIMESTAMP, <uint64_t>value)
+
+    @property
+    def index_msg_timestamp(self):
+        return load_be64(self.base + CHECKPOINT_INDEX_TIMESTAMP)
+
+    @index_msg_timestamp.setter
+    def index_msg_timestamp(self, int64_t value):
+        store_be64(self.base + CHECKPOINT_INDEX_TIMESTAMP, <uint64_t>value)
+
+    def flush(self):
+        self._mmap.flush()
+
+    def close(self):
+        if self._has_buffer:
+            PyBuffer_Release(&self._buffer)
+            self._has_buffer = False
+        self._mmap.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# results and filters
+
+@cython.freelist(256)
+cdef class PutMessageResult:
+    """Outcome of a put: status, where the record went, and (SYNC_FLUSH) whether a completion follows."""
+
+    @property
+    def status(self):
+        if _PUT_STATUS is None:
+            _bind_status_enums()
+        return _PUT_STATUS[self.status_code]
+
+    @property
+    def ok(self):
+        """Stored (PUT_OK, or stored but degraded as FLUSH_DISK_TIMEOUT ...)."""
+        return self.status_code <= SLAVE_NOT_AVAILABLE
+
+    @property
+    def pending(self):
+        """True until the group commit has called the completion given to the put."""
+        return self._callback is not None
+
+    @property
+    def msg_id(self):
+        """Broker msgId (offsetMsgId); comma-joined for a batch, as the SEND reply carries it."""
+        if self.status_code > SLAVE_NOT_AVAILABLE:
+            return None
+        if self._offsets is None:
+            return encode_msg_id_c(self._store_ip, self._store_port, self.wrote_offset)
+        return ",".join([encode_msg_id_c(self._store_ip, self._store_port, o) for o in self._offsets])
+
+    @property
+    def msg_ids(self):
+        if self.status_code > SLAVE_NOT_AVAILABLE:
+            return []
+        offsets = self._offsets if self._offsets is not None else [self.wrote_offset]
+        return [encode_msg_id_c(self._store_ip, self._store_port, o) for o in offsets]
+
+    @property
+    def wrote_offsets(self):
+        return list(self._offsets) if self._offsets is not None else [self.wrote_offset]
+
+    def __repr__(self):
+        return (f"<PutMessageResult {self.status.name} offset={self.wrote_offset} bytes={self.wrote_bytes} "
+                f"queue_offset={self.queue_offset} msgs={self.msg_num}>")
+
+
+cdef PutMessageResult put_failure(int status):
+    cdef PutMessageResult r = PutMessageResult.__new__(PutMessageResult)
+    r.status_code = status
+    r.wrote_offset = -1
+    r.queue_offset = -1
+    return r
+
+
+cdef class GetMessageResult:
+    """Outcome of a get: status, the stored records as zero-copy views, and where to go next."""
+
+    @property
+    def status(self):
+        if _GET_STATUS is None:
+            _bind_status_enums()
+        return _GET_STATUS[self.status_code]
+
+    @property
+    def message_count(self):
+        return len(self.messages)
+
+    def __repr__(self):
+        return (f"<GetMessageResult {self.status.name} msgs={len(self.messages)} next={self.next_begin_offset} "
+                f"min={self.min_offset} max={self.max_offset}>")
+
+
+cdef class TagFilter:
+    """What a subscription accepts: tags codes checked on the ConsumeQueue entry, plus (optional)
+    exact tag strings re-checked on the record (two tags can share a hash)."""
+    cdef int64_t _codes[TAG_FILTER_MAX_CODES]
+    cdef int _n_codes
+    cdef readonly frozenset codes
+    cdef readonly frozenset tags
+    cdef list _tag_bytes
+
+    def __init__(self, codes=(), tags=None):
+        self.codes = frozenset(int(c) for c in codes)
+        self.tags = frozenset(tags) if tags is not None else None
+        self._tag_bytes = [t.encode() for t in self.tags] if self.tags is not None else None
+        self._n_codes = -1
+        if len(self.codes) <= TAG_FILTER_MAX_CODES:
+            self._n_codes = 0
+            for c in self.codes:
+                self._codes[self._n_codes] = c
+                self._n_codes += 1
+
+    @classmethod
+    def of_tags(cls, tags, bint exact=True):
+        """A filter accepting these tag strings (codes = Java String.hashCode of each)."""
+        tags = [t for t in tags]
+        codes = []
+        for t in tags:
+            data = t.encode()
+            codes.append(java_string_hash(data, len(data)))
+        return cls(codes, tags if exact else None)
+
+    cdef inline bint accepts_code(self, int64_t code):
+        cdef int i
+        if self._n_codes < 0:
+            return code in self.codes
+        for i in range(self._n_codes):
+            if self._codes[i] == code:
+                return True
+        return False
+
+    cdef bint accepts_record(self, const unsigned char* record):
+        cdef const unsigned char* props
+        cdef const unsigned char* topic
+        cdef Py_ssize_t props_len, topic_len
+        cdef PropertySpans spans
+        cdef bytes tag
+        if self._tag_bytes is None:
+            return True
+        record_properties(record, &props, &props_len, &topic, &topic_len)
+        scan_properties(props, props_len, &spans)
+        for tag in self._tag_bytes:
+            if len(tag) == spans.tags_len and memcmp(<const char*>tag, spans.tags, spans.tags_len) == 0:
+                return True
+        return False
+
+    def __repr__(self):
+        return f"TagFilter(codes={set(self.codes)}, tags={set(self.tags) if self.tags is not None else None})"
+
+
+# ---------------------------------------------------------------------------------------------
+# the store core: CommitLog appends, dispatch, reads
+
+cdef class StoreCore:
+    """CommitLog + ConsumeQueues + dispatch to the IndexService. The hot put/get paths live here;
+    rmq.store.MessageStore adds lifecycle, recovery orchestration, flush services and retention."""
+
+    def __cinit__(self):
+        self._commit_sem = PyMem_Malloc(sizeof(sem_t))
+        if self._commit_sem == NULL:
+            raise MemoryError()
+        sem_init(<sem_t*>self._commit_sem, 0, 0)
+
+    def __dealloc__(self):
+        if self._commit_sem != NULL:
+            sem_destroy(<sem_t*>self._commit_sem)
+            PyMem_Free(self._commit_sem)
+
+    def __init__(self, str store_path, *, Py_ssize_t mapped_file_size_commit_log,
+                 Py_ssize_t mapped_file_size_consume_queue, int64_t max_message_size,
+                 str store_ip, int32_t store_port, bint sync_flush, double sync_flush_timeout,
+                 delay_level_ms):
+        self.store_path = store_path
+        self.commit_log = MappedFileQueue(os.path.join(store_path, "commitlog"), mapped_file_size_commit_log)
+        self.consume_queue_table = {}
+        self.mapped_file_size_consume_queue = mapped_file_size_consume_queue
+        self.max_message_size = max_message_size
+        self.store_ip = ipv4_to_int(store_ip)
+        self.store_port = store_port
+        self.sync_flush = sync_flush
+        self.sync_flush_timeout = sync_flush_timeout
+        self._delay_level_ms = list(delay_level_ms)
+        self._commit_requests = []
+        self.running = False
+        self.last_store_timestamp = 0
+
+    def attach(self, IndexService index_service not None, StoreCheckpoint checkpoint not None):
+        """Give the core its index and checkpoint (opened once the store's lock file is held)."""
+        self.index_service = index_service
+        self.checkpoint = checkpoint
+
+    def set_running(self, bint running):
+        """Accept puts (True) or answer them SERVICE_NOT_AVAILABLE (False)."""
+        self.running = running
+
+    def acquire_put_lock(self):
+        """Hold off puts and gets (retention deleting files). Pair with release_put_lock."""
+        self._lock()
+
+    def release_put_lock(self):
+        self._unlock()
+
+    cdef int _lock(self) except -1:
+        # The GIL makes test-and-set of a plain flag atomic: no atomic instructions on the hot path.
+        # Contention only happens while the holder is inside a call that released the GIL (mapping
+        # a new file); the waiter then yields the GIL until the holder is done.
+        while self._busy:
+            with nogil:
+                usleep(50)
+        self._busy = True
+        return 0
+
+    cdef void _unlock(self) noexcept:
+        self._busy = False
+
+    # -- ConsumeQueues ----------------------------------------------------------------------
+
+    cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id):
+        queues = self.consume_queue_table.get(topic)
+        if queues is not None:
+            queue = (<dict>queues).get(queue_id)
+            if queue is not None:
+                return <ConsumeQueue>queue
+        elif topic_error(topic) is not None:
+            return None
+        else:
+            queues = self.consume_queue_table[topic] = {}
+        queue = ConsumeQueue(topic, queue_id, os.path.join(self.store_path, "consumequeue"),
+                             self.mapped_file_size_consume_queue)
+        queues[queue_id] = queue
+        return <ConsumeQueue>queue
+
+    def load_consume_queues(self):
+        """Map every ConsumeQueue found under consumequeue/<topic>/<queueId>/."""
+        root = os.path.join(self.store_path, "consumequeue")
+        if not os.path.isdir(root):
+            return
+        for topic in sorted(os.listdir(root)):
+            if topic_error(topic) is not None or not os.path.isdir(os.path.join(root, topic)):
+                log.warning("ignoring %s in %s: not a topic", topic, root)
+                continue
+            for qid in sorted(os.listdir(os.path.join(root, topic))):
+                if not qid.isdigit():
+                    log.warning("ignoring %s/%s in %s: not a queue id", topic, qid, root)
+                    continue
+                queue = self._find_or_create_queue(topic, int(qid))
+                queue.load()
+
+    def find_consume_queue(self, str topic, int queue_id):
+        """The ConsumeQueue of (topic, queue_id), or None if nothing was ever stored there."""
+        queues = self.consume_queue_table.get(topic)
+        return queues.get(queue_id) if queues is not None else None
+
+    def consume_queues(self):
+        """Every ConsumeQueue, as a list."""
+        return [q for queues in self.consume_queue_table.values() for q in queues.values()]
+
+    # -- put ---------------------------------------------------------------------------------
+
+    cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,
+                            PropertySpans* spans, int64_t store_timestamp) noexcept:
+        cdef int64_t level = 0
+        cdef Py_ssize_t i
+        if (spans.delay_len > 0 and topic_len == len(_SCHEDULE_TOPIC)
+                and memcmp(topic, <const char*>_SCHEDULE_TOPIC, topic_len) == 0):
+            # a delayed message waits in SCHEDULE_TOPIC_XXXX: its tags code is the deliver time
+            for i in range(spans.delay_len):
+                if spans.delay[i] < 48 or spans.delay[i] > 57:
+                    level = 0
+                    break
+                level = level * 10 + (spans.delay[i] - 48)
+                if level > 1000:
+                    break
+            if level > 0:
+                if level > len(self._delay_level_ms):
+                    level = len(self._delay_level_ms)
+                return store_timestamp + <int64_t>self._delay_level_ms[level - 1]
+            return store_timestamp + 1000
+        if spans.tags_len == 0:
+            return 0
+        return java_string_hash(spans.tags, spans.tags_len)
+
+    cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
+                       ConsumeQueue queue) except -1:
+        """Build the ConsumeQueue entry and the index entries of one stored record."""
+        cdef const unsigned char* props
+        cdef const unsigned char* topic
+        cdef Py_ssize_t props_len, topic_len
+        cdef PropertySpans spans
+        cdef int64_t store_timestamp = load_be64(record + REC_STORETIMESTAMP)     # 11 STORETIMESTAMP
+        record_properties(record, &props, &props_len, &topic, &topic_len)
+        scan_properties(props, props_len, &spans)
+        queue.put_entry(phy_offset, size, self._tags_code(topic, topic_len, &spans, store_timestamp),
+                        load_be64(record + REC_QUEUEOFFSET))                      # 6 QUEUEOFFSET
+        if spans.uniq_key_len > 0 or spans.keys_len > 0:
+            try:
+                self.index_service.build_index(topic, topic_len, spans.uniq_key, spans.uniq_key_len,
+                                               spans.keys, spans.keys_len, phy_offset, store_timestamp)
+            except Exception:
+                # the message is stored and queued; a lost index entry only hides it from key queries
+                log.exception("index build failed at offset %d", phy_offset)
+        return 0
+
+    cdef MappedFile _writable_file(self, Py_ssize_t size, int* status):
+        """The file the next ``size`` bytes go to, rolling over (EOF marker) when they do not fit.
+        Every record leaves room for an EOF marker behind it."""
+        cdef MappedFile mf = self.commit_log.last_file()
+        cdef MappedFile next_file
+        cdef Py_ssize_t remaining
+        if size + END_FILE_MIN_BLANK_LENGTH > self.commit_log.mapped_file_size:
+            status[0] = MESSAGE_ILLEGAL
+            return None
+        try:
+            if mf is None:
+                return self.commit_log.create_file(0)
+            if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size:
+                return mf
+            # create the next file before marking this one full: if the disk is full, nothing changes
+            next_file = self.commit_log.create_file(mf.file_from_offset + mf.file_size)
+        except OSError as e:
+            log.error("cannot create a CommitLog file: %s", e)
+            status[0] = CREATE_MAPPED_FILE_FAILED
+            return None
+        remaining = mf.file_size - mf.wrote_position
+        if remaining > 0:
+            store_be32(mf.base + mf.wrote_position + REC_TOTALSIZE, <uint32_t>remaining)  # 1 TOTALSIZE
+            store_be32(mf.base + mf.wrote_position + REC_MAGIC, BLANK_MAGIC_CODE) # 2 MAGIC (EOF)
+        mf.wrote_position = mf.file_size
+        return next_file
+
+    cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1:
+        try:
+            queue.reserve(entries)
+        except OSError as e:
+            log.error("cannot create a ConsumeQueue file for %s/%d: %s", queue.topic, queue.queue_id, e)
+            status[0] = CREATE_MAPPED_FILE_FAILED
+        return 0
+
+    cdef void _track_commit(self, PutMessageResult result, object callback):
+        result._callback = callback
+        result._deadline = monotonic() + self.sync_flush_timeout
+        self._commit_requests.append(result)
+        sem_post(<sem_t*>self._commit_sem)
+
+    def put_message(self, str topic, int queue_id, body, properties=b"", int sys_flag=0,
+                    int64_t born_timestamp=0, int flag=0, int reconsume_times=0,
+                    uint32_t born_host=0, int born_port=0, callback=None,
+                    int64_t prepared_tx_offset=0):
+        """Append one message to the CommitLog and dispatch it to its ConsumeQueue and the index.
+
+        ``properties`` are encoded ``k\\x01v\\x02`` bytes (a dict is encoded for convenience);
+        ``born_host`` is an IPv4 as int (``ipv4_to_int``). Returns a PutMessageResult at once.
+        Under SYNC_FLUSH with a ``callback``, the result is ``pending`` and ``callback(result)`` is
+        called from the flush thread once the record is on disk (status PUT_OK) or the deadline
+        passed (FLUSH_DISK_TIMEOUT). Without a callback nothing waits for the disk.
+        """
+        cdef Py_buffer body_buf
+        cdef const unsigned char* body_ptr
+        cdef Py_ssize_t body_len, props_len, topic_len, total
+        cdef const unsigned char* props_ptr
+        cdef const unsigned char* topic_ptr
+        cdef bint body_is_bytes = PyBytes_CheckExact(body)
+        cdef uint32_t crc
+        cdef int status = PUT_OK
+        cdef ConsumeQueue queue
+        cdef MappedFile mf
+        cdef PutMessageResult result
+        cdef int64_t store_timestamp, phy_offset, queue_offset
+        cdef unsigned char* p
+        if not self.running:
+            return put_failure(SERVICE_NOT_AVAILABLE)
+        if not PyBytes_CheckExact(properties):
+            properties = encode_properties(properties) if properties is not None else b""
+        props_ptr = <const unsigned char*>PyBytes_AS_STRING(properties)
+        props_len = PyBytes_GET_SIZE(properties)
+        if props_len > PROPERTIES_MAX_BYTES:
+            return put_failure(PROPERTIES_SIZE_EXCEEDED)
+        topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
+        if topic_len > TOPIC_MAX_BYTES or topic_len == 0 or queue_id < 0:
+            return put_failure(MESSAGE_ILLEGAL)
+        if body_is_bytes:
+            body_ptr = <const unsigned char*>PyBytes_AS_STRING(body)
+            body_len = PyBytes_GET_SIZE(body)
+        else:
+            PyObject_GetBuffer(body, &body_buf, PyBUF_SIMPLE)
+            body_ptr = <const unsigned char*>body_buf.buf
+            body_len = body_buf.len
+        try:
+            total = REC_FIXED_OVERHEAD + body_len + topic_len + props_len
+            if total > self.max_message_size:
+                return put_failure(MESSAGE_ILLEGAL)
+            crc = body_crc_of(body_ptr, body_len)
+            self._lock()
+            try:
+                queue = self._find_or_create_queue(topic, queue_id)
+                if queue is None:
+                    return put_failure(MESSAGE_ILLEGAL)
+                self._reserve_queue(queue, 1, &status)
+                if status != PUT_OK:
+                    return put_failure(status)
+                mf = self._writable_file(total, &status)
+                if mf is None:
+                    return put_failure(status)
+                store_timestamp = now_ms()
+                phy_offset = mf.file_from_offset + mf.wrote_position
+                queue_offset = queue.next_queue_offset
+                p = mf.base + mf.wrote_position
+                write_record(p, <int32_t>total, crc, queue_id, flag, queue_offset, phy_offset, sys_flag,
+                             born_timestamp if born_timestamp else store_timestamp, born_host, born_port,
+                             store_timestamp, self.store_ip, self.store_port, reconsume_times,
+                             prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
+                             props_ptr, props_len)
+                if (mf.wrote_position + total) // PREFAULT_CHUNK != mf.wrote_position // PREFAULT_CHUNK:
+                    mf.prefault(mf.wrote_position + total)
+                mf.wrote_position += total
+                mf.last_store_timestamp = store_timestamp
+                self.last_store_timestamp = store_timestamp
+                self._dispatch(p, phy_offset, <int32_t>total, queue)
+            finally:
+                self._unlock()
+        finally:
+            if not body_is_bytes:
+                PyBuffer_Release(&body_buf)
+        result = PutMessageResult.__new__(PutMessageResult)
+        result.status_code = PUT_OK
+        result.wrote_offset = phy_offset
+        result.wrote_bytes = <int>total
+        result.next_offset = result.wrote_offset + total
+        result.queue_offset = queue_offset
+        result.store_timestamp = store_timestamp
+        result.msg_num = 1
+        result._store_ip = self.store_ip
+        result._store_port = self.store_port
+        if self.sync_flush and callback is not None:
+            self._track_commit(result, callback)
+        return result
+
+    def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,
+                     int64_t born_timestamp=0, uint32_t born_host=0, int born_port=0, callback=None):
+        """Append a batch to one queue: consecutive queue offsets, back to back in one CommitLog file.
+
+        ``messages`` is a list of ``(body, properties, flag)`` tuples (properties encoded bytes or a
+        dict). All are stored or none (a batch that cannot fit a file is MESSAGE_ILLEGAL).
+        Completion as for ``put_message``.
+        """
+        cdef Py_ssize_t n = len(messages), i, total = 0, size, topic_len, props_len, body_len
+        cdef const unsigned char* topic_ptr
+        cdef int status = PUT_OK
+        cdef ConsumeQueue queue
+        cdef MappedFile mf
+        cdef PutMessageResult result
+        cdef int64_t store_timestamp, phy_offset, queue_offset, first_offset
+        cdef unsigned char* p
+        cdef list bodies = [], props_list = [], crcs = [], sizes = [], flags = [], offsets
+        if not self.running:
+            return put_failure(SERVICE_NOT_AVAILABLE)
+        topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
+        if n == 0 or topic_len > TOPIC_MAX_BYTES or topic_len == 0 or queue_id < 0:
+            return put_failure(MESSAGE_ILLEGAL)
+        for item in messages:
+            body, props, flag = item
+            body = bytes(body) if not PyBytes_CheckExact(body) else body
+            if not PyBytes_CheckExact(props):
+                props = encode_properties(props) if props is not None else b""
+            if len(props) > PROPERTIES_MAX_BYTES:
+                return put_failure(PROPERTIES_SIZE_EXCEEDED)
+            size = REC_FIXED_OVERHEAD + len(body) + topic_len + len(props)
+            if size > self.max_message_size:
+                return put_failure(MESSAGE_ILLEGAL)
+            bodies.append(body)
+            props_list.append(props)
+            flags.append(flag)
+            sizes.append(size)
+            crcs.append(body_crc_of(<const unsigned char*>PyBytes_AS_STRING(body), len(body)))
+            total += size
+        if total > self.max_message_size:
+            return put_failure(MESSAGE_ILLEGAL)
+        offsets = []
+        self._lock()
+        try:
+            queue = self._find_or_create_queue(topic, queue_id)
+            if queue is None:
+                return put_failure(MESSAGE_ILLEGAL)
+            self._reserve_queue(queue, n, &status)
+            if status != PUT_OK:
+                return put_failure(status)
+            mf = self._writable_file(total, &status)
+            if mf is None:
+                return put_failure(status)
+            store_timestamp = now_ms()
+            first_offset = mf.file_from_offset + mf.wrote_position
+            queue_offset = queue.next_queue_offset
+            for i in range(n):
+                size = sizes[i]
+                body = bodies[i]
+                props = props_list[i]
+                phy_offset = mf.file_from_offset + mf.wrote_position
+                p = mf.base + mf.wrote_position
+                write_record(p, <int32_t>size, crcs[i], queue_id, flags[i], queue_offset + i, phy_offset,
+                             sys_flag, born_timestamp if born_timestamp else store_timestamp, born_host,
+                             born_port, store_timestamp, self.store_ip, self.store_port, 0, 0,
+                             <const unsigned char*>PyBytes_AS_STRING(body), len(body), topic_ptr, topic_len,
+                             <const unsigned char*>PyBytes_AS_STRING(props), len(props))
+                mf.wrote_position += size
+                self._dispatch(p, phy_offset, <int32_t>size, queue)
+                offsets.append(phy_offset)
+            mf.last_store_timestamp = store_timestamp
+            self.last_store_timestamp = store_timestamp
+        finally:
+            self._unlock()
+        result = PutMessageResult.__new__(PutMessageResult)
+        result.status_code = PUT_OK
+        result.wrote_offset = first_offset
+        result.wrote_bytes = <int>total
+        result.next_offset = result.wrote_offset + total
+        result.queue_offset = queue_offset
+        result.store_timestamp = store_timestamp
+        result.msg_num = <int>n
+        result._offsets = offsets
+        result._store_ip = self.store_ip
+        result._store_port = self.store_port
+        if self.sync_flush and callback is not None:
+            self._track_commit(result, callback)
+        return result
+
+    # -- flush -------------------------------------------------------------------------------
+
+    def flush_commit_log(self, int least_pages=0):
+        """msync the CommitLog (GIL released); returns the offset up to which it is durable."""
+        self.commit_log.flush(least_pages)
+        return self.commit_log.flushed_where
+
+    def wakeup_group_commit(self):
+        sem_post(<sem_t*>self._commit_sem)
+
+    def group_commit(self, double wait_seconds):
+        """One round of the group commit: wait for puts (or ``wait_seconds``), flush once for all of
+        them, then complete each with PUT_OK or FLUSH_DISK_TIMEOUT. Returns how many completed."""
+        cdef timespec deadline
+        cdef sem_t* sem = <sem_t*>self._commit_sem
+        cdef PutMessageResult r
+        cdef int64_t flushed
+        cdef double now
+        cdef bint flush_failed = False
+        clock_gettime(CLOCK_REALTIME, &deadline)
+        deadline.tv_sec += <long>wait_seconds
+        deadline.tv_nsec += <long>((wait_seconds - <long>wait_seconds) * 1e9)
+        if deadline.tv_nsec >= 1000000000:
+            deadline.tv_sec += 1
+            deadline.tv_nsec -= 1000000000
+        with nogil:
+            sem_timedwait(sem, &deadline)
+            while sem_trywait(sem) == 0:
+                pass
+        # puts appended to the old list before the swap are completed by this round
+        requests = self._commit_requests
+        self._commit_requests = []
+        try:
+            self.commit_log.flush(0)
+        except OSError:
+            log.exception("CommitLog flush failed")
+            flush_failed = True
+        flushed = self.commit_log.flushed_where
+        now = monotonic()
+        for r in requests:
+            if not flush_failed and flushed >= r.next_offset and now <= r._deadline:
+                r.status_code = PUT_OK
+            else:
+                r.status_code = FLUSH_DISK_TIMEOUT
+            callback = r._callback
+            r._callback = None
+            try:
+                callback(r)
+            except Exception:
+                log.exception("put completion %r raised", callback)
+        return len(requests)
+
+    def pending_commits(self):
+        return len(self._commit_requests)
+
+    # -- get ---------------------------------------------------------------------------------
+
+    def get_message(self, str group, str topic, int queue_id, int64_t offset, int max_msgs,
+                    Py_ssize_t max_total_bytes=262144, TagFilter tag_filter=None):
+        """Read up to ``max_msgs`` stored records of (topic, queue_id) from queue ``offset``.
+
+        Records come back whole, as zero-copy memoryviews into the CommitLog mapping (write them
+        back to back as a pull response body). ``group`` is accepted for RocketMQ parity.
+        """
+        cdef GetMessageResult result = GetMessageResult.__new__(GetMessageResult)
+        cdef ConsumeQueue queue
+        cdef MappedFile cq_file, mf = None
+        cdef int64_t min_offset, max_offset, cur, end, phy, tags_code, min_phy
+        cdef int32_t size
+        cdef Py_ssize_t total_bytes = 0, pos, count = 0, scan_limit
+        cdef const unsigned char* e
+        cdef int status = NO_MATCHED_MESSAGE
+        result.messages = []
+        result.queue_offsets = []
+        self._lock()
+        try:
+            queues = self.consume_queue_table.get(topic)
+            queue = (<dict>queues).get(queue_id) if queues is not None else None
+            if queue is None:
+                result.status_code = NO_MATCHED_LOGIC_QUEUE
+                return result
+            min_offset = queue.min_logic_offset // CQ_STORE_UNIT_SIZE
+            max_offset = queue.max_offset()
+            result.min_offset = min_offset
+            result.max_offset = max_offset
+            if max_offset == 0:
+                result.status_code = NO_MESSAGE_IN_QUEUE
+                result.next_begin_offset = 0
+                return result
+            if offset < min_offset:
+                result.status_code = OFFSET_TOO_SMALL
+                result.next_begin_offset = min_offset
+                return result
+            if offset == max_offset:
+                result.status_code = OFFSET_OVERFLOW_ONE
+                result.next_begin_offset = offset
+                return result
+            if offset > max_offset:
+                result.status_code = OFFSET_OVERFLOW_BADLY
+                result.next_begin_offset = min_offset if min_offset == 0 else max_offset
+                return result
+            cq_file = queue.files.find_by_offset(offset * CQ_STORE_UNIT_SIZE)
+            if cq_file is None:
+                result.status_code = OFFSET_FOUND_NULL
+                result.next_begin_offset = offset + 1
+                return result
+            # scan within one ConsumeQueue file, as RocketMQ does; the next pull continues
+            end = (cq_file.file_from_offset + cq_file.wrote_position) // CQ_STORE_UNIT_SIZE
+            scan_limit = max_msgs if max_msgs > MAX_FILTER_SCAN_ENTRIES else MAX_FILTER_SCAN_ENTRIES
+            if end > offset + scan_limit:
+                end = offset + scan_limit
+            min_phy = self.commit_log.min_offset()
+            cur = offset
+            while cur < end:
+                if count >= max_msgs:
+                    break
+                e = cq_file.base + (cur * CQ_STORE_UNIT_SIZE - cq_file.file_from_offset)
+                phy = load_be64(e + CQ_COMMITLOG_OFFSET)
+                size = load_be32(e + CQ_SIZE)
+                tags_code = load_be64(e + CQ_TAGS_CODE)
+                if size == CQ_BLANK_SIZE:
+                    cur += 1
+                    continue
+                if count > 0 and total_bytes + size > max_total_bytes:
+                    break
+                cur += 1
+                if phy < min_phy:
+                    status = MESSAGE_WAS_REMOVING
+                    continue
+                if tag_filter is not None and not tag_filter.accepts_code(tags_code):
+                    continue
+                if mf is None or phy < mf.file_from_offset or phy >= mf.file_from_offset + mf.file_size:
+                    mf = self.commit_log.find_by_offset(phy)
+                    if mf is None:
+                        status = MESSAGE_WAS_REMOVING
+                        continue
+                pos = phy - mf.file_from_offset
+                if pos + size > mf.wrote_position or load_be32(mf.base + pos) != size:
+                    status = MESSAGE_WAS_REMOVING
+                    continue
+                if tag_filter is not None and not tag_filter.accepts_record(mf.base + pos):
+                    continue
+                result.messages.append(mf.view(pos, size))
+                result.queue_offsets.append(cur - 1)
+                total_bytes += size
+                count += 1
+            result.next_begin_offset = cur
+            result.buffer_total_size = total_bytes
+            result.status_code = FOUND if count > 0 else status
+            return result
+        finally:
+            self._unlock()
+
+    def look_message_by_offset(self, int64_t phy_offset, Py_ssize_t size=-1):
+        """The whole stored record at a CommitLog offset (zero-copy view), or None."""
+        cdef MappedFile mf
+        cdef Py_ssize_t pos
+        cdef int32_t total
+        self._lock()
+        try:
+            mf = self.commit_log.find_by_offset(phy_offset)
+            if mf is None:
+                return None
+            pos = phy_offset - mf.file_from_offset
+            if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
+                return None
+            total = load_be32(mf.base + pos + REC_TOTALSIZE)                      # 1 TOTALSIZE
+            if (<uint32_t>load_be32(mf.base + pos + REC_MAGIC) != MESSAGE_MAGIC_CODE  # 2 MAGIC
+                    or total < REC_FIXED_OVERHEAD or pos + total > mf.wrote_position
+                    or (size >= 0 and size != total)):
+                return None
+            return mf.view(pos, total)
+        finally:
+            self._unlock()
+
+    def store_timestamp_at(self, int64_t phy_offset):
+        """STORETIMESTAMP of the record at a CommitLog offset, or -1."""
+        cdef MappedFile mf = self.commit_log.find_by_offset(phy_offset)
+        cdef Py_ssize_t pos
+        if mf is None:
+            return -1
+        pos = phy_offset - mf.file_from_offset
+        if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
+            return -1
+        return load_be64(mf.base + pos + REC_STORETIMESTAMP)                      # 11 STORETIMESTAMP
+
+    def offset_in_queue_by_time(self, str topic, int queue_id, int64_t timestamp):
+        """Smallest queue offset whose message was stored at or after ``timestamp`` (ms); the max
+        offset if none was. Binary search over the ConsumeQueue, reading CommitLog store times."""
+        cdef ConsumeQueue queue = self.find_consume_queue(topic, queue_id)
+        cdef int64_t lo, hi, mid, ts
+        cdef const unsigned char* e
+        if queue is None:
+            return 0
+        self._lock()
+        try:
+            lo = queue.min_logic_offset // CQ_STORE_UNIT_SIZE
+            hi = queue.max_offset()
+            while lo < hi:
+                mid = (lo + hi) // 2
+                e = queue.entry(mid)
+                ts = -1
+                if e != NULL and load_be32(e + CQ_SIZE) != CQ_BLANK_SIZE:
+                    ts = self.store_timestamp_at(load_be64(e + CQ_COMMITLOG_OFFSET))
+                if ts < timestamp:
+                    lo = mid + 1
+                else:
+                    hi = mid
+            return lo
+        finally:
+            self._unlock()
+
+    # -- recovery ----------------------------------------------------------------------------
+
+    def first_store_timestamp(self, MappedFile mf):
+        """STORETIMESTAMP of the first record of a CommitLog file, or 0 if it holds none."""
+        if check_record_c(mf.base, mf.file_size, mf.file_from_offset, False) <= 0:
+            return 0
+        return load_be64(mf.base + REC_STORETIMESTAMP)
+
+    def recover(self, Py_ssize_t start_index, bint redispatch):
+        """Scan the CommitLog from file ``start_index`` with CRC checks up to the first invalid
+        record, re-dispatching each record when asked, and cut everything after it.
+
+        Returns ``(end_offset, records, cut)`` where ``cut`` is None or a description of what was
+        found at the end (the torn tail).
+        """
+        cdef MappedFile mf
+        cdef Py_ssize_t index = start_index, pos = 0, size
+        cdef int64_t end = 0, records = 0
+        cdef ConsumeQueue queue
+        cdef const unsigned char* topic
+        cdef const unsigned char* props
+        cdef Py_ssize_t topic_len, props_len
+        files = self.commit_log.files
+        cut = None
+        if not files:
+            return 0, 0, None
+        self._lock()
+        try:
+            while index < len(files):
+                mf = files[index]
+                pos = 0
+                while True:
+                    size = check_record_c(mf.base + pos, mf.file_size - pos, mf.file_from_offset + pos, True)
+                    if size > 0:
+                        if redispatch:
+                            record_properties(mf.base + pos, &props, &props_len, &topic, &topic_len)
+                            queue = self._find_or_create_queue(
+                                (<char*>topic)[:topic_len].decode("utf-8", "replace"),
+                                load_be32(mf.base + pos + REC_QUEUEID))           # 4 QUEUEID
+                            if queue is not None:
+                                self._dispatch(mf.base + pos, mf.file_from_offset + pos, <int32_t>size, queue)
+                        mf.last_store_timestamp = load_be64(mf.base + pos + REC_STORETIMESTAMP)
+                        self.last_store_timestamp = mf.last_store_timestamp
+                        records += 1
+                        pos += size
+                        continue
+                    if size == CHECK_END_OF_FILE:
+                        pos = mf.file_size
+                    elif size != CHECK_EMPTY:
+                        cut = (f"{CHECK_RESULTS[size]}: record header at {mf.file_from_offset + pos} "
+                               f"claims {load_be32(mf.base + pos)} bytes")
+                    break
+                end = mf.file_from_offset + pos
+                if pos < mf.file_size or index + 1 == len(files):
+                    break
+                index += 1
+            # everything past the last valid record goes, later files included
+            for mf in files[index + 1:]:
+                if cut is None and check_record_c(mf.base, mf.file_size, -1, False) != CHECK_EMPTY:
+                    cut = f"file {mf.path} after the end"
+            self.commit_log.truncate(end)
+            mf = self.commit_log.last_file()
+            if mf is not None:
+                mf.wrote_position = end - mf.file_from_offset
+                mf.flushed_position = mf.wrote_position
+            for mf in self.commit_log.files:
+                if mf.file_from_offset + mf.file_size <= end:
+                    mf.wrote_position = mf.flushed_position = mf.file_size
+            self.commit_log.flushed_where = end
+            for queue in self.consume_queues():
+                queue.truncate_dirty(end)
+            return end, records, cut
+        finally:
+            self._unlock()

@@ -1,0 +1,270 @@
+# The compiled store: mapped files, the CommitLog record codec, the ConsumeQueue (SPEC.md section 5).
+#
+# CommitLog stored record, v1 (IPv4 hosts), all integers big-endian, fixed overhead 91 bytes:
+#
+#   offset size  field
+#   ------ ----  ------------------------------------------------------------
+#        0    4   1 TOTALSIZE          whole record, this field included
+#        4    4   2 MAGIC              0xDAA320A7
+#        8    4   3 BODYCRC            crc32(body) & 0x7FFFFFFF
+#       12    4   4 QUEUEID
+#       16    4   5 FLAG               the producer's int flag
+#       20    8   6 QUEUEOFFSET        index of the entry in its ConsumeQueue
+#       28    8   7 PHYSICALOFFSET     offset of this record in the CommitLog
+#       36    4   8 SYSFLAG            MessageSysFlag bits
+#       40    8   9 BORNTIMESTAMP      ms, producer clock
+#       48    8  10 BORNHOST           4 bytes IPv4 + int32 port
+#       56    8  11 STORETIMESTAMP     ms, store clock
+#       64    8  12 STOREHOST          4 bytes IPv4 + int32 port
+#       72    4  13 RECONSUMETIMES
+#       76    8  14 PREPARED_TX_OFFSET
+#       84    4  15 BODYLEN            then BODYLEN bytes of body at 88
+#   88+b      1  16 TOPICLEN           then TOPICLEN bytes of topic (UTF-8)
+#   89+b+t    2  17 PROPLEN            then PROPLEN bytes of properties (k\x01v\x02...)
+#
+# End of a CommitLog file, when the next record does not fit: [int32 remaining][int32 0xCBD43194].
+#
+# ConsumeQueue entry, 20 bytes:   0 int64 commitLogOffset | 8 int32 size | 12 int64 tagsCode
+# checkpoint file, one 4 KiB page: 0 int64 physicMsgTimestamp | 8 logicsMsgTimestamp | 16 indexMsgTimestamp
+# Offset msgId, 16 bytes as 32 uppercase hex: 0 store IPv4 | 4 int32 store port | 8 int64 phy offset
+#
+# Python mirror of every constant here: rmq.store.layout (tests/store/test_layout.py checks they agree).
+from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from cpython.buffer cimport Py_buffer
+
+from rmq._endian cimport load_be16, load_be32, load_be64, store_be16, store_be32, store_be64
+from rmq._index cimport IndexService
+
+
+cdef extern from *:
+    """
+    #define RMQ_MESSAGE_MAGIC_CODE 0xDAA320A7u
+    #define RMQ_BLANK_MAGIC_CODE 0xCBD43194u
+    """
+    const uint32_t MESSAGE_MAGIC_CODE "RMQ_MESSAGE_MAGIC_CODE"
+    const uint32_t BLANK_MAGIC_CODE "RMQ_BLANK_MAGIC_CODE"
+
+
+cdef enum RecordLayout:
+    REC_TOTALSIZE = 0
+    REC_MAGIC = 4
+    REC_BODYCRC = 8
+    REC_QUEUEID = 12
+    REC_FLAG = 16
+    REC_QUEUEOFFSET = 20
+    REC_PHYSICALOFFSET = 28
+    REC_SYSFLAG = 36
+    REC_BORNTIMESTAMP = 40
+    REC_BORNHOST = 48
+    REC_STORETIMESTAMP = 56
+    REC_STOREHOST = 64
+    REC_RECONSUMETIMES = 72
+    REC_PREPARED_TX_OFFSET = 76
+    REC_BODYLEN = 84
+    REC_BODY = 88
+    # fixed bytes of a record: everything but body, topic and properties
+    REC_FIXED_OVERHEAD = 91
+    # the end-of-file marker: int32 remaining + int32 BLANK_MAGIC_CODE
+    END_FILE_MIN_BLANK_LENGTH = 8
+    TOPIC_MAX_BYTES = 127
+    PROPERTIES_MAX_BYTES = 32767
+
+
+cdef enum ConsumeQueueLayout:
+    CQ_COMMITLOG_OFFSET = 0
+    CQ_SIZE = 8
+    CQ_TAGS_CODE = 12
+    CQ_STORE_UNIT_SIZE = 20
+    # size of a "blank" entry, written where a queue starts past offset 0 (as RocketMQ's fillPreBlank)
+    CQ_BLANK_SIZE = 0x7FFFFFFF
+
+
+cdef enum CheckpointLayout:
+    CHECKPOINT_PHYSIC_TIMESTAMP = 0
+    CHECKPOINT_LOGICS_TIMESTAMP = 8
+    CHECKPOINT_INDEX_TIMESTAMP = 16
+    CHECKPOINT_FILE_SIZE = 4096
+
+
+cdef enum MsgIdLayout:
+    MSGID_STORE_IP = 0
+    MSGID_STORE_PORT = 4
+    MSGID_PHY_OFFSET = 8
+    MSGID_BYTES = 16
+
+
+# Outcomes of CommitLog.check_record (a positive value is the size of a valid record).
+cdef enum RecordCheck:
+    CHECK_END_OF_FILE = 0      # the EOF marker: the rest of this file is blank
+    CHECK_EMPTY = -1           # zeros: nothing was ever written here
+    CHECK_TRUNCATED = -2       # the header claims more bytes than the file holds
+    CHECK_BAD_MAGIC = -3
+    CHECK_BAD_LENGTHS = -4     # body/topic/properties lengths do not add up to TOTALSIZE
+    CHECK_BAD_OFFSET = -5      # PHYSICALOFFSET is not where the record sits (a stale record)
+    CHECK_BAD_CRC = -6
+
+
+# PutMessageStatus / GetMessageStatus values (names in rmq.store.status, same order as RocketMQ).
+cdef enum PutStatus:
+    PUT_OK = 0
+    FLUSH_DISK_TIMEOUT = 1
+    FLUSH_SLAVE_TIMEOUT = 2
+    SLAVE_NOT_AVAILABLE = 3
+    SERVICE_NOT_AVAILABLE = 4
+    CREATE_MAPPED_FILE_FAILED = 5
+    MESSAGE_ILLEGAL = 6
+    PROPERTIES_SIZE_EXCEEDED = 7
+    OS_PAGECACHE_BUSY = 8
+    UNKNOWN_ERROR = 9
+
+
+cdef enum GetStatus:
+    FOUND = 0
+    NO_MATCHED_MESSAGE = 1
+    MESSAGE_WAS_REMOVING = 2
+    OFFSET_FOUND_NULL = 3
+    OFFSET_OVERFLOW_BADLY = 4
+    OFFSET_OVERFLOW_ONE = 5
+    OFFSET_TOO_SMALL = 6
+    NO_MATCHED_LOGIC_QUEUE = 7
+    NO_MESSAGE_IN_QUEUE = 8
+
+
+# Values of the properties the store reads on every put, found by one scan of k\x01v\x02 bytes.
+cdef struct PropertySpans:
+    const unsigned char* tags
+    Py_ssize_t tags_len
+    const unsigned char* keys
+    Py_ssize_t keys_len
+    const unsigned char* uniq_key
+    Py_ssize_t uniq_key_len
+    const unsigned char* delay
+    Py_ssize_t delay_len
+
+
+cdef class MappedFile:
+    cdef readonly str path
+    cdef readonly int64_t file_from_offset
+    cdef readonly Py_ssize_t file_size
+    # bytes written (only the writer advances it) and bytes known to be on disk
+    cdef Py_ssize_t wrote_position
+    cdef Py_ssize_t flushed_position
+    cdef unsigned char* base
+    cdef object _mmap
+    cdef object _view
+    cdef Py_buffer _buffer
+    cdef bint _has_buffer
+    # store timestamp of the newest record written here (CommitLog files; checkpoint bookkeeping)
+    cdef int64_t last_store_timestamp
+
+    cdef void prefault(self, Py_ssize_t position) noexcept
+    cdef object view(self, Py_ssize_t position, Py_ssize_t size)
+    cdef int flush_to(self, Py_ssize_t position) except -1
+    cdef void _release(self) noexcept
+
+
+cdef class MappedFileQueue:
+    cdef readonly str store_path
+    cdef readonly Py_ssize_t mapped_file_size
+    cdef list files
+    # everything below this offset is on disk
+    cdef int64_t flushed_where
+    # msync calls made (benchmarks report flushes per second)
+    cdef readonly int64_t flush_count
+
+    cdef MappedFile last_file(self)
+    cdef MappedFile create_file(self, int64_t start_offset)
+    cdef MappedFile find_by_offset(self, int64_t offset)
+    cdef int64_t min_offset(self) noexcept
+    cdef int64_t max_offset(self) noexcept
+    cdef int flush(self, int least_pages) except -1
+    cdef int truncate(self, int64_t offset) except -1
+
+
+cdef class ConsumeQueue:
+    cdef readonly str topic
+    cdef readonly int queue_id
+    cdef MappedFileQueue files
+    # byte offset of the first live entry (entries below point at deleted CommitLog files)
+    cdef int64_t min_logic_offset
+    # the queue offset the next stored message gets
+    cdef int64_t next_queue_offset
+    # end of the newest CommitLog record dispatched here
+    cdef int64_t max_physic_offset
+
+    cdef int reserve(self, Py_ssize_t entries) except -1
+    cdef int put_entry(self, int64_t phy_offset, int32_t size, int64_t tags_code,
+                       int64_t queue_offset) except -1
+    cdef int _write_at(self, int64_t position, int64_t phy_offset, int32_t size,
+                       int64_t tags_code) except -1
+    cdef const unsigned char* entry(self, int64_t queue_offset) noexcept
+    cdef int64_t max_offset(self) noexcept
+
+
+cdef class StoreCheckpoint:
+    cdef readonly str path
+    cdef object _mmap
+    cdef Py_buffer _buffer
+    cdef bint _has_buffer
+    cdef unsigned char* base
+
+
+cdef class PutMessageResult:
+    cdef readonly int status_code
+    cdef readonly int64_t wrote_offset
+    cdef readonly int wrote_bytes
+    cdef readonly int64_t queue_offset
+    cdef readonly int64_t store_timestamp
+    cdef readonly int msg_num
+    cdef uint32_t _store_ip
+    cdef int32_t _store_port
+    # a batch: physical offset of every message (None for a single message)
+    cdef list _offsets
+    # group commit: wait until the CommitLog is on disk past next_offset, then call callback(self)
+    cdef readonly int64_t next_offset
+    cdef double _deadline
+    cdef object _callback
+
+
+cdef class GetMessageResult:
+    cdef readonly int status_code
+    cdef readonly int64_t next_begin_offset
+    cdef readonly int64_t min_offset
+    cdef readonly int64_t max_offset
+    cdef readonly list messages
+    cdef readonly list queue_offsets
+    cdef readonly Py_ssize_t buffer_total_size
+
+
+cdef class StoreCore:
+    cdef readonly str store_path
+    cdef readonly MappedFileQueue commit_log
+    cdef readonly dict consume_queue_table
+    cdef readonly IndexService index_service
+    cdef readonly StoreCheckpoint checkpoint
+    cdef readonly Py_ssize_t mapped_file_size_consume_queue
+    cdef readonly int64_t max_message_size
+    cdef readonly uint32_t store_ip
+    cdef readonly int32_t store_port
+    cdef readonly bint sync_flush
+    cdef readonly double sync_flush_timeout
+    cdef readonly bint running
+    cdef list _delay_level_ms
+    # the put lock: serialises writers and readers of mapped memory (see _lock)
+    cdef bint _busy
+    cdef list _commit_requests
+    cdef void* _commit_sem
+    # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
+    cdef readonly int64_t last_store_timestamp
+    cdef int64_t _last_roll_check
+
+    cdef int _lock(self) except -1
+    cdef void _unlock(self) noexcept
+    cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
+    cdef MappedFile _writable_file(self, Py_ssize_t size, int* status)
+    cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
+    cdef void _track_commit(self, PutMessageResult result, object callback)
+    cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
+                       ConsumeQueue queue) except -1
+    cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,
+                            PropertySpans* spans, int64_t store_timestamp) noexcept

@@ -1,0 +1,354 @@
+"""MessageStore: lifecycle, recovery, flush services and retention around the compiled StoreCore.
+
+The hot paths (``put_message``, ``put_messages``, ``get_message``, ``look_message_by_offset``) are
+the compiled methods of ``rmq._store.StoreCore``, inherited as they are so a put costs no extra
+Python frame; see their docstrings (and ``rmq/_store.pyi``).
+
+Start-up order (crash safety): take the ``lock`` file, read ``abort`` (present = the last run
+crashed), map the files, recover, and only then create ``abort`` again and accept puts. Shutdown
+stops puts, lets the services finish (completing every pending SYNC_FLUSH put), flushes, and
+removes ``abort`` last.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import fcntl
+import logging
+import os
+import threading
+import time
+from typing import Callable
+
+from rmq._index import IndexService
+from rmq._store import PutMessageResult, StoreCheckpoint, StoreCore, TagFilter, ipv4_to_int
+from rmq.errors import StoreError, StoreLockedError
+from rmq.message import MessageProperty, encode_properties
+from rmq.store.config import MessageStoreConfig
+from rmq.store.record import decode_record
+from rmq.store.services import (CleanCommitLogService, FlushConsumeQueueService, FlushRealTimeService,
+                                GroupCommitService, ServiceThread)
+from rmq.store.status import PutMessageStatus
+
+log = logging.getLogger("rmq.store")
+
+# RocketMQ's margin when choosing where to start re-dispatch after a crash: store timestamps are
+# wall-clock ms and may step back a little.
+CHECKPOINT_MARGIN_MS = 3000
+
+
+@dataclasses.dataclass
+class QueryMessageResult:
+    """Messages found by key (whole stored records, zero-copy), and how far the index reached."""
+
+    messages: list[memoryview]
+    index_last_update_timestamp: int
+    index_last_update_phy_offset: int
+
+
+class MessageStore(StoreCore):
+    """A RocketMQ store: CommitLog, ConsumeQueues, IndexFile, checkpoint, under one root directory.
+
+    Use ``with MessageStore(config) as store:`` or ``start()`` / ``shutdown()``.
+    """
+
+    def __init__(self, config: MessageStoreConfig | None = None, **settings) -> None:
+        self.config = config if config is not None else MessageStoreConfig(**settings)
+        c = self.config
+        super().__init__(
+            os.path.abspath(c.store_path_root_dir),
+            mapped_file_size_commit_log=c.mapped_file_size_commit_log,
+            mapped_file_size_consume_queue=c.mapped_file_size_consume_queue,
+            max_message_size=c.max_message_size,
+            store_ip=c.broker_ip1, store_port=c.listen_port,
+            sync_flush=c.sync_flush, sync_flush_timeout=c.sync_flush_timeout / 1000,
+            delay_level_ms=c.delay_level_ms,
+        )
+        self._lock_fd: int | None = None
+        self._services: list[ServiceThread] = []
+        self.last_exit_ok: bool | None = None
+        self.recovery_report: str | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------
+
+    @property
+    def abort_path(self) -> str:
+        return os.path.join(self.store_path, "abort")
+
+    def start(self) -> "MessageStore":
+        """Lock the directory, recover, start the services and accept puts."""
+        os.makedirs(self.store_path, exist_ok=True)
+        self._take_lock_file()
+        try:
+            self.last_exit_ok = not os.path.exists(self.abort_path)
+            checkpoint = StoreCheckpoint(os.path.join(self.store_path, "checkpoint"))
+            index = IndexService(os.path.join(self.store_path, "index"),
+                                 self.config.max_hash_slot_num, self.config.max_index_num)
+            self.attach(index, checkpoint)
+            self.commit_log.load()
+            self.load_consume_queues()
+            index.load(self.last_exit_ok, checkpoint.index_msg_timestamp)
+            self._recover()
+            with open(self.abort_path, "wb") as f:
+                os.fsync(f.fileno())
+            if self.config.sync_flush:
+                self._services.append(GroupCommitService(self))
+            else:
+                self._services.append(FlushRealTimeService(self))
+            self._services += [FlushConsumeQueueService(self), CleanCommitLogService(self)]
+            for service in self._services:
+                service.start()
+            self.set_running(True)
+        except BaseException:
+            self._release_lock_file()
+            raise
+        return self
+
+    def shutdown(self) -> None:
+        """Refuse new puts, complete pending ones, flush everything, mark the exit as clean."""
+        if self._lock_fd is None:
+            return
+        self.set_running(False)
+        for service in self._services:
+            service.shutdown()
+        self._services = []
+        self.flush_commit_log(0)
+        self.flush_logics()
+        self.index_service.shutdown()
+        os.unlink(self.abort_path)
+        self._release_lock_file()
+
+    def __enter__(self) -> "MessageStore":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    def _take_lock_file(self) -> None:
+        path = os.path.join(self.store_path, "lock")
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
+            os.close(fd)
+            raise StoreLockedError(f"store {self.store_path} is locked by another process (pid {holder}); "
+                                   "stop it or use another storePathRootDir") from None
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._lock_fd = fd
+
+    def _release_lock_file(self) -> None:
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)     # closing drops the flock
+            self._lock_fd = None
+
+    # -- recovery ----------------------------------------------------------------------------
+
+    def _recover(self) -> None:
+        files = self.commit_log.mapped_files
+        if self.last_exit_ok:
+            # clean exit: the last files are enough to find the end
+            start, redispatch = max(0, len(files) - 3), False
+        else:
+            # crash: re-dispatch from the newest file whose first record is older than everything the
+            # checkpoint says is durable (ConsumeQueues and index included)
+            cp = self.checkpoint
+            times = [cp.physic_msg_timestamp, cp.logics_msg_timestamp]
+            if cp.index_msg_timestamp > 0:
+                times.append(cp.index_msg_timestamp)
+            min_ts = min(times) - CHECKPOINT_MARGIN_MS
+            start, redispatch = 0, True
+            for i in range(len(files) - 1, -1, -1):
+                ts = self.first_store_timestamp(files[i])
+                if 0 < ts <= min_ts:
+                    start = i
+                    break
+        began = time.monotonic()
+        end, records, cut = self.recover(start, redispatch)
+        min_phy = self.commit_log.get_min_offset()
+        for queue in self.consume_queues():
+            queue.correct_min_offset(min_phy)
+        self.recovery_report = (f"{'clean' if self.last_exit_ok else 'crash'} recovery from file {start}: "
+                                f"{records} records checked{' and re-dispatched' if redispatch else ''} in "
+                                f"{time.monotonic() - began:.3f} s, CommitLog ends at {end}")
+        if cut:
+            self.recovery_report += f"; cut the tail: {cut}"
+            log.warning("%s: %s", self.store_path, self.recovery_report)
+        else:
+            log.info("%s: %s", self.store_path, self.recovery_report)
+
+    # -- flush -------------------------------------------------------------------------------
+
+    def checkpoint_physic(self, least_pages: int = 0, flush: Callable[[], object] | None = None) -> None:
+        """Flush the CommitLog (with ``flush`` if given: the group commit's round); once everything
+        written before the flush is durable, record its store time in the checkpoint."""
+        timestamp, end = self.last_store_timestamp, self.commit_log.get_max_offset()
+        if flush is None:
+            self.flush_commit_log(least_pages)
+        else:
+            flush()
+        if self.commit_log.get_flushed_where() >= end and timestamp:
+            self.checkpoint.physic_msg_timestamp = timestamp
+
+    def flush_logics(self) -> None:
+        """Flush every ConsumeQueue and the index, then the checkpoint."""
+        timestamp = self.last_store_timestamp
+        for queue in self.consume_queues():
+            queue.flush()
+        if timestamp:
+            self.checkpoint.logics_msg_timestamp = timestamp
+        index_timestamp = self.index_service.flush()
+        if index_timestamp:
+            self.checkpoint.index_msg_timestamp = index_timestamp
+        self.checkpoint.flush()
+
+    # -- conveniences over the compiled put --------------------------------------------------
+
+    def put(self, topic: str, body: bytes, queue_id: int = 0, *, tags: str | None = None,
+            keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
+            wait: bool = True, **fields) -> PutMessageResult:
+        """Put with properties as keyword arguments (tools and tests); under SYNC_FLUSH and
+        ``wait``, block until the group commit completes it."""
+        props = dict(properties or {})
+        if tags is not None:
+            props[MessageProperty.TAGS] = tags
+        if keys is not None:
+            props[MessageProperty.KEYS] = keys if isinstance(keys, str) else " ".join(keys)
+        born_host = fields.pop("born_host", 0)
+        if isinstance(born_host, str):
+            fields["born_host"] = ipv4_to_int(born_host)
+        elif born_host:
+            fields["born_host"] = born_host
+        if not (wait and self.sync_flush):
+            return self.put_message(topic, queue_id, body, encode_properties(props), **fields)
+        return self.put_message_and_wait(topic, queue_id, body, encode_properties(props), **fields)
+
+    def put_message_and_wait(self, *args, **kwargs) -> PutMessageResult:
+        """``put_message`` that blocks until the record is durable (SYNC_FLUSH) or at once (ASYNC)."""
+        done = threading.Event()
+        result = self.put_message(*args, callback=lambda _: done.set(), **kwargs)
+        if result.pending:
+            done.wait(self.config.sync_flush_timeout / 1000 + 5)
+        return result
+
+    # -- reads -------------------------------------------------------------------------------
+
+    def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        queue = self.find_consume_queue(topic, queue_id)
+        return queue.min_offset if queue is not None else 0
+
+    def get_max_offset_in_queue(self, topic: str, queue_id: int) -> int:
+        """The offset the next message of this queue gets (0 for an unknown queue)."""
+        queue = self.find_consume_queue(topic, queue_id)
+        return queue.max_offset_in_queue if queue is not None else 0
+
+    def get_offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int:
+        return self.offset_in_queue_by_time(topic, queue_id, timestamp)
+
+    def get_message_store_timestamp(self, topic: str, queue_id: int, queue_offset: int) -> int:
+        """Store time of one message of a queue, or -1."""
+        queue = self.find_consume_queue(topic, queue_id)
+        entry = queue.get_entry(queue_offset) if queue is not None else None
+        return self.store_timestamp_at(entry[0]) if entry is not None else -1
+
+    def get_earliest_message_time(self, topic: str | None = None, queue_id: int = 0) -> int:
+        """Store time of the oldest message of a queue (or of the whole CommitLog), or -1."""
+        if topic is None:
+            return self.store_timestamp_at(self.commit_log.get_min_offset())
+        return self.get_message_store_timestamp(topic, queue_id, self.get_min_offset_in_queue(topic, queue_id))
+
+    def get_min_phy_offset(self) -> int:
+        return self.commit_log.get_min_offset()
+
+    def get_max_phy_offset(self) -> int:
+        return self.commit_log.get_max_offset()
+
+    def get_commit_log_data(self, offset: int) -> memoryview | None:
+        """Zero-copy view of the CommitLog from ``offset`` to the end of what its file holds (HA)."""
+        mapped_file = self.commit_log.find_file(offset)
+        if mapped_file is None:
+            return None
+        start = offset - mapped_file.file_from_offset
+        if start >= mapped_file.wrote_position:
+            return None
+        return mapped_file.read(start, mapped_file.wrote_position - start)
+
+    def query_message(self, topic: str, key: str, max_num: int = 32, begin: int = 0,
+                      end: int = 2**63 - 1) -> QueryMessageResult:
+        """Messages of ``topic`` whose UNIQ_KEY or one of whose KEYS is ``key``, stored in [begin, end]
+        (ms), newest first. The index may return hash collisions: each record's keys are re-checked."""
+        found = []
+        for offset in self.index_service.query(topic, key, max_num, begin, end):
+            record = self.look_message_by_offset(offset)
+            if record is None:
+                continue
+            message = decode_record(record, check_crc=False)
+            if message.topic == topic and (key in message.keys
+                                           or message.properties.get(MessageProperty.UNIQ_KEY) == key):
+                found.append(record)
+                if len(found) >= max_num:
+                    break
+        return QueryMessageResult(found, self.checkpoint.index_msg_timestamp, self.index_service.max_phy_offset)
+
+    def tag_filter(self, tags: list[str], exact: bool = True) -> TagFilter:
+        return TagFilter.of_tags(tags, exact)
+
+    # -- retention ---------------------------------------------------------------------------
+
+    def disk_used_ratio(self) -> float:
+        st = os.statvfs(self.commit_log.store_path if os.path.isdir(self.commit_log.store_path)
+                        else self.store_path)
+        return 1.0 - st.f_bfree / st.f_blocks if st.f_blocks else 0.0
+
+    def clean_expired_files(self, now_ms: int | None = None, disk_used_ratio: Callable[[], float] | None = None,
+                            force: bool = False) -> int:
+        """Delete CommitLog files older than fileReservedTime hours when it is deleteWhen o'clock
+        (or ``force``), and the oldest files at once while the disk is fuller than
+        diskMaxUsedSpaceRatio. Never the file being written. Then ConsumeQueue and index files wholly
+        below the new min offset. ``now_ms`` and ``disk_used_ratio`` are injectable for tests.
+        Returns how many CommitLog files went."""
+        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        ratio_of = disk_used_ratio or self.disk_used_ratio
+        limit = self.config.disk_max_used_space_ratio / 100
+        delete_time = force or time.localtime(now_ms / 1000).tm_hour in self.config.delete_hours
+        expire_before = now_ms - self.config.file_reserved_time * 3_600_000
+        deleted = 0
+        while True:
+            files = self.commit_log.mapped_files
+            if len(files) <= 1:
+                break
+            oldest = files[0]
+            expired = delete_time and os.stat(oldest.path).st_mtime * 1000 <= expire_before
+            disk_full = not expired and ratio_of() > limit
+            if not (expired or disk_full):
+                break
+            self.acquire_put_lock()
+            try:
+                self.commit_log.delete_first_file()
+            finally:
+                self.release_put_lock()
+            log.info("deleted CommitLog file %s (%s)", oldest.path, "expired" if expired else "disk full")
+            deleted += 1
+        self._clean_logics()
+        return deleted
+
+    def _clean_logics(self) -> None:
+        min_phy = self.commit_log.get_min_offset()
+        self.acquire_put_lock()
+        try:
+            for queue in self.consume_queues():
+                queue.delete_expired_files(min_phy)
+        finally:
+            self.release_put_lock()
+        self.index_service.delete_expired_files(min_phy)
+
+
+def new_store(store_path: str, **settings) -> MessageStore:
+    """A MessageStore at ``store_path`` (not started), other settings by their snake_case names."""
+    if "store_path_root_dir" in settings:
+        raise StoreError("give the store path once, as store_path")
+    return MessageStore(MessageStoreConfig(store_path_root_dir=store_path, **settings))
+
+
+__all__ = ["MessageStore", "QueryMessageResult", "new_store", "PutMessageStatus"]

@@ -1,0 +1,122 @@
+"""Appends across file ends, batches, bad input, lookups by offset and by time."""
+
+from __future__ import annotations
+
+import struct
+import time
+
+import pytest
+
+from rmq.message import encode_properties
+from rmq.store import GetMessageStatus, PutMessageStatus, decode_record
+
+FILE = 64 * 1024
+
+
+def test_roll_over_writes_an_eof_marker_and_continues_in_the_next_file(open_store):
+    store = open_store()
+    results = [store.put("TopicA", b"%05d" % i + b"x" * 995, tags="t") for i in range(200)]
+    files = store.commit_log.mapped_files
+    assert len(files) >= 3
+    assert [f.file_from_offset for f in files] == [i * FILE for i in range(len(files))]
+    assert all(f.path.endswith("%020d" % f.file_from_offset) for f in files)
+    for before, after in zip(results, results[1:]):
+        if after.wrote_offset // FILE != before.wrote_offset // FILE:
+            # the gap to the file end holds [remaining][0xCBD43194]
+            end = before.wrote_offset + before.wrote_bytes
+            mf = store.commit_log.find_file(before.wrote_offset)
+            raw = bytes(mf.read(end % FILE, FILE - end % FILE))
+            assert struct.unpack(">iI", raw[:8]) == (FILE - end % FILE, 0xCBD43194)
+            assert after.wrote_offset % FILE == 0
+    got = store.get_message("g", "TopicA", 0, 0, 1000, 1 << 30)
+    offsets = []
+    next_offset = 0
+    while True:
+        got = store.get_message("g", "TopicA", 0, next_offset, 32)
+        if got.status is not GetMessageStatus.FOUND:
+            break
+        offsets += got.queue_offsets
+        for view, qo in zip(got.messages, got.queue_offsets):
+            assert decode_record(view).body.startswith(b"%05d" % qo)
+        next_offset = got.next_begin_offset
+    assert offsets == list(range(200))
+    assert got.status is GetMessageStatus.OFFSET_OVERFLOW_ONE and got.next_begin_offset == 200
+
+
+def test_batch_is_contiguous_with_consecutive_queue_offsets(open_store):
+    store = open_store()
+    store.put("TopicA", b"single", queue_id=1)
+    batch = [(b"body-%d" % i, {"KEYS": f"k{i}"}, i) for i in range(10)]
+    r = store.put_messages("TopicA", 1, batch)
+    assert r.status is PutMessageStatus.PUT_OK and r.msg_num == 10 and r.queue_offset == 1
+    assert len(r.msg_id.split(",")) == 10 and r.msg_ids[0] == r.msg_id.split(",")[0]
+    offsets = r.wrote_offsets
+    got = store.get_message("g", "TopicA", 1, 1, 32)
+    assert got.queue_offsets == list(range(1, 11))
+    for i, view in enumerate(got.messages):
+        m = decode_record(view)
+        assert (m.body, m.flag, m.queue_offset, m.physical_offset) == (b"body-%d" % i, i, i + 1, offsets[i])
+        if i:
+            assert offsets[i] == offsets[i - 1] + len(got.messages[i - 1])
+
+
+def test_batch_crossing_a_file_end_moves_whole_to_the_next_file(open_store):
+    store = open_store()
+    while store.commit_log.get_max_offset() % FILE < FILE - 3000:
+        store.put("TopicA", b"x" * 500)
+    r = store.put_messages("TopicA", 0, [(b"y" * 1000, b"", 0)] * 4)
+    assert r.wrote_offset % FILE == 0
+
+
+@pytest.mark.parametrize("topic", ["", "bad topic", "x" * 128, "t!"])
+def test_illegal_topic_is_refused_and_nothing_written(open_store, topic):
+    store = open_store()
+    assert store.put_message(topic, 0, b"x").status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert store.put_messages(topic, 0, [(b"x", b"", 0)]).status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert store.commit_log.get_max_offset() == 0 and store.consume_queues() == []
+
+
+def test_oversized_message_and_properties_are_refused(open_store):
+    store = open_store(max_message_size=4096)
+    store.put("TopicA", b"ok")
+    end = store.commit_log.get_max_offset()
+    assert store.put_message("TopicA", 0, b"x" * 4096).status is PutMessageStatus.MESSAGE_ILLEGAL
+    big_props = encode_properties({"K": "v" * 32767})
+    assert store.put_message("TopicA", 0, b"x", big_props).status is PutMessageStatus.PROPERTIES_SIZE_EXCEEDED
+    assert store.put_messages("TopicA", 0, [(b"x" * 2000, b"", 0)] * 3).status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert store.put_message("TopicA", -1, b"x").status is PutMessageStatus.MESSAGE_ILLEGAL
+    assert store.commit_log.get_max_offset() == end
+    assert store.get_max_offset_in_queue("TopicA", 0) == 1
+
+
+def test_message_larger_than_a_file_is_illegal(open_store):
+    store = open_store(mapped_file_size_commit_log=4096)
+    assert store.put_message("TopicA", 0, b"x" * 4096).status is PutMessageStatus.MESSAGE_ILLEGAL
+
+
+def test_put_after_shutdown_is_service_not_available(open_store):
+    store = open_store()
+    store.shutdown()
+    assert store.put_message("TopicA", 0, b"x").status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+def test_look_message_by_offset(open_store):
+    store = open_store()
+    r = store.put("TopicA", b"hello")
+    assert bytes(store.look_message_by_offset(r.wrote_offset))[-7:] != b""
+    assert store.look_message_by_offset(r.wrote_offset + 1) is None
+    assert store.look_message_by_offset(10**9) is None
+
+
+def test_offset_by_time_and_store_timestamps(open_store):
+    store = open_store()
+    stamps = []
+    for i in range(6):
+        stamps.append(store.put("TopicA", b"%d" % i).store_timestamp)
+        time.sleep(0.003)
+    assert store.get_offset_in_queue_by_time("TopicA", 0, 0) == 0
+    assert store.get_offset_in_queue_by_time("TopicA", 0, stamps[3]) == stamps.index(stamps[3])
+    assert store.get_offset_in_queue_by_time("TopicA", 0, stamps[-1] + 1) == 6
+    assert store.get_message_store_timestamp("TopicA", 0, 2) == stamps[2]
+    assert store.get_earliest_message_time("TopicA", 0) == stamps[0]
+    assert store.get_earliest_message_time() == stamps[0]

@@ -1,0 +1,101 @@
+"""Gets: statuses and next offsets, tag filters, byte limits, delayed messages' tags codes."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from rmq.message import SCHEDULE_TOPIC, java_string_hash
+from rmq.store import GetMessageStatus, TagFilter, decode_record
+
+
+def test_get_statuses(open_store):
+    store = open_store()
+    assert store.get_message("g", "Nope", 0, 0, 32).status is GetMessageStatus.NO_MATCHED_LOGIC_QUEUE
+    for i in range(5):
+        store.put("TopicA", b"%d" % i)
+    got = store.get_message("g", "TopicA", 0, 0, 3)
+    assert got.status is GetMessageStatus.FOUND and got.queue_offsets == [0, 1, 2]
+    assert (got.next_begin_offset, got.min_offset, got.max_offset) == (3, 0, 5)
+    assert got.buffer_total_size == sum(len(m) for m in got.messages)
+    assert store.get_message("g", "TopicA", 0, 5, 3).status is GetMessageStatus.OFFSET_OVERFLOW_ONE
+    badly = store.get_message("g", "TopicA", 0, 9, 3)
+    assert badly.status is GetMessageStatus.OFFSET_OVERFLOW_BADLY and badly.next_begin_offset == 0
+
+
+def test_byte_limit_returns_at_least_one_message(open_store):
+    store = open_store()
+    for i in range(4):
+        store.put("TopicA", b"x" * 1000)
+    got = store.get_message("g", "TopicA", 0, 0, 32, max_total_bytes=2500)
+    assert len(got.messages) == 2 and got.next_begin_offset == 2
+    got = store.get_message("g", "TopicA", 0, 0, 32, max_total_bytes=10)
+    assert len(got.messages) == 1
+
+
+def test_tag_filter_by_code_and_exact_tag(open_store):
+    store = open_store()
+    tags = ["a", "b", "a", "c", "b"]
+    for i, tag in enumerate(tags):
+        store.put("TopicA", b"%d" % i, tags=tag)
+    store.put("TopicA", b"none")
+    got = store.get_message("g", "TopicA", 0, 0, 32, tag_filter=TagFilter.of_tags(["a", "c"]))
+    assert got.queue_offsets == [0, 2, 3] and got.next_begin_offset == 6
+    got = store.get_message("g", "TopicA", 0, 0, 32, tag_filter=TagFilter({java_string_hash("b")}))
+    assert got.queue_offsets == [1, 4]
+    got = store.get_message("g", "TopicA", 0, 0, 32, tag_filter=TagFilter.of_tags(["zzz"]))
+    assert got.status is GetMessageStatus.NO_MATCHED_MESSAGE and got.next_begin_offset == 6
+
+
+def test_exact_tags_reject_a_hash_collision(open_store):
+    store = open_store()
+    # "Aa" and "BB" share a Java String.hashCode
+    assert java_string_hash("Aa") == java_string_hash("BB")
+    store.put("TopicA", b"1", tags="Aa")
+    store.put("TopicA", b"2", tags="BB")
+    assert store.get_message("g", "TopicA", 0, 0, 32, tag_filter=TagFilter.of_tags(["BB"])).queue_offsets == [1]
+    loose = TagFilter.of_tags(["BB"], exact=False)
+    assert store.get_message("g", "TopicA", 0, 0, 32, tag_filter=loose).queue_offsets == [0, 1]
+
+
+def test_schedule_topic_tags_code_is_the_deliver_time(open_store):
+    store = open_store(message_delay_level="1s 5s 10s")
+    r = store.put(SCHEDULE_TOPIC, b"later", queue_id=1, properties={"DELAY": "2", "TAGS": "x"})
+    assert store.find_consume_queue(SCHEDULE_TOPIC, 1).get_entry(0)[2] == r.store_timestamp + 5000
+    r = store.put(SCHEDULE_TOPIC, b"later", queue_id=2, properties={"DELAY": "9"})
+    assert store.find_consume_queue(SCHEDULE_TOPIC, 2).get_entry(0)[2] == r.store_timestamp + 10000
+
+
+def test_views_stay_valid_after_the_store_is_gone(open_store):
+    store = open_store()
+    store.put("TopicA", b"keep me")
+    view = store.get_message("g", "TopicA", 0, 0, 1).messages[0]
+    store.shutdown()
+    for mf in store.commit_log.mapped_files:
+        mf.destroy()
+    del store
+    assert decode_record(view).body == b"keep me"
+
+
+def test_query_message_by_key_and_uniq_key(open_store):
+    store = open_store()
+    r = store.put("TopicA", b"k", keys=["order-1", "user-9"], properties={"UNIQ_KEY": "AC11000100002A9F0001"})
+    store.put("TopicA", b"other", keys="order-2")
+    store.put("TopicB", b"same key, other topic", keys="order-1")
+    for key in ("order-1", "user-9", "AC11000100002A9F0001"):
+        found = store.query_message("TopicA", key, 10, 0, 2**62)
+        assert [decode_record(m).physical_offset for m in found.messages] == [r.wrote_offset], key
+    assert store.query_message("TopicA", "order-", 10, 0, 2**62).messages == []
+
+
+def test_crash_recovery_rebuilds_the_index(open_store, store_dir):
+    store = open_store()
+    r = store.put("TopicA", b"k", keys="lost-key")
+    store.shutdown()
+    shutil.rmtree(store_dir / "index")
+    (store_dir / "checkpoint").unlink()
+    (store_dir / "abort").touch()
+    store = open_store()
+    found = store.query_message("TopicA", "lost-key", 10, 0, 2**62)
+    assert [decode_record(m).physical_offset for m in found.messages] == [r.wrote_offset]
