@@ -2,7 +2,7 @@
 
 import pytest
 
-from rmq.errors import StoreError
+from rmq.errors import ConfigError, StoreError
 from rmq.store import FlushDiskType, MessageStoreConfig
 from rmq.store.config import camel_to_snake, parse_delay_levels
 
@@ -32,7 +32,7 @@ def test_defaults_are_rocketmqs():
 def test_bad_values_say_what_was_expected():
     with pytest.raises(StoreError, match="expected int"):
         MessageStoreConfig.from_properties({"maxMessageSize": "big"})
-    with pytest.raises(StoreError, match="delay level"):
+    with pytest.raises(ConfigError, match="level 2 is '5x'"):
         parse_delay_levels("1s 5x")
     with pytest.raises(ValueError):
         MessageStoreConfig(flush_disk_type="SOMETIMES")

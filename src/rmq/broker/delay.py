@@ -14,26 +14,9 @@ import os
 from typing import Any
 
 from rmq.broker.config_manager import ConfigManager
-from rmq.errors import ConfigError
+from rmq.store.config import DELAY_UNIT_MS, parse_delay_levels  # noqa: F401 (re-exported)
 
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-DELAY_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
-
-
-def parse_delay_levels(levels: str) -> dict[int, int]:
-    """``"1s 5s 1m"`` -> ``{1: 1000, 2: 5000, 3: 60000}`` (level -> delay in ms)."""
-    table: dict[int, int] = {}
-    for level, token in enumerate(levels.split(), start=1):
-        unit = DELAY_UNIT_MS.get(token[-1:])
-        if unit is None or not token[:-1].isdigit():
-            raise ConfigError(f"messageDelayLevel {levels!r}: level {level} is {token!r}, "
-                              "expected digits followed by one of s, m, h, d")
-        table[level] = int(token[:-1]) * unit
-    if not table:
-        raise ConfigError("messageDelayLevel is empty: expected delays like '1s 5s 10s'")
-    return table
-
-
 def delay_level_to_queue_id(level: int) -> int:
     return level - 1
 

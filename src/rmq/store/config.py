@@ -8,7 +8,7 @@ import os
 import re
 from typing import Any, Mapping
 
-from rmq.errors import StoreError
+from rmq.errors import ConfigError, StoreError
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -20,18 +20,25 @@ class FlushDiskType(str, enum.Enum):
 
 
 DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
-_DELAY_UNITS_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+DELAY_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
 
 
-def parse_delay_levels(levels: str) -> list[int]:
-    """``"1s 5s 1m"`` -> ``[1000, 5000, 60000]``: the delay of level L is element L - 1."""
-    result = []
-    for token in levels.split():
-        unit = _DELAY_UNITS_MS.get(token[-1:])
+def parse_delay_levels(levels: str) -> dict[int, int]:
+    """``"1s 5s 1m"`` -> ``{1: 1000, 2: 5000, 3: 60000}`` (delay level -> delay in ms).
+
+    The one parser of ``messageDelayLevel``: the store uses it for the deliver time of delayed
+    messages, the broker for its schedule service.
+    """
+    table: dict[int, int] = {}
+    for level, token in enumerate(levels.split(), start=1):
+        unit = DELAY_UNIT_MS.get(token[-1:])
         if unit is None or not token[:-1].isdigit():
-            raise StoreError(f"delay level {token!r} in {levels!r}: expected digits and one of s, m, h, d")
-        result.append(int(token[:-1]) * unit)
-    return result
+            raise ConfigError(f"messageDelayLevel {levels!r}: level {level} is {token!r}, "
+                              "expected digits followed by one of s, m, h, d")
+        table[level] = int(token[:-1]) * unit
+    if not table:
+        raise ConfigError("messageDelayLevel is empty: expected delays like '1s 5s 10s'")
+    return table
 
 
 def camel_to_snake(name: str) -> str:
@@ -89,7 +96,8 @@ class MessageStoreConfig:
 
     @property
     def delay_level_ms(self) -> list[int]:
-        return parse_delay_levels(self.message_delay_level)
+        """Delay of level L at index L - 1."""
+        return list(parse_delay_levels(self.message_delay_level).values())
 
     @property
     def delete_hours(self) -> set[int]:
