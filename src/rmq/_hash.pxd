@@ -6,13 +6,29 @@
 # The hash is incremental: java_hash_update(java_hash_update(0, topic), "#") continued with the key
 # equals the hash of "topic#key", so index keys are hashed without building the joined string.
 # Pure-Python reference: rmq.message.java_string_hash (tests check they agree).
+#
+# Speed: h = 31h + c is a serial multiply-add, ~4 cycles a character, and every put hashes ~50
+# (topic#UNIQ_KEY, topic#each key). Arithmetic is mod 2^32, so four ASCII characters fold in one
+# step, h = 31^4 h + 31^3 c0 + 31^2 c1 + 31 c2 + c3, whose products are independent: same result,
+# a quarter of the chain.
 from libc.stdint cimport int32_t, uint32_t
+
+cdef enum:
+    P1 = 31
+    P2 = 31 * 31
+    P3 = 31 * 31 * 31
+    P4 = 31 * 31 * 31 * 31
 
 
 cdef inline uint32_t java_hash_update(uint32_t h, const unsigned char* s, Py_ssize_t n) noexcept nogil:
     cdef uint32_t c, cp
     cdef Py_ssize_t i = 0
     while i < n:
+        if i + 4 <= n and ((s[i] | s[i + 1] | s[i + 2] | s[i + 3]) & 0x80) == 0:
+            h = (h * <uint32_t>P4 + <uint32_t>s[i] * <uint32_t>P3 + <uint32_t>s[i + 1] * <uint32_t>P2
+                 + <uint32_t>s[i + 2] * <uint32_t>P1 + s[i + 3])
+            i += 4
+            continue
         c = s[i]
         if c < 0x80:
             h = h * 31 + c
