@@ -12,6 +12,7 @@ from rmq.broker.client_manager import ClientManager
 from rmq.broker.config import BrokerConfig
 from rmq.broker.consumer_offset import ConsumerOffsetManager
 from rmq.broker.delay import DelayOffsetManager, schedule_destination
+from rmq.broker.processor.admin import AdminProcessor
 from rmq.broker.processor.lock import LockProcessor
 from rmq.broker.processor.query import QueryMessageProcessor
 from rmq.broker.processor.send_back import SendBackProcessor
@@ -24,7 +25,7 @@ from rmq.net.server import RemotingServer
 from rmq.store import MessageStore, MessageStoreConfig, PutMessageResult
 from tests.conftest import LOOPBACK, free_port
 
-PROCESSORS = [SendBackProcessor, QueryMessageProcessor, LockProcessor]
+PROCESSORS = [SendBackProcessor, QueryMessageProcessor, LockProcessor, AdminProcessor]
 
 
 class MiniBroker:
