@@ -238,6 +238,27 @@ class AdminClient:
                                           int(o["consumerOffset"]), int(o.get("lastTimestamp", 0))))
         return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
 
+    def consumer_connections(self, group: str) -> dict[str, Any]:
+        """The group's online consumers (GET_CONSUMER_CONNECTION_LIST) merged over its brokers:
+        ``{"connectionSet": [...], "subscriptionTable": {...}, "consumeType", "messageModel", ...}``;
+        ResponseError CONSUMER_NOT_ONLINE when no broker knows one."""
+        merged: dict[str, Any] = {}
+        refusal: ResponseError | None = None
+        for addr in self._group_masters(group).values():
+            try:
+                body = self._json(self.invoke(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}))
+            except ResponseError as e:
+                if e.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    raise
+                refusal = e
+                continue
+            connections = merged.get("connectionSet", []) + body.get("connectionSet", [])
+            merged.update(body)
+            merged["connectionSet"] = list({c["clientId"]: c for c in connections}.values())
+        if not merged:
+            raise refusal or AdminError(f"no broker serves consumer group {group!r}")
+        return merged
+
     def reset_offset(self, group: str, topic: str, timestamp: int, force: bool = True) -> list[QueueOffset]:
         """Move the group's offsets on ``topic`` to the first message stored at or after
         ``timestamp`` (ms; RESET_TO_LATEST for the end) on every broker of the topic."""

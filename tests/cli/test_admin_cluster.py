@@ -128,6 +128,8 @@ def test_cluster_list_and_unknown_things(cluster):
     assert code == 3 and out.startswith("rmq-admin: ") and "NoSuchTopic" in out
     code, out = cluster.admin("topic", "update", "NoSuchTopic", "-q", "2")
     assert code == 3 and "topic create" in out
+    code, out = cluster.admin("consumer", "connections", "NobodyOnline")
+    assert code == 3 and "CONSUMER_NOT_ONLINE" in out
     code, out = cluster.admin("message", "id", "7F00000100002A9F00000000FFFFFFFF")
     assert code != 0
 

@@ -28,7 +28,7 @@ from rmq.store import StoredMessage
 
 EXIT_FAILED = 1
 EXIT_NOT_FOUND = 3
-NOT_FOUND_CODES = (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.QUERY_NOT_FOUND)
+NOT_FOUND_CODES = (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.QUERY_NOT_FOUND, ResponseCode.CONSUMER_NOT_ONLINE)
 # How much of a body the human view of a message shows.
 BODY_PREVIEW_BYTES = 4096
 
@@ -330,6 +330,24 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic_name:
                              [[r.topic, r.broker_name, r.queue_id, r.broker_offset, r.consumer_offset, r.lag,
                                format_time(r.last_timestamp)] for r in rows])
         return f"{table}\n\nTotal lag: {sum(r.lag for r in rows)}"
+
+    emit(as_json, data, human)
+
+
+@admin_command(consumer, "connections")
+@click.argument("group")
+def consumer_connections(admin: AdminClient, as_json: bool, group: str) -> None:
+    """GROUP's online consumers and what they subscribe to."""
+    data = admin.consumer_connections(group)
+
+    def human() -> str:
+        clients = render_table(["Client ID", "Address", "Language", "Version"],
+                               [[c["clientId"], c.get("clientAddr", "-"), c.get("language", "-"), c.get("version", "-")]
+                                for c in sorted(data["connectionSet"], key=lambda c: c["clientId"])])
+        subscriptions = render_table(["Topic", "Expression"],
+                                     [[t, s.get("subString", "*")] for t, s in sorted(data["subscriptionTable"].items())])
+        return (f"{clients}\n\n{subscriptions}\n\nConsume type: {data.get('consumeType')}, "
+                f"model: {data.get('messageModel')}, from: {data.get('consumeFromWhere')}")
 
     emit(as_json, data, human)
 
