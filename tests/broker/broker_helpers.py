@@ -67,3 +67,9 @@ def records(body) -> list:
 
 def call(client: RemotingClient, addr: str, request: RemotingCommand, timeout: float = TIMEOUT) -> RemotingCommand:
     return client.invoke_sync(addr, request, timeout)
+
+
+def create_topic(broker, topic: str, queues: int = 4) -> None:
+    """Create ``topic`` on an in-process broker, as UPDATE_AND_CREATE_TOPIC would."""
+    from rmq.broker.topic_config import TopicConfig
+    broker.topic_config_manager.update_topic_config(TopicConfig(topic, queues, queues))

@@ -21,6 +21,7 @@ The seam for the broker's other services (retry, delay scheduler, transactions):
 
 from __future__ import annotations
 
+import concurrent.futures
 import logging
 import threading
 import time
@@ -105,6 +106,8 @@ class BrokerController:
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
         self.scheduler = PeriodicTasks()
         self.disk_full = False
+        # The answers to the registration that followed the last topic change.
+        self.last_registration: list[concurrent.futures.Future] = []
         self.disk_used_percent = 0.0
         self._namesrv_addrs: list[str] = self.config.namesrv_addr_list
         self._started = False
@@ -207,19 +210,19 @@ class BrokerController:
 
     # -- name servers ---------------------------------------------------------------------------
 
-    def register_broker_all(self, force: bool = True, wait: bool = False) -> None:
-        """REGISTER_BROKER with every name server now, with the current topic configs. Never blocks
-        the event loop unless ``wait`` (start-up)."""
+    def register_broker_all(self, force: bool = True, wait: bool = False) -> list[concurrent.futures.Future]:
+        """REGISTER_BROKER with every name server now, with the current topic configs; the futures
+        of the answers. Never blocks the event loop unless ``wait`` (start-up)."""
         if not self._started:
-            return
+            return []
         config = self.config
-        self.namesrv_api.register_all(self._namesrv_addrs, config.broker_cluster_name, self.broker_addr,
-                                      config.broker_name, config.broker_id, config.ha_server_addr,
-                                      self.topic_config_manager.build_serialize_wrapper(), wait=wait)
+        return self.namesrv_api.register_all(self._namesrv_addrs, config.broker_cluster_name, self.broker_addr,
+                                             config.broker_name, config.broker_id, config.ha_server_addr,
+                                             self.topic_config_manager.build_serialize_wrapper(), wait=wait)
 
     def _topics_changed(self) -> None:
         # A created or changed topic is routed at once, not at the next 30 s tick.
-        self.register_broker_all(force=True)
+        self.last_registration = self.register_broker_all(force=True)
 
     # -- putting messages (the seam for retry, delay and transaction services) -----------------
 

@@ -29,6 +29,20 @@ class TopicProcessor(Processor):
             topic_sys_flag=int_field(ext, "topicSysFlag", 0),
             order=bool_field(ext, "order", False),
         )
-        # update_topic_config persists and calls the controller's on_change: registration at once
+        # update_topic_config persists and calls the controller's on_change, which registers with
+        # every name server at once; answer once they took it, so the route is there when the
+        # creator asks for it (RocketMQ waits the same way).
         self.controller.topic_config_manager.update_topic_config(config)
-        return success(request)
+        pending = [f for f in self.controller.last_registration if not f.done()]
+        if not pending:
+            return success(request)
+        remaining = [len(pending)]
+
+        def registered(_future) -> None:
+            remaining[0] -= 1
+            if remaining[0] == 0:
+                channel.send_response(success(request))
+
+        for future in pending:
+            future.add_done_callback(registered)
+        return None
