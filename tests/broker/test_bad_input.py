@@ -110,3 +110,41 @@ def test_update_and_create_topic(broker, client):
     r = call(client, broker.broker_addr, RemotingCommand.request(
         RequestCode.UPDATE_AND_CREATE_TOPIC, {**fields, "readQueueNums": "many"}))
     assert r.code == ResponseCode.SYSTEM_ERROR and "readQueueNums" in r.remark
+
+
+def test_a_send_that_waited_too_long_in_the_broker_is_refused_busy(broker):
+    """A send read together with a request that holds the loop for 300 ms waited past
+    waitTimeMillsInSendQueue (200 ms): SYSTEM_BUSY, and nothing stored."""
+    import socket
+    import time
+
+    from rmq.net.codec import FrameDecoder, encode
+
+    slow_code = 9999
+
+    def slow(channel, request):
+        time.sleep(0.3)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    broker.server.register_processor(slow_code, slow)
+    create_topic(broker, "Busy")
+    frames = encode(RemotingCommand.request(slow_code, {})) + encode(send_request("Busy", b"late"))
+    with socket.create_connection(("127.0.0.1", broker.server.port)) as sock:
+        sock.sendall(frames)
+        decoder = FrameDecoder()
+        answers = []
+        while len(answers) < 2:
+            answers += decoder.feed(sock.recv(65536))
+    assert answers[1].code == ResponseCode.SYSTEM_BUSY and "flow control" in answers[1].remark
+    assert _stored(broker, "Busy") == 0
+
+
+def test_a_send_to_a_retry_topic_past_max_reconsume_times_goes_to_the_dlq(broker, client):
+    request = send_request("%RETRY%G1", b"x")
+    request.ext_fields.update({"j": "16", "l": "16"})
+    r = call(client, broker.broker_addr, request)
+    assert r.code == ResponseCode.SUCCESS
+    assert broker.store.get_max_offset_in_queue("%DLQ%G1", 0) == 1
+    request.ext_fields.update({"j": "3"})
+    assert call(client, broker.broker_addr, request).code == ResponseCode.SUCCESS
+    assert broker.store.get_max_offset_in_queue("%RETRY%G1", 0) == 1

@@ -123,3 +123,12 @@ def test_a_consumer_leaving_is_told_to_the_others(broker):
         assert r.code == ResponseCode.SUCCESS
         assert changed.wait(2.0), "no notification when a consumer unregistered"
         assert broker.client_manager.consumers.consumer_ids("RG") == ["stays"]
+        # a consumer silent for 120 s is dropped by the 10 s scan, and the others are told
+        call(unregisters, addr, heartbeat("silent", "RG", "Rebalance"))
+        assert changed.wait(2.0)
+        changed.clear()
+        info = broker.client_manager.consumers.find_channel("RG", "silent")
+        info.last_update_ms -= 121_000
+        broker.scan_not_active_clients()
+        assert changed.wait(2.0), "no notification when a silent consumer expired"
+        assert broker.client_manager.consumers.consumer_ids("RG") == ["stays"]
