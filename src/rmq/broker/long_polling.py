@@ -63,6 +63,11 @@ class PullRequestHoldService:
         self._execute = execute
 
     @property
+    def has_parked(self) -> bool:
+        """Any pull waiting (a cheap test for the send path before it notifies)."""
+        return bool(self._parked)
+
+    @property
     def parked_count(self) -> int:
         return sum(len(pulls) for pulls in self._parked.values())
 

@@ -36,6 +36,7 @@ import time
 from typing import TYPE_CHECKING
 
 from rmq.broker.processor.base import Processor, int_field, malformed
+from rmq.broker.topic_config import TopicConfig
 from rmq.common import PERM_READ, PERM_WRITE, is_writeable
 from rmq.errors import BrokerRequestError
 from rmq.message import (
@@ -58,7 +59,6 @@ from rmq.store import PutMessageStatus, ipv4_to_int
 
 if TYPE_CHECKING:
     from rmq.broker.controller import BrokerController
-    from rmq.broker.topic_config import TopicConfig
 
 log = logging.getLogger("rmq.broker")
 
@@ -142,6 +142,9 @@ class SendProcessor(Processor):
         self.sync_flush = controller.store.sync_flush
         self.wait_limit = controller.config.wait_time_mills_in_send_queue / 1000
         self._born_hosts: dict[str, tuple[int, int]] = {}
+        self._writable_topics: dict[str, TopicConfig] = {}
+        self._topics_version = -1
+        self._hold = controller.pull_hold
         # SYNC_FLUSH completions, handed from the flush thread to the loop in one hop per round
         self._durable: deque = deque()
         self._drain_scheduled = False
@@ -182,14 +185,21 @@ class SendProcessor(Processor):
         if not topic:
             raise malformed(keys[_TOPIC], None, "a topic name")
         batch = code == RequestCode.SEND_BATCH_MESSAGE or ext.get(keys[_BATCH]) == "true"
-        queue_id = int_field(ext, keys[_QUEUE_ID])
-        sys_flag = int_field(ext, keys[_SYS_FLAG], 0)
-        born_timestamp = int_field(ext, keys[_BORN_TIMESTAMP], 0)
-        flag = int_field(ext, keys[_FLAG], 0)
-        reconsume_times = int_field(ext, keys[_RECONSUME_TIMES], 0)
+        try:  # the common case in one go; the field-by-field path names what is wrong
+            queue_id = int(ext[keys[_QUEUE_ID]])
+            sys_flag = int(ext.get(keys[_SYS_FLAG]) or 0)
+            born_timestamp = int(ext.get(keys[_BORN_TIMESTAMP]) or 0)
+            flag = int(ext.get(keys[_FLAG]) or 0)
+            reconsume_times = int(ext.get(keys[_RECONSUME_TIMES]) or 0)
+        except (KeyError, ValueError):
+            queue_id = int_field(ext, keys[_QUEUE_ID])
+            sys_flag = int_field(ext, keys[_SYS_FLAG], 0)
+            born_timestamp = int_field(ext, keys[_BORN_TIMESTAMP], 0)
+            flag = int_field(ext, keys[_FLAG], 0)
+            reconsume_times = int_field(ext, keys[_RECONSUME_TIMES], 0)
         properties = ext.get(keys[_PROPERTIES]) or ""
 
-        topic_config = self._check_topic(channel, ext, keys, topic, sys_flag)
+        topic_config = self._check_topic(channel, ext, keys, topic)
         if queue_id < 0:
             queue_id = random.randrange(max(1, topic_config.write_queue_nums))
         elif queue_id >= max(topic_config.write_queue_nums, topic_config.read_queue_nums):
@@ -224,8 +234,8 @@ class SendProcessor(Processor):
         callback = self._durable_callback(channel, request, queue_id) if wait else None
         result = self.store.put_message(topic, queue_id, body, props, sys_flag, born_timestamp, flag,
                                         reconsume_times, born_host, born_port, callback)
-        if result.status_code == PutMessageStatus.PUT_OK:
-            controller.notify_message_arriving(topic, queue_id)
+        if result.status_code == PutMessageStatus.PUT_OK and self._hold.has_parked:
+            self._hold.notify_message_arriving(topic, queue_id)
         if result.pending:
             return None
         return _put_response(request, result, queue_id)
@@ -258,8 +268,8 @@ class SendProcessor(Processor):
         callback = self._durable_callback(channel, request, queue_id) if wait else None
         result = self.store.put_messages(topic, queue_id, messages, sys_flag, born_timestamp, born_host, born_port,
                                          callback)
-        if result.status_code == PutMessageStatus.PUT_OK:
-            self.controller.notify_message_arriving(topic, queue_id)
+        if result.status_code == PutMessageStatus.PUT_OK and self._hold.has_parked:
+            self._hold.notify_message_arriving(topic, queue_id)
         if result.pending:
             return None
         return _put_response(request, result, queue_id)
@@ -290,7 +300,20 @@ class SendProcessor(Processor):
 
     # -- checks (RocketMQ's msgCheck) ---------------------------------------------------------
 
-    def _check_topic(self, channel, ext, keys, topic: str, sys_flag: int) -> TopicConfig:
+    def _check_topic(self, channel, ext, keys, topic: str) -> TopicConfig:
+        # The topic table changes rarely; its version says when the cached configs are stale.
+        version = self.topics.data_version.counter
+        if version != self._topics_version:
+            self._topics_version = version
+            self._writable_topics.clear()
+        topic_config = self._writable_topics.get(topic)
+        if topic_config is not None:
+            return topic_config
+        topic_config = self._select_and_check_topic(channel, ext, keys, topic)
+        self._writable_topics[topic] = topic_config
+        return topic_config
+
+    def _select_and_check_topic(self, channel, ext, keys, topic: str) -> TopicConfig:
         topic_config = self.topics.select_topic_config(topic)
         if topic_config is None:
             reason = topic_error(topic)
