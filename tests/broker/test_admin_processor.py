@@ -14,6 +14,7 @@ from rmq.broker.rebalance_lock import MessageQueue
 from rmq.broker.topic_config import TopicConfig
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import RequestCode, ResponseCode
+from tests.broker.store_helpers import put
 
 TOPIC = "TopicAdmin"
 
@@ -32,7 +33,7 @@ def filled(broker):
     broker.topic_config_manager.update_topic_config(TopicConfig(TOPIC, 2, 2))
     results = []
     for i in range(3):
-        results.append(broker.send(TOPIC, f"m{i}".encode()))
+        results.append(put(broker, TOPIC, f"m{i}".encode()))
         time.sleep(0.002)
     return results
 

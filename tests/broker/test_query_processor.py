@@ -2,19 +2,11 @@
 
 from __future__ import annotations
 
+from rmq.admin import split_records
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import RequestCode, ResponseCode
-from rmq.store import check_record, decode_msg_id, decode_record
-
-
-def split_records(body: bytes) -> list:
-    records, pos = [], 0
-    while pos < len(body):
-        size = check_record(body[pos:])
-        assert size > 0
-        records.append(decode_record(body[pos:pos + size]))
-        pos += size
-    return records
+from rmq.store import decode_msg_id
+from tests.broker.store_helpers import put
 
 
 def query(client, broker, topic: str, key: str, **ext) -> RemotingCommand:
@@ -25,8 +17,8 @@ def query(client, broker, topic: str, key: str, **ext) -> RemotingCommand:
 
 def test_query_by_key_returns_every_match_of_the_topic_only(broker, client):
     for i in range(5):
-        broker.send("TopicQ", f"m{i}".encode(), i % 2, KEYS="order-1 shared" if i < 3 else "order-2")
-    broker.send("OtherTopic", b"other", KEYS="order-1")
+        put(broker, "TopicQ", f"m{i}".encode(), i % 2, KEYS="order-1 shared" if i < 3 else "order-2")
+    put(broker, "OtherTopic", b"other", KEYS="order-1")
     answer = query(client, broker, "TopicQ", "order-1")
     assert answer.code == ResponseCode.SUCCESS
     assert sorted(m.body for m in split_records(bytes(answer.body))) == [b"m0", b"m1", b"m2"]
@@ -36,15 +28,15 @@ def test_query_by_key_returns_every_match_of_the_topic_only(broker, client):
 
 
 def test_query_without_match_is_query_not_found(broker, client):
-    broker.send("TopicQ", b"m", KEYS="k")
+    put(broker, "TopicQ", b"m", KEYS="k")
     for topic, key, ext in (("TopicQ", "nope", {}), ("Nope", "k", {}), ("TopicQ", "k", {"endTimestamp": 1})):
         answer = query(client, broker, topic, key, **ext)
         assert answer.code == ResponseCode.QUERY_NOT_FOUND and "can not find message" in answer.remark
 
 
 def test_view_by_id_returns_the_record_a_msg_id_points_at(broker, client):
-    broker.send("TopicQ", b"first")
-    second = broker.send("TopicQ", b"second", TAGS="t")
+    put(broker, "TopicQ", b"first")
+    second = put(broker, "TopicQ", b"second", TAGS="t")
     ip, port, offset = decode_msg_id(second.msg_id)
     assert f"{ip}:{port}" == broker.broker_addr
     request = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})

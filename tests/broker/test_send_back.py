@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import time
-
 from rmq.broker.delay import delay_level_to_queue_id
 from rmq.common import PERM_READ, PERM_WRITE
 from rmq.message import SCHEDULE_TOPIC, MessageProperty, dlq_topic, retry_topic
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import RequestCode, ResponseCode
-from rmq.store import StoredMessage, decode_record
+from tests.broker.store_helpers import messages_in, put, wait_for_message
 
 GROUP = "G_retry"
 
@@ -23,23 +21,8 @@ def send_back(client, broker, offset: int, delay_level: int = 0, max_reconsume_t
     return client.invoke_sync(broker.broker_addr, request, timeout=3.0)
 
 
-def messages_in(broker, topic: str, queue_id: int = 0) -> list[StoredMessage]:
-    got = broker.store.get_message("test", topic, queue_id, 0, 32)
-    return [decode_record(m) for m in got.messages]
-
-
-def wait_for_message(broker, topic: str, count: int, timeout: float = 3.0) -> StoredMessage:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = messages_in(broker, topic)
-        if len(found) >= count:
-            return found[count - 1]
-        time.sleep(0.01)
-    raise AssertionError(f"message {count} of {topic} did not arrive within {timeout}s")
-
-
 def test_retry_twice_then_dead_letter(broker, client):
-    original = broker.send("TopicA", b"payload", 0, TAGS="tagA", KEYS="k1")
+    original = put(broker, "TopicA", b"payload", 0, TAGS="tagA", KEYS="k1")
     answer = send_back(client, broker, original.wrote_offset, delay_level=1, max_reconsume_times=2)
     assert answer.code == ResponseCode.SUCCESS, answer.remark
 
@@ -54,7 +37,6 @@ def test_retry_twice_then_dead_letter(broker, client):
     for key in (MessageProperty.DELAY_TIME_LEVEL, MessageProperty.REAL_TOPIC, MessageProperty.REAL_QUEUE_ID):
         assert key not in first.properties
     assert first.store_timestamp - waiting[0].store_timestamp >= 1000
-    assert (retry_topic(GROUP), 0) in broker.arrivals
 
     assert send_back(client, broker, first.physical_offset, 1, 2).code == ResponseCode.SUCCESS
     second = wait_for_message(broker, retry_topic(GROUP), 2)
@@ -75,7 +57,7 @@ def test_retry_twice_then_dead_letter(broker, client):
 
 
 def test_delay_level_zero_means_three_plus_reconsume_times(broker, client):
-    original = broker.send("TopicA", b"x")
+    original = put(broker, "TopicA", b"x")
     assert send_back(client, broker, original.wrote_offset).code == ResponseCode.SUCCESS
     (waiting,) = messages_in(broker, SCHEDULE_TOPIC, delay_level_to_queue_id(3))
     assert waiting.properties[MessageProperty.DELAY_TIME_LEVEL] == "3"
@@ -87,20 +69,20 @@ def test_group_retry_max_times_applies_without_a_request_maximum(broker, client)
     config = broker.subscription_group_manager.find_subscription_group_config(GROUP)
     config.retry_max_times = 0
     broker.subscription_group_manager.update_subscription_group_config(config)
-    original = broker.send("TopicA", b"x")
+    original = put(broker, "TopicA", b"x")
     assert send_back(client, broker, original.wrote_offset, delay_level=1).code == ResponseCode.SUCCESS
     assert len(messages_in(broker, dlq_topic(GROUP))) == 1
 
 
 def test_negative_delay_level_goes_straight_to_the_dlq(broker, client):
-    original = broker.send("TopicA", b"x")
+    original = put(broker, "TopicA", b"x")
     assert send_back(client, broker, original.wrote_offset, delay_level=-1).code == ResponseCode.SUCCESS
     assert len(messages_in(broker, dlq_topic(GROUP))) == 1
     assert messages_in(broker, SCHEDULE_TOPIC, 0) == []
 
 
 def test_an_offset_without_a_message_is_refused_and_nothing_is_stored(broker, client):
-    original = broker.send("TopicA", b"x")
+    original = put(broker, "TopicA", b"x")
     end = broker.store.get_max_phy_offset()
     for offset in (original.wrote_offset + 1, end, 10**12, -5):
         answer = send_back(client, broker, offset)
@@ -117,11 +99,11 @@ def test_missing_or_malformed_header_fields_are_refused(broker, client):
     assert answer.code == ResponseCode.SYSTEM_ERROR and "'offset' is missing" in answer.remark
     request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {"group": GROUP, "offset": "x1"})
     answer = client.invoke_sync(broker.broker_addr, request, timeout=3.0)
-    assert answer.code == ResponseCode.SYSTEM_ERROR and "must be an integer" in answer.remark
+    assert answer.code == ResponseCode.SYSTEM_ERROR and "expected an integer" in answer.remark
 
 
 def test_unknown_group_without_auto_creation(broker, client):
     broker.config.auto_create_subscription_group = False
-    original = broker.send("TopicA", b"x")
+    original = put(broker, "TopicA", b"x")
     answer = send_back(client, broker, original.wrote_offset, group="NoSuchGroup")
     assert answer.code == ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST

@@ -5,23 +5,18 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 from click.testing import CliRunner
 
 from rmq.cli.admin import main
-from rmq.message import encode_properties
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import RequestCode, ResponseCode
-from tests.conftest import free_port, wait_for_port
-
-# the broker core lands on main separately; until then there is no rmq-broker to run
-pytest.importorskip("rmq.broker.controller")
-
-SMALL_FILES = ("mappedFileSizeCommitLog=4194304", "mappedFileSizeConsumeQueue=60000",
-               "maxHashSlotNum=1024", "maxIndexNum=4096")
+from tests.broker.broker_helpers import call, send_request
+from tests.broker.conftest import broker_settings
+from tests.broker.test_broker_process import start_process
+from tests.conftest import wait_for_port
 
 
 class Cluster:
@@ -39,32 +34,24 @@ class Cluster:
         assert code == 0, output
         return json.loads(output)
 
-    def send(self, topic: str, body: bytes, queue_id: int, **properties: str) -> str:
-        ext = {"producerGroup": "P", "topic": topic, "defaultTopic": "TBW102", "defaultTopicQueueNums": 4,
-               "queueId": queue_id, "sysFlag": 0, "bornTimestamp": int(time.time() * 1000), "flag": 0,
-               "properties": encode_properties(properties).decode(), "reconsumeTimes": 0, "unitMode": False}
-        answer = self.client.invoke_sync(self.broker_addr,
-                                         RemotingCommand.request(RequestCode.SEND_MESSAGE, ext, body), 3.0)
+    def send(self, topic: str, body: bytes, queue_id: int, keys: str) -> str:
+        answer = call(self.client, self.broker_addr, send_request(topic, body, code=RequestCode.SEND_MESSAGE,
+                                                                  queue_id=queue_id, tags="t", keys=keys))
         assert answer.code == ResponseCode.SUCCESS, answer.remark
         return answer.ext_fields["msgId"]
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         ext = {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset}
-        answer = self.client.invoke_sync(self.broker_addr,
-                                         RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext), 3.0)
+        answer = call(self.client, self.broker_addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext))
         assert answer.code == ResponseCode.SUCCESS, answer.remark
 
 
 @pytest.fixture
 def cluster(spawn, store_dir):
-    port, namesrv_port = free_port(), free_port()
-    settings = ["brokerIP1=127.0.0.1", f"listenPort={port}", f"namesrvListenPort={namesrv_port}",
-                f"storePathRootDir={store_dir}", *SMALL_FILES]
-    proc = spawn("-m", "rmq.cli.broker", *[a for s in settings for a in ("--set", s)],
-                 stderr=subprocess.DEVNULL)
-    wait_for_port(port, proc=proc)
-    wait_for_port(namesrv_port, proc=proc)
-    c = Cluster(f"127.0.0.1:{port}", f"127.0.0.1:{namesrv_port}")
+    settings = broker_settings(store_dir)
+    proc, broker_addr = start_process(spawn, settings)
+    wait_for_port(int(settings["namesrvListenPort"]), proc=proc)
+    c = Cluster(broker_addr, f"127.0.0.1:{settings['namesrvListenPort']}")
     c.client.start()
     yield c
     c.client.shutdown()
@@ -81,7 +68,7 @@ def test_topic_lifecycle_progress_reset_and_lookup(cluster):
     assert route["queueDatas"][0]["writeQueueNums"] == 2
     assert "broker-a" in cluster.admin("topic", "route", "TopicCli")[1]
 
-    ids = [cluster.send("TopicCli", f"body-{i}".encode(), 0, KEYS=f"order-{i % 2}", TAGS="t") for i in range(3)]
+    ids = [cluster.send("TopicCli", f"body-{i}".encode(), 0, keys=f"order-{i % 2}") for i in range(3)]
     status = cluster.admin_json("topic", "status", "TopicCli")
     assert [(q["queueId"], q["minOffset"], q["maxOffset"]) for q in status] == [(0, 0, 3), (1, 0, 0)]
     code, out = cluster.admin("topic", "status", "TopicCli")

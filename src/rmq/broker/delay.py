@@ -14,7 +14,6 @@ import os
 from typing import Any
 
 from rmq.broker.config_manager import ConfigManager
-from rmq.message import SCHEDULE_TOPIC, MessageProperty, MessageSysFlag
 from rmq.store.config import DELAY_UNIT_MS, parse_delay_levels  # noqa: F401 (re-exported)
 
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
@@ -26,33 +25,6 @@ def delay_level_to_queue_id(level: int) -> int:
 
 def queue_id_to_delay_level(queue_id: int) -> int:
     return queue_id + 1
-
-
-def delay_level_of(properties: dict[str, str]) -> int:
-    """The DELAY property as a level; 0 when absent or not a number (RocketMQ ignores it then)."""
-    text = properties.get(MessageProperty.DELAY_TIME_LEVEL, "")
-    return int(text) if text.isdigit() else 0
-
-
-def schedule_destination(topic: str, queue_id: int, properties: dict[str, str], max_level: int,
-                         sys_flag: int = 0) -> tuple[str, int, dict[str, str]]:
-    """Where a message is really stored: ``(topic, queue_id, properties)`` unchanged, or, for a
-    delayed message (DELAY > 0), queue level-1 of SCHEDULE_TOPIC_XXXX with REAL_TOPIC/REAL_QID
-    remembering the destination and the level capped at ``max_level`` (RocketMQ's CommitLog does
-    this before every put). The store then writes the deliver time as the entry's tags code.
-
-    Prepared and rolled-back transaction messages are never delayed (only their commit is).
-    """
-    level = delay_level_of(properties)
-    if level <= 0 or (sys_flag & MessageSysFlag.TRANSACTION_MASK) in (
-            MessageSysFlag.TRANSACTION_PREPARED_TYPE, MessageSysFlag.TRANSACTION_ROLLBACK_TYPE):
-        return topic, queue_id, properties
-    level = min(level, max_level)
-    delayed = dict(properties)
-    delayed[MessageProperty.DELAY_TIME_LEVEL] = str(level)
-    delayed[MessageProperty.REAL_TOPIC] = topic
-    delayed[MessageProperty.REAL_QUEUE_ID] = str(queue_id)
-    return SCHEDULE_TOPIC, delay_level_to_queue_id(level), delayed
 
 
 class DelayOffsetManager(ConfigManager):

@@ -25,7 +25,6 @@ import time
 from typing import Any
 
 from rmq.broker.delay import delay_level_to_queue_id
-from rmq.broker.reput import reput_message
 from rmq.common import now_ms
 from rmq.errors import StoreError
 from rmq.message import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, MessageProperty
@@ -143,7 +142,9 @@ class ScheduleMessageService(ServiceThread):
             return True
         for key in SCHEDULE_ONLY_PROPERTIES:
             properties.pop(key, None)
-        result = reput_message(self.controller, message, topic, int(queue_id), properties, message.reconsume_times)
+        result = self.controller.put_inner(topic, int(queue_id), message.body, properties, message.sys_flag,
+                                           message.born_timestamp, message.born_host[0], message.born_host[1],
+                                           message.flag, message.reconsume_times)
         if not result.ok:
             log.error("delay level %d: re-put of %s to %s queue %s failed (%s); retrying in %d ms", level,
                       message.msg_id, topic, queue_id, result.status.name, RETRY_AFTER_FAILURE_MS)

@@ -27,7 +27,7 @@ from typing import Any
 from rmq.broker.admin_body import encode_reset_offset_body_for_c, encode_with_mq_tables
 from rmq.broker.config import BrokerRole
 from rmq.broker.delay import delay_level_to_queue_id
-from rmq.broker.processor.request import Handler, answers_refusals, bool_field, field, int_field, success
+from rmq.broker.processor.base import Handler, Processor, bool_field, int_field, str_field, success
 from rmq.broker.rebalance_lock import MessageQueue
 from rmq.errors import BrokerRequestError
 from rmq.message import SCHEDULE_TOPIC
@@ -46,10 +46,7 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-class AdminProcessor:
-    def __init__(self, controller: Any):
-        self.controller = controller
-
+class AdminProcessor(Processor):
     def handlers(self) -> dict[int, Handler]:
         return {
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
@@ -81,15 +78,12 @@ class AdminProcessor:
 
     # -- reads ----------------------------------------------------------------------------------
 
-    @answers_refusals
     def get_all_topic_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
-        return success(request, _json(self.controller.topic_config_manager.encode()))
+        return success(request, body=_json(self.controller.topic_config_manager.encode()))
 
-    @answers_refusals
     def get_all_delay_offset(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
-        return success(request, _json(self.controller.delay_offset_manager.encode()))
+        return success(request, body=_json(self.controller.delay_offset_manager.encode()))
 
-    @answers_refusals
     def get_broker_runtime_info(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
         store = c.store
@@ -106,11 +100,10 @@ class AdminProcessor:
         for level, offset in c.delay_offset_manager.offset_table().items():
             max_offset = store.get_max_offset_in_queue(SCHEDULE_TOPIC, delay_level_to_queue_id(level))
             table[f"scheduleMessageOffset_{level}"] = f"{offset},{max_offset}"
-        return success(request, _json({"table": {k: str(v) for k, v in table.items()}}))
+        return success(request, body=_json({"table": {k: str(v) for k, v in table.items()}}))
 
-    @answers_refusals
     def get_topic_stats_info(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
-        topic = field(request, "topic")
+        topic = str_field(request.ext_fields, "topic")
         config = self._topic_config(topic)
         store = self.controller.store
         table = {}
@@ -122,12 +115,11 @@ class AdminProcessor:
                 "maxOffset": max_offset,
                 "minOffset": max(0, store.get_min_offset_in_queue(topic, queue_id)),
             }
-        return success(request, encode_with_mq_tables({}, {"offsetTable": table}))
+        return success(request, body=encode_with_mq_tables({}, {"offsetTable": table}))
 
-    @answers_refusals
     def get_consume_stats(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
-        group = field(request, "consumerGroup")
+        group = str_field(request.ext_fields, "consumerGroup")
         topic = request.ext_fields.get("topic") or ""
         topics = {topic} if topic else c.consumer_offset_manager.which_topic_by_consumer(group)
         online = c.client_manager.consumers.get_consumer_group_info(group)
@@ -148,11 +140,10 @@ class AdminProcessor:
                     "consumerOffset": consumer_offset,
                     "lastTimestamp": max(0, last),
                 }
-        return success(request, encode_with_mq_tables({"consumeTps": 0.0}, {"offsetTable": table}))
+        return success(request, body=encode_with_mq_tables({"consumeTps": 0.0}, {"offsetTable": table}))
 
-    @answers_refusals
     def get_consumer_connection_list(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
-        group = field(request, "consumerGroup")
+        group = str_field(request.ext_fields, "consumerGroup")
         info = self.controller.client_manager.consumers.get_consumer_group_info(group)
         if info is None or not info.channels:
             raise BrokerRequestError(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
@@ -165,39 +156,37 @@ class AdminProcessor:
             "messageModel": info.message_model.name,
             "consumeFromWhere": info.consume_from_where.name,
         }
-        return success(request, _json(body))
+        return success(request, body=_json(body))
 
-    @answers_refusals
     def query_topic_consume_by_who(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
-        topic = field(request, "topic")
+        topic = str_field(request.ext_fields, "topic")
         c = self.controller
         groups = c.client_manager.consumers.query_topic_consume_by_who(topic)
         groups |= c.consumer_offset_manager.which_group_by_topic(topic)
-        return success(request, _json({"groupList": sorted(groups)}))
+        return success(request, body=_json({"groupList": sorted(groups)}))
 
     # -- changes --------------------------------------------------------------------------------
 
-    @answers_refusals
     def delete_topic(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """Forget the topic's config (the name servers hear at once through the topic manager's
         change hook) and every group's offsets on it. Its stored messages age out with retention."""
         self._refuse_on_slave()
-        topic = field(request, "topic")
+        topic = str_field(request.ext_fields, "topic")
         c = self.controller
         if c.topic_config_manager.delete_topic(topic):
             log.info("topic %s deleted by %s", topic, getattr(channel, "remote_address", "?"))
         c.consumer_offset_manager.clean_offset_by_topic(topic)
         return success(request)
 
-    @answers_refusals
     def reset_offset(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """Move a group's offsets on a topic to the first message stored at or after ``timestamp``
         (ms; -1: the end). Without ``isForce`` an offset only moves back. Answers the new offsets."""
         self._refuse_on_slave()
         c = self.controller
-        topic, group = field(request, "topic"), field(request, "group")
-        timestamp = int_field(request, "timestamp")
-        force = bool_field(request, "isForce", True)
+        ext = request.ext_fields
+        topic, group = str_field(ext, "topic"), str_field(ext, "group")
+        timestamp = int_field(ext, "timestamp")
+        force = bool_field(ext, "isForce", True)
         config = self._topic_config(topic)
         committed = c.consumer_offset_manager.query_offsets(group, topic)
         online = c.client_manager.consumers.get_consumer_group_info(group)
@@ -219,7 +208,7 @@ class AdminProcessor:
             self._tell_consumers(online, topic, group, timestamp, offsets)
         log.info("offsets of %s on %s reset to timestamp %d by %s: %s", group, topic, timestamp,
                  getattr(channel, "remote_address", "?"), {mq.queue_id: o for mq, o in offsets.items()})
-        return success(request, encode_with_mq_tables({}, {"offsetTable": offsets}))
+        return success(request, body=encode_with_mq_tables({}, {"offsetTable": offsets}))
 
     def _tell_consumers(self, online, topic: str, group: str, timestamp: int,
                         offsets: dict[MessageQueue, int]) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from rmq.broker.processor.request import Handler, answers_refusals, bool_field, field, int_field, success
+from rmq.broker.processor.base import Handler, Processor, bool_field, int_field, str_field, success
 from rmq.errors import BrokerRequestError
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import RequestCode, ResponseCode
@@ -21,36 +21,32 @@ UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 INT64_MAX = 2**63 - 1
 
 
-class QueryMessageProcessor:
-    def __init__(self, controller: Any):
-        self.store = controller.store
-
+class QueryMessageProcessor(Processor):
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.QUERY_MESSAGE: self.query_message, RequestCode.VIEW_MESSAGE_BY_ID: self.view_message_by_id}
 
-    @answers_refusals
     def query_message(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """{topic, key, maxNum, beginTimestamp, endTimestamp} -> the matching records, newest first;
         QUERY_NOT_FOUND when none. The index's hash collisions are weeded out by the store."""
-        max_num = int_field(request, "maxNum", DEFAULT_QUERY_MAX_NUM)
-        if bool_field(request, UNIQUE_MSG_QUERY_FLAG):
+        ext = request.ext_fields
+        max_num = int_field(ext, "maxNum", DEFAULT_QUERY_MAX_NUM)
+        if bool_field(ext, UNIQUE_MSG_QUERY_FLAG):
             max_num = DEFAULT_QUERY_MAX_NUM
-        result = self.store.query_message(
-            field(request, "topic"), field(request, "key"), max(1, min(max_num, QUERY_MAX_NUM_LIMIT)),
-            int_field(request, "beginTimestamp", 0), int_field(request, "endTimestamp", INT64_MAX))
-        ext = {"indexLastUpdateTimestamp": result.index_last_update_timestamp,
+        result = self.controller.store.query_message(
+            str_field(ext, "topic"), str_field(ext, "key"), max(1, min(max_num, QUERY_MAX_NUM_LIMIT)),
+            int_field(ext, "beginTimestamp", 0), int_field(ext, "endTimestamp", INT64_MAX))
+        index = {"indexLastUpdateTimestamp": result.index_last_update_timestamp,
                "indexLastUpdatePhyoffset": result.index_last_update_phy_offset}
         if not result.messages:
-            return RemotingCommand.response_to(request, ResponseCode.QUERY_NOT_FOUND, ext_fields=ext,
+            return RemotingCommand.response_to(request, ResponseCode.QUERY_NOT_FOUND, ext_fields=index,
                                                remark="can not find message, maybe time range not correct")
-        return success(request, list(result.messages), ext)
+        return success(request, index, list(result.messages))
 
-    @answers_refusals
     def view_message_by_id(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """{offset} (a CommitLog offset) -> the record stored there."""
-        offset = int_field(request, "offset")
-        record = self.store.look_message_by_offset(offset) if offset >= 0 else None
+        offset = int_field(request.ext_fields, "offset")
+        record = self.controller.store.look_message_by_offset(offset) if offset >= 0 else None
         if record is None:
             raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
                                      f"can not find message by the offset, {offset}: no stored record starts there")
-        return success(request, record)
+        return success(request, body=record)

@@ -20,9 +20,8 @@ import logging
 import random
 from typing import Any
 
-from rmq.broker.delay import schedule_destination
-from rmq.broker.processor.request import Handler, answers_refusals, field, int_field, success
-from rmq.broker.reput import reput_message
+from rmq.broker.processor.base import Handler, Processor, int_field, str_field, success
+from rmq.broker.processor.send import DLQ_NUMS_PER_GROUP
 from rmq.common import PERM_READ, PERM_WRITE, is_writeable
 from rmq.errors import BrokerRequestError
 from rmq.message import MessageProperty, dlq_topic, retry_topic
@@ -32,26 +31,21 @@ from rmq.store import decode_record
 
 log = logging.getLogger("rmq.broker")
 
-# RocketMQ's MixAll.DLQ_NUMS_PER_GROUP
-DLQ_NUMS_PER_GROUP = 1
 # The level a first retry waits at when the client asks for "the broker's choice" (delayLevel 0):
 # level 3 + reconsumeTimes, so 10 s, 30 s, 1 m, 2 m, ... as retries accumulate.
 RETRY_BASE_DELAY_LEVEL = 3
 
 
-class SendBackProcessor:
-    def __init__(self, controller: Any):
-        self.controller = controller
-
+class SendBackProcessor(Processor):
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.CONSUMER_SEND_MSG_BACK: self.consumer_send_msg_back}
 
-    @answers_refusals
     def consumer_send_msg_back(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
-        group = field(request, "group")
-        offset = int_field(request, "offset")
-        delay_level = int_field(request, "delayLevel", 0)
+        ext = request.ext_fields
+        group = str_field(ext, "group")
+        offset = int_field(ext, "offset")
+        delay_level = int_field(ext, "delayLevel", 0)
         group_config = c.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
             raise BrokerRequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
@@ -74,7 +68,7 @@ class SendBackProcessor:
         properties.setdefault(MessageProperty.RETRY_TOPIC, message.topic)
         properties.setdefault(MessageProperty.ORIGIN_MESSAGE_ID, message.msg_id)
         properties.pop(MessageProperty.WAIT_STORE_MSG_OK, None)
-        max_reconsume_times = int_field(request, "maxReconsumeTimes", group_config.retry_max_times)
+        max_reconsume_times = int_field(ext, "maxReconsumeTimes", group_config.retry_max_times)
 
         if message.reconsume_times >= max_reconsume_times or delay_level < 0:
             topic = dlq_topic(group)
@@ -95,9 +89,9 @@ class SendBackProcessor:
                 delay_level = RETRY_BASE_DELAY_LEVEL + message.reconsume_times
             properties[MessageProperty.DELAY_TIME_LEVEL] = str(delay_level)
 
-        stored_topic, stored_queue_id, properties = schedule_destination(
-            topic, queue_id, properties, len(c.store.config.delay_level_ms), message.sys_flag)
-        result = reput_message(c, message, stored_topic, stored_queue_id, properties, message.reconsume_times + 1)
+        # a DELAY makes put_inner store it in SCHEDULE_TOPIC_XXXX first
+        result = c.put_inner(topic, queue_id, message.body, properties, message.sys_flag, message.born_timestamp,
+                             message.born_host[0], message.born_host[1], message.flag, message.reconsume_times + 1)
         if not result.ok:
             raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
                                      f"storing the message in {topic} failed: {result.status.name}")
