@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import venv
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -94,6 +95,21 @@ class ClientRunner:
     def start(self, script: str, *args: str) -> subprocess.Popen:
         return subprocess.Popen(self.command(script, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=self._env(), cwd=self.home)
+
+    @staticmethod
+    def wait_all(procs: dict[str, subprocess.Popen], timeout: float = 120) -> dict[str, list[dict]]:
+        """Wait for scripts started with ``start``; their JSON lines by name."""
+        results = {}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=timeout)
+            assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{err[-3000:]}"
+            results[name] = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        return results
+
+
+def bodies(lines: list[dict]) -> Counter:
+    """How often each message body was delivered."""
+    return Counter(line["body"] for line in lines if "body" in line)
 
 
 @pytest.fixture

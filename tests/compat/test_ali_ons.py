@@ -6,13 +6,11 @@ from collections import Counter
 
 import pytest
 
+from tests.compat.conftest import bodies
+
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 COUNT = 1000
-
-
-def bodies(lines: list[dict]) -> Counter:
-    return Counter(line["body"] for line in lines if "body" in line)
 
 
 def test_send_1000_then_two_groups_each_get_all_and_a_tag_group_only_its_tag(clients, rmq_broker):
@@ -28,11 +26,7 @@ def test_send_1000_then_two_groups_each_get_all_and_a_tag_group_only_its_tag(cli
         "ons-tag": clients.start("ons_consume.js", rmq_broker.namesrv, "OnsTopic", "ons-tag", "TagA", COUNT // 2,
                                  15000),
     }
-    results = {}
-    for group, proc in groups.items():
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err[-3000:]
-        results[group] = [__import__("json").loads(line) for line in out.splitlines() if line.startswith("{")]
+    results = clients.wait_all(groups)
 
     for group in ("ons-g1", "ons-g2"):
         got = bodies(results[group])

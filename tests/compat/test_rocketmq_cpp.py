@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 
 import pytest
 
+from tests.compat.conftest import bodies
+
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 COUNT = 1000
-
-
-def bodies(lines: list[dict]) -> Counter:
-    return Counter(line["body"] for line in lines if "body" in line)
 
 
 def test_unknown_topic_is_auto_created_then_two_groups_and_a_tag_group(clients, rmq_broker):
@@ -28,11 +25,7 @@ def test_unknown_topic_is_auto_created_then_two_groups_and_a_tag_group(clients, 
         "cpp-g2": clients.start("cpp_consume.py", rmq_broker.namesrv, "CppAuto", "cpp-g2", "*", COUNT, 15),
         "cpp-tag": clients.start("cpp_consume.py", rmq_broker.namesrv, "CppAuto", "cpp-tag", "TagB", COUNT // 2, 15),
     }
-    results = {}
-    for group, proc in procs.items():
-        out, err = proc.communicate(timeout=120)
-        assert proc.returncode == 0, err[-3000:]
-        results[group] = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+    results = clients.wait_all(procs)
 
     for group in ("cpp-g1", "cpp-g2"):
         got = bodies(results[group])
