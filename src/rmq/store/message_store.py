@@ -27,6 +27,7 @@ from rmq.message import MessageProperty, encode_properties
 from rmq.store.config import MessageStoreConfig
 from rmq.store.record import decode_record
 from rmq.store.services import (CleanCommitLogService, FlushConsumeQueueService, FlushRealTimeService,
+                                 WarmMappedFileService,
                                 GroupCommitService, ServiceThread)
 from rmq.store.status import PutMessageStatus
 
@@ -95,9 +96,11 @@ class MessageStore(StoreCore):
                 self._services.append(GroupCommitService(self))
             else:
                 self._services.append(FlushRealTimeService(self))
-            self._services += [FlushConsumeQueueService(self), CleanCommitLogService(self)]
+            warm = WarmMappedFileService(self)
+            self._services += [warm, FlushConsumeQueueService(self), CleanCommitLogService(self)]
             for service in self._services:
                 service.start()
+            self.set_warm_wakeup(warm.wakeup)
             self.set_running(True)
         except BaseException:
             self._release_lock_file()
@@ -109,6 +112,7 @@ class MessageStore(StoreCore):
         if self._lock_fd is None:
             return
         self.set_running(False)
+        self.set_warm_wakeup(None)
         for service in self._services:
             service.shutdown()
         self._services = []

@@ -1,0 +1,43 @@
+// Consume with ali-ons until COUNT messages arrived or IDLE_MS passed without one; one JSON line each.
+// usage: node ons_consume.js NAMESRV TOPIC GROUP SUB_EXPRESSION COUNT IDLE_MS [FAIL_FIRST_N]
+// FAIL_FIRST_N: answer ACTION_RETRY for the first N deliveries (retry tests).
+'use strict';
+const { Consumer } = require('ali-ons');
+
+async function main() {
+  const [nameSrv, topic, group, expression, countText, idleText, failText = '0'] = process.argv.slice(2);
+  const count = Number(countText);
+  const idleMs = Number(idleText);
+  let toFail = Number(failText);
+  const consumer = new Consumer({
+    nameSrv, httpclient: {}, consumerGroup: group, instanceName: `c${process.pid}`,
+    consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
+    // offsets are committed to the broker every 5 s by default; restart tests want it prompt
+    persistConsumerOffsetInterval: 1000,
+  });
+  consumer.on('error', err => console.error(`consumer error: ${err.message}`));
+  let received = 0;
+  let last = Date.now();
+  consumer.subscribe(topic, expression, async msg => {
+    last = Date.now();
+    if (toFail > 0) {
+      toFail--;
+      console.log(JSON.stringify({ retried: msg.body.toString(), reconsumeTimes: msg.reconsumeTimes }));
+      return Consumer.ACTION_RETRY;
+    }
+    received++;
+    console.log(JSON.stringify({
+      body: msg.body.toString(), tags: msg.tags, keys: msg.keys, msgId: msg.msgId, topic: msg.topic,
+      queueId: msg.queueId, queueOffset: Number(msg.queueOffset), reconsumeTimes: msg.reconsumeTimes,
+    }));
+  });
+  await consumer.ready();
+  while (received < count && Date.now() - last < idleMs) {
+    await new Promise(resolve => setTimeout(resolve, 50));
+  }
+  // let the last consumed offsets reach the broker before leaving
+  await new Promise(resolve => setTimeout(resolve, 1500));
+  await consumer.close();
+}
+
+main().then(() => process.exit(0), err => { console.error(err.stack || err); process.exit(1); });
