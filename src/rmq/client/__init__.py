@@ -17,11 +17,18 @@ One module per role:
     scheduler   the timer thread of periodic jobs
     instance    what the clients of a process share (RocketMQ's MQClientInstance)
     producer    Producer
+    offset_store  consumer offsets on the broker (clustering) or in a local file (broadcasting)
+    process_queue the messages of one queue between pull and commit
+    consumer    what both consumers share: rebalance, long-polling pulls, offsets
+    push_consumer PushConsumer (concurrent and orderly listeners)
+    pull_consumer PullConsumer (lite pull: poll, commit, seek)
 """
 
 from rmq.client.allocate import allocate_average, allocate_average_by_circle
 from rmq.client.message import Message, MessageExt, MessageQueue
 from rmq.client.producer import Producer, select_by_hash
+from rmq.client.pull_consumer import PullConsumer
+from rmq.client.push_consumer import PushConsumer
 from rmq.client.results import (
     ConsumeConcurrentlyStatus,
     ConsumeFromWhere,
@@ -42,6 +49,8 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "Producer",
+    "PullConsumer",
+    "PushConsumer",
     "PullResult",
     "PullStatus",
     "SendResult",

@@ -21,7 +21,7 @@ import os
 import random
 import threading
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 from rmq.broker.rebalance_lock import MessageQueue
 from rmq.client.api import ClientAPI
@@ -65,14 +65,57 @@ class ClientConfig:
         return addrs
 
 
-class InstanceMember(Protocol):
-    """What a producer or consumer offers the instance."""
+class InstanceMember:
+    """What producers and consumers share: joining the instance of their config, and leaving it.
 
+    Subclasses set ``kind`` ("producer" or "consumer") and implement start/shutdown with
+    ``_join``/``_leave``, ``topics_in_use`` and ``on_route_changed``.
+    """
+
+    kind = ""
     group: str
+    config: ClientConfig
+    _instance: ClientInstance | None = None
 
-    def topics_in_use(self) -> set[str]: ...
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientError(f"{self.kind} {self.group} is not started: call start() or use it in a with block")
+        return self._instance
 
-    def on_route_changed(self, topic: str, route: TopicRouteData) -> None: ...
+    def _join(self) -> ClientInstance:
+        instance = acquire_instance(self.config)
+        try:
+            instance.register(self, self.kind)
+        except ClientError:
+            instance.release()
+            raise
+        self._instance = instance
+        return instance
+
+    def _leave(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is not None:
+            instance.unregister(self, self.kind)
+            instance.release()
+
+    def start(self) -> Any:
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        raise NotImplementedError
+
+    def topics_in_use(self) -> set[str]:
+        raise NotImplementedError
+
+    def on_route_changed(self, topic: str, route: TopicRouteData) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.shutdown()
 
 
 def option_fields(config_cls: type, options: dict[str, Any]) -> Any:
@@ -142,7 +185,7 @@ class ClientInstance:
 
     # -- members --------------------------------------------------------------------------------
 
-    def register(self, member: Any, kind: str) -> None:
+    def register(self, member: InstanceMember, kind: str) -> None:
         """Add a producer or consumer (``kind``); one per group per instance, as in RocketMQ."""
         with self._lock:
             table = self.producers if kind == "producer" else self.consumers

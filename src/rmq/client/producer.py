@@ -33,7 +33,7 @@ from typing import Any, Callable, Sequence
 
 from rmq.broker.rebalance_lock import MessageQueue
 from rmq.client.fault import LatencyFaultTolerance
-from rmq.client.instance import ClientConfig, ClientInstance, acquire_instance, check_group, option_fields
+from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
 from rmq.client.message import (
     COMPRESS_LEVEL,
     COMPRESS_OVER,
@@ -121,9 +121,11 @@ class _SendJob:
     started: float = field(default_factory=time.monotonic)
 
 
-class Producer:
+class Producer(InstanceMember):
     """A producer of ``group``; see the module docstring for examples. Options are the fields of
     ProducerConfig (``send_msg_timeout``, ``retry_times_when_send_failed``, ``instance_name``...)."""
+
+    kind = "producer"
 
     def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
         check_group(group)
@@ -132,37 +134,21 @@ class Producer:
         self.fault = LatencyFaultTolerance()
         self._publish: dict[str, TopicPublishInfo] = {}
         self._lock = threading.Lock()
-        self._instance: ClientInstance | None = None
 
     # -- life cycle -----------------------------------------------------------------------------
 
     def start(self) -> Producer:
         if self._instance is not None:
             return self
-        instance = acquire_instance(self.config)
-        try:
-            instance.register(self, "producer")
-        except ClientError:
-            instance.release()
-            raise
-        self._instance = instance
+        instance = self._join()
         instance.scheduler.run_soon(instance.send_heartbeat_to_all)
         log.info("producer %s started in client %s", self.group, instance.client_id)
         return self
 
     def shutdown(self) -> None:
-        instance, self._instance = self._instance, None
-        if instance is None:
-            return
-        instance.unregister(self, "producer")
-        instance.release()
-        log.info("producer %s shut down", self.group)
-
-    def __enter__(self) -> Producer:
-        return self.start()
-
-    def __exit__(self, *exc_info: Any) -> None:
-        self.shutdown()
+        if self._instance is not None:
+            self._leave()
+            log.info("producer %s shut down", self.group)
 
     # -- what the instance asks -----------------------------------------------------------------
 
@@ -200,8 +186,8 @@ class Producer:
         """Send with no answer and no retry: cheapest, and a message may be lost unnoticed."""
         job = self._job_for(msg, None, 1)
         mq = self._select_queue(job.info, None)
-        addr = self._instance_or_raise().broker_addr_or_raise(mq.broker_name, msg.topic)
-        self._instance_or_raise().remoting.invoke_oneway(addr, self._request(job, mq))
+        addr = self.instance.broker_addr_or_raise(mq.broker_name, msg.topic)
+        self.instance.remoting.invoke_oneway(addr, self._request(job, mq))
 
     def send_batch(self, msgs: Sequence[Message], timeout: float | None = None) -> SendResult:
         """Send ``msgs`` (one topic, no delay levels) in one SEND_BATCH_MESSAGE request; they land
@@ -253,12 +239,6 @@ class Producer:
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _instance_or_raise(self) -> ClientInstance:
-        instance = self._instance
-        if instance is None:
-            raise ClientError(f"producer {self.group} is not started: call start() or use it in a with block")
-        return instance
-
     def _wait(self, future: concurrent.futures.Future) -> SendResult:
         # The job itself ends by its deadline; the margin only covers the loop reporting it.
         try:
@@ -301,7 +281,7 @@ class Producer:
         info = self._publish.get(topic)
         if info is not None and info.ok:
             return info
-        instance = self._instance_or_raise()
+        instance = self.instance
         with self._lock:
             self._publish.setdefault(topic, TopicPublishInfo(topic, []))
         route = instance.update_route(topic)
@@ -350,7 +330,7 @@ class Producer:
 
     def _dispatch(self, job: _SendJob) -> None:
         """Start the job's next try (any thread: nothing here blocks), or end it."""
-        instance = self._instance_or_raise()
+        instance = self.instance
         while True:
             remaining = job.deadline - time.monotonic()
             if job.attempt >= job.max_attempts or remaining <= 0:

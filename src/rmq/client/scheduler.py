@@ -36,6 +36,10 @@ class Scheduler(ServiceThread):
         self._intervals[job] = interval
         self._push(time.monotonic() + (interval if initial_delay is None else initial_delay), job)
 
+    def cancel(self, job: Callable[[], None]) -> None:
+        """Stop a periodic job (a one already due may still run once)."""
+        self._intervals.pop(job, None)
+
     def run_soon(self, job: Callable[[], None]) -> None:
         """Run ``job`` as soon as the thread is free (a periodic job keeps its period afterwards)."""
         self._push(time.monotonic(), job, one_shot=job in self._intervals)
@@ -57,7 +61,10 @@ class Scheduler(ServiceThread):
             _, _, entry = heapq.heappop(self._heap)
         job = entry.job if isinstance(entry, _OneShot) else entry
         if not isinstance(entry, _OneShot):
-            self._push(now + self._intervals[job], job)
+            interval = self._intervals.get(job)
+            if interval is None:  # cancelled
+                return
+            self._push(now + interval, job)
         try:
             job()
         except Exception:
