@@ -184,3 +184,22 @@ def test_pull_consumer_commit_and_seek(cluster):
     with PullConsumer("cg-pull", cluster.namesrv_addr, instance_name="pull-c2", auto_commit=False) as consumer:
         consumer.assign([mq])
         assert consumer.poll(timeout=5)[0].queue_offset == 16
+
+
+def test_a_joining_consumer_gets_queues_when_the_broker_notifies_not_at_the_next_tick(cluster):
+    topic = cluster.create_topic("Notified", queues=4)
+    received = Received()
+    slow = {"rebalance_interval": 60.0}
+    first = push_consumer(cluster, "cg-notify", "n1", received, topic, **slow)
+    try:
+        assert received.wait_for(lambda: len(first.process_queues) == 5, timeout=5)  # 4 + the retry queue
+        second = push_consumer(cluster, "cg-notify", "n2", received, topic, **slow)
+        try:
+            owned = lambda c: {mq for mq in c.process_queues if mq.topic == topic}  # noqa: E731
+            assert received.wait_for(lambda: len(owned(first)) == 2 and len(owned(second)) == 2, timeout=5)
+            assert not owned(first) & owned(second)
+        finally:
+            second.shutdown()
+        assert received.wait_for(lambda: len(owned(first)) == 4, timeout=5)  # the leave is notified too
+    finally:
+        first.shutdown()
