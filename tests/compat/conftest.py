@@ -101,3 +101,34 @@ def clients(ali_ons: Path, rocketmq_python: Path, tmp_path: Path) -> ClientRunne
     home = tmp_path / "home"
     home.mkdir()
     return ClientRunner(ali_ons, rocketmq_python, home)
+
+
+class RunningBroker:
+    """An ``rmq-broker`` process with its embedded name server, as the README starts it."""
+
+    def __init__(self, proc: subprocess.Popen, settings: dict[str, str]):
+        self.proc = proc
+        self.settings = settings
+        self.addr = f"127.0.0.1:{settings['listenPort']}"
+        self.namesrv = f"127.0.0.1:{settings['namesrvListenPort']}"
+
+    def create_topic(self, topic: str, queues: int = 4) -> None:
+        """UPDATE_AND_CREATE_TOPIC, as ``rmq-admin topic create`` sends it (ali-ons needs topics to exist)."""
+        from rmq.net import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+
+        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+            "topic": topic, "readQueueNums": queues, "writeQueueNums": queues, "perm": 6,
+            "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False})
+        with RemotingClient() as client:
+            answer = client.invoke_sync(self.addr, request, 5.0)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+
+
+@pytest.fixture
+def rmq_broker(spawn, store_dir: Path) -> RunningBroker:
+    from tests.broker.broker_helpers import start_process
+    from tests.broker.conftest import broker_settings
+
+    settings = broker_settings(store_dir)
+    proc, _ = start_process(spawn, settings)
+    return RunningBroker(proc, settings)

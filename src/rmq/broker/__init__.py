@@ -1,5 +1,12 @@
 """The broker: serves producers and consumers over the store (issue 4).
 
+Running parts:
+
+    controller           BrokerController: store, managers, processors, server, timers, registration
+    processor/           the request processors, one module per area (PROCESSORS lists them)
+    long_polling         pulls parked until a message arrives (PullRequestHoldService)
+    namesrv_api          REGISTER_BROKER / UNREGISTER_BROKER to every name server
+
 Pure bookkeeping, no sockets and no store, one role per module:
 
     config               BrokerConfig, broker.conf parsing, --set overrides

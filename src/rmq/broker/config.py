@@ -54,6 +54,8 @@ class BrokerConfig:
     # "host:port;host:port". None: the broker runs an embedded name server in its own process.
     namesrv_addr: str | None = _setting("namesrvAddr", None, str)
     listen_port: int = _setting("listenPort", 10911, int)
+    # The port of the name server the broker embeds when namesrvAddr is not set (rmq only).
+    namesrv_listen_port: int = _setting("namesrvListenPort", 9876, int)
     # The address registered with name servers and written into every stored record (msgIds carry
     # it). None until resolve(): 127.0.0.1 with an embedded name server, else the first
     # non-loopback IPv4 of the host (RocketMQ's only default).
@@ -98,7 +100,7 @@ class BrokerConfig:
             reason = topic_error(getattr(self, name) or "")
             if reason is not None:
                 raise ConfigError(f"{_key_of(name)} is used as a topic name: {reason}")
-        for name in ("listen_port", "ha_listen_port"):
+        for name in ("listen_port", "ha_listen_port", "namesrv_listen_port"):
             port = getattr(self, name)
             if not 0 <= port <= 65535:
                 raise ConfigError(f"{_key_of(name)} must be a TCP port (0-65535), got {port}")

@@ -1,0 +1,318 @@
+"""BrokerController: the store, the managers and the request processors of one broker, put together
+and run (RocketMQ's BrokerController).
+
+    controller = BrokerController(broker_config, store_config)
+    controller.start()        # store, embedded name server (no namesrvAddr), server, registration, timers
+    ...
+    controller.shutdown()     # unregister, close connections, save offsets and configs, close the store
+
+Threads: requests are served on the remoting server's event loop thread (sends store there without
+waiting for the disk; SYNC_FLUSH answers come back from the store's flush thread). Name server
+requests go out on a remoting client's own loop. Periodic work (registration every 30 s, consumer
+offsets every 5 s, the client scan every 10 s, the disk check) runs on one scheduler thread.
+
+The seam for the broker's other services (retry, delay scheduler, transactions):
+
+    controller.put_inner(topic, queue_id, body, properties, ...) -> PutMessageResult
+    controller.notify_message_arriving(topic, queue_id)     # any thread; put_inner calls it
+    controller.register_broker_all(force=True)
+    rmq.broker.processor.PROCESSORS                         # the request processor classes
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import threading
+import time
+from typing import Callable
+
+from rmq.broker.client_manager import ClientManager
+from rmq.broker.config import BrokerConfig
+from rmq.broker.consumer_offset import ConsumerOffsetManager
+from rmq.broker.delay import DelayOffsetManager, delay_level_to_queue_id
+from rmq.broker.long_polling import PullRequestHoldService
+from rmq.broker.namesrv_api import NamesrvApi
+from rmq.broker.processor import PROCESSORS
+from rmq.broker.processor.base import answer_refusals
+from rmq.broker.rebalance_lock import RebalanceLockManager
+from rmq.broker.subscription_group import SubscriptionGroupManager
+from rmq.broker.topic_config import TopicConfigManager
+from rmq.errors import ConfigError
+from rmq.message import SCHEDULE_TOPIC, MessageProperty, decode_properties, encode_properties
+from rmq.namesrv import NamesrvConfig, NameServer
+from rmq.net.client import RemotingClient
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import RequestCode
+from rmq.net.server import RemotingServer
+from rmq.store import MessageStore, MessageStoreConfig, PutMessageResult, PutMessageStatus, ipv4_to_int
+from rmq.store.services import ServiceThread
+
+log = logging.getLogger("rmq.broker")
+
+# How often the disk is checked for diskMaxUsedSpaceRatio (sends are refused above it).
+DISK_CHECK_INTERVAL = 1.0
+# RocketMQ's ClientHousekeepingService scans every 10 s.
+CLIENT_SCAN_INTERVAL = 10.0
+BIND_ADDRESS = "0.0.0.0"
+
+
+class PeriodicTasks(ServiceThread):
+    """The broker's timers on one thread: each task runs every ``interval`` seconds; one that raises
+    is logged and runs again next time."""
+
+    def __init__(self) -> None:
+        super().__init__("rmq-broker-scheduler")
+        self._tasks: list[list] = []  # [next due (monotonic), interval, fn]
+
+    def every(self, interval: float, fn: Callable[[], object], initial_delay: float | None = None) -> None:
+        delay = interval if initial_delay is None else initial_delay
+        self._tasks.append([time.monotonic() + delay, interval, fn])
+
+    def run_once(self) -> None:
+        now = time.monotonic()
+        for task in self._tasks:
+            if task[0] <= now:
+                task[0] = now + task[1]
+                try:
+                    task[2]()
+                except Exception:
+                    log.exception("periodic task %s failed", getattr(task[2], "__name__", task[2]))
+        next_due = min((task[0] for task in self._tasks), default=now + 1.0)
+        self.wait_for_running(max(0.0, next_due - time.monotonic()))
+
+    def on_shutdown(self) -> None:
+        pass
+
+
+class BrokerController:
+    """One broker: store, metadata managers, client registries, processors, server, timers."""
+
+    def __init__(self, broker_config: BrokerConfig, store_config: MessageStoreConfig):
+        self.config = broker_config.resolve()
+        self.store_config = store_config
+        root = store_config.store_path_root_dir
+        self.store = MessageStore(store_config)
+        self.topic_config_manager = TopicConfigManager(self.config, root, on_change=self._topics_changed)
+        self.consumer_offset_manager = ConsumerOffsetManager(root)
+        self.subscription_group_manager = SubscriptionGroupManager(self.config, root)
+        self.delay_offset_manager = DelayOffsetManager(root)
+        self.client_manager = ClientManager()
+        self.rebalance_lock_manager = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
+        self.namesrv: NameServer | None = None
+        self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port)
+        self.pull_hold = PullRequestHoldService(self.server.loop)
+        self.namesrv_client = RemotingClient()
+        self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
+        self.scheduler = PeriodicTasks()
+        self.disk_full = False
+        # The answers to the registration that followed the last topic change.
+        self.last_registration: list[concurrent.futures.Future] = []
+        self.disk_used_percent = 0.0
+        self._namesrv_addrs: list[str] = self.config.namesrv_addr_list
+        self._started = False
+        self._stopped = threading.Event()
+        self._shutdown_lock = threading.Lock()
+        self._store_ip = ipv4_to_int(self.config.broker_ip1)
+        self.processors = [cls(self) for cls in PROCESSORS]
+        for processor in self.processors:
+            for code, handler in processor.handlers().items():
+                self.server.register_processor(code, answer_refusals(handler))
+        self.server.on_channel_closed(self._on_channel_closed)
+
+    # -- identity -------------------------------------------------------------------------------
+
+    @property
+    def broker_addr(self) -> str:
+        """``brokerIP1:listenPort``, as registered with name servers."""
+        return self.config.broker_addr
+
+    @property
+    def namesrv_addrs(self) -> list[str]:
+        """The name servers registered with (the embedded one's address when there is one)."""
+        return list(self._namesrv_addrs)
+
+    # -- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> "BrokerController":
+        for manager in (self.topic_config_manager, self.consumer_offset_manager,
+                        self.subscription_group_manager, self.delay_offset_manager):
+            if not manager.load():
+                raise ConfigError(f"cannot load {manager.path} nor its backup: fix or remove it to start")
+        self.store.start()
+        try:
+            if self.config.embedded_namesrv:
+                self.namesrv = NameServer(NamesrvConfig(listen_port=self.config.namesrv_listen_port)).start()
+                self._namesrv_addrs = [f"127.0.0.1:{self.namesrv.port}"]
+            self.check_disk()
+            self.server.start()
+            self.namesrv_client.start()
+            self._started = True
+            self.register_broker_all(wait=True)
+        except BaseException:
+            self._stop_parts()
+            raise
+        config = self.config
+        self.scheduler.every(config.register_name_server_period / 1000, self.register_broker_all)
+        self.scheduler.every(config.flush_consumer_offset_interval / 1000, self.persist_offsets)
+        self.scheduler.every(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
+        self.scheduler.every(DISK_CHECK_INTERVAL, self.check_disk)
+        self.scheduler.start()
+        log.info("broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s%s",
+                 config.broker_name, config.broker_role.value, config.broker_cluster_name, self.broker_addr,
+                 self.store.store_path, ";".join(self._namesrv_addrs),
+                 " (embedded)" if self.namesrv is not None else "")
+        return self
+
+    def shutdown(self) -> None:
+        """Unregister, stop serving, save offsets and configs, shut the store down (abort file goes)."""
+        with self._shutdown_lock:
+            if not self._started:
+                return
+            self._started = False
+            self.scheduler.shutdown()
+            try:
+                self.namesrv_api.unregister_all(self._namesrv_addrs, self.config.broker_cluster_name,
+                                                self.broker_addr, self.config.broker_name, self.config.broker_id)
+            except Exception:
+                log.exception("unregistering from the name servers failed")
+            self._stop_parts()
+            log.info("broker %s at %s stopped", self.config.broker_name, self.broker_addr)
+            self._stopped.set()
+
+    def _stop_parts(self) -> None:
+        self.server.loop.run_and_wait(self.pull_hold.shutdown)
+        self.server.shutdown()
+        self.namesrv_client.shutdown()
+        if self.namesrv is not None:
+            self.namesrv.shutdown()
+        self.store.shutdown()
+        self.persist_all()
+
+    def wait_stopped(self, timeout: float | None = None) -> bool:
+        return self._stopped.wait(timeout)
+
+    def __enter__(self) -> "BrokerController":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.shutdown()
+
+    # -- persistence ----------------------------------------------------------------------------
+
+    def persist_offsets(self) -> None:
+        self.consumer_offset_manager.persist()
+
+    def persist_all(self) -> None:
+        for manager in (self.consumer_offset_manager, self.topic_config_manager,
+                        self.subscription_group_manager, self.delay_offset_manager):
+            manager.persist()
+
+    # -- name servers ---------------------------------------------------------------------------
+
+    def register_broker_all(self, force: bool = True, wait: bool = False) -> list[concurrent.futures.Future]:
+        """REGISTER_BROKER with every name server now, with the current topic configs; the futures
+        of the answers. Never blocks the event loop unless ``wait`` (start-up)."""
+        if not self._started:
+            return []
+        config = self.config
+        return self.namesrv_api.register_all(self._namesrv_addrs, config.broker_cluster_name, self.broker_addr,
+                                             config.broker_name, config.broker_id, config.ha_server_addr,
+                                             self.topic_config_manager.build_serialize_wrapper(), wait=wait)
+
+    def _topics_changed(self) -> None:
+        # A created or changed topic is routed at once, not at the next 30 s tick.
+        self.last_registration = self.register_broker_all(force=True)
+
+    # -- putting messages (the seam for retry, delay and transaction services) -----------------
+
+    def schedule_redirect(self, topic: str, queue_id: int, properties: str | bytes | dict) -> tuple[str, int, bytes]:
+        """Where a message with a DELAY property > 0 is really stored, as RocketMQ's CommitLog does:
+        SCHEDULE_TOPIC_XXXX queue level-1 (level capped at the highest), with REAL_TOPIC / REAL_QID
+        saved in its properties. Messages without a delay come back unchanged."""
+        props = properties if isinstance(properties, dict) else decode_properties(properties)
+        level_text = props.get(MessageProperty.DELAY_TIME_LEVEL, "")
+        try:
+            level = int(level_text)
+        except ValueError:
+            level = 0
+        if level <= 0 or topic == SCHEDULE_TOPIC:
+            encoded = properties if isinstance(properties, bytes) else encode_properties(props)
+            return topic, queue_id, encoded
+        props = dict(props)
+        level = min(level, len(self.store_config.delay_level_ms))
+        props[MessageProperty.DELAY_TIME_LEVEL] = str(level)
+        props[MessageProperty.REAL_TOPIC] = topic
+        props[MessageProperty.REAL_QUEUE_ID] = str(queue_id)
+        return SCHEDULE_TOPIC, delay_level_to_queue_id(level), encode_properties(props)
+
+    def put_inner(self, topic: str, queue_id: int, body, properties: dict[str, str] | bytes | str = b"",
+                  sys_flag: int = 0, born_timestamp: int = 0, born_host: str | int = 0, born_port: int = 0,
+                  flag: int = 0, reconsume_times: int = 0,
+                  callback: Callable[[PutMessageResult], None] | None = None) -> PutMessageResult:
+        """Store a message the broker makes itself (retry, dead letter, a delayed message come due).
+
+        A DELAY property > 0 sends it to SCHEDULE_TOPIC_XXXX first (``schedule_redirect``); clear
+        it to store in ``topic`` now. ``born_host`` is "ip" or an int. Under SYNC_FLUSH with a
+        ``callback`` the result is pending and ``callback(result)`` runs on the flush thread. Pulls
+        parked on the queue are woken. Any thread.
+        """
+        if isinstance(properties, str):
+            properties = properties.encode()
+        topic, queue_id, props = self.schedule_redirect(topic, queue_id, properties)
+        host = ipv4_to_int(born_host) if isinstance(born_host, str) else born_host
+        result = self.store.put_message(topic, queue_id, body, props, sys_flag, born_timestamp, flag,
+                                        reconsume_times, host or self._store_ip, born_port, callback)
+        if result.status_code == PutMessageStatus.PUT_OK:
+            self.notify_message_arriving(topic, queue_id)
+        return result
+
+    def notify_message_arriving(self, topic: str, queue_id: int) -> None:
+        """Answer the pulls parked on (topic, queue_id): a message was just stored there. Any thread."""
+        self.pull_hold.notify_message_arriving(topic, queue_id)
+
+    # -- clients --------------------------------------------------------------------------------
+
+    def notify_consumer_ids_changed(self, group: str) -> None:
+        """Tell the group's consumers to rebalance now (NOTIFY_CONSUMER_IDS_CHANGED, oneway)."""
+        if not self.config.notify_consumer_ids_changed_enable:
+            return
+        group_config = self.subscription_group_manager.find_subscription_group_config(group)
+        if group_config is not None and not group_config.notify_consumer_ids_changed_enable:
+            return
+        for channel in self.client_manager.consumers.channels(group):
+            channel.send_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
+                                                        {"consumerGroup": group}))
+
+    def _on_channel_closed(self, channel) -> None:
+        self.pull_hold.on_channel_closed(channel)
+        for group in self.client_manager.on_channel_closed(channel):
+            self.notify_consumer_ids_changed(group)
+
+    def scan_not_active_clients(self) -> None:
+        """Drop clients silent for 120 s, tell their groups, close their connections."""
+        scan = self.client_manager.scan_not_active_channels()
+        for group in scan.changed_groups:
+            self.notify_consumer_ids_changed(group)
+        for channel in scan.expired_channels:
+            channel.close()
+
+    # -- disk -----------------------------------------------------------------------------------
+
+    def check_disk(self) -> None:
+        """Refuse sends while the store's disk is fuller than diskMaxUsedSpaceRatio."""
+        try:
+            ratio = self.store.disk_used_ratio()
+        except OSError as e:
+            log.error("cannot read the disk usage of %s: %s", self.store.store_path, e)
+            return
+        self.disk_used_percent = ratio * 100
+        full = self.disk_used_percent > self.store_config.disk_max_used_space_ratio
+        if full != self.disk_full:
+            if full:
+                log.error("disk of %s is %.1f%% full, above diskMaxUsedSpaceRatio %d%%: refusing sends",
+                          self.store.store_path, self.disk_used_percent, self.store_config.disk_max_used_space_ratio)
+            else:
+                log.warning("disk of %s is back to %.1f%%: accepting sends", self.store.store_path,
+                            self.disk_used_percent)
+        self.disk_full = full

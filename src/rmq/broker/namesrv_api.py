@@ -1,0 +1,84 @@
+"""The broker's requests to name servers (RocketMQ's BrokerOuterAPI): REGISTER_BROKER (103) and
+UNREGISTER_BROKER (104), exactly as SPEC.md section 3 lays them out, so that an rmq broker registers
+with an Apache name server as well as with rmq's.
+
+    REGISTER_BROKER extFields: brokerName, brokerAddr, clusterName, haServerAddr, brokerId,
+                               compressed ("false"), bodyCrc32
+    body: {"topicConfigSerializeWrapper": {"topicConfigTable": {...}, "dataVersion": {...}},
+           "filterServerList": []}
+
+Registration never blocks the event loop: ``register_all`` sends to every name server at once and
+reports each outcome to a callback on the client's loop; ``wait`` blocks only callers that are not
+on a loop (start-up, shutdown).
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+from typing import Any
+
+import orjson
+
+from rmq.namesrv.processor import body_crc32
+from rmq.net.client import RemotingClient
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import RequestCode, ResponseCode
+
+log = logging.getLogger("rmq.broker")
+
+
+class NamesrvApi:
+    def __init__(self, client: RemotingClient, timeout_ms: int):
+        self.client = client
+        self.timeout = timeout_ms / 1000
+
+    def register_all(self, namesrv_addrs: list[str], cluster_name: str, broker_addr: str, broker_name: str,
+                     broker_id: int, ha_server_addr: str, topic_config_wrapper: dict[str, Any],
+                     wait: bool = False) -> list[concurrent.futures.Future]:
+        """REGISTER_BROKER with every name server; the futures resolve to each answer (or error)."""
+        body = orjson.dumps({"topicConfigSerializeWrapper": topic_config_wrapper, "filterServerList": []})
+        ext = {
+            "brokerName": broker_name,
+            "brokerAddr": broker_addr,
+            "clusterName": cluster_name,
+            "haServerAddr": ha_server_addr,
+            "brokerId": str(broker_id),
+            "compressed": "false",
+            "bodyCrc32": str(body_crc32(body)),
+        }
+        futures = []
+        for addr in namesrv_addrs:
+            request = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body)
+            future = self.client.invoke_async(addr, request, self.timeout)
+            future.add_done_callback(lambda f, addr=addr: _log_outcome("register with", addr, f))
+            futures.append(future)
+        if wait:
+            concurrent.futures.wait(futures, self.timeout + 1)
+        return futures
+
+    def unregister_all(self, namesrv_addrs: list[str], cluster_name: str, broker_addr: str, broker_name: str,
+                       broker_id: int) -> None:
+        """UNREGISTER_BROKER with every name server, waiting (briefly) for the answers."""
+        ext = {"brokerName": broker_name, "brokerAddr": broker_addr, "clusterName": cluster_name,
+               "brokerId": str(broker_id)}
+        futures = []
+        for addr in namesrv_addrs:
+            future = self.client.invoke_async(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, dict(ext)),
+                                              self.timeout)
+            future.add_done_callback(lambda f, addr=addr: _log_outcome("unregister from", addr, f))
+            futures.append(future)
+        concurrent.futures.wait(futures, self.timeout + 1)
+
+
+def _log_outcome(what: str, addr: str, future: concurrent.futures.Future) -> None:
+    error = future.exception()
+    if error is not None:
+        log.warning("cannot %s name server %s: %s", what, addr, error)
+        return
+    response = future.result()
+    if response.code != ResponseCode.SUCCESS:
+        log.warning("name server %s refused to %s it: code %d %s", addr, what.split()[0], response.code,
+                    response.remark)
+    else:
+        log.debug("%s name server %s: ok", what, addr)

@@ -1,0 +1,207 @@
+"""PULL_MESSAGE (11), as RocketMQ's PullMessageProcessor serves it (SPEC.md section 4).
+
+Request fields: consumerGroup, topic, queueId, queueOffset, maxMsgNums, sysFlag, commitOffset,
+suspendTimeoutMillis, subscription ("*" or "TagA || TagB"), subVersion, expressionType (TAG; SQL92 is
+refused with SUBSCRIPTION_PARSE_FAILED). sysFlag bits: 1 commit offset too, 2 suspend (long poll),
+4 subscription given in the request, 8 class filter.
+
+Reply extFields, all four on every code (some clients read them only when they are strings, and
+read them whatever the code): nextBeginOffset, minOffset, maxOffset, suggestWhichBrokerId. A FOUND
+reply's body is the stored records back to back, written from the CommitLog mapping without a copy.
+
+Store outcome -> response code, as RocketMQ maps them:
+
+    FOUND                                      0  SUCCESS
+    NO_MATCHED_MESSAGE, MESSAGE_WAS_REMOVING  20  PULL_RETRY_IMMEDIATELY (next offset past the scan)
+    NO_MATCHED_LOGIC_QUEUE, NO_MESSAGE_IN_QUEUE  21 PULL_OFFSET_MOVED if the offset asked is not 0,
+                                               19 PULL_NOT_FOUND otherwise
+    OFFSET_FOUND_NULL, OFFSET_OVERFLOW_ONE    19  PULL_NOT_FOUND (nothing new: a long poll parks here)
+    OFFSET_OVERFLOW_BADLY, OFFSET_TOO_SMALL   21  PULL_OFFSET_MOVED (nextBeginOffset corrected)
+
+A pull with nothing new and the suspend bit is parked (``rmq.broker.long_polling``) and answered as
+soon as a message arrives on its queue, or with PULL_NOT_FOUND after suspendTimeoutMillis.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from rmq.broker.config import BrokerRole
+from rmq.broker.long_polling import ParkedPull
+from rmq.broker.processor.base import Processor, int_field, str_field
+from rmq.broker.subscription import ExpressionType, build_subscription_data
+from rmq.common import MASTER_ID, is_readable
+from rmq.errors import BrokerRequestError
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import RequestCode, ResponseCode
+from rmq.store import GetMessageStatus, TagFilter
+
+if TYPE_CHECKING:
+    from rmq.broker.controller import BrokerController
+
+log = logging.getLogger("rmq.broker")
+
+
+class PullSysFlag:
+    COMMIT_OFFSET = 0x1
+    SUSPEND = 0x2
+    SUBSCRIPTION = 0x4
+    CLASS_FILTER = 0x8
+
+
+# RocketMQ's maxTransferCountOnMessageInMemory / maxTransferBytesOnMessageInMemory.
+MAX_TRANSFER_COUNT = 32
+MAX_TRANSFER_BYTES = 256 * 1024
+_TAG_FILTER_CACHE_MAX = 4096
+
+_NOT_FOUND_STATUSES = (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE)
+_MOVED_STATUSES = (GetMessageStatus.OFFSET_OVERFLOW_BADLY, GetMessageStatus.OFFSET_TOO_SMALL)
+_EMPTY_QUEUE_STATUSES = (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE)
+
+
+def pull_response(request: RemotingCommand, code: int, next_begin_offset: int, min_offset: int, max_offset: int,
+                  suggest_broker_id: int = MASTER_ID, remark: str | None = None, body=b"") -> RemotingCommand:
+    return RemotingCommand.response_to(request, code, remark=remark, body=body, ext_fields={
+        "nextBeginOffset": str(next_begin_offset),
+        "minOffset": str(min_offset),
+        "maxOffset": str(max_offset),
+        "suggestWhichBrokerId": str(suggest_broker_id),
+    })
+
+
+class PullProcessor(Processor):
+    def __init__(self, controller: BrokerController):
+        super().__init__(controller)
+        self.store = controller.store
+        self.hold = controller.pull_hold
+        self._tag_filters: dict[tuple[str, str], TagFilter | None] = {}
+        self.hold.set_executor(self.execute)
+
+    def handlers(self):
+        return {RequestCode.PULL_MESSAGE: self.pull_message}
+
+    def pull_message(self, channel, request: RemotingCommand):
+        ext = request.ext_fields
+        try:
+            pull = self._parse(channel, request)
+        except BrokerRequestError as e:
+            # Refusals carry the four fields too: offsets unchanged, so a client that reads them
+            # anyway does not jump.
+            offset = ext.get("queueOffset", "0")
+            return pull_response(request, e.code, offset if offset.lstrip("-").isdigit() else 0, 0, 0,
+                                 remark=e.remark)
+        return self.execute(pull, allow_suspend=True)
+
+    # -- parsing and checks (before any read) --------------------------------------------------
+
+    def _parse(self, channel, request: RemotingCommand) -> ParkedPull:
+        ext = request.ext_fields
+        controller = self.controller
+        group = str_field(ext, "consumerGroup")
+        topic = str_field(ext, "topic")
+        queue_id = int_field(ext, "queueId")
+        queue_offset = int_field(ext, "queueOffset")
+        max_msg_nums = int_field(ext, "maxMsgNums", MAX_TRANSFER_COUNT)
+        sys_flag = int_field(ext, "sysFlag", 0)
+        commit_offset = int_field(ext, "commitOffset", -1)
+        suspend_ms = int_field(ext, "suspendTimeoutMillis", 0)
+
+        group_config = controller.subscription_group_manager.find_subscription_group_config(group)
+        if group_config is None:
+            raise BrokerRequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                     f"subscription group {group!r} does not exist")
+        if not group_config.consume_enable:
+            raise BrokerRequestError(ResponseCode.NO_PERMISSION, f"subscription group {group!r} may not consume")
+        topic_config = controller.topic_config_manager.select_topic_config(topic)
+        if topic_config is None:
+            raise BrokerRequestError(ResponseCode.TOPIC_NOT_EXIST, f"topic {topic!r} does not exist on this broker")
+        if not is_readable(topic_config.perm):
+            raise BrokerRequestError(ResponseCode.NO_PERMISSION, f"topic {topic!r} is not readable")
+        if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
+            raise BrokerRequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"queueId[{queue_id}] is illegal: topic {topic!r} has {topic_config.read_queue_nums} read queues")
+        if queue_offset < 0:
+            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
+                                     f"queueOffset {queue_offset} is illegal: offsets start at 0")
+
+        if sys_flag & PullSysFlag.SUBSCRIPTION:
+            tag_filter = self._tag_filter(topic, ext.get("subscription") or "*",
+                                          ext.get("expressionType") or ExpressionType.TAG)
+        else:
+            group_info = controller.client_manager.consumers
+            subscription = group_info.find_subscription_data(group, topic)
+            if subscription is None:
+                raise BrokerRequestError(
+                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                    f"group {group!r} has no subscription to {topic!r}: send a heartbeat first, "
+                    "or give the subscription in the pull")
+            tag_filter = self._tag_filter(topic, subscription.sub_string, subscription.expression_type)
+
+        commit = (sys_flag & PullSysFlag.COMMIT_OFFSET and commit_offset >= 0
+                  and controller.config.broker_role is not BrokerRole.SLAVE)
+        if commit:
+            controller.consumer_offset_manager.commit_offset(group, topic, queue_id, commit_offset,
+                                                             channel.remote_address)
+        if sys_flag & PullSysFlag.SUSPEND:
+            if controller.config.long_polling_enable:
+                timeout_ms = suspend_ms
+            else:
+                timeout_ms = controller.config.short_polling_time_mills
+        else:
+            timeout_ms = 0
+        return ParkedPull(channel, request, group, topic, queue_id, queue_offset,
+                          min(max(max_msg_nums, 1), MAX_TRANSFER_COUNT), tag_filter, timeout_ms,
+                          group_config.broker_id)
+
+    def _tag_filter(self, topic: str, sub_string: str, expression_type: str) -> TagFilter | None:
+        """The store filter of a subscription (None: everything); parsed once per expression."""
+        key = (sub_string, expression_type)
+        try:
+            return self._tag_filters[key]
+        except KeyError:
+            pass
+        subscription = build_subscription_data(topic, sub_string, expression_type)
+        tag_filter = None if subscription.sub_all else TagFilter(subscription.code_set, subscription.tags_set)
+        if len(self._tag_filters) >= _TAG_FILTER_CACHE_MAX:
+            self._tag_filters.clear()
+        self._tag_filters[key] = tag_filter
+        return tag_filter
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def execute(self, pull: ParkedPull, allow_suspend: bool, expired: bool = False) -> RemotingCommand | None:
+        """Read for ``pull``; the response, or None when the pull is parked (again).
+
+        ``allow_suspend`` is True on the first pass; a parked pull woken by an arrival that brought
+        nothing for it (another tag) parks again until its deadline (``expired``)."""
+        while True:
+            result = self.store.get_message(pull.group, pull.topic, pull.queue_id, pull.queue_offset,
+                                            pull.max_msgs, MAX_TRANSFER_BYTES, pull.tag_filter)
+            status = result.status_code
+            if (allow_suspend or expired or status != GetMessageStatus.NO_MATCHED_MESSAGE
+                    or pull.timeout_ms <= 0):
+                break
+            # Woken, but what arrived is not for this subscription: skip it, then look further or
+            # wait on.
+            pull.queue_offset = result.next_begin_offset
+            if result.next_begin_offset >= result.max_offset:
+                self.hold.park(pull)
+                return None
+        if status == GetMessageStatus.FOUND:
+            return pull_response(pull.request, ResponseCode.SUCCESS, result.next_begin_offset, result.min_offset,
+                                 result.max_offset, pull.suggest_broker_id, body=result.messages)
+        if status in _NOT_FOUND_STATUSES:
+            code = ResponseCode.PULL_NOT_FOUND
+        elif status in _MOVED_STATUSES:
+            code = ResponseCode.PULL_OFFSET_MOVED
+        elif status in _EMPTY_QUEUE_STATUSES:
+            code = ResponseCode.PULL_OFFSET_MOVED if pull.queue_offset != 0 else ResponseCode.PULL_NOT_FOUND
+        else:  # NO_MATCHED_MESSAGE, MESSAGE_WAS_REMOVING
+            code = ResponseCode.PULL_RETRY_IMMEDIATELY
+        if code == ResponseCode.PULL_NOT_FOUND and pull.timeout_ms > 0 and not expired:
+            self.hold.park(pull)
+            return None
+        return pull_response(pull.request, code, result.next_begin_offset, result.min_offset, result.max_offset,
+                             pull.suggest_broker_id)

@@ -1,0 +1,387 @@
+"""SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320), as RocketMQ's
+SendMessageProcessor serves them (SPEC.md section 4).
+
+Header fields (V2 short key / long name)::
+
+    a producerGroup   b topic          c defaultTopic   d defaultTopicQueueNums  e queueId
+    f sysFlag         g bornTimestamp  h flag           i properties             j reconsumeTimes
+    k unitMode        l maxReconsumeTimes               m batch                  (n brokerName: ignored)
+
+Batch body (code 320, or 310 with m=true), records back to back, big-endian::
+
+    offset  size  field
+    0       4     total     int32, the record's size including this field
+    4       4     magic     int32 (not checked)
+    8       4     bodyCRC   int32 (not checked: the store computes its own)
+    12      4     flag      int32
+    16      4     bodyLen   int32
+    20      B     body
+    20+B    2     propsLen  int16
+    22+B    P     properties  key\\x01value\\x02...
+
+Reply extFields: msgId (the broker's offset msgId; comma-joined for a batch), queueId, queueOffset.
+The body is stored as it came: compressed bodies (sysFlag bit 0) stay compressed for the consumer.
+
+The handler runs on the event loop thread and never waits for the disk: under SYSTEM SYNC_FLUSH the
+store completes the put from its flush thread, and the response is handed back to the loop from there.
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections import deque
+import struct
+import time
+from typing import TYPE_CHECKING
+
+from rmq.broker.processor.base import Processor, int_field, malformed
+from rmq.broker.topic_config import TopicConfig
+from rmq.common import PERM_READ, PERM_WRITE, is_writeable
+from rmq.errors import BrokerRequestError
+from rmq.message import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    NAME_VALUE_SEPARATOR,
+    PROPERTIES_MAX_LENGTH,
+    RETRY_GROUP_TOPIC_PREFIX,
+    SCHEDULE_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    MessageProperty,
+    decode_properties,
+    dlq_topic,
+    encode_properties,
+    topic_error,
+)
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
+from rmq.store import PutMessageStatus, ipv4_to_int
+
+if TYPE_CHECKING:
+    from rmq.broker.controller import BrokerController
+
+log = logging.getLogger("rmq.broker")
+
+# Field names by position: the long names of SEND_MESSAGE, the short keys of V2 and batch.
+LONG_KEYS = ("producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
+             "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch")
+SHORT_KEYS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m")
+(_GROUP, _TOPIC, _DEFAULT_TOPIC, _DEFAULT_QUEUE_NUMS, _QUEUE_ID, _SYS_FLAG, _BORN_TIMESTAMP, _FLAG,
+ _PROPERTIES, _RECONSUME_TIMES, _UNIT_MODE, _MAX_RECONSUME_TIMES, _BATCH) = range(len(LONG_KEYS))
+
+# Topics only the broker writes to (RocketMQ's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+                                     "TRANS_CHECK_MAX_TIME_TOPIC"})
+# Dead letters of a group go to one queue.
+DLQ_NUMS_PER_GROUP = 1
+
+BATCH_RECORD_HEAD = struct.Struct(">iiiii")
+BATCH_PROPS_LEN = struct.Struct(">h")
+
+_DELAY_MARK = MessageProperty.DELAY_TIME_LEVEL + NAME_VALUE_SEPARATOR
+_NO_WAIT_MARK = MessageProperty.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "false"
+
+# PutMessageStatus -> (response code, remark); codes 10-12 mean "stored, but degraded".
+_PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
+    PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
+    PutMessageStatus.FLUSH_DISK_TIMEOUT: (ResponseCode.FLUSH_DISK_TIMEOUT, "stored, but not flushed to disk in time"),
+    PutMessageStatus.FLUSH_SLAVE_TIMEOUT: (ResponseCode.FLUSH_SLAVE_TIMEOUT, "stored, but no slave acked in time"),
+    PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, "stored, but no slave is available"),
+    PutMessageStatus.SERVICE_NOT_AVAILABLE: (
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        "service not available now: the store is shutting down, read-only or its disk is full"),
+    PutMessageStatus.CREATE_MAPPED_FILE_FAILED: (
+        ResponseCode.SYSTEM_ERROR, "create mapped file failed, the disk may be full or broken"),
+    PutMessageStatus.MESSAGE_ILLEGAL: (
+        ResponseCode.MESSAGE_ILLEGAL, "the message is illegal: too large, or its topic or queue is invalid"),
+    PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (
+        ResponseCode.MESSAGE_ILLEGAL, f"the message properties are longer than {PROPERTIES_MAX_LENGTH} bytes"),
+    PutMessageStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_BUSY, "[PC_SYNCHRONIZED]broker busy"),
+    PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "unknown store error"),
+}
+
+
+def decode_batch(body) -> list[tuple[bytes, bytes, int]]:
+    """The records of a batch body as ``(body, properties, flag)``; MESSAGE_ILLEGAL when malformed."""
+    view = memoryview(body)
+    size = len(view)
+    out = []
+    pos = 0
+    while pos < size:
+        if pos + BATCH_RECORD_HEAD.size > size:
+            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
+                                     f"batch body: record {len(out)} at byte {pos} is truncated")
+        total, _magic, _crc, flag, body_len = BATCH_RECORD_HEAD.unpack_from(view, pos)
+        start = pos + BATCH_RECORD_HEAD.size
+        props_at = start + body_len
+        if body_len < 0 or props_at + 2 > size:
+            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
+                                     f"batch body: record {len(out)} body length {body_len} overruns the body")
+        (props_len,) = BATCH_PROPS_LEN.unpack_from(view, props_at)
+        end = props_at + 2 + props_len
+        if props_len < 0 or end > size or (total and total != end - pos):
+            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
+                                     f"batch body: record {len(out)} sizes do not add up (total {total}, "
+                                     f"body {body_len}, properties {props_len})")
+        out.append((bytes(view[start:props_at]), bytes(view[props_at + 2:end]), flag))
+        pos = end
+    if not out:
+        raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")
+    return out
+
+
+class SendProcessor(Processor):
+    """Stores what producers send; wakes the pulls parked on the queue it went to."""
+
+    def __init__(self, controller: BrokerController):
+        super().__init__(controller)
+        self.store = controller.store
+        self.topics = controller.topic_config_manager
+        self.broker_config = controller.config
+        self.max_message_size = controller.store.max_message_size
+        self.sync_flush = controller.store.sync_flush
+        self.wait_limit = controller.config.wait_time_mills_in_send_queue / 1000
+        self._born_hosts: dict[str, tuple[int, int]] = {}
+        self._writable_topics: dict[str, TopicConfig] = {}
+        self._topics_version = -1
+        self._hold = controller.pull_hold
+        # SYNC_FLUSH completions, handed from the flush thread to the loop in one hop per round
+        self._durable: deque = deque()
+        self._drain_scheduled = False
+        self._loop = controller.server.loop
+
+    def handlers(self):
+        return {
+            RequestCode.SEND_MESSAGE: self.send_message,
+            RequestCode.SEND_MESSAGE_V2: self.send_message,
+            RequestCode.SEND_BATCH_MESSAGE: self.send_message,
+        }
+
+    # -- the request ------------------------------------------------------------------------
+
+    def send_message(self, channel, request: RemotingCommand):
+        # The frame was read when the channel was last active; a send that waited longer than
+        # waitTimeMillsInSendQueue is refused before it costs anything (RocketMQ's fast failure).
+        waited = time.monotonic() - channel.last_active
+        if waited > self.wait_limit:
+            return RemotingCommand.response_to(
+                request, ResponseCode.SYSTEM_BUSY,
+                remark=f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
+                       f"period in queue: {int(waited * 1000)}ms")
+        controller = self.controller
+        if controller.disk_full:
+            return RemotingCommand.response_to(
+                request, ResponseCode.SERVICE_NOT_AVAILABLE,
+                remark=f"service not available now: the disk of {self.store.store_path} is "
+                       f"{controller.disk_used_percent:.0f}% full, above diskMaxUsedSpaceRatio "
+                       f"{self.store.config.disk_max_used_space_ratio}%: writes are refused")
+        ext = request.ext_fields
+        code = request.code
+        keys = LONG_KEYS if code == RequestCode.SEND_MESSAGE else SHORT_KEYS
+        topic = ext.get(keys[_TOPIC])
+        if topic is None and keys is SHORT_KEYS and "topic" in ext:
+            keys = LONG_KEYS  # a client that sends long names with a V2 code
+            topic = ext.get("topic")
+        if not topic:
+            raise malformed(keys[_TOPIC], None, "a topic name")
+        batch = code == RequestCode.SEND_BATCH_MESSAGE or ext.get(keys[_BATCH]) == "true"
+        try:  # the common case in one go; the field-by-field path names what is wrong
+            queue_id = int(ext[keys[_QUEUE_ID]])
+            sys_flag = int(ext.get(keys[_SYS_FLAG]) or 0)
+            born_timestamp = int(ext.get(keys[_BORN_TIMESTAMP]) or 0)
+            flag = int(ext.get(keys[_FLAG]) or 0)
+            reconsume_times = int(ext.get(keys[_RECONSUME_TIMES]) or 0)
+        except (KeyError, ValueError):
+            queue_id = int_field(ext, keys[_QUEUE_ID])
+            sys_flag = int_field(ext, keys[_SYS_FLAG], 0)
+            born_timestamp = int_field(ext, keys[_BORN_TIMESTAMP], 0)
+            flag = int_field(ext, keys[_FLAG], 0)
+            reconsume_times = int_field(ext, keys[_RECONSUME_TIMES], 0)
+        properties = ext.get(keys[_PROPERTIES]) or ""
+
+        topic_config = self._check_topic(channel, ext, keys, topic)
+        if queue_id < 0:
+            queue_id = random.randrange(max(1, topic_config.write_queue_nums))
+        elif queue_id >= max(topic_config.write_queue_nums, topic_config.read_queue_nums):
+            raise BrokerRequestError(
+                ResponseCode.SYSTEM_ERROR,
+                f"request queueId[{queue_id}] is illegal: topic {topic!r} has "
+                f"{topic_config.write_queue_nums} write queues (0-{topic_config.write_queue_nums - 1})")
+        born_host, born_port = self._born_host(channel.remote_address)
+        wait = self.sync_flush and _NO_WAIT_MARK not in properties
+
+        if batch:
+            return self._send_batch(channel, request, topic, queue_id, sys_flag, born_timestamp, born_host,
+                                    born_port, properties, wait)
+
+        body = request.body
+        if len(body) > self.max_message_size:
+            raise BrokerRequestError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"message body is {len(body)} bytes, more than maxMessageSize {self.max_message_size}")
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            topic, queue_id = self._retry_or_dlq(ext, keys, request, topic, queue_id, reconsume_times)
+            if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                properties = _without_delay(properties)
+        if _DELAY_MARK in properties:
+            topic, queue_id, props = controller.schedule_redirect(topic, queue_id, properties)
+        else:
+            props = properties.encode()
+        if len(props) > PROPERTIES_MAX_LENGTH:
+            raise BrokerRequestError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"message properties are {len(props)} bytes, more than {PROPERTIES_MAX_LENGTH}")
+        callback = self._durable_callback(channel, request, queue_id) if wait else None
+        result = self.store.put_message(topic, queue_id, body, props, sys_flag, born_timestamp, flag,
+                                        reconsume_times, born_host, born_port, callback)
+        if result.status_code == PutMessageStatus.PUT_OK and self._hold.has_parked:
+            self._hold.notify_message_arriving(topic, queue_id)
+        if result.pending:
+            return None
+        return _put_response(request, result, queue_id)
+
+    def _send_batch(self, channel, request, topic, queue_id, sys_flag, born_timestamp, born_host, born_port,
+                    properties: str, wait: bool):
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
+                                     f"batch send to retry topic {topic!r}: batches do not support retry topics")
+        records = decode_batch(request.body)
+        total = sum(len(body) for body, _, _ in records)
+        if total > self.max_message_size:
+            raise BrokerRequestError(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"batch bodies are {total} bytes, more than maxMessageSize {self.max_message_size}")
+        # The batch header's own properties (if any) are appended to every message's, as RocketMQ does.
+        extra = properties.encode()
+        messages = []
+        for body, props, flag in records:
+            if extra:
+                props = props + extra if not props or props.endswith(b"\x02") else props + b"\x02" + extra
+            if _DELAY_MARK.encode() in props:
+                raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
+                                         "batch messages do not support delay levels (DELAY property)")
+            if len(props) > PROPERTIES_MAX_LENGTH:
+                raise BrokerRequestError(
+                    ResponseCode.MESSAGE_ILLEGAL,
+                    f"message properties are {len(props)} bytes, more than {PROPERTIES_MAX_LENGTH}")
+            messages.append((body, props, flag))
+        callback = self._durable_callback(channel, request, queue_id) if wait else None
+        result = self.store.put_messages(topic, queue_id, messages, sys_flag, born_timestamp, born_host, born_port,
+                                         callback)
+        if result.status_code == PutMessageStatus.PUT_OK and self._hold.has_parked:
+            self._hold.notify_message_arriving(topic, queue_id)
+        if result.pending:
+            return None
+        return _put_response(request, result, queue_id)
+
+    # -- SYNC_FLUSH completions ----------------------------------------------------------------
+
+    def _durable_callback(self, channel, request, queue_id: int):
+        """The store's completion for a put that waits for the disk: it runs on the flush thread,
+        which only queues it; the loop builds and sends every answer of the round at once (one
+        wake-up and one GIL hand-over per round instead of one per message)."""
+        durable = self._durable
+
+        def on_durable(result, entry=(channel, request, queue_id)):
+            durable.append((entry, result))
+            if not self._drain_scheduled:
+                self._drain_scheduled = True
+                self._loop.call_soon_threadsafe(self._answer_durable)
+
+        return on_durable
+
+    def _answer_durable(self) -> None:
+        # Reset before draining: a completion queued after this point schedules another drain.
+        self._drain_scheduled = False
+        durable = self._durable
+        while durable:
+            (channel, request, queue_id), result = durable.popleft()
+            channel.send_response(_put_response(request, result, queue_id))
+
+    # -- checks (RocketMQ's msgCheck) ---------------------------------------------------------
+
+    def _check_topic(self, channel, ext, keys, topic: str) -> TopicConfig:
+        # The topic table changes rarely; its version says when the cached configs are stale.
+        version = self.topics.data_version.counter
+        if version != self._topics_version:
+            self._topics_version = version
+            self._writable_topics.clear()
+        topic_config = self._writable_topics.get(topic)
+        if topic_config is not None:
+            return topic_config
+        topic_config = self._select_and_check_topic(channel, ext, keys, topic)
+        self._writable_topics[topic] = topic_config
+        return topic_config
+
+    def _select_and_check_topic(self, channel, ext, keys, topic: str) -> TopicConfig:
+        topic_config = self.topics.select_topic_config(topic)
+        if topic_config is None:
+            reason = topic_error(topic)
+            if reason is not None:
+                raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL, reason)
+        if topic in NOT_ALLOWED_SEND_TOPICS:
+            raise BrokerRequestError(ResponseCode.NO_PERMISSION,
+                                     f"sending message to topic {topic!r} is forbidden: it is the broker's own")
+        if not is_writeable(self.broker_config.broker_permission):
+            raise BrokerRequestError(ResponseCode.NO_PERMISSION,
+                                     f"the broker {self.controller.broker_addr} does not accept sends "
+                                     f"(brokerPermission {self.broker_config.broker_permission})")
+        if topic_config is None:
+            default_topic = ext.get(keys[_DEFAULT_TOPIC]) or AUTO_CREATE_TOPIC_KEY_TOPIC
+            queue_nums = int_field(ext, keys[_DEFAULT_QUEUE_NUMS], 4)
+            try:
+                topic_config = self.topics.create_topic_in_send_message(
+                    topic, default_topic, queue_nums, 0, channel.remote_address)
+            except BrokerRequestError:
+                if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                    raise
+                topic_config = self.topics.create_topic_in_send_message_back(topic, 1, PERM_READ | PERM_WRITE)
+        if not is_writeable(topic_config.perm):
+            raise BrokerRequestError(ResponseCode.NO_PERMISSION,
+                                     f"topic {topic!r} is not writeable (perm {topic_config.perm})")
+        return topic_config
+
+    def _retry_or_dlq(self, ext, keys, request, topic: str, queue_id: int, reconsume_times: int) -> tuple[str, int]:
+        """A send straight to ``%RETRY%<group>`` (newer clients' consume-failure path): past the
+        group's max reconsume times it goes to ``%DLQ%<group>`` (RocketMQ's handleRetryAndDLQ)."""
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+        group_config = self.controller.subscription_group_manager.find_subscription_group_config(group)
+        if group_config is None:
+            raise BrokerRequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+                                     f"subscription group {group!r} does not exist")
+        max_times = int_field(ext, keys[_MAX_RECONSUME_TIMES], group_config.retry_max_times)
+        if reconsume_times < max_times:
+            return topic, queue_id
+        dlq = dlq_topic(group)
+        self.topics.create_topic_in_send_message_back(dlq, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
+        return dlq, 0
+
+    def _born_host(self, remote_address: str) -> tuple[int, int]:
+        known = self._born_hosts.get(remote_address)
+        if known is None:
+            host, _, port = remote_address.rpartition(":")
+            try:
+                known = (ipv4_to_int(host), int(port))
+            except (OSError, ValueError):
+                known = (0, 0)
+            if len(self._born_hosts) > 10_000:
+                self._born_hosts.clear()
+            self._born_hosts[remote_address] = known
+        return known
+
+
+def _without_delay(properties: str) -> str:
+    """Properties without DELAY: a dead letter is not delayed."""
+    if _DELAY_MARK not in properties:
+        return properties
+    props = decode_properties(properties)
+    props.pop(MessageProperty.DELAY_TIME_LEVEL, None)
+    return encode_properties(props).decode()
+
+
+def _put_response(request: RemotingCommand, result, queue_id: int) -> RemotingCommand:
+    code, remark = _PUT_OUTCOMES.get(result.status_code, (ResponseCode.SYSTEM_ERROR, "unknown store status"))
+    if code == ResponseCode.SUCCESS or code in DEGRADED_SEND_CODES:
+        ext = {"msgId": result.msg_id, "queueId": str(queue_id), "queueOffset": str(result.queue_offset)}
+        return RemotingCommand.response_to(request, code, remark=remark, ext_fields=ext)
+    return RemotingCommand.response_to(request, code, remark=remark)

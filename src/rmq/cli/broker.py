@@ -1,0 +1,83 @@
+"""``rmq-broker``: run a broker in the foreground until SIGTERM or SIGINT.
+
+    rmq-broker                                  # embedded name server on 9876, store in ~/store
+    rmq-broker -c broker.conf -n "ns1:9876;ns2:9876" --set flushDiskType=SYNC_FLUSH
+
+Logs go to stderr and to ``<storePathRootDir>/logs/broker.log``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+
+import click
+
+from rmq.broker.config import load_broker_config, parse_set_options
+from rmq.broker.controller import BrokerController
+from rmq.errors import RmqError
+from rmq.store import MessageStoreConfig
+
+LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
+LOG_DIR_NAME = "logs"
+LOG_FILE_NAME = "broker.log"
+
+
+def setup_logging(store_path: str, level: str) -> str:
+    """stderr plus ``<store>/logs/broker.log``; returns the log file's path."""
+    log_dir = os.path.join(store_path, LOG_DIR_NAME)
+    os.makedirs(log_dir, exist_ok=True)
+    log_file = os.path.join(log_dir, LOG_FILE_NAME)
+    formatter = logging.Formatter(LOG_FORMAT)
+    root = logging.getLogger()
+    root.setLevel(level)
+    for handler in (logging.StreamHandler(sys.stderr), logging.FileHandler(log_file, encoding="utf-8")):
+        handler.setFormatter(formatter)
+        root.addHandler(handler)
+    return log_file
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False),
+              help="broker.conf (Java properties, RocketMQ's key names).")
+@click.option("-n", "--namesrv-addr", help='Name servers, "host:port;host:port". Absent: run an embedded one.')
+@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
+              help="Override one setting (repeatable), e.g. --set listenPort=20911.")
+@click.option("--log-level", default="INFO", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+def main(config_file: str | None, namesrv_addr: str | None, settings: tuple[str, ...], log_level: str) -> None:
+    """Run an rmq broker: RocketMQ 4.x clients produce to and consume from it."""
+    try:
+        overrides = parse_set_options(settings)
+        if namesrv_addr:
+            overrides["namesrvAddr"] = namesrv_addr
+        broker_config, rest = load_broker_config(config_file, overrides)
+        store_config = MessageStoreConfig.from_properties(broker_config.store_properties(rest))
+    except RmqError as e:
+        raise click.ClickException(str(e)) from None
+    log_file = setup_logging(store_config.store_path_root_dir, log_level.upper())
+    controller = BrokerController(broker_config, store_config)
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        controller.start()
+    except (RmqError, OSError) as e:
+        logging.getLogger("rmq.broker").error("broker failed to start: %s", e)
+        raise click.ClickException(f"broker failed to start: {e}") from None
+    namesrv = (f"embedded name server on port {controller.namesrv.port}" if controller.namesrv is not None
+               else f"name servers {';'.join(controller.namesrv_addrs)}")
+    click.echo(f"rmq-broker {broker_config.broker_name} listening on port {controller.server.port} "
+               f"(address {controller.broker_addr}), {namesrv}, store {controller.store.store_path} "
+               f"({store_config.flush_disk_type.value}), log {log_file}", err=True)
+    while not stop.wait(3600):
+        pass
+    click.echo("rmq-broker shutting down", err=True)
+    controller.shutdown()
+
+
+if __name__ == "__main__":
+    main()
