@@ -7,6 +7,7 @@ import struct
 from rmq.message import encode_properties
 from rmq.net import RemotingClient, RemotingCommand, RequestCode
 from rmq.store import decode_record
+from tests.conftest import wait_for_port
 
 TIMEOUT = 5.0
 
@@ -73,3 +74,14 @@ def create_topic(broker, topic: str, queues: int = 4) -> None:
     """Create ``topic`` on an in-process broker, as UPDATE_AND_CREATE_TOPIC would."""
     from rmq.broker.topic_config import TopicConfig
     broker.topic_config_manager.update_topic_config(TopicConfig(topic, queues, queues))
+
+
+def start_process(spawn, settings: dict[str, str]):
+    """Run ``rmq-broker`` (python -m rmq.cli.broker) with ``--set`` settings; returns (process, address)
+    once it accepts connections."""
+    args = ["-m", "rmq.cli.broker"]
+    for key, value in settings.items():
+        args += ["--set", f"{key}={value}"]
+    proc = spawn(*args)
+    wait_for_port(int(settings["listenPort"]), timeout=20, proc=proc)
+    return proc, f"127.0.0.1:{settings['listenPort']}"

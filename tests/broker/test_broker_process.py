@@ -10,20 +10,11 @@ import time
 import pytest
 
 from rmq.net import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from tests.broker.broker_helpers import call, pull_request, records, send_request
+from tests.broker.broker_helpers import call, pull_request, records, send_request, start_process
 from tests.broker.conftest import broker_settings
 from tests.conftest import wait_for_port
 
 pytestmark = pytest.mark.slow
-
-
-def start_process(spawn, settings: dict[str, str]):
-    args = ["-m", "rmq.cli.broker"]
-    for key, value in settings.items():
-        args += ["--set", f"{key}={value}"]
-    proc = spawn(*args)
-    wait_for_port(int(settings["listenPort"]), timeout=20, proc=proc)
-    return proc, f"127.0.0.1:{settings['listenPort']}"
 
 
 def test_sigterm_exits_cleanly_and_saves_offsets(spawn, store_dir):

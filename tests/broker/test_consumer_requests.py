@@ -47,6 +47,10 @@ def test_new_group_starts_at_zero_then_reads_what_it_committed(broker, client):
             break
         time.sleep(0.005)
     assert call(client, addr, offset_request(RequestCode.QUERY_CONSUMER_OFFSET, "Offsets", 0)).ext_fields["offset"] == "4"
+    # ali-ons commits -1 for queues it has not consumed yet: accepted, and the real offset stays
+    r = call(client, addr, offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, "Offsets", 0, commitOffset=-1))
+    assert r.code == ResponseCode.SUCCESS
+    assert call(client, addr, offset_request(RequestCode.QUERY_CONSUMER_OFFSET, "Offsets", 0)).ext_fields["offset"] == "4"
     # a pull with the commit bit commits too
     call(client, addr, pull_request("Offsets", 0, 2, group="G", commit_offset=2))
     assert broker.consumer_offset_manager.query_offset("G", "Offsets", 0) == 2

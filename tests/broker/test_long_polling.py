@@ -83,3 +83,21 @@ def test_send_to_delivery_latency_with_an_idle_parked_pull(broker, client):
         latencies.append(box[1] - sent_at)
     median_ms = statistics.median(latencies) * 1000
     assert median_ms < 5.0, f"median send-to-delivery {median_ms:.2f} ms"
+
+
+def test_put_inner_from_another_thread_wakes_parked_pulls(broker, client):
+    """The seam for the retry and delay services: a broker-made message wakes consumers too."""
+    addr = broker.broker_addr
+    create_topic(broker, "Inner")
+    done, box = _parked_pull(client, addr, pull_request("Inner", 1, 0, suspend_ms=8000))
+    _wait_parked(broker)
+    worker = threading.Thread(target=broker.put_inner, args=("Inner", 1, b"re-put", {"TAGS": "t"}),
+                              kwargs={"born_host": "127.0.0.1", "reconsume_times": 2})
+    worker.start()
+    worker.join()
+    assert done.wait(2.0)
+    (message,) = records(box[0].body)
+    assert (message.body, message.tags, message.reconsume_times) == (b"re-put", "t", 2)
+    # with a delay level it waits in SCHEDULE_TOPIC_XXXX instead
+    result = broker.put_inner("Inner", 1, b"later", {"DELAY": "1"})
+    assert result.ok and broker.store.get_max_offset_in_queue("SCHEDULE_TOPIC_XXXX", 0) == 1

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import venv
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -95,9 +96,55 @@ class ClientRunner:
         return subprocess.Popen(self.command(script, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                 text=True, env=self._env(), cwd=self.home)
 
+    @staticmethod
+    def wait_all(procs: dict[str, subprocess.Popen], timeout: float = 120) -> dict[str, list[dict]]:
+        """Wait for scripts started with ``start``; their JSON lines by name."""
+        results = {}
+        for name, proc in procs.items():
+            out, err = proc.communicate(timeout=timeout)
+            assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{err[-3000:]}"
+            results[name] = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
+        return results
+
+
+def bodies(lines: list[dict]) -> Counter:
+    """How often each message body was delivered."""
+    return Counter(line["body"] for line in lines if "body" in line)
+
 
 @pytest.fixture
 def clients(ali_ons: Path, rocketmq_python: Path, tmp_path: Path) -> ClientRunner:
     home = tmp_path / "home"
     home.mkdir()
     return ClientRunner(ali_ons, rocketmq_python, home)
+
+
+class RunningBroker:
+    """An ``rmq-broker`` process with its embedded name server, as the README starts it."""
+
+    def __init__(self, proc: subprocess.Popen, settings: dict[str, str]):
+        self.proc = proc
+        self.settings = settings
+        self.addr = f"127.0.0.1:{settings['listenPort']}"
+        self.namesrv = f"127.0.0.1:{settings['namesrvListenPort']}"
+
+    def create_topic(self, topic: str, queues: int = 4) -> None:
+        """UPDATE_AND_CREATE_TOPIC, as ``rmq-admin topic create`` sends it (ali-ons needs topics to exist)."""
+        from rmq.net import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+
+        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+            "topic": topic, "readQueueNums": queues, "writeQueueNums": queues, "perm": 6,
+            "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False})
+        with RemotingClient() as client:
+            answer = client.invoke_sync(self.addr, request, 5.0)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+
+
+@pytest.fixture
+def rmq_broker(spawn, store_dir: Path) -> RunningBroker:
+    from tests.broker.broker_helpers import start_process
+    from tests.broker.conftest import broker_settings
+
+    settings = broker_settings(store_dir)
+    proc, _ = start_process(spawn, settings)
+    return RunningBroker(proc, settings)

@@ -255,8 +255,8 @@ class BrokerController:
         return SCHEDULE_TOPIC, delay_level_to_queue_id(level), encode_properties(props)
 
     def put_inner(self, topic: str, queue_id: int, body, properties: dict[str, str] | bytes | str = b"",
-                  sys_flag: int = 0, born_timestamp: int = 0, born_host: str | int = 0, born_port: int = 0,
-                  flag: int = 0, reconsume_times: int = 0,
+                  sys_flag: int = 0, born_timestamp: int = 0, born_host: str | int = 0, flag: int = 0,
+                  reconsume_times: int = 0, *, born_port: int = 0,
                   callback: Callable[[PutMessageResult], None] | None = None) -> PutMessageResult:
         """Store a message the broker makes itself (retry, dead letter, a delayed message come due).
 

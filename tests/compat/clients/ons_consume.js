@@ -45,4 +45,6 @@ async function main() {
   await consumer.close();
 }
 
-main().then(() => process.exit(0), err => { console.error(err.stack || err); process.exit(1); });
+// Writes to a pipe are asynchronous in Node and process.exit() drops what is still queued: drain first.
+const exit = code => process.stdout.write('', () => process.exit(code));
+main().then(() => exit(0), err => { console.error(err.stack || err); exit(1); });

@@ -45,9 +45,13 @@ class ConsumerManageProcessor(Processor):
         topic = str_field(ext, "topic")
         queue_id = int_field(ext, "queueId")
         offset = int_field(ext, "commitOffset")
-        if queue_id < 0 or offset < 0:
-            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
-                                     f"cannot commit offset {offset} on queue {queue_id}: both must be >= 0")
+        if queue_id < 0:
+            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR, f"cannot commit on queue {queue_id}: must be >= 0")
+        if offset < 0:
+            # ali-ons commits -1 for every assigned queue it has not consumed from yet. RocketMQ stores
+            # it, and -1 reads back as "no offset"; keeping what is stored means the same to clients
+            # and cannot clobber a real offset.
+            return success(request)
         self.controller.consumer_offset_manager.commit_offset(group, topic, queue_id, offset,
                                                               channel.remote_address)
         return success(request)

@@ -220,7 +220,7 @@ class SendProcessor(Processor):
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"message body is {len(body)} bytes, more than maxMessageSize {self.max_message_size}")
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            topic, queue_id = self._retry_or_dlq(ext, keys, request, topic, queue_id, reconsume_times)
+            topic, queue_id = self._retry_or_dlq(ext, keys, topic, queue_id, reconsume_times)
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 properties = _without_delay(properties)
         if _DELAY_MARK in properties:
@@ -341,7 +341,7 @@ class SendProcessor(Processor):
                                      f"topic {topic!r} is not writeable (perm {topic_config.perm})")
         return topic_config
 
-    def _retry_or_dlq(self, ext, keys, request, topic: str, queue_id: int, reconsume_times: int) -> tuple[str, int]:
+    def _retry_or_dlq(self, ext, keys, topic: str, queue_id: int, reconsume_times: int) -> tuple[str, int]:
         """A send straight to ``%RETRY%<group>`` (newer clients' consume-failure path): past the
         group's max reconsume times it goes to ``%DLQ%<group>`` (RocketMQ's handleRetryAndDLQ)."""
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]

@@ -1,0 +1,352 @@
+"""What the producers and consumers of a process share (RocketMQ's MQClientInstance).
+
+One instance per client id (``ip@instance_name``): one remoting client (one connection per broker
+and name server), the route cache, the timer thread, the groups registered on it. It
+
+- asks a name server for routes: one chosen at random, the next one in turn when it fails;
+- refreshes the routes of every topic in use every 30 s and hands them to its producers/consumers;
+- heartbeats every broker it knows every 30 s (and at once when a group registers);
+- runs the consumers' rebalance every 20 s, and at once on NOTIFY_CONSUMER_IDS_CHANGED;
+- persists consumer offsets every 5 s.
+
+Producers and consumers get an instance with ``acquire_instance(config)`` and give it back with
+``release()``; the last release shuts it down.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import random
+import threading
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from rmq.broker.rebalance_lock import MessageQueue
+from rmq.client.api import ClientAPI
+from rmq.client.msg_id import local_ipv4
+from rmq.client.route import TopicRouteData, any_addr
+from rmq.client.scheduler import Scheduler
+from rmq.common import MASTER_ID
+from rmq.errors import ClientError, RemotingError, ResponseError
+from rmq.message import group_error
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.net.codes import RequestCode
+
+if TYPE_CHECKING:
+    from rmq.net.channel import Channel
+
+log = logging.getLogger("rmq.client")
+
+
+@dataclass
+class ClientConfig:
+    """Settings every producer and consumer has (RocketMQ's ClientConfig); seconds, not ms."""
+
+    namesrv_addr: str = "127.0.0.1:9876"
+    # Processes (or clients of one process meant to be distinct group members) differ by this.
+    instance_name: str = field(default_factory=lambda: str(os.getpid()))
+    client_ip: str = field(default_factory=lambda: ".".join(str(b) for b in local_ipv4()))
+    poll_name_server_interval: float = 30.0
+    heartbeat_broker_interval: float = 30.0
+    persist_consumer_offset_interval: float = 5.0
+    # How long a request to a name server or broker may take (sends have their own timeout).
+    request_timeout: float = 3.0
+
+    @property
+    def client_id(self) -> str:
+        return f"{self.client_ip}@{self.instance_name}"
+
+    def namesrv_addrs(self) -> list[str]:
+        addrs = [a.strip() for a in self.namesrv_addr.replace(",", ";").split(";") if a.strip()]
+        if not addrs:
+            raise ClientError(f"no name server address in {self.namesrv_addr!r}, expected 'host:port[;host:port]'")
+        return addrs
+
+
+class InstanceMember:
+    """What producers and consumers share: joining the instance of their config, and leaving it.
+
+    Subclasses set ``kind`` ("producer" or "consumer") and implement start/shutdown with
+    ``_join``/``_leave``, ``topics_in_use`` and ``on_route_changed``.
+    """
+
+    kind = ""
+    group: str
+    config: ClientConfig
+    _instance: ClientInstance | None = None
+
+    @property
+    def instance(self) -> ClientInstance:
+        if self._instance is None:
+            raise ClientError(f"{self.kind} {self.group} is not started: call start() or use it in a with block")
+        return self._instance
+
+    def _join(self) -> ClientInstance:
+        instance = acquire_instance(self.config)
+        try:
+            instance.register(self, self.kind)
+        except ClientError:
+            instance.release()
+            raise
+        self._instance = instance
+        return instance
+
+    def _leave(self) -> None:
+        instance, self._instance = self._instance, None
+        if instance is not None:
+            instance.unregister(self, self.kind)
+            instance.release()
+
+    def start(self) -> Any:
+        raise NotImplementedError
+
+    def shutdown(self) -> None:
+        raise NotImplementedError
+
+    def topics_in_use(self) -> set[str]:
+        raise NotImplementedError
+
+    def on_route_changed(self, topic: str, route: TopicRouteData) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Any:
+        return self.start()
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.shutdown()
+
+
+def option_fields(config_cls: type, options: dict[str, Any]) -> Any:
+    """``config_cls(**options)`` with a clear error naming an unknown option."""
+    known = set(config_cls.__dataclass_fields__)
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ClientError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
+    return config_cls(**options)
+
+
+def check_group(group: str) -> None:
+    error = group_error(group)
+    if error:
+        raise ClientError(error)
+
+
+class ClientInstance:
+    def __init__(self, config: ClientConfig):
+        self.config = config
+        self.client_id = config.client_id
+        self.remoting = RemotingClient(connect_timeout=config.request_timeout)
+        self.api = ClientAPI(self.remoting)
+        self.scheduler = Scheduler(f"rmq-client-{config.instance_name}")
+        self._namesrv_addrs = config.namesrv_addrs()
+        self._namesrv_index = random.randrange(len(self._namesrv_addrs))
+        self._lock = threading.RLock()
+        self.routes: dict[str, TopicRouteData] = {}
+        # brokerName -> {brokerId: address}, from every route seen
+        self.broker_addrs: dict[str, dict[int, str]] = {}
+        self.producers: dict[str, InstanceMember] = {}
+        self.consumers: dict[str, Any] = {}
+        self._users = 0
+        self._started = False
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def start(self) -> None:
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+        self.remoting.start()
+        self.scheduler.schedule_periodic(self.config.poll_name_server_interval, self.update_all_routes)
+        self.scheduler.schedule_periodic(self.config.heartbeat_broker_interval, self.send_heartbeat_to_all)
+        self.scheduler.schedule_periodic(self.config.persist_consumer_offset_interval, self.persist_all_offsets)
+        self.scheduler.start()
+
+    def shutdown(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        self.scheduler.shutdown()
+        self.remoting.shutdown()
+        with _instances_lock:
+            if _instances.get(self.client_id) is self:
+                del _instances[self.client_id]
+
+    def release(self) -> None:
+        """A producer or consumer no longer uses the instance; the last one shuts it down."""
+        with _instances_lock:
+            self._users -= 1
+            last = self._users <= 0
+        if last:
+            self.shutdown()
+
+    # -- members --------------------------------------------------------------------------------
+
+    def register(self, member: InstanceMember, kind: str) -> None:
+        """Add a producer or consumer (``kind``); one per group per instance, as in RocketMQ."""
+        with self._lock:
+            table = self.producers if kind == "producer" else self.consumers
+            if member.group in table:
+                raise ClientError(f"{kind} group {member.group!r} already has a {kind} in client "
+                                  f"{self.client_id}; give the second one another instance_name")
+            table[member.group] = member
+
+    def unregister(self, member: Any, kind: str) -> None:
+        """Forget ``member`` and tell every broker (UNREGISTER_CLIENT), so its group rebalances now."""
+        with self._lock:
+            table = self.producers if kind == "producer" else self.consumers
+            if table.get(member.group) is member:
+                del table[member.group]
+            addrs = self.all_broker_addrs()
+        producer_group = member.group if kind == "producer" else None
+        consumer_group = member.group if kind == "consumer" else None
+        for addr in addrs:
+            try:
+                self.api.unregister_client(addr, self.client_id, producer_group, consumer_group,
+                                           self.config.request_timeout)
+            except (RemotingError, ResponseError) as exc:
+                log.warning("unregistering %s %s from %s failed: %s", kind, member.group, addr, exc)
+
+    # -- name servers and routes ----------------------------------------------------------------
+
+    def fetch_route(self, topic: str) -> TopicRouteData | None:
+        """The topic's route from a name server; None when it does not know the topic.
+
+        Tries the current name server, then each other in turn; raises the last RemotingError
+        (naming every address tried) when none answers.
+        """
+        errors = []
+        last_error: RemotingError | None = None
+        count = len(self._namesrv_addrs)
+        for attempt in range(count):
+            index = (self._namesrv_index + attempt) % count
+            addr = self._namesrv_addrs[index]
+            try:
+                body = self.api.get_route(addr, topic, self.config.request_timeout)
+            except RemotingError as exc:
+                errors.append(f"{addr}: {exc}")
+                last_error = exc
+                continue
+            if attempt:
+                self._namesrv_index = index
+                log.info("name server %s answers; now using it", addr)
+            return None if body is None else TopicRouteData.from_json(body)
+        raise type(last_error)(f"no name server answered the route of {topic!r}: {'; '.join(errors)}") from last_error
+
+    def update_route(self, topic: str) -> TopicRouteData | None:
+        """Fetch ``topic``'s route, cache it and hand it to the members; None for an unknown topic."""
+        route = self.fetch_route(topic)
+        if route is None:
+            return None
+        with self._lock:
+            changed = self.routes.get(topic) != route
+            self.routes[topic] = route
+            for broker in route.broker_datas:
+                self.broker_addrs[broker.broker_name] = dict(broker.broker_addrs)
+            members = list(self.producers.values()) + list(self.consumers.values())
+        if changed:
+            log.info("route of %s: %s", topic, route)
+        for member in members:
+            if topic in member.topics_in_use():
+                member.on_route_changed(topic, route)
+        return route
+
+    def update_all_routes(self) -> None:
+        with self._lock:
+            topics = set()
+            for member in list(self.producers.values()) + list(self.consumers.values()):
+                topics |= member.topics_in_use()
+        for topic in sorted(topics):
+            try:
+                self.update_route(topic)
+            except (RemotingError, ClientError) as exc:
+                log.warning("route refresh of %s failed: %s", topic, exc)
+
+    def find_broker_addr(self, broker_name: str, master_only: bool = True) -> str | None:
+        addrs = self.broker_addrs.get(broker_name)
+        if not addrs:
+            return None
+        if master_only:
+            return addrs.get(MASTER_ID)
+        return addrs.get(MASTER_ID) or next(iter(addrs.values()))
+
+    def broker_addr_or_raise(self, broker_name: str, topic: str, master_only: bool = True) -> str:
+        addr = self.find_broker_addr(broker_name, master_only)
+        if addr is None:
+            self.update_route(topic)
+            addr = self.find_broker_addr(broker_name, master_only)
+        if addr is None:
+            raise ClientError(f"broker {broker_name!r} of topic {topic!r} has no {'master ' if master_only else ''}"
+                              "address in the name server's route")
+        return addr
+
+    def any_broker_addr_of(self, topic: str) -> str | None:
+        route = self.routes.get(topic)
+        if route is None:
+            return None
+        addrs = [addr for addr in map(any_addr, route.broker_datas) if addr]
+        return random.choice(addrs) if addrs else None
+
+    def all_broker_addrs(self) -> list[str]:
+        with self._lock:
+            return sorted({addr for addrs in self.broker_addrs.values() for addr in addrs.values()})
+
+    # -- heartbeats -----------------------------------------------------------------------------
+
+    def heartbeat_body(self) -> bytes:
+        with self._lock:
+            producers = [{"groupName": g} for g in self.producers]
+            consumers = [c.consumer_data() for c in self.consumers.values()]
+        return json.dumps({"clientID": self.client_id, "producerDataSet": producers,
+                           "consumerDataSet": consumers}).encode()
+
+    def send_heartbeat_to_all(self) -> None:
+        body = self.heartbeat_body()
+        for addr in self.all_broker_addrs():
+            try:
+                self.api.heartbeat(addr, body, self.config.request_timeout)
+            except (RemotingError, ResponseError) as exc:
+                log.warning("heartbeat to %s failed: %s", addr, exc)
+
+    # -- consumers ------------------------------------------------------------------------------
+
+    def persist_all_offsets(self) -> None:
+        for consumer in list(self.consumers.values()):
+            consumer.persist_offsets()
+
+    def rebalance_now(self) -> None:
+        for consumer in list(self.consumers.values()):
+            self.scheduler.run_soon(consumer.rebalance)
+
+    def _on_consumer_ids_changed(self, channel: Channel, request: RemotingCommand) -> None:
+        group = request.ext_fields.get("consumerGroup")
+        log.info("broker %s: consumers of group %s changed; rebalancing", channel.remote_address, group)
+        consumer = self.consumers.get(group)
+        if consumer is not None:
+            self.scheduler.run_soon(consumer.rebalance)
+        return None
+
+
+_instances: dict[str, ClientInstance] = {}
+_instances_lock = threading.Lock()
+
+
+def acquire_instance(config: ClientConfig) -> ClientInstance:
+    """The started instance of ``config.client_id`` (made on first use); pair with ``release()``."""
+    with _instances_lock:
+        instance = _instances.get(config.client_id)
+        if instance is None:
+            instance = _instances[config.client_id] = ClientInstance(config)
+        instance._users += 1
+    instance.start()
+    return instance
+
+
+def group_by_broker(mqs: list[MessageQueue]) -> dict[str, list[MessageQueue]]:
+    by_broker: dict[str, list[MessageQueue]] = {}
+    for mq in mqs:
+        by_broker.setdefault(mq.broker_name, []).append(mq)
+    return by_broker

@@ -1,0 +1,272 @@
+"""Messages as a client sees them: ``Message`` to send, ``MessageExt`` as consumed, their codecs.
+
+A PULL_MESSAGE body is stored CommitLog records back to back (SPEC.md section 5); they are decoded
+with the store's own ``decode_record``, so broker and client read one layout. A SEND_BATCH_MESSAGE
+body is RocketMQ's ``MessageDecoder.encodeMessages``, one record per message (SPEC.md section 4)::
+
+    offset  size  field
+    0       4     total     int32 = 20 + bodyLen + 2 + propsLen (counts itself)
+    4       4     magic     int32, 0 (the broker stamps its own)
+    8       4     bodyCRC   int32, 0 (the broker computes it)
+    12      4     flag      int32, the message's user flag
+    16      4     bodyLen   int32
+    20      B     body
+    20+B    2     propsLen  int16
+    22+B    P     properties ``key\\x01value\\x02`` ...
+
+Bodies of at least ``COMPRESS_OVER`` bytes are zlib-deflated when sent singly (sysFlag bit0), as
+the Java client does; batches are never compressed.
+"""
+
+from __future__ import annotations
+
+import struct
+import zlib
+from typing import Iterable, Mapping
+
+from rmq._store import encode_msg_id
+from rmq.broker.rebalance_lock import MessageQueue
+from rmq.errors import ClientError, StoreError
+from rmq.message import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    KEY_SEPARATOR,
+    PROPERTIES_MAX_LENGTH,
+    MessageProperty,
+    MessageSysFlag,
+    SCHEDULE_TOPIC,
+    TRANS_HALF_TOPIC,
+    TRANS_OP_HALF_TOPIC,
+    encode_properties,
+    topic_error,
+)
+from rmq.store.record import decode_record
+
+__all__ = [
+    "Message",
+    "MessageExt",
+    "MessageQueue",
+    "decode_messages",
+    "encode_batch",
+    "validate_message",
+]
+
+# Bodies from this size on are compressed (RocketMQ's compressMsgBodyOverHowmuch).
+COMPRESS_OVER = 4 * 1024
+# zlib level of RocketMQ's producer (its compressLevel default).
+COMPRESS_LEVEL = 5
+# The broker's default maxMessageSize; the producer refuses bigger bodies before sending.
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024
+
+_BATCH_HEAD = struct.Struct(">iiiii")  # total, magic, bodyCRC, flag, bodyLen
+_BATCH_PROPS_LEN = struct.Struct(">h")
+BATCH_FIXED_OVERHEAD = _BATCH_HEAD.size + _BATCH_PROPS_LEN.size
+
+
+class Message:
+    """A message to send.
+
+        msg = Message("OrderTopic", b'{"id": 7}', tags="created", keys=["order-7"])
+        msg.put_property("region", "eu")
+
+    ``keys`` are indexed by the broker (query by key); several keys travel space-separated.
+    ``delay_level`` 1-18 delays delivery (1s 5s 10s 30s 1m ... 2h by default).
+    """
+
+    __slots__ = ("topic", "body", "flag", "properties")
+
+    def __init__(
+        self,
+        topic: str,
+        body: bytes | bytearray | memoryview | str,
+        tags: str | None = None,
+        keys: str | Iterable[str] | None = None,
+        properties: Mapping[str, str] | None = None,
+        delay_level: int = 0,
+        flag: int = 0,
+    ):
+        self.topic = topic
+        self.body = body.encode() if isinstance(body, str) else bytes(body)
+        self.flag = flag
+        self.properties: dict[str, str] = dict(properties or {})
+        if tags:
+            self.tags = tags
+        if keys:
+            self.keys = keys
+        if delay_level:
+            self.delay_level = delay_level
+
+    @property
+    def tags(self) -> str | None:
+        return self.properties.get(MessageProperty.TAGS)
+
+    @tags.setter
+    def tags(self, value: str | None) -> None:
+        self._set(MessageProperty.TAGS, value)
+
+    @property
+    def keys(self) -> list[str]:
+        return self.properties.get(MessageProperty.KEYS, "").split()
+
+    @keys.setter
+    def keys(self, value: str | Iterable[str] | None) -> None:
+        if value is not None and not isinstance(value, str):
+            value = KEY_SEPARATOR.join(value)
+        self._set(MessageProperty.KEYS, value)
+
+    @property
+    def delay_level(self) -> int:
+        return int(self.properties.get(MessageProperty.DELAY_TIME_LEVEL, 0))
+
+    @delay_level.setter
+    def delay_level(self, level: int) -> None:
+        self._set(MessageProperty.DELAY_TIME_LEVEL, str(level) if level > 0 else None)
+
+    @property
+    def uniq_key(self) -> str | None:
+        """The client-side message id (UNIQ_KEY), set by the producer when the message is sent."""
+        return self.properties.get(MessageProperty.UNIQ_KEY)
+
+    def put_property(self, key: str, value: str) -> None:
+        self.properties[key] = str(value)
+
+    def get_property(self, key: str, default: str | None = None) -> str | None:
+        return self.properties.get(key, default)
+
+    def _set(self, key: str, value: str | None) -> None:
+        if value:
+            self.properties[key] = value
+        else:
+            self.properties.pop(key, None)
+
+    def __repr__(self) -> str:
+        return f"Message(topic={self.topic!r}, tags={self.tags!r}, keys={self.keys!r}, body={len(self.body)} bytes)"
+
+
+class MessageExt(Message):
+    """A message as stored and consumed: the stored record's fields next to the message's own.
+
+    ``msg_id`` is the client-side id (UNIQ_KEY) when the producer set one, as in RocketMQ;
+    ``offset_msg_id`` is the broker's id (store host + commit-log offset).
+    """
+
+    __slots__ = ("queue_id", "queue_offset", "commit_log_offset", "sys_flag", "born_timestamp",
+                 "born_host", "store_timestamp", "store_host", "reconsume_times", "body_crc",
+                 "store_size", "prepared_transaction_offset", "broker_name")
+
+    def __init__(self, topic: str, body: bytes, properties: Mapping[str, str] | None = None, *,
+                 flag: int = 0, queue_id: int = 0, queue_offset: int = 0, commit_log_offset: int = 0,
+                 sys_flag: int = 0, born_timestamp: int = 0, born_host: tuple[str, int] = ("0.0.0.0", 0),
+                 store_timestamp: int = 0, store_host: tuple[str, int] = ("0.0.0.0", 0),
+                 reconsume_times: int = 0, body_crc: int = 0, store_size: int = 0,
+                 prepared_transaction_offset: int = 0, broker_name: str | None = None):
+        super().__init__(topic, body, properties=properties, flag=flag)
+        self.queue_id = queue_id
+        self.queue_offset = queue_offset
+        self.commit_log_offset = commit_log_offset
+        self.sys_flag = sys_flag
+        self.born_timestamp = born_timestamp
+        self.born_host = born_host
+        self.store_timestamp = store_timestamp
+        self.store_host = store_host
+        self.reconsume_times = reconsume_times
+        self.body_crc = body_crc
+        self.store_size = store_size
+        self.prepared_transaction_offset = prepared_transaction_offset
+        self.broker_name = broker_name
+
+    @property
+    def offset_msg_id(self) -> str:
+        """The broker's message id: 32 hex chars of store ip, port and commit-log offset."""
+        return encode_msg_id(self.store_host[0], self.store_host[1], self.commit_log_offset)
+
+    @property
+    def msg_id(self) -> str:
+        return self.uniq_key or self.offset_msg_id
+
+    @property
+    def message_queue(self) -> MessageQueue:
+        return MessageQueue(self.topic, self.broker_name or "", self.queue_id)
+
+    def __repr__(self) -> str:
+        return (f"MessageExt(topic={self.topic!r}, msg_id={self.msg_id!r}, queue_id={self.queue_id}, "
+                f"queue_offset={self.queue_offset}, tags={self.tags!r}, body={len(self.body)} bytes)")
+
+
+def decode_messages(data: bytes | memoryview, broker_name: str | None = None) -> list[MessageExt]:
+    """The messages of a PULL_MESSAGE body: stored records back to back, bodies decompressed.
+
+    Raises ClientError when the bytes are not whole records.
+    """
+    messages = []
+    view = memoryview(data)
+    pos = 0
+    while pos < len(view):
+        try:
+            rec = decode_record(view[pos:], check_crc=False)
+        except StoreError as exc:
+            raise ClientError(f"pulled body is not stored records at byte {pos} of {len(view)}: {exc}") from None
+        body = rec.body
+        if rec.sys_flag & MessageSysFlag.COMPRESSED:
+            try:
+                body = zlib.decompress(body)
+            except zlib.error as exc:
+                raise ClientError(f"message at commit-log offset {rec.physical_offset} is flagged "
+                                  f"compressed but does not inflate: {exc}") from None
+        messages.append(MessageExt(
+            rec.topic, body, rec.properties, flag=rec.flag, queue_id=rec.queue_id,
+            queue_offset=rec.queue_offset, commit_log_offset=rec.physical_offset,
+            sys_flag=rec.sys_flag, born_timestamp=rec.born_timestamp, born_host=rec.born_host,
+            store_timestamp=rec.store_timestamp, store_host=rec.store_host,
+            reconsume_times=rec.reconsume_times, body_crc=rec.body_crc, store_size=rec.total_size,
+            prepared_transaction_offset=rec.prepared_transaction_offset, broker_name=broker_name))
+        pos += rec.total_size
+    return messages
+
+
+def encode_properties_checked(properties: dict[str, str]) -> bytes:
+    """encode_properties, refusing what does not fit the int16 length a record stores it behind."""
+    data = encode_properties(properties)
+    if len(data) > PROPERTIES_MAX_LENGTH:
+        raise ClientError(f"message properties are {len(data)} bytes encoded, more than {PROPERTIES_MAX_LENGTH}")
+    return data
+
+
+def encode_batch(messages: Iterable[Message]) -> bytes:
+    """The SEND_BATCH_MESSAGE body of ``messages`` (layout in the module docstring)."""
+    out = bytearray()
+    for msg in messages:
+        props = encode_properties_checked(msg.properties)
+        body = msg.body
+        out += _BATCH_HEAD.pack(BATCH_FIXED_OVERHEAD + len(body) + len(props), 0, 0, msg.flag, len(body))
+        out += body
+        out += _BATCH_PROPS_LEN.pack(len(props))
+        out += props
+    return bytes(out)
+
+
+def compress_body(body: bytes, over: int = COMPRESS_OVER, level: int = COMPRESS_LEVEL) -> tuple[bytes, int]:
+    """``(body to send, sysFlag bits)``: deflated with COMPRESSED set from ``over`` bytes on."""
+    if len(body) >= over:
+        return zlib.compress(body, level), MessageSysFlag.COMPRESSED
+    return body, 0
+
+
+# Topics the broker keeps for itself: a producer may not send to them directly.
+_NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+                                      AUTO_CREATE_TOPIC_KEY_TOPIC})
+
+
+def validate_message(msg: Message, max_message_size: int = MAX_MESSAGE_SIZE) -> None:
+    """Refuse, before anything is sent, what the broker would refuse (RocketMQ's Validators)."""
+    if not isinstance(msg, Message):
+        raise ClientError(f"expected a Message, got {type(msg).__name__}")
+    error = topic_error(msg.topic)
+    if error:
+        raise ClientError(f"cannot send: {error}")
+    if msg.topic in _NOT_ALLOWED_SEND_TOPICS:
+        raise ClientError(f"cannot send to {msg.topic!r}: it is a system topic of the broker")
+    if not msg.body:
+        raise ClientError(f"cannot send to {msg.topic!r}: the message body is empty")
+    if len(msg.body) > max_message_size:
+        raise ClientError(f"cannot send to {msg.topic!r}: the body is {len(msg.body)} bytes, "
+                          f"more than the maximum message size {max_message_size}")

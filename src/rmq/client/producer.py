@@ -1,0 +1,428 @@
+"""The producer: sends messages to a topic's queues (RocketMQ's DefaultMQProducer).
+
+    from rmq.client import Message, Producer
+
+    with Producer("order-producers", namesrv_addr="127.0.0.1:9876") as producer:
+        result = producer.send(Message("OrderTopic", b"hello", tags="created", keys="order-7"))
+        print(result.status, result.msg_id, result.message_queue, result.queue_offset)
+        future = producer.send_async(Message("OrderTopic", b"async"))      # concurrent.futures.Future
+        producer.send_oneway(Message("OrderTopic", b"fire and forget"))
+        producer.send_batch([Message("OrderTopic", b"a"), Message("OrderTopic", b"b")])
+        producer.send_orderly(Message("OrderTopic", b"step 1"), sharding_key="order-7")
+
+    # from asyncio code
+    result = await producer.asend(Message("OrderTopic", b"hi"))
+
+Queues are chosen round robin over the masters' write queues, skipping brokers that were recently
+slow or failed (``rmq.client.fault``) and, on a retry, the broker that just failed. A failed send
+is retried ``retry_times_when_send_failed`` times (default 2) within ``send_msg_timeout`` in all.
+FLUSH_DISK_TIMEOUT / FLUSH_SLAVE_TIMEOUT / SLAVE_NOT_AVAILABLE answers are results (the message is
+stored), other refusals raise ``ResponseError``, transport failures the ``RemotingError`` of the last
+try, naming every try.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import logging
+import threading
+import time
+from dataclasses import dataclass, field, replace
+from typing import Any, Callable, Sequence
+
+from rmq.broker.rebalance_lock import MessageQueue
+from rmq.client.fault import LatencyFaultTolerance
+from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
+from rmq.client.message import (
+    COMPRESS_LEVEL,
+    COMPRESS_OVER,
+    MAX_MESSAGE_SIZE,
+    Message,
+    compress_body,
+    encode_batch,
+    encode_properties_checked,
+    validate_message,
+)
+from rmq.client.msg_id import create_uniq_id
+from rmq.client.results import SendResult, SendStatus
+from rmq.client.route import TopicPublishInfo, TopicRouteData
+from rmq.common import now_ms
+from rmq.errors import ClientError, RemotingError, RemotingTimeoutError, ResponseError
+from rmq.message import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    RETRY_GROUP_TOPIC_PREFIX,
+    MessageProperty,
+    MessageSysFlag,
+    java_string_hash,
+)
+from rmq.net import RemotingCommand
+from rmq.net.codes import RequestCode, ResponseCode
+
+log = logging.getLogger("rmq.client")
+
+__all__ = ["Producer", "ProducerConfig", "MessageQueueSelector", "select_by_hash"]
+
+# Refusals after which the next try goes to another broker (RocketMQ's retryResponseCodes).
+RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
+                                  ResponseCode.SYSTEM_ERROR, ResponseCode.NO_PERMISSION})
+
+_SEND_STATUS = {
+    ResponseCode.SUCCESS: SendStatus.SEND_OK,
+    ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
+    ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
+    ResponseCode.SLAVE_NOT_AVAILABLE: SendStatus.SLAVE_NOT_AVAILABLE,
+}
+
+MessageQueueSelector = Callable[[Sequence[MessageQueue], Message, Any], MessageQueue]
+
+
+def select_by_hash(mqs: Sequence[MessageQueue], msg: Message, key: Any) -> MessageQueue:
+    """``mqs[|hash(key)| % len(mqs)]`` with Java's String.hashCode, so that every client language
+    puts one key on the same queue (RocketMQ's SelectMessageQueueByHash)."""
+    return mqs[abs(java_string_hash(str(key)) % len(mqs))]
+
+
+@dataclass
+class ProducerConfig(ClientConfig):
+    send_msg_timeout: float = 3.0
+    retry_times_when_send_failed: int = 2
+    retry_times_when_send_async_failed: int = 2
+    max_message_size: int = MAX_MESSAGE_SIZE
+    compress_msg_body_over_howmuch: int = COMPRESS_OVER
+    compress_level: int = COMPRESS_LEVEL
+    send_latency_fault_enable: bool = True
+    # A degraded answer (FLUSH_DISK_TIMEOUT...) is retried on another broker instead of returned.
+    retry_another_broker_when_not_store_ok: bool = False
+    # For a topic the name server does not know: send along the route of this template topic and
+    # let the broker create the topic (when its autoCreateTopicEnable is on).
+    create_topic_key: str = AUTO_CREATE_TOPIC_KEY_TOPIC
+    default_topic_queue_nums: int = 4
+
+
+@dataclass
+class _SendJob:
+    """One send (single or batch) moving through its tries."""
+
+    topic: str
+    code: int
+    body: bytes
+    ext: dict[str, Any]
+    msg_id: str
+    info: TopicPublishInfo
+    deadline: float
+    max_attempts: int
+    future: concurrent.futures.Future
+    fixed_queue: MessageQueue | None = None
+    attempt: int = 0
+    last_broker: str | None = None
+    errors: list[str] = field(default_factory=list)
+    last_error: BaseException | None = None
+    started: float = field(default_factory=time.monotonic)
+
+
+class Producer(InstanceMember):
+    """A producer of ``group``; see the module docstring for examples. Options are the fields of
+    ProducerConfig (``send_msg_timeout``, ``retry_times_when_send_failed``, ``instance_name``...)."""
+
+    kind = "producer"
+
+    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
+        check_group(group)
+        self.group = group
+        self.config: ProducerConfig = option_fields(ProducerConfig, dict(options, namesrv_addr=namesrv_addr))
+        self.fault = LatencyFaultTolerance()
+        self._publish: dict[str, TopicPublishInfo] = {}
+        self._lock = threading.Lock()
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def start(self) -> Producer:
+        if self._instance is not None:
+            return self
+        instance = self._join()
+        instance.scheduler.run_soon(instance.send_heartbeat_to_all)
+        log.info("producer %s started in client %s", self.group, instance.client_id)
+        return self
+
+    def shutdown(self) -> None:
+        if self._instance is not None:
+            self._leave()
+            log.info("producer %s shut down", self.group)
+
+    # -- what the instance asks -----------------------------------------------------------------
+
+    def topics_in_use(self) -> set[str]:
+        return set(self._publish)
+
+    def on_route_changed(self, topic: str, route: TopicRouteData) -> None:
+        info = TopicPublishInfo.from_route(topic, route)
+        if info.ok:
+            with self._lock:
+                old = self._publish.get(topic)
+                if old is not None:
+                    info._counter = old._counter  # keep the round robin going where it was
+                self._publish[topic] = info
+
+    # -- sending --------------------------------------------------------------------------------
+
+    def send(self, msg: Message, timeout: float | None = None) -> SendResult:
+        """Send and wait for the broker's answer; retries on other brokers when a try fails."""
+        return self._wait(self.send_async(msg, timeout, _retries=self.config.retry_times_when_send_failed))
+
+    def send_async(self, msg: Message, timeout: float | None = None, *, _retries: int | None = None
+                   ) -> concurrent.futures.Future:
+        """Send without waiting: a Future of the SendResult (or of the error)."""
+        retries = self.config.retry_times_when_send_async_failed if _retries is None else _retries
+        job = self._job_for(msg, timeout, 1 + retries)
+        self._dispatch(job)
+        return job.future
+
+    async def asend(self, msg: Message, timeout: float | None = None) -> SendResult:
+        """``send`` for asyncio code: awaits the answer without blocking the event loop."""
+        return await asyncio.wrap_future(self.send_async(msg, timeout))
+
+    def send_oneway(self, msg: Message) -> None:
+        """Send with no answer and no retry: cheapest, and a message may be lost unnoticed."""
+        job = self._job_for(msg, None, 1)
+        mq = self._select_queue(job.info, None)
+        addr = self.instance.broker_addr_or_raise(mq.broker_name, msg.topic)
+        self.instance.remoting.invoke_oneway(addr, self._request(job, mq))
+
+    def send_batch(self, msgs: Sequence[Message], timeout: float | None = None) -> SendResult:
+        """Send ``msgs`` (one topic, no delay levels) in one SEND_BATCH_MESSAGE request; they land
+        in one queue, in order. ``msg_id`` of the result joins their ids with commas."""
+        return self._wait(self.send_batch_async(msgs, timeout))
+
+    def send_batch_async(self, msgs: Sequence[Message], timeout: float | None = None) -> concurrent.futures.Future:
+        msgs = list(msgs)
+        if not msgs:
+            raise ClientError("cannot send an empty batch")
+        topic = msgs[0].topic
+        for msg in msgs:
+            validate_message(msg, self.config.max_message_size)
+            if msg.topic != topic:
+                raise ClientError(f"a batch goes to one topic: {msg.topic!r} differs from {topic!r}")
+            if msg.delay_level > 0:
+                raise ClientError("messages of a batch cannot have a delay level")
+            if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+                raise ClientError(f"cannot send a batch to the retry topic {msg.topic!r}")
+            if msg.uniq_key is None:
+                msg.put_property(MessageProperty.UNIQ_KEY, create_uniq_id())
+        body = encode_batch(msgs)
+        if len(body) > self.config.max_message_size:
+            raise ClientError(f"the batch is {len(body)} bytes encoded, more than the maximum message "
+                              f"size {self.config.max_message_size}: split it")
+        ext = self._header(topic, 0, 0, {}, batch=True)
+        job = self._new_job(topic, RequestCode.SEND_BATCH_MESSAGE, body, ext,
+                            ",".join(m.uniq_key for m in msgs), timeout,
+                            1 + self.config.retry_times_when_send_failed)
+        self._dispatch(job)
+        return job.future
+
+    def send_orderly(self, msg: Message, sharding_key: Any = None, selector: MessageQueueSelector | None = None,
+                     arg: Any = None, timeout: float | None = None) -> SendResult:
+        """Send to the queue chosen by ``sharding_key`` (messages of one key keep their order), or by
+        ``selector(queues, msg, arg)``. One try only: another queue would break the order."""
+        if selector is None:
+            if sharding_key is None:
+                raise ClientError("send_orderly needs a sharding_key or a selector")
+            selector, arg = select_by_hash, sharding_key
+        job = self._job_for(msg, timeout, 1)
+        queues = job.info.message_queues
+        mq = selector(queues, msg, arg)
+        if mq not in queues:
+            raise ClientError(f"the selector chose {mq}, which is not a write queue of {msg.topic!r}")
+        job.fixed_queue = mq
+        self._dispatch(job)
+        return self._wait(job.future)
+
+    # -- internals ------------------------------------------------------------------------------
+
+    def _wait(self, future: concurrent.futures.Future) -> SendResult:
+        # The job itself ends by its deadline; the margin only covers the loop reporting it.
+        try:
+            return future.result(self.config.send_msg_timeout + 5)
+        except concurrent.futures.TimeoutError:
+            raise RemotingTimeoutError(f"producer {self.group}: no outcome of a send within "
+                                       f"{self.config.send_msg_timeout + 5}s") from None
+
+    def _header(self, topic: str, sys_flag: int, flag: int, properties: dict[str, str], batch: bool = False
+                ) -> dict[str, Any]:
+        ext: dict[str, Any] = {
+            "a": self.group, "b": topic, "c": self.config.create_topic_key,
+            "d": self.config.default_topic_queue_nums, "e": 0, "f": sys_flag, "g": now_ms(), "h": flag,
+            "i": encode_properties_checked(properties).decode(), "j": 0, "k": False, "m": batch,
+        }
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
+            ext["j"] = properties.get(MessageProperty.RECONSUME_TIME, 0)
+            if MessageProperty.MAX_RECONSUME_TIMES in properties:
+                ext["l"] = properties[MessageProperty.MAX_RECONSUME_TIMES]
+        return ext
+
+    def _job_for(self, msg: Message, timeout: float | None, max_attempts: int) -> _SendJob:
+        validate_message(msg, self.config.max_message_size)
+        if msg.uniq_key is None:
+            msg.put_property(MessageProperty.UNIQ_KEY, create_uniq_id())
+        body, sys_flag = compress_body(msg.body, self.config.compress_msg_body_over_howmuch, self.config.compress_level)
+        if msg.get_property(MessageProperty.TRANSACTION_PREPARED) == "true":
+            sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
+        ext = self._header(msg.topic, sys_flag, msg.flag, msg.properties)
+        return self._new_job(msg.topic, RequestCode.SEND_MESSAGE_V2, body, ext, msg.uniq_key, timeout, max_attempts)
+
+    def _new_job(self, topic: str, code: int, body: bytes, ext: dict[str, Any], msg_id: str,
+                 timeout: float | None, max_attempts: int) -> _SendJob:
+        timeout = self.config.send_msg_timeout if timeout is None else timeout
+        info = self._publish_info(topic)
+        return _SendJob(topic, code, body, ext, msg_id, info, time.monotonic() + timeout, max_attempts,
+                        concurrent.futures.Future())
+
+    def _publish_info(self, topic: str) -> TopicPublishInfo:
+        info = self._publish.get(topic)
+        if info is not None and info.ok:
+            return info
+        instance = self.instance
+        with self._lock:
+            self._publish.setdefault(topic, TopicPublishInfo(topic, []))
+        route = instance.update_route(topic)
+        info = self._publish.get(topic)
+        if info is not None and info.ok:
+            return info
+        if route is None and self.config.create_topic_key:
+            template = instance.update_route(self.config.create_topic_key)
+            if template is not None:
+                info = TopicPublishInfo.from_route(topic, _capped(template, self.config.default_topic_queue_nums))
+                if info.ok:
+                    log.info("topic %s has no route: sending along %s's for the broker to create it",
+                             topic, self.config.create_topic_key)
+                    return info
+        raise ClientError(f"no route for topic {topic!r} from name server {self.config.namesrv_addr}: "
+                          "create the topic first (or enable autoCreateTopicEnable on the broker)")
+
+    def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
+        if not self.config.send_latency_fault_enable:
+            return info.select_one(last_broker)
+        queues = info.message_queues
+        if not queues:
+            raise ClientError(f"topic {info.topic!r} has no writable queue")
+        start = info.next_index()
+        fallback = None
+        for i in range(len(queues)):
+            mq = queues[(start + i) % len(queues)]
+            if self.fault.is_available(mq.broker_name):
+                if mq.broker_name != last_broker:
+                    return mq
+                fallback = fallback or mq
+        if fallback is not None:
+            return fallback
+        least_bad = self.fault.pick_one_at_least()
+        count = info.write_queue_nums(least_bad) if least_bad else 0
+        if count:
+            return MessageQueue(info.topic, least_bad, info.next_index() % count)
+        if least_bad:
+            self.fault.remove(least_bad)
+        return info.select_one(last_broker)
+
+    def _request(self, job: _SendJob, mq: MessageQueue) -> RemotingCommand:
+        ext = dict(job.ext)
+        ext["e"] = mq.queue_id
+        return RemotingCommand.request(job.code, ext, job.body)
+
+    def _dispatch(self, job: _SendJob) -> None:
+        """Start the job's next try (any thread: nothing here blocks), or end it."""
+        instance = self.instance
+        while True:
+            remaining = job.deadline - time.monotonic()
+            if job.attempt >= job.max_attempts or remaining <= 0:
+                self._fail(job, remaining <= 0)
+                return
+            job.attempt += 1
+            try:
+                mq = job.fixed_queue or self._select_queue(job.info, job.last_broker)
+            except ClientError as exc:
+                job.future.set_exception(exc)
+                return
+            addr = instance.find_broker_addr(mq.broker_name)
+            if addr is None:
+                job.errors.append(f"{mq.broker_name}: no master address")
+                job.last_broker = mq.broker_name
+                continue
+            began = time.monotonic()
+
+            def on_answer(response: RemotingCommand | None, error: BaseException | None,
+                          mq: MessageQueue = mq, addr: str = addr, began: float = began) -> None:
+                self._on_answer(job, mq, addr, began, response, error)
+
+            instance.remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
+            return
+
+    def _on_answer(self, job: _SendJob, mq: MessageQueue, addr: str, began: float,
+                   response: RemotingCommand | None, error: BaseException | None) -> None:
+        latency_ms = (time.monotonic() - began) * 1000
+        if error is None:
+            status = _SEND_STATUS.get(response.code)
+            if status is not None:
+                self.fault.update(mq.broker_name, latency_ms)
+                try:
+                    result = self._result(job, mq, addr, response, status)
+                except ResponseError as exc:
+                    job.future.set_exception(exc)
+                    return
+                if status is not SendStatus.SEND_OK and self.config.retry_another_broker_when_not_store_ok \
+                        and job.attempt < job.max_attempts:
+                    job.errors.append(f"{addr}: {status.name}")
+                    job.last_broker = mq.broker_name
+                    self._dispatch(job)
+                    return
+                job.future.set_result(result)
+                return
+            error = ResponseError(response.code, response.remark, addr)
+            if response.code not in RETRY_RESPONSE_CODES:
+                self.fault.update(mq.broker_name, latency_ms, isolation=True)
+                job.future.set_exception(error)
+                return
+        self.fault.update(mq.broker_name, latency_ms, isolation=True)
+        log.warning("send to %s (%s) failed, try %d of %d: %s", addr, mq, job.attempt, job.max_attempts, error)
+        job.errors.append(f"{addr}: {error}")
+        job.last_error = error
+        job.last_broker = mq.broker_name
+        try:
+            self._dispatch(job)
+        except ClientError as exc:  # shut down meanwhile
+            job.future.set_exception(exc)
+
+    def _result(self, job: _SendJob, mq: MessageQueue, addr: str, response: RemotingCommand,
+                status: SendStatus) -> SendResult:
+        ext = response.ext_fields
+        try:
+            queue_id = int(ext["queueId"])
+            queue_offset = int(ext["queueOffset"])
+        except (KeyError, ValueError):
+            raise ResponseError(response.code, f"send answer lacks queueId/queueOffset: {ext}", addr) from None
+        return SendResult(status, job.msg_id, ext.get("msgId", ""), MessageQueue(job.topic, mq.broker_name, queue_id),
+                          queue_offset, ext.get("transactionId"))
+
+    def _fail(self, job: _SendJob, timed_out: bool) -> None:
+        elapsed = time.monotonic() - job.started
+        tries = "; ".join(job.errors) or "no try was made"
+        what = (f"send to topic {job.topic!r} failed after {job.attempt} tr{'y' if job.attempt == 1 else 'ies'} "
+                f"in {elapsed:.2f}s{' (timeout)' if timed_out else ''}: {tries}")
+        last = job.last_error
+        if isinstance(last, ResponseError):
+            error: BaseException = last
+        elif isinstance(last, RemotingError):
+            error = type(last)(what)
+            error.__cause__ = last
+        elif timed_out:
+            error = RemotingTimeoutError(what)
+        else:
+            error = ClientError(what)
+        job.future.set_exception(error)
+
+
+def _capped(route: TopicRouteData, queue_nums: int) -> TopicRouteData:
+    """The template topic's route with at most ``queue_nums`` queues per broker."""
+    return replace(route, queue_datas=tuple(
+        replace(q, read_queue_nums=min(q.read_queue_nums, queue_nums),
+                write_queue_nums=min(q.write_queue_nums, queue_nums))
+        for q in route.queue_datas))

@@ -1,0 +1,323 @@
+"""The push consumer: a listener called with messages as they arrive (RocketMQ's DefaultMQPushConsumer).
+
+    from rmq.client import PushConsumer, ConsumeConcurrentlyStatus
+
+    def on_messages(msgs):
+        for msg in msgs:
+            print(msg.msg_id, msg.tags, msg.body)
+        return ConsumeConcurrentlyStatus.CONSUME_SUCCESS   # None counts as success too
+
+    with PushConsumer("order-consumers", "127.0.0.1:9876") as consumer:   # started on entry
+        ...
+
+    consumer = PushConsumer("order-consumers", "127.0.0.1:9876", consume_from_where="FIRST_OFFSET")
+    consumer.subscribe("OrderTopic", "created || paid")
+    consumer.register_listener(on_messages)
+    consumer.start()
+
+Concurrent listeners run on a pool of ``consume_thread_max`` threads, ``consume_message_batch_max_size``
+messages per call. RECONSUME_LATER, or an exception (logged), sends the messages back to the broker
+(CONSUMER_SEND_MSG_BACK): they return through ``%RETRY%<group>`` (subscribed automatically in
+clustering mode) after a delay, and go to ``%DLQ%<group>`` after ``max_reconsume_times``. Listeners
+registered with ``orderly=True`` get each queue's messages in order, one thread per queue, on queues
+locked on the broker (LOCK_BATCH_MQ, renewed every 20 s); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the
+same messages after ``suspend_current_queue_time``.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import logging
+import time
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from rmq.broker.rebalance_lock import MessageQueue
+from rmq.client.consumer import (
+    PULL_DELAY_WHEN_FLOW_CONTROL,
+    PULL_DELAY_WHEN_NOT_LOCKED,
+    ConsumerBase,
+    ConsumerConfig,
+)
+from rmq.client.instance import group_by_broker
+from rmq.client.message import MessageExt
+from rmq.client.process_queue import ProcessQueue
+from rmq.client.results import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
+from rmq.common import now_ms
+from rmq.errors import ClientError, RemotingError, ResponseError
+from rmq.message import MessageProperty, retry_topic
+
+log = logging.getLogger("rmq.client")
+
+__all__ = ["PushConsumer", "PushConsumerConfig"]
+
+# A failed send-back is consumed again here after this long (RocketMQ: 5 s).
+CONSUME_LATER_DELAY = 5.0
+# An orderly queue whose lock is missing is looked at again after this long.
+ORDERLY_LOCK_RETRY_DELAY = 0.1
+# An orderly consumer gives up a queue's thread after consuming this long without a break.
+MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
+
+Listener = Callable[[list[MessageExt]], Any]
+
+
+@dataclass
+class PushConsumerConfig(ConsumerConfig):
+    consume_thread_max: int = 20
+    consume_message_batch_max_size: int = 1
+    max_reconsume_times: int = 16
+    # 0: the broker picks the delay of the next try (level 3 + reconsume times).
+    delay_level_when_next_consume: int = 0
+    suspend_current_queue_time: float = 1.0
+    # How long shutdown waits for running listeners.
+    await_termination: float = 30.0
+
+
+class PushConsumer(ConsumerBase):
+    """A push consumer of ``group``; see the module docstring. Options are the fields of
+    PushConsumerConfig (``message_model``, ``consume_from_where``, ``consume_thread_max``...)."""
+
+    config_class = PushConsumerConfig
+
+    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
+        super().__init__(group, namesrv_addr, **options)
+        self.listener: Listener | None = None
+        self.orderly = False
+        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+
+    def register_listener(self, listener: Listener, orderly: bool = False) -> None:
+        """``listener(msgs)`` returns a ConsumeConcurrentlyStatus (or, ``orderly``, a
+        ConsumeOrderlyStatus); None counts as success and an exception as a failure."""
+        if not callable(listener):
+            raise ClientError(f"a listener must be callable, got {type(listener).__name__}")
+        self.listener = listener
+        self.orderly = orderly
+
+    # -- life cycle -----------------------------------------------------------------------------
+
+    def _on_start(self) -> None:
+        if self.listener is None:
+            raise ClientError(f"consumer {self.group}: register_listener() before start()")
+        if not self.subscriptions:
+            raise ClientError(f"consumer {self.group}: subscribe() to a topic before start()")
+        if self.clustering:
+            self.subscribe(retry_topic(self.group), "*")
+        self._executor = concurrent.futures.ThreadPoolExecutor(
+            self.config.consume_thread_max, thread_name_prefix=f"rmq-consume-{self.group}")
+        if self.orderly and self.clustering:
+            self.instance.scheduler.schedule_periodic(self.config.rebalance_interval, self.lock_all)
+
+    def start(self) -> PushConsumer:
+        try:
+            return super().start()
+        except ClientError:
+            self.shutdown()
+            raise
+
+    def _on_shutdown(self) -> None:
+        self.instance.scheduler.cancel(self.lock_all)
+        executor, self._executor = self._executor, None
+        if executor is not None:
+            executor.shutdown(wait=False, cancel_futures=True)
+            deadline = time.monotonic() + self.config.await_termination
+            for thread in list(getattr(executor, "_threads", ())):
+                thread.join(max(0.0, deadline - time.monotonic()))
+
+    def _submit(self, fn: Callable[..., None], *args: Any) -> None:
+        executor = self._executor
+        if executor is None or not self._running:
+            return
+        try:
+            executor.submit(fn, *args)
+        except RuntimeError:  # shut down meanwhile
+            pass
+
+    def _submit_later(self, delay: float, fn: Callable[..., None], *args: Any) -> None:
+        if self._running and self._instance is not None:
+            self._later(delay, self._submit, fn, *args)
+
+    # -- pulling --------------------------------------------------------------------------------
+
+    def _pull_delay(self, mq: MessageQueue, pq: ProcessQueue) -> float | None:
+        delay = super()._pull_delay(mq, pq)
+        if delay is not None:
+            return delay
+        if not self.orderly and pq.span > self.config.consume_concurrently_max_span:
+            log.debug("consumer %s: flow control on %s: offset span %d", self.group, mq, pq.span)
+            return PULL_DELAY_WHEN_FLOW_CONTROL
+        if self.orderly and self.clustering and not pq.locked:
+            return PULL_DELAY_WHEN_NOT_LOCKED
+        return None
+
+    def _deliver(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        dispatch = pq.put(msgs)
+        if self.orderly:
+            if dispatch:
+                self._submit(self._consume_orderly, mq, pq)
+            return
+        size = max(1, self.config.consume_message_batch_max_size)
+        for i in range(0, len(msgs), size):
+            self._submit(self._consume_concurrently, mq, pq, msgs[i:i + size])
+
+    # -- concurrent consumption -----------------------------------------------------------------
+
+    def _prepare(self, msgs: Sequence[MessageExt]) -> None:
+        """Messages of the retry topic are shown with their original topic, as RocketMQ does."""
+        group_retry = retry_topic(self.group)
+        start = str(now_ms())
+        for msg in msgs:
+            original = msg.get_property(MessageProperty.RETRY_TOPIC)
+            if original and msg.topic == group_retry:
+                msg.topic = original
+            msg.put_property(MessageProperty.CONSUME_START_TIMESTAMP, start)
+
+    def _call_listener(self, msgs: list[MessageExt], success: Any, failure: Any) -> Any:
+        try:
+            status = self.listener(msgs)
+        except Exception:
+            log.exception("consumer %s: listener raised on %d message(s) (first %s); counted as %s",
+                          self.group, len(msgs), msgs[0].msg_id, failure.name)
+            return failure
+        if status is None:
+            return success
+        if not isinstance(status, type(success)):
+            log.error("consumer %s: listener returned %r, expected a %s; counted as %s",
+                      self.group, status, type(success).__name__, failure.name)
+            return failure
+        return status
+
+    def _consume_concurrently(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        if pq.dropped:
+            return
+        self._prepare(msgs)
+        status = self._call_listener(msgs, ConsumeConcurrentlyStatus.CONSUME_SUCCESS,
+                                     ConsumeConcurrentlyStatus.RECONSUME_LATER)
+        if pq.dropped:
+            log.info("consumer %s: %s was given up while consuming; its offset is not advanced", self.group, mq)
+            return
+        done = msgs
+        if status is ConsumeConcurrentlyStatus.RECONSUME_LATER:
+            if self.clustering:
+                failed = [m for m in msgs if not self._send_back(m)]
+                if failed:
+                    for m in failed:
+                        m.reconsume_times += 1
+                    done = [m for m in msgs if m not in failed]
+                    self._submit_later(CONSUME_LATER_DELAY, self._consume_concurrently, mq, pq, failed)
+            else:
+                log.warning("consumer %s (broadcasting): %d message(s) not consumed are dropped, first %s",
+                            self.group, len(msgs), msgs[0].msg_id)
+        offset = pq.remove(done)
+        if offset >= 0 and not pq.dropped:
+            self.offset_store.update(mq, offset, increase_only=True)
+
+    def _send_back(self, msg: MessageExt, delay_level: int | None = None) -> bool:
+        """CONSUMER_SEND_MSG_BACK: the broker re-stores the message in the retry topic (or the DLQ)."""
+        instance = self._instance
+        if instance is None:
+            return False
+        level = self.config.delay_level_when_next_consume if delay_level is None else delay_level
+        try:
+            addr = instance.broker_addr_or_raise(msg.broker_name or "", msg.topic)
+            instance.api.send_back(addr, self.group, msg.commit_log_offset, msg.msg_id, msg.topic, level,
+                                   self.config.max_reconsume_times, instance.config.request_timeout)
+            return True
+        except (RemotingError, ResponseError, ClientError) as exc:
+            log.warning("consumer %s: sending %s back failed (%s); consuming it again here later",
+                        self.group, msg.msg_id, exc)
+            return False
+
+    # -- orderly consumption --------------------------------------------------------------------
+
+    def _new_process_queue(self, mq: MessageQueue) -> ProcessQueue | None:
+        pq = ProcessQueue()
+        if not (self.orderly and self.clustering):
+            return pq
+        if mq not in self._lock_batch([mq]):
+            log.info("consumer %s: %s is locked by another consumer; not taken yet", self.group, mq)
+            return None
+        pq.locked, pq.last_lock_time = True, time.monotonic()
+        return pq
+
+    def _lock_batch(self, mqs: list[MessageQueue]) -> set[MessageQueue]:
+        locked: set[MessageQueue] = set()
+        for broker_name, queues in group_by_broker(mqs).items():
+            try:
+                addr = self.instance.broker_addr_or_raise(broker_name, queues[0].topic)
+                locked |= self.instance.api.lock_batch(addr, self.group, self.instance.client_id, queues,
+                                                       self.instance.config.request_timeout)
+            except (RemotingError, ResponseError, ClientError) as exc:
+                log.warning("consumer %s: locking queues of %s failed: %s", self.group, broker_name, exc)
+        return locked
+
+    def lock_all(self) -> None:
+        """Renew the locks of every owned queue (every 20 s); a queue whose lock is lost stops."""
+        if not self._running:
+            return
+        mqs = list(self.process_queues)
+        locked = self._lock_batch(mqs)
+        now = time.monotonic()
+        for mq in mqs:
+            pq = self.process_queues.get(mq)
+            if pq is None:
+                continue
+            if mq in locked:
+                pq.locked, pq.last_lock_time = True, now
+            elif pq.locked:
+                log.warning("consumer %s: lost the lock of %s", self.group, mq)
+                pq.locked = False
+
+    def _remove_queue(self, mq: MessageQueue, pq: ProcessQueue) -> bool:
+        if not (self.orderly and self.clustering):
+            return super()._remove_queue(mq, pq)
+        # Unlock only between two batches: the next owner must not start inside this one.
+        if not pq.consume_lock.acquire(timeout=1.0):
+            pq.dropped = False
+            return False
+        try:
+            return super()._remove_queue(mq, pq)
+        finally:
+            pq.consume_lock.release()
+
+    def _release_queues(self, mqs: list[MessageQueue]) -> None:
+        if not (self.orderly and self.clustering) or self._instance is None:
+            return
+        for broker_name, queues in group_by_broker(mqs).items():
+            try:
+                addr = self.instance.broker_addr_or_raise(broker_name, queues[0].topic)
+                self.instance.api.unlock_batch(addr, self.group, self.instance.client_id, queues,
+                                               self.instance.config.request_timeout)
+            except (RemotingError, ResponseError, ClientError) as exc:
+                log.warning("consumer %s: unlocking queues of %s failed: %s", self.group, broker_name, exc)
+
+    def _consume_orderly(self, mq: MessageQueue, pq: ProcessQueue) -> None:
+        if pq.dropped:
+            return
+        with pq.consume_lock:
+            began = time.monotonic()
+            while not pq.dropped:
+                if self.clustering and (not pq.locked or pq.lock_expired()):
+                    self._submit_later(ORDERLY_LOCK_RETRY_DELAY, self._consume_orderly, mq, pq)
+                    return
+                if time.monotonic() - began > MAX_TIME_CONSUME_CONTINUOUSLY:
+                    self._submit_later(0.01, self._consume_orderly, mq, pq)
+                    return
+                msgs = pq.take(self.config.consume_message_batch_max_size)
+                if not msgs:
+                    return
+                self._prepare(msgs)
+                status = self._call_listener(msgs, ConsumeOrderlyStatus.SUCCESS,
+                                             ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT)
+                if pq.dropped:
+                    return
+                if status is ConsumeOrderlyStatus.SUCCESS:
+                    offset = pq.commit()
+                    if offset >= 0:
+                        self.offset_store.update(mq, offset, increase_only=True)
+                    continue
+                for msg in msgs:
+                    msg.reconsume_times += 1
+                pq.rollback()
+                self._submit_later(self.config.suspend_current_queue_time, self._consume_orderly, mq, pq)
+                return
+

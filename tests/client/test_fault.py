@@ -1,0 +1,54 @@
+"""Latency fault tolerance with a fake clock."""
+
+from __future__ import annotations
+
+from rmq.client.fault import LatencyFaultTolerance, not_available_duration_ms
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 100.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_durations_follow_the_spec_table():
+    assert not_available_duration_ms(10) == 0
+    assert not_available_duration_ms(120) == 0
+    assert not_available_duration_ms(551) == 3_000
+    assert not_available_duration_ms(1_000) == 60_000
+    assert not_available_duration_ms(20_000) == 600_000
+
+
+def test_slow_broker_is_avoided_for_a_while_then_back():
+    clock = Clock()
+    fault = LatencyFaultTolerance(clock=clock)
+    fault.update("broker-a", 600)
+    fault.update("broker-b", 20)
+    assert not fault.is_available("broker-a")
+    assert fault.is_available("broker-b")
+    assert fault.is_available("never-seen")
+    clock.now += 3.01
+    assert fault.is_available("broker-a")
+
+
+def test_failed_send_isolates_the_broker():
+    clock = Clock()
+    fault = LatencyFaultTolerance(clock=clock)
+    fault.update("broker-a", 5, isolation=True)
+    clock.now += 60
+    assert not fault.is_available("broker-a")
+
+
+def test_pick_one_at_least_prefers_the_better_half():
+    clock = Clock()
+    fault = LatencyFaultTolerance(clock=clock)
+    assert fault.pick_one_at_least() is None
+    fault.update("slow", 2_500)
+    assert fault.pick_one_at_least() == "slow"
+    fault.update("slower", 16_000)
+    fault.update("ok", 600)
+    fault.update("worst", 30_000, isolation=True)
+    picks = {fault.pick_one_at_least() for _ in range(10)}
+    assert picks == {"ok", "slow"}

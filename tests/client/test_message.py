@@ -1,0 +1,118 @@
+"""Message codecs: batch bodies (golden bytes), pulled bodies built here byte by byte, validation."""
+
+from __future__ import annotations
+
+import socket
+import struct
+import zlib
+
+import pytest
+
+from rmq._store import encode_msg_id
+from rmq.client.message import (
+    COMPRESS_OVER,
+    Message,
+    compress_body,
+    decode_messages,
+    encode_batch,
+    validate_message,
+)
+from rmq.errors import ClientError
+
+MAGIC = 0xDAA320A7
+
+
+def stored_record(*, topic: str, body: bytes, props: bytes, queue_id: int, queue_offset: int, phy: int,
+                  sys_flag: int = 0, reconsume: int = 0, flag: int = 0) -> bytes:
+    """A CommitLog record laid out from SPEC.md section 5, independently of the store's codec."""
+    topic_b = topic.encode()
+    total = 91 + len(body) + len(topic_b) + len(props)
+    return b"".join([
+        struct.pack(">i", total),                                  # 1 TOTALSIZE
+        struct.pack(">I", MAGIC),                                  # 2 MAGIC
+        struct.pack(">i", zlib.crc32(body) & 0x7FFFFFFF),          # 3 BODYCRC
+        struct.pack(">i", queue_id),                               # 4 QUEUEID
+        struct.pack(">i", flag),                                   # 5 FLAG
+        struct.pack(">q", queue_offset),                           # 6 QUEUEOFFSET
+        struct.pack(">q", phy),                                    # 7 PHYSICALOFFSET
+        struct.pack(">i", sys_flag),                               # 8 SYSFLAG
+        struct.pack(">q", 1_700_000_000_123),                      # 9 BORNTIMESTAMP
+        socket.inet_aton("10.0.0.7") + struct.pack(">i", 40001),   # 10 BORNHOST
+        struct.pack(">q", 1_700_000_000_456),                      # 11 STORETIMESTAMP
+        socket.inet_aton("127.0.0.1") + struct.pack(">i", 10911),  # 12 STOREHOST
+        struct.pack(">i", reconsume),                              # 13 RECONSUMETIMES
+        struct.pack(">q", 0),                                      # 14 PREPARED_TX_OFFSET
+        struct.pack(">i", len(body)) + body,                       # 15 BODY
+        bytes([len(topic_b)]) + topic_b,                           # 16 TOPIC
+        struct.pack(">h", len(props)) + props,                     # 17 PROPERTIES
+    ])
+
+
+def test_batch_body_golden_bytes():
+    a = Message("T", b"hi", properties={"UNIQ_KEY": "A1"})
+    b = Message("T", b"xyz", tags="t", flag=7)
+    expected = bytes.fromhex(
+        # total=20+2+2+12=36, magic 0, crc 0, flag 0, bodyLen 2, "hi", propsLen 12, "UNIQ_KEY\x01A1\x02"
+        "00000024" "00000000" "00000000" "00000000" "00000002" "6869"
+        "000c" "554e49515f4b4559" "01" "4131" "02"
+        # total=20+3+2+7=32, flag 7, bodyLen 3, "xyz", propsLen 7, "TAGS\x01t\x02"
+        "00000020" "00000000" "00000000" "00000007" "00000003" "78797a"
+        "0007" "54414753" "01" "74" "02"
+    )
+    assert encode_batch([a, b]) == expected
+
+
+def test_pulled_records_decode_to_message_ext():
+    body1 = b"first body"
+    big = b"compressible " * 1000
+    props1 = b"TAGS\x01TagA\x02KEYS\x01k1 k2\x02UNIQ_KEY\x017F0000010001000000000000ABCD0001\x02"
+    rec1 = stored_record(topic="TopicT", body=body1, props=props1, queue_id=3, queue_offset=41, phy=1000)
+    rec2 = stored_record(topic="%RETRY%g", body=zlib.compress(big), props=b"RETRY_TOPIC\x01TopicT\x02",
+                         queue_id=0, queue_offset=5, phy=1000 + len(rec1), sys_flag=1, reconsume=2)
+    m1, m2 = decode_messages(rec1 + rec2, broker_name="broker-a")
+    assert (m1.topic, m1.body, m1.tags, m1.keys) == ("TopicT", body1, "TagA", ["k1", "k2"])
+    assert m1.msg_id == "7F0000010001000000000000ABCD0001"
+    assert m1.offset_msg_id == encode_msg_id("127.0.0.1", 10911, 1000)
+    assert (m1.queue_id, m1.queue_offset, m1.commit_log_offset) == (3, 41, 1000)
+    assert m1.born_host == ("10.0.0.7", 40001) and m1.store_host == ("127.0.0.1", 10911)
+    assert (m1.born_timestamp, m1.store_timestamp) == (1_700_000_000_123, 1_700_000_000_456)
+    assert m1.store_size == len(rec1)
+    assert m1.message_queue.broker_name == "broker-a"
+    assert m2.body == big  # inflated
+    assert m2.reconsume_times == 2
+    assert m2.msg_id == m2.offset_msg_id  # no UNIQ_KEY: the broker's id
+
+
+def test_truncated_pull_body_is_a_clear_error():
+    rec = stored_record(topic="T", body=b"x", props=b"", queue_id=0, queue_offset=0, phy=0)
+    with pytest.raises(ClientError, match="not stored records at byte"):
+        decode_messages(rec + rec[:30])
+
+
+def test_compression_threshold():
+    small = b"a" * (COMPRESS_OVER - 1)
+    assert compress_body(small) == (small, 0)
+    data, flag = compress_body(b"a" * COMPRESS_OVER)
+    assert flag == 1 and zlib.decompress(data) == b"a" * COMPRESS_OVER
+
+
+def test_message_properties():
+    msg = Message("T", "text", tags="TagA", keys=["k1", "k2"], delay_level=3, properties={"x": "1"})
+    assert msg.body == b"text"
+    assert msg.properties == {"x": "1", "TAGS": "TagA", "KEYS": "k1 k2", "DELAY": "3"}
+    assert msg.keys == ["k1", "k2"] and msg.delay_level == 3
+    msg.delay_level = 0
+    assert "DELAY" not in msg.properties
+
+
+@pytest.mark.parametrize("msg, reason", [
+    (Message("", b"x"), "topic name is empty"),
+    (Message("bad topic", b"x"), "characters outside"),
+    (Message("T" * 128, b"x"), "more than 127"),
+    (Message("SCHEDULE_TOPIC_XXXX", b"x"), "system topic"),
+    (Message("T", b""), "body is empty"),
+    (Message("T", b"x" * 101), "101 bytes, more than the maximum message size 100"),
+])
+def test_validation_refuses_before_sending(msg, reason):
+    with pytest.raises(ClientError, match=reason):
+        validate_message(msg, max_message_size=100)
