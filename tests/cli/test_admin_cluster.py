@@ -13,9 +13,8 @@ from rmq.cli.admin import main
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import RequestCode, ResponseCode
-from tests.broker.broker_helpers import call, send_request
+from tests.broker.broker_helpers import call, send_request, start_process
 from tests.broker.conftest import broker_settings
-from tests.broker.test_broker_process import start_process
 from tests.conftest import wait_for_port
 
 

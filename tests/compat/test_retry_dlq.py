@@ -14,8 +14,6 @@ import pytest
 from rmq.admin import AdminClient
 from rmq.errors import ResponseError
 from rmq.message import MessageProperty, dlq_topic
-from tests.broker.conftest import broker_settings
-from tests.broker.test_broker_process import start_process
 from tests.compat.conftest import ClientRunner
 from tests.conftest import wait_for_port
 
@@ -26,14 +24,12 @@ GROUP = "GroupRetryOns"
 FIRST_RETRY_DELAY_MS = 10_000
 
 
-def test_failed_message_is_retried_then_dead_lettered(ali_ons, spawn, store_dir, tmp_path):
+def test_failed_message_is_retried_then_dead_lettered(ali_ons, rmq_broker, tmp_path):
     home = tmp_path / "home"
     home.mkdir()
     clients = ClientRunner(ali_ons, Path(sys.executable), home)    # only ali-ons scripts run here
-    settings = broker_settings(store_dir)
-    proc, _ = start_process(spawn, settings)
-    namesrv = f"127.0.0.1:{settings['namesrvListenPort']}"
-    wait_for_port(int(settings["namesrvListenPort"]), proc=proc)
+    namesrv = rmq_broker.namesrv
+    wait_for_port(int(rmq_broker.settings["namesrvListenPort"]), proc=rmq_broker.proc)
     with AdminClient(namesrv) as admin:
         admin.update_topic("TopicRetryOns", 1, 1)
         (sent,) = clients.run("ons_produce.js", namesrv, "TopicRetryOns", "P", 1, "t", "retry")

@@ -142,9 +142,10 @@ class ScheduleMessageService(ServiceThread):
             return True
         for key in SCHEDULE_ONLY_PROPERTIES:
             properties.pop(key, None)
-        result = self.controller.put_inner(topic, int(queue_id), message.body, properties, message.sys_flag,
-                                           message.born_timestamp, message.born_host[0], message.born_host[1],
-                                           message.flag, message.reconsume_times)
+        result = self.controller.put_inner(topic, int(queue_id), message.body, properties,
+                                           sys_flag=message.sys_flag, born_timestamp=message.born_timestamp,
+                                           born_host=message.born_host[0], born_port=message.born_host[1],
+                                           flag=message.flag, reconsume_times=message.reconsume_times)
         if not result.ok:
             log.error("delay level %d: re-put of %s to %s queue %s failed (%s); retrying in %d ms", level,
                       message.msg_id, topic, queue_id, result.status.name, RETRY_AFTER_FAILURE_MS)
