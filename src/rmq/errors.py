@@ -44,6 +44,10 @@ class ClientError(RmqError):
     """The client SDK refused an operation (invalid name, oversized body, not started)."""
 
 
+class AdminError(RmqError):
+    """An admin operation has nothing to act on (an unknown cluster, a topic no master serves)."""
+
+
 class ConfigError(RmqError):
     """A setting or a configuration file that cannot be used (bad value, unreadable file)."""
 

@@ -15,6 +15,7 @@ The seam for the broker's other services (retry, delay scheduler, transactions):
 
     controller.put_inner(topic, queue_id, body, properties, ...) -> PutMessageResult
     controller.notify_message_arriving(topic, queue_id)     # any thread; put_inner calls it
+    controller.schedule_message_service                     # delayed messages (master only)
     controller.register_broker_all(force=True)
     rmq.broker.processor.PROCESSORS                         # the request processor classes
 """
@@ -28,7 +29,7 @@ import time
 from typing import Callable
 
 from rmq.broker.client_manager import ClientManager
-from rmq.broker.config import BrokerConfig
+from rmq.broker.config import BrokerConfig, BrokerRole
 from rmq.broker.consumer_offset import ConsumerOffsetManager
 from rmq.broker.delay import DelayOffsetManager, delay_level_to_queue_id
 from rmq.broker.long_polling import PullRequestHoldService
@@ -36,6 +37,7 @@ from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
 from rmq.broker.processor.base import answer_refusals
 from rmq.broker.rebalance_lock import RebalanceLockManager
+from rmq.broker.schedule import ScheduleMessageService
 from rmq.broker.subscription_group import SubscriptionGroupManager
 from rmq.broker.topic_config import TopicConfigManager
 from rmq.errors import ConfigError
@@ -105,6 +107,7 @@ class BrokerController:
         self.namesrv_client = RemotingClient()
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
         self.scheduler = PeriodicTasks()
+        self.schedule_message_service = ScheduleMessageService(self)
         self.disk_full = False
         # The answers to the registration that followed the last topic change.
         self.last_registration: list[concurrent.futures.Future] = []
@@ -146,6 +149,9 @@ class BrokerController:
                 self._namesrv_addrs = [f"127.0.0.1:{self.namesrv.port}"]
             self.check_disk()
             self.server.start()
+            if self.config.broker_role is not BrokerRole.SLAVE:
+                # a slave's schedule queues are copies: only the master delivers, as in RocketMQ
+                self.schedule_message_service.start()
             self.namesrv_client.start()
             self._started = True
             self.register_broker_all(wait=True)
@@ -186,6 +192,8 @@ class BrokerController:
         self.namesrv_client.shutdown()
         if self.namesrv is not None:
             self.namesrv.shutdown()
+        # before the store: the last delivered offsets are published, then the store flushes them
+        self.schedule_message_service.shutdown()
         self.store.shutdown()
         self.persist_all()
 

@@ -1,11 +1,15 @@
 // Consume with ali-ons until COUNT messages arrived or IDLE_MS passed without one; one JSON line each.
-// usage: node ons_consume.js NAMESRV TOPIC GROUP SUB_EXPRESSION COUNT IDLE_MS [FAIL_FIRST_N]
-// FAIL_FIRST_N: answer ACTION_RETRY for the first N deliveries (retry tests).
+// usage: node ons_consume.js NAMESRV TOPIC GROUP SUB_EXPRESSION COUNT IDLE_MS [FAIL_FIRST_N] [MAX_RECONSUME_TIMES]
+// FAIL_FIRST_N: fail the first N deliveries (retry tests), by throwing: ali-ons 3.12.0 loses an
+// ACTION_RETRY returned for a message delivered from %RETRY%<group> (its retry-topic wrapper drops the
+// handler's return value, so the retry counts as consumed), while a thrown error is sent back either way.
+// MAX_RECONSUME_TIMES: the consumer's maxReconsumeTimes (default 16), sent with each send-back.
 'use strict';
 const { Consumer } = require('ali-ons');
 
 async function main() {
-  const [nameSrv, topic, group, expression, countText, idleText, failText = '0'] = process.argv.slice(2);
+  const [nameSrv, topic, group, expression, countText, idleText, failText = '0', maxText = '16'] =
+    process.argv.slice(2);
   const count = Number(countText);
   const idleMs = Number(idleText);
   let toFail = Number(failText);
@@ -14,6 +18,7 @@ async function main() {
     consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
     // offsets are committed to the broker every 5 s by default; restart tests want it prompt
     persistConsumerOffsetInterval: 1000,
+    maxReconsumeTimes: Number(maxText),
   });
   consumer.on('error', err => console.error(`consumer error: ${err.message}`));
   let received = 0;
@@ -23,7 +28,7 @@ async function main() {
     if (toFail > 0) {
       toFail--;
       console.log(JSON.stringify({ retried: msg.body.toString(), reconsumeTimes: msg.reconsumeTimes }));
-      return Consumer.ACTION_RETRY;
+      throw new Error(`failing delivery of ${msg.msgId} on purpose`);
     }
     received++;
     console.log(JSON.stringify({

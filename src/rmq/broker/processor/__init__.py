@@ -1,15 +1,29 @@
 """The broker's request processors, one module per area. Each is a class taking the controller,
 with ``handlers() -> {request code: handler(channel, request)}``.
 
+    send            SEND_MESSAGE (10), SEND_MESSAGE_V2 (310), SEND_BATCH_MESSAGE (320)
+    pull            PULL_MESSAGE (11), long polling
+    consumer_manage, client_manage, queue_offset, topic: offsets, heartbeats, queue offsets, topics
+    send_back       CONSUMER_SEND_MSG_BACK (36): %RETRY%<group>, delays, %DLQ%<group>
+    query           QUERY_MESSAGE (12, by key), VIEW_MESSAGE_BY_ID (33)
+    lock            LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)
+    admin           what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
+                    stats, offset reset, topic deletion, connections, runtime info
+    base            header fields, refusals as responses (shared by all of them)
+
 ``PROCESSORS`` is the one list the controller registers, in order (a later class's handler for a
 code replaces an earlier one's).
 """
 
+from rmq.broker.processor.admin import AdminProcessor
 from rmq.broker.processor.client_manage import ClientManageProcessor
 from rmq.broker.processor.consumer_manage import ConsumerManageProcessor
+from rmq.broker.processor.lock import LockProcessor
 from rmq.broker.processor.pull import PullProcessor
+from rmq.broker.processor.query import QueryMessageProcessor
 from rmq.broker.processor.queue_offset import QueueOffsetProcessor
 from rmq.broker.processor.send import SendProcessor
+from rmq.broker.processor.send_back import SendBackProcessor
 from rmq.broker.processor.topic import TopicProcessor
 
 PROCESSORS = [
@@ -19,6 +33,10 @@ PROCESSORS = [
     ClientManageProcessor,
     QueueOffsetProcessor,
     TopicProcessor,
+    SendBackProcessor,
+    QueryMessageProcessor,
+    LockProcessor,
+    AdminProcessor,
 ]
 
 __all__ = ["PROCESSORS"]

@@ -1,0 +1,306 @@
+"""Admin operations over name servers and brokers (RocketMQ's DefaultMQAdminExt), for rmq-admin,
+tests and scripts. Results are plain data (dicts, lists, dataclasses); presentation is the CLI's.
+
+    with AdminClient("127.0.0.1:9876") as admin:
+        admin.create_topic("TopicA", queue_nums=4)
+        for row in admin.consume_progress("GroupA"): ...
+
+Name servers are tried in order until one answers. Brokers are reached at the master address of
+each brokerName the name server knows. Failures raise: ResponseError (a peer answered with another
+code than SUCCESS, e.g. TOPIC_NOT_EXIST), RemotingError (nobody answered), AdminError (nothing to
+send to: an unknown cluster, a topic on no broker).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import zlib
+from typing import Any, Iterable
+
+from rmq.broker.admin_body import loads_mq_tables
+from rmq.broker.config_manager import loads_java_json
+from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
+from rmq.errors import AdminError, RemotingError, ResponseError
+from rmq.message import AUTO_CREATE_TOPIC_KEY_TOPIC, MessageSysFlag, retry_topic
+from rmq.net.client import RemotingClient
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import RequestCode, ResponseCode
+from rmq.store import StoredMessage, check_record, decode_msg_id, decode_record
+
+DEFAULT_NAMESRV = "127.0.0.1:9876"
+DEFAULT_TIMEOUT = 5.0
+DEFAULT_QUEUE_NUMS = 8
+INT64_MAX = 2**63 - 1
+# INVOKE_BROKER_TO_RESET_OFFSET's timestamp for "the end of every queue"
+RESET_TO_LATEST = -1
+
+
+@dataclasses.dataclass
+class QueueStats:
+    """One queue of GET_TOPIC_STATS_INFO."""
+
+    broker_name: str
+    queue_id: int
+    min_offset: int
+    max_offset: int
+    last_update_timestamp: int
+
+
+@dataclasses.dataclass
+class QueueProgress:
+    """One queue of a consumer group's progress (GET_CONSUME_STATS)."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    last_timestamp: int
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+@dataclasses.dataclass
+class QueueOffset:
+    topic: str
+    broker_name: str
+    queue_id: int
+    offset: int
+
+
+def split_records(body: bytes) -> list[StoredMessage]:
+    """Stored records back to back (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, PULL_MESSAGE bodies)."""
+    data = memoryview(body)
+    messages, pos = [], 0
+    while pos < len(data):
+        size = check_record(data[pos:], -1, False)
+        if size <= 0:
+            raise AdminError(f"the broker answered a record that does not decode at byte {pos} of {len(data)}")
+        messages.append(decode_record(data[pos:pos + size], check_crc=False))
+        pos += size
+    return messages
+
+
+def message_body(message: StoredMessage) -> bytes:
+    """The body as the producer gave it (inflated when the producer compressed it)."""
+    if message.sys_flag & MessageSysFlag.COMPRESSED:
+        try:
+            return zlib.decompress(message.body)
+        except zlib.error:
+            return message.body
+    return message.body
+
+
+def parse_namesrv_addrs(namesrv: str) -> list[str]:
+    addrs = [a.strip() for a in namesrv.replace(",", ";").split(";") if a.strip()]
+    if not addrs:
+        raise AdminError(f"no name server address in {namesrv!r}: expected host:port[;host:port]")
+    return addrs
+
+
+class AdminClient:
+    def __init__(self, namesrv: str = DEFAULT_NAMESRV, timeout: float = DEFAULT_TIMEOUT):
+        self.namesrv_addrs = parse_namesrv_addrs(namesrv)
+        self.timeout = timeout
+        self.client = RemotingClient(connect_timeout=min(timeout, 3.0))
+
+    def __enter__(self) -> "AdminClient":
+        self.client.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.client.shutdown()
+
+    # -- transport ------------------------------------------------------------------------------
+
+    def invoke(self, addr: str, code: int, ext: dict | None = None, body: bytes = b"",
+               accept: Iterable[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+        """One request; ResponseError unless the answer's code is in ``accept``."""
+        response = self.client.invoke_sync(addr, RemotingCommand.request(code, ext or {}, body), self.timeout)
+        if response.code not in accept:
+            raise ResponseError(response.code, response.remark, addr)
+        return response
+
+    def invoke_namesrv(self, code: int, ext: dict | None = None,
+                       accept: Iterable[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+        """Ask the name servers in order; the first that answers decides."""
+        errors = []
+        for addr in self.namesrv_addrs:
+            try:
+                return self.invoke(addr, code, ext, accept=accept)
+            except RemotingError as e:
+                errors.append(str(e))
+        raise RemotingError("no name server answered: " + "; ".join(errors))
+
+    @staticmethod
+    def _json(response: RemotingCommand) -> Any:
+        return loads_java_json(bytes(response.body or b"{}").decode())
+
+    # -- name server ----------------------------------------------------------------------------
+
+    def cluster_info(self) -> dict[str, Any]:
+        """``{"brokerAddrTable": {name: {cluster, brokerName, brokerAddrs}}, "clusterAddrTable": {...}}``"""
+        return self._json(self.invoke_namesrv(RequestCode.GET_BROKER_CLUSTER_INFO))
+
+    def topic_list(self) -> list[str]:
+        return sorted(self._json(self.invoke_namesrv(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER))["topicList"])
+
+    def topic_route(self, topic: str) -> dict[str, Any]:
+        """The route; ResponseError TOPIC_NOT_EXIST when no name server knows the topic."""
+        return self._json(self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}))
+
+    def master_addrs(self, cluster: str | None = None) -> dict[str, str]:
+        """brokerName -> master address, of one cluster or of all."""
+        info = self.cluster_info()
+        clusters = info.get("clusterAddrTable") or {}
+        if cluster is not None and cluster not in clusters:
+            known = ", ".join(sorted(clusters)) or "none"
+            raise AdminError(f"cluster {cluster!r} is not known to the name server (clusters: {known})")
+        names = set(clusters[cluster]) if cluster is not None else None
+        return {name: addr for name, data in sorted((info.get("brokerAddrTable") or {}).items())
+                if (names is None or name in names) and (addr := _master_of(data)) is not None}
+
+    def topic_masters(self, topic: str) -> dict[str, str]:
+        """brokerName -> master address, of the brokers that hold ``topic``."""
+        route = self.topic_route(topic)
+        masters = {data["brokerName"]: addr for data in route.get("brokerDatas") or []
+                   if (addr := _master_of(data)) is not None}
+        if not masters:
+            raise AdminError(f"topic {topic!r} has a route but no master broker is serving it")
+        return masters
+
+    # -- topics ---------------------------------------------------------------------------------
+
+    def update_topic(self, topic: str, read_queue_nums: int = DEFAULT_QUEUE_NUMS,
+                     write_queue_nums: int = DEFAULT_QUEUE_NUMS, perm: int = PERM_READ | PERM_WRITE,
+                     order: bool = False, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+        """UPDATE_AND_CREATE_TOPIC on one broker, or on every master (of a cluster); the addresses."""
+        addrs = [broker_addr] if broker_addr else list(self.master_addrs(cluster).values())
+        if not addrs:
+            raise AdminError("no master broker is registered with the name server")
+        ext = {"topic": topic, "defaultTopic": AUTO_CREATE_TOPIC_KEY_TOPIC, "readQueueNums": read_queue_nums,
+               "writeQueueNums": write_queue_nums, "perm": perm, "topicFilterType": "SINGLE_TAG",
+               "topicSysFlag": 0, "order": order}
+        for addr in addrs:
+            self.invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
+        return addrs
+
+    def topic_exists(self, topic: str) -> bool:
+        response = self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic},
+                                       accept=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST))
+        return response.code == ResponseCode.SUCCESS
+
+    def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
+        """Delete on every master holding it (of a cluster), then on every name server."""
+        masters = self.topic_masters(topic)
+        if cluster is not None:
+            in_cluster = self.master_addrs(cluster)
+            masters = {name: addr for name, addr in masters.items() if name in in_cluster}
+        for addr in masters.values():
+            self.invoke(addr, RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+        ext = {"topic": topic} if cluster is None else {"topic": topic, "clusterName": cluster}
+        for addr in self.namesrv_addrs:
+            self.invoke(addr, RequestCode.DELETE_TOPIC_IN_NAMESRV, ext)
+        return list(masters.values())
+
+    def topic_stats(self, topic: str) -> list[QueueStats]:
+        rows = []
+        for name, addr in self.topic_masters(topic).items():
+            body = loads_mq_tables(self.invoke(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}).body)
+            for mq, o in body["offsetTable"].items():
+                rows.append(QueueStats(mq.broker_name, mq.queue_id, int(o["minOffset"]), int(o["maxOffset"]),
+                                       int(o.get("lastUpdateTimestamp", 0))))
+        return sorted(rows, key=lambda r: (r.broker_name, r.queue_id))
+
+    # -- consumers ------------------------------------------------------------------------------
+
+    def _group_masters(self, group: str) -> dict[str, str]:
+        """The brokers a group consumes from: those of its %RETRY% topic (created by its consumers'
+        heartbeats), else every master."""
+        try:
+            return self.topic_masters(retry_topic(group))
+        except ResponseError as e:
+            if e.code != ResponseCode.TOPIC_NOT_EXIST:
+                raise
+        return self.master_addrs()
+
+    def consume_progress(self, group: str, topic: str | None = None) -> list[QueueProgress]:
+        rows = []
+        ext = {"consumerGroup": group, "topic": topic or ""}
+        masters = self.topic_masters(topic) if topic else self._group_masters(group)
+        for addr in masters.values():
+            body = loads_mq_tables(self.invoke(addr, RequestCode.GET_CONSUME_STATS, ext).body)
+            for mq, o in body["offsetTable"].items():
+                rows.append(QueueProgress(mq.topic, mq.broker_name, mq.queue_id, int(o["brokerOffset"]),
+                                          int(o["consumerOffset"]), int(o.get("lastTimestamp", 0))))
+        return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
+
+    def consumer_connections(self, group: str) -> dict[str, Any]:
+        """The group's online consumers (GET_CONSUMER_CONNECTION_LIST) merged over its brokers:
+        ``{"connectionSet": [...], "subscriptionTable": {...}, "consumeType", "messageModel", ...}``;
+        ResponseError CONSUMER_NOT_ONLINE when no broker knows one."""
+        merged: dict[str, Any] = {}
+        refusal: ResponseError | None = None
+        for addr in self._group_masters(group).values():
+            try:
+                body = self._json(self.invoke(addr, RequestCode.GET_CONSUMER_CONNECTION_LIST, {"consumerGroup": group}))
+            except ResponseError as e:
+                if e.code != ResponseCode.CONSUMER_NOT_ONLINE:
+                    raise
+                refusal = e
+                continue
+            connections = merged.get("connectionSet", []) + body.get("connectionSet", [])
+            merged.update(body)
+            merged["connectionSet"] = list({c["clientId"]: c for c in connections}.values())
+        if not merged:
+            raise refusal or AdminError(f"no broker serves consumer group {group!r}")
+        return merged
+
+    def reset_offset(self, group: str, topic: str, timestamp: int, force: bool = True) -> list[QueueOffset]:
+        """Move the group's offsets on ``topic`` to the first message stored at or after
+        ``timestamp`` (ms; RESET_TO_LATEST for the end) on every broker of the topic."""
+        rows = []
+        ext = {"topic": topic, "group": group, "timestamp": timestamp, "isForce": force}
+        for addr in self.topic_masters(topic).values():
+            body = loads_mq_tables(self.invoke(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext).body)
+            rows += [QueueOffset(mq.topic, mq.broker_name, mq.queue_id, int(offset))
+                     for mq, offset in body["offsetTable"].items()]
+        return sorted(rows, key=lambda r: (r.broker_name, r.queue_id))
+
+    # -- messages -------------------------------------------------------------------------------
+
+    def view_message(self, msg_id: str) -> StoredMessage:
+        """The message a broker msgId (offsetMsgId) points at: store address + CommitLog offset."""
+        try:
+            ip, port, offset = decode_msg_id(msg_id)
+        except (ValueError, TypeError) as e:
+            raise AdminError(f"{msg_id!r} is not a broker message id (32 hex digits: store ip, port, "
+                             f"CommitLog offset): {e}") from None
+        response = self.invoke(f"{ip}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
+        messages = split_records(bytes(response.body))
+        if len(messages) != 1:
+            raise AdminError(f"the broker at {ip}:{port} answered {len(messages)} records for one id")
+        return messages[0]
+
+    def query_by_key(self, topic: str, key: str, max_num: int = 32, begin: int = 0,
+                     end: int = INT64_MAX) -> list[StoredMessage]:
+        """Messages of ``topic`` with this key (KEYS or client msgId) on every broker of the topic."""
+        found = []
+        ext = {"topic": topic, "key": key, "maxNum": max_num, "beginTimestamp": begin, "endTimestamp": end}
+        for addr in self.topic_masters(topic).values():
+            response = self.invoke(addr, RequestCode.QUERY_MESSAGE, ext,
+                                   accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+            if response.code == ResponseCode.SUCCESS:
+                found += split_records(bytes(response.body))
+        return sorted(found, key=lambda m: m.store_timestamp)[:max_num]
+
+    def broker_runtime_info(self, addr: str) -> dict[str, str]:
+        return json.loads(bytes(self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO).body))["table"]
+
+
+def _master_of(broker_data: dict[str, Any]) -> str | None:
+    addrs = broker_data.get("brokerAddrs") or {}
+    return addrs.get(str(MASTER_ID), addrs.get(MASTER_ID))  # type: ignore[call-overload]

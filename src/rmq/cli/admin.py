@@ -1,0 +1,402 @@
+"""``rmq-admin``: topics, clusters, consumer progress and messages of an rmq (or RocketMQ) cluster.
+
+    rmq-admin topic create TopicA -q 4          rmq-admin consumer progress GroupA
+    rmq-admin topic status TopicA --json        rmq-admin consumer reset-offset GroupA TopicA --timestamp now
+    rmq-admin message id 7F000001000029...      rmq-admin message key TopicA order-42
+
+Every command takes ``-n host:port[;host:port]`` (default $NAMESRV_ADDR, else 127.0.0.1:9876) and
+``--json`` (machine-readable output on stdout). Exit codes: 0 done, 1 failed (a refusal, nobody
+answering), 2 bad usage, 3 not found (unknown topic, no message).
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime
+import functools
+import json
+import sys
+from typing import Any, Callable, Iterable, Sequence
+
+import click
+
+from rmq.admin import DEFAULT_NAMESRV, DEFAULT_TIMEOUT, RESET_TO_LATEST, AdminClient, message_body
+from rmq.common import PERM_READ, PERM_WRITE, perm_to_string
+from rmq.errors import AdminError, RemotingError, ResponseError
+from rmq.net.codes import ResponseCode
+from rmq.store import StoredMessage
+
+EXIT_FAILED = 1
+EXIT_NOT_FOUND = 3
+NOT_FOUND_CODES = (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.QUERY_NOT_FOUND, ResponseCode.CONSUMER_NOT_ONLINE)
+# How much of a body the human view of a message shows.
+BODY_PREVIEW_BYTES = 4096
+
+
+class NotFound(Exception):
+    """What the command looked for is not there (exit 3)."""
+
+
+# -- output -------------------------------------------------------------------------------------
+
+def format_time(ms: int) -> str:
+    if ms <= 0:
+        return "-"
+    return datetime.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
+
+
+def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """Columns padded to their widest cell; numbers right-aligned."""
+    rows = [[str(cell) for cell in row] for row in rows]
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    numeric = [all(r[i].lstrip("-").isdigit() for r in rows) and bool(rows) for i in range(len(headers))]
+
+    def line(cells: Sequence[str]) -> str:
+        return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
+
+    return "\n".join([line(headers)] + [line(r) for r in rows])
+
+
+def emit(ctx_json: bool, data: Any, human: Callable[[], str]) -> None:
+    click.echo(json.dumps(data, indent=2) if ctx_json else human())
+
+
+def message_json(m: StoredMessage) -> dict[str, Any]:
+    body = message_body(m)
+    try:
+        text, encoding = body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, encoding = base64.b64encode(body).decode(), "base64"
+    return {
+        "msgId": m.msg_id, "topic": m.topic, "tags": m.tags, "keys": m.keys,
+        "uniqKey": m.properties.get("UNIQ_KEY"), "queueId": m.queue_id, "queueOffset": m.queue_offset,
+        "commitLogOffset": m.physical_offset, "reconsumeTimes": m.reconsume_times,
+        "bornTimestamp": m.born_timestamp, "storeTimestamp": m.store_timestamp,
+        "bornHost": f"{m.born_host[0]}:{m.born_host[1]}", "storeHost": f"{m.store_host[0]}:{m.store_host[1]}",
+        "sysFlag": m.sys_flag, "properties": m.properties, "body": text, "bodyEncoding": encoding,
+        "bodySize": len(body),
+    }
+
+
+def message_human(m: StoredMessage) -> str:
+    body = message_body(m)
+    preview = body[:BODY_PREVIEW_BYTES]
+    try:
+        shown = preview.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = preview.hex(" ")
+    if len(body) > len(preview):
+        shown += f"\n... ({len(body) - len(preview)} more bytes; --json has all of it)"
+    fields = [
+        ("Message ID", m.msg_id), ("Topic", m.topic), ("Tags", m.tags or "-"), ("Keys", " ".join(m.keys) or "-"),
+        ("Client ID", m.properties.get("UNIQ_KEY", "-")), ("Queue ID", m.queue_id), ("Queue Offset", m.queue_offset),
+        ("CommitLog Offset", m.physical_offset), ("Reconsume Times", m.reconsume_times),
+        ("Born Timestamp", format_time(m.born_timestamp)), ("Store Timestamp", format_time(m.store_timestamp)),
+        ("Born Host", f"{m.born_host[0]}:{m.born_host[1]}"), ("Store Host", f"{m.store_host[0]}:{m.store_host[1]}"),
+        ("System Flag", m.sys_flag), ("Properties", m.properties), ("Body", f"{len(body)} bytes"),
+    ]
+    return "\n".join(f"{name + ':':<18}{value}" for name, value in fields) + "\n" + shown
+
+
+# -- the commands' shared options and error handling --------------------------------------------
+
+def admin_command(group: click.Group, name: str, **kwargs) -> Callable:
+    """A subcommand of ``group`` with -n/--json/--timeout, run with an AdminClient; errors become a
+    one-line message on stderr and the exit code."""
+
+    def decorate(fn: Callable) -> click.Command:
+        @group.command(name, **kwargs)
+        @click.option("-n", "--namesrv", envvar="NAMESRV_ADDR", default=DEFAULT_NAMESRV, show_default=True,
+                      help="Name server address(es), host:port[;host:port].")
+        @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts instead of tables.")
+        @click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, type=click.FloatRange(min=0.1),
+                      help="Seconds to wait for each answer.")
+        @functools.wraps(fn)
+        def command(namesrv: str, as_json: bool, timeout: float, **params):
+            try:
+                with AdminClient(namesrv, timeout) as admin:
+                    fn(admin, as_json, **params)
+            except NotFound as e:
+                fail(str(e), EXIT_NOT_FOUND)
+            except ResponseError as e:
+                fail(describe_refusal(e), EXIT_NOT_FOUND if e.code in NOT_FOUND_CODES else EXIT_FAILED)
+            except RemotingError as e:
+                fail(f"cannot reach the cluster: {e}", EXIT_FAILED)
+            except AdminError as e:
+                fail(str(e), EXIT_FAILED)
+
+        return command
+
+    return decorate
+
+
+def describe_refusal(e: ResponseError) -> str:
+    try:
+        name = ResponseCode(e.code).name
+    except ValueError:
+        name = f"code {e.code}"
+    return f"{e.address or 'the peer'} answered {name}: {e.remark or 'no remark'}"
+
+
+def fail(message: str, code: int) -> None:
+    click.echo(f"rmq-admin: {message}", err=True)
+    sys.exit(code)
+
+
+def parse_timestamp(text: str) -> int:
+    """ms since the epoch from: digits (ms), ``now``, ``latest`` (the end of every queue), an ISO
+    date-time (local time), or mqadmin's ``yyyy-MM-dd#HH:mm:ss:SSS``."""
+    value = text.strip()
+    if value.lstrip("-").isdigit():
+        return int(value)
+    if value.lower() == "now":
+        return int(datetime.datetime.now().timestamp() * 1000)
+    if value.lower() == "latest":
+        return RESET_TO_LATEST
+    for fmt in ("%Y-%m-%d#%H:%M:%S:%f", None):
+        try:
+            when = (datetime.datetime.strptime(value, fmt) if fmt
+                    else datetime.datetime.fromisoformat(value))
+            return int(when.timestamp() * 1000)
+        except ValueError:
+            continue
+    raise click.BadParameter(f"{text!r}: expected milliseconds, 'now', 'latest', an ISO date-time "
+                             "(2024-05-01T12:00:00) or yyyy-MM-dd#HH:mm:ss:SSS")
+
+
+# -- commands -----------------------------------------------------------------------------------
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+def main() -> None:
+    """Administer an rmq (RocketMQ-compatible) cluster through its name servers and brokers.
+
+    Exit codes: 0 done, 1 failed, 2 bad usage, 3 not found."""
+
+
+@main.group()
+def topic() -> None:
+    """Create, change, delete and inspect topics."""
+
+
+@main.group()
+def cluster() -> None:
+    """Clusters and their brokers."""
+
+
+@main.group()
+def consumer() -> None:
+    """Consumer groups: progress and offsets."""
+
+
+@main.group()
+def message() -> None:
+    """Find messages by id or key."""
+
+
+def topic_settings(fn: Callable) -> Callable:
+    options = [
+        click.option("-q", "--queues", type=click.IntRange(1, 1024), default=None,
+                     help="Read and write queue count (both).  [default: 8]"),
+        click.option("-r", "--read-queues", type=click.IntRange(0, 1024), default=None, help="Read queue count."),
+        click.option("-w", "--write-queues", type=click.IntRange(0, 1024), default=None, help="Write queue count."),
+        click.option("-p", "--perm", type=click.IntRange(0, 7), default=PERM_READ | PERM_WRITE, show_default=True,
+                     help="Permission bits: 4 read, 2 write."),
+        click.option("-o", "--order", is_flag=True, help="An ordered topic."),
+        click.option("-c", "--cluster", default=None, help="Only the masters of this cluster."),
+        click.option("-b", "--broker", default=None, help="Only this broker (host:port)."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _update(admin: AdminClient, as_json: bool, topic_name: str, queues, read_queues, write_queues, perm, order,
+            cluster_name, broker, verb: str) -> None:
+    read = read_queues if read_queues is not None else (queues or 8)
+    write = write_queues if write_queues is not None else (queues or 8)
+    addrs = admin.update_topic(topic_name, read, write, perm, order, cluster_name, broker)
+    data = {"topic": topic_name, "readQueueNums": read, "writeQueueNums": write, "perm": perm, "order": order,
+            "brokers": addrs}
+    emit(as_json, data, lambda: f"{verb} topic {topic_name} ({read} read / {write} write queues, "
+                                f"perm {perm_to_string(perm)}) on {', '.join(addrs)}")
+
+
+@admin_command(topic, "create")
+@click.argument("topic_name", metavar="TOPIC")
+@topic_settings
+def topic_create(admin: AdminClient, as_json: bool, topic_name: str, **settings) -> None:
+    """Create TOPIC on every master (or -c/-b); refuses a topic that exists."""
+    if admin.topic_exists(topic_name):
+        raise AdminError(f"topic {topic_name!r} already exists: use 'rmq-admin topic update' to change it")
+    _update(admin, as_json, topic_name, cluster_name=settings.pop("cluster"), verb="created", **settings)
+
+
+@admin_command(topic, "update")
+@click.argument("topic_name", metavar="TOPIC")
+@topic_settings
+def topic_update(admin: AdminClient, as_json: bool, topic_name: str, **settings) -> None:
+    """Change TOPIC's queues, permission or order flag (it must exist)."""
+    if not admin.topic_exists(topic_name):
+        raise NotFound(f"topic {topic_name!r} does not exist: use 'rmq-admin topic create'")
+    _update(admin, as_json, topic_name, cluster_name=settings.pop("cluster"), verb="updated", **settings)
+
+
+@admin_command(topic, "delete")
+@click.argument("topic_name", metavar="TOPIC")
+@click.option("-c", "--cluster", "cluster_name", default=None, help="Only in this cluster.")
+def topic_delete(admin: AdminClient, as_json: bool, topic_name: str, cluster_name: str | None) -> None:
+    """Delete TOPIC on its brokers and on every name server (its messages age out with retention)."""
+    addrs = admin.delete_topic(topic_name, cluster_name)
+    emit(as_json, {"topic": topic_name, "brokers": addrs},
+         lambda: f"deleted topic {topic_name} on {', '.join(addrs) or 'no broker'} and the name servers")
+
+
+@admin_command(topic, "list")
+def topic_list(admin: AdminClient, as_json: bool) -> None:
+    """Every topic the name server routes."""
+    topics = admin.topic_list()
+    emit(as_json, topics, lambda: "\n".join(topics))
+
+
+@admin_command(topic, "route")
+@click.argument("topic_name", metavar="TOPIC")
+def topic_route(admin: AdminClient, as_json: bool, topic_name: str) -> None:
+    """Which brokers serve TOPIC, with how many queues."""
+    route = admin.topic_route(topic_name)
+    addrs = {b["brokerName"]: b for b in route.get("brokerDatas") or []}
+
+    def human() -> str:
+        rows = []
+        for q in sorted(route.get("queueDatas") or [], key=lambda q: q["brokerName"]):
+            data = addrs.get(q["brokerName"], {})
+            rows.append([data.get("cluster", "-"), q["brokerName"],
+                         " ".join(f"{k}={v}" for k, v in sorted((data.get("brokerAddrs") or {}).items())),
+                         q["readQueueNums"], q["writeQueueNums"], perm_to_string(int(q["perm"]))])
+        return render_table(["Cluster", "Broker", "Addresses (id=addr)", "Read", "Write", "Perm"], rows)
+
+    emit(as_json, route, human)
+
+
+@admin_command(topic, "status")
+@click.argument("topic_name", metavar="TOPIC")
+def topic_status(admin: AdminClient, as_json: bool, topic_name: str) -> None:
+    """Per queue: min and max offset, time of the last message."""
+    rows = admin.topic_stats(topic_name)
+    data = [{"brokerName": r.broker_name, "queueId": r.queue_id, "minOffset": r.min_offset,
+             "maxOffset": r.max_offset, "lastUpdateTimestamp": r.last_update_timestamp} for r in rows]
+    emit(as_json, data, lambda: render_table(
+        ["Broker", "Queue", "Min Offset", "Max Offset", "Last Updated"],
+        [[r.broker_name, r.queue_id, r.min_offset, r.max_offset, format_time(r.last_update_timestamp)]
+         for r in rows]))
+
+
+@admin_command(cluster, "list")
+def cluster_list(admin: AdminClient, as_json: bool) -> None:
+    """Every broker of every cluster, with its CommitLog size and disk use (when it answers)."""
+    info = admin.cluster_info()
+    brokers = info.get("brokerAddrTable") or {}
+    data = []
+    for cluster_name, names in sorted((info.get("clusterAddrTable") or {}).items()):
+        for name in sorted(names):
+            for broker_id, addr in sorted((brokers.get(name, {}).get("brokerAddrs") or {}).items(),
+                                          key=lambda item: int(item[0])):
+                try:
+                    runtime = admin.broker_runtime_info(addr)
+                except (RemotingError, ResponseError):
+                    runtime = {}
+                data.append({"cluster": cluster_name, "brokerName": name, "brokerId": int(broker_id),
+                             "addr": addr, "runtime": runtime})
+    emit(as_json, data, lambda: render_table(
+        ["Cluster", "Broker", "BID", "Address", "Version", "CommitLog Max Offset", "Disk Used"],
+        [[d["cluster"], d["brokerName"], d["brokerId"], d["addr"], d["runtime"].get("brokerVersionDesc", "-"),
+          d["runtime"].get("commitLogMaxOffset", "-"),
+          f"{float(d['runtime']['commitLogDiskRatio']) * 100:.1f}%" if "commitLogDiskRatio" in d["runtime"] else "-"]
+         for d in data]))
+
+
+@admin_command(consumer, "progress")
+@click.argument("group")
+@click.option("-t", "--topic", "topic_name", default=None, help="Only this topic.")
+def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic_name: str | None) -> None:
+    """Per queue of GROUP: broker offset, consumer offset, lag."""
+    rows = admin.consume_progress(group, topic_name)
+    data = [{"topic": r.topic, "brokerName": r.broker_name, "queueId": r.queue_id, "brokerOffset": r.broker_offset,
+             "consumerOffset": r.consumer_offset, "lag": r.lag, "lastTimestamp": r.last_timestamp} for r in rows]
+
+    def human() -> str:
+        if not rows:
+            return f"group {group} has no committed offsets"
+        table = render_table(["Topic", "Broker", "Queue", "Broker Offset", "Consumer Offset", "Lag", "Last Consumed"],
+                             [[r.topic, r.broker_name, r.queue_id, r.broker_offset, r.consumer_offset, r.lag,
+                               format_time(r.last_timestamp)] for r in rows])
+        return f"{table}\n\nTotal lag: {sum(r.lag for r in rows)}"
+
+    emit(as_json, data, human)
+
+
+@admin_command(consumer, "connections")
+@click.argument("group")
+def consumer_connections(admin: AdminClient, as_json: bool, group: str) -> None:
+    """GROUP's online consumers and what they subscribe to."""
+    data = admin.consumer_connections(group)
+
+    def human() -> str:
+        clients = render_table(["Client ID", "Address", "Language", "Version"],
+                               [[c["clientId"], c.get("clientAddr", "-"), c.get("language", "-"), c.get("version", "-")]
+                                for c in sorted(data["connectionSet"], key=lambda c: c["clientId"])])
+        subscriptions = render_table(["Topic", "Expression"],
+                                     [[t, s.get("subString", "*")] for t, s in sorted(data["subscriptionTable"].items())])
+        return (f"{clients}\n\n{subscriptions}\n\nConsume type: {data.get('consumeType')}, "
+                f"model: {data.get('messageModel')}, from: {data.get('consumeFromWhere')}")
+
+    emit(as_json, data, human)
+
+
+@admin_command(consumer, "reset-offset")
+@click.argument("group")
+@click.argument("topic_name", metavar="TOPIC")
+@click.option("-s", "--timestamp", required=True,
+              help="ms since the epoch, 'now', 'latest', ISO date-time, or yyyy-MM-dd#HH:mm:ss:SSS.")
+@click.option("--force/--no-force", default=True, show_default=True,
+              help="Also move offsets forward (without: only back).")
+def consumer_reset_offset(admin: AdminClient, as_json: bool, group: str, topic_name: str, timestamp: str,
+                          force: bool) -> None:
+    """Move GROUP's offsets on TOPIC to the first message stored at or after --timestamp."""
+    when = parse_timestamp(timestamp)
+    rows = admin.reset_offset(group, topic_name, when, force)
+    data = [{"topic": r.topic, "brokerName": r.broker_name, "queueId": r.queue_id, "offset": r.offset} for r in rows]
+    emit(as_json, data, lambda: render_table(["Broker", "Queue", "New Offset"],
+                                             [[r.broker_name, r.queue_id, r.offset] for r in rows]))
+
+
+@admin_command(message, "id")
+@click.argument("msg_id")
+def message_id(admin: AdminClient, as_json: bool, msg_id: str) -> None:
+    """The message a broker message id (offsetMsgId) points at."""
+    try:
+        found = admin.view_message(msg_id)
+    except ResponseError as e:
+        if e.code == ResponseCode.SYSTEM_ERROR and "can not find message" in (e.remark or ""):
+            raise NotFound(f"no message with id {msg_id} on {e.address}") from None
+        raise
+    emit(as_json, message_json(found), lambda: message_human(found))
+
+
+@admin_command(message, "key")
+@click.argument("topic_name", metavar="TOPIC")
+@click.argument("key")
+@click.option("--max", "max_num", default=32, show_default=True, type=click.IntRange(1, 64),
+              help="At most this many messages.")
+def message_key(admin: AdminClient, as_json: bool, topic_name: str, key: str, max_num: int) -> None:
+    """Messages of TOPIC with KEY among their keys (or as client message id)."""
+    found = admin.query_by_key(topic_name, key, max_num)
+    if not found:
+        raise NotFound(f"no message of topic {topic_name} has key {key!r}")
+    emit(as_json, [message_json(m) for m in found], lambda: render_table(
+        ["Message ID", "Queue", "Queue Offset", "Stored", "Tags", "Keys"],
+        [[m.msg_id, m.queue_id, m.queue_offset, format_time(m.store_timestamp), m.tags or "-", " ".join(m.keys)]
+         for m in found]))
+
+
+if __name__ == "__main__":
+    main()

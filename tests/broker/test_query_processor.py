@@ -1,0 +1,51 @@
+"""QUERY_MESSAGE (by key) and VIEW_MESSAGE_BY_ID over the wire: whole records back to back."""
+
+from __future__ import annotations
+
+from rmq.admin import split_records
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import RequestCode, ResponseCode
+from rmq.store import decode_msg_id
+from tests.broker.store_helpers import put
+
+
+def query(client, broker, topic: str, key: str, **ext) -> RemotingCommand:
+    fields = {"topic": topic, "key": key, "maxNum": 32, "beginTimestamp": 0, "endTimestamp": 2**63 - 1}
+    fields.update(ext)
+    return client.invoke_sync(broker.broker_addr, RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields), 3.0)
+
+
+def test_query_by_key_returns_every_match_of_the_topic_only(broker, client):
+    for i in range(5):
+        put(broker, "TopicQ", f"m{i}".encode(), i % 2, KEYS="order-1 shared" if i < 3 else "order-2")
+    put(broker, "OtherTopic", b"other", KEYS="order-1")
+    answer = query(client, broker, "TopicQ", "order-1")
+    assert answer.code == ResponseCode.SUCCESS
+    assert sorted(m.body for m in split_records(bytes(answer.body))) == [b"m0", b"m1", b"m2"]
+    assert int(answer.ext_fields["indexLastUpdatePhyoffset"]) >= 0
+    limited = query(client, broker, "TopicQ", "order-1", maxNum=2)
+    assert len(split_records(bytes(limited.body))) == 2
+
+
+def test_query_without_match_is_query_not_found(broker, client):
+    put(broker, "TopicQ", b"m", KEYS="k")
+    for topic, key, ext in (("TopicQ", "nope", {}), ("Nope", "k", {}), ("TopicQ", "k", {"endTimestamp": 1})):
+        answer = query(client, broker, topic, key, **ext)
+        assert answer.code == ResponseCode.QUERY_NOT_FOUND and "can not find message" in answer.remark
+
+
+def test_view_by_id_returns_the_record_a_msg_id_points_at(broker, client):
+    put(broker, "TopicQ", b"first")
+    second = put(broker, "TopicQ", b"second", TAGS="t")
+    ip, port, offset = decode_msg_id(second.msg_id)
+    assert f"{ip}:{port}" == broker.broker_addr
+    request = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
+    answer = client.invoke_sync(broker.broker_addr, request, 3.0)
+    assert answer.code == ResponseCode.SUCCESS
+    (message,) = split_records(bytes(answer.body))
+    assert message.body == b"second" and message.msg_id == second.msg_id and message.tags == "t"
+
+    for bad in (offset + 3, 10**9, -1):
+        request = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": bad})
+        answer = client.invoke_sync(broker.broker_addr, request, 3.0)
+        assert answer.code == ResponseCode.SYSTEM_ERROR and str(bad) in answer.remark

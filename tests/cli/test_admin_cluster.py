@@ -1,0 +1,127 @@
+"""rmq-admin against a real rmq-broker process (embedded name server), human and --json output."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+from click.testing import CliRunner
+
+from rmq.cli.admin import main
+from rmq.net.client import RemotingClient
+from rmq.net.codec import RemotingCommand
+from rmq.net.codes import RequestCode, ResponseCode
+from tests.broker.broker_helpers import call, send_request, start_process
+from tests.broker.conftest import broker_settings
+from tests.conftest import wait_for_port
+
+
+class Cluster:
+    def __init__(self, broker_addr: str, namesrv: str):
+        self.broker_addr = broker_addr
+        self.namesrv = namesrv
+        self.client = RemotingClient()
+
+    def admin(self, *args: str) -> tuple[int, str]:
+        result = CliRunner().invoke(main, [*args, "-n", self.namesrv])
+        return result.exit_code, result.output
+
+    def admin_json(self, *args: str):
+        code, output = self.admin(*args, "--json")
+        assert code == 0, output
+        return json.loads(output)
+
+    def send(self, topic: str, body: bytes, queue_id: int, keys: str) -> str:
+        answer = call(self.client, self.broker_addr, send_request(topic, body, code=RequestCode.SEND_MESSAGE,
+                                                                  queue_id=queue_id, tags="t", keys=keys))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        return answer.ext_fields["msgId"]
+
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        ext = {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset}
+        answer = call(self.client, self.broker_addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+
+
+@pytest.fixture
+def cluster(spawn, store_dir):
+    settings = broker_settings(store_dir)
+    proc, broker_addr = start_process(spawn, settings)
+    wait_for_port(int(settings["namesrvListenPort"]), proc=proc)
+    c = Cluster(broker_addr, f"127.0.0.1:{settings['namesrvListenPort']}")
+    c.client.start()
+    yield c
+    c.client.shutdown()
+
+
+def test_topic_lifecycle_progress_reset_and_lookup(cluster):
+    code, out = cluster.admin("topic", "create", "TopicCli", "-q", "2")
+    assert code == 0 and "created topic TopicCli (2 read / 2 write queues, perm RW-)" in out
+    code, out = cluster.admin("topic", "create", "TopicCli")
+    assert code == 1 and "already exists" in out
+    assert "TopicCli" in cluster.admin("topic", "list")[1].split()
+    assert "TopicCli" in cluster.admin_json("topic", "list")
+    route = cluster.admin_json("topic", "route", "TopicCli")
+    assert route["queueDatas"][0]["writeQueueNums"] == 2
+    assert "broker-a" in cluster.admin("topic", "route", "TopicCli")[1]
+
+    ids = [cluster.send("TopicCli", f"body-{i}".encode(), 0, keys=f"order-{i % 2}") for i in range(3)]
+    status = cluster.admin_json("topic", "status", "TopicCli")
+    assert [(q["queueId"], q["minOffset"], q["maxOffset"]) for q in status] == [(0, 0, 3), (1, 0, 0)]
+    code, out = cluster.admin("topic", "status", "TopicCli")
+    assert code == 0 and out.splitlines()[0].split() == ["Broker", "Queue", "Min", "Offset", "Max", "Offset",
+                                                          "Last", "Updated"]
+
+    code, out = cluster.admin("message", "id", ids[1])
+    assert code == 0 and "Topic:            TopicCli" in out and "body-1" in out
+    shown = cluster.admin_json("message", "id", ids[1])
+    assert shown["body"] == "body-1" and shown["keys"] == ["order-1"] and shown["queueOffset"] == 1
+    found = cluster.admin_json("message", "key", "TopicCli", "order-0")
+    assert sorted(m["msgId"] for m in found) == sorted([ids[0], ids[2]])
+    code, out = cluster.admin("message", "key", "TopicCli", "order-0")
+    assert code == 0 and ids[0] in out and ids[2] in out
+    code, out = cluster.admin("message", "key", "TopicCli", "no-such-key")
+    assert code == 3 and "no message of topic TopicCli" in out
+
+    cluster.commit_offset("GroupCli", "TopicCli", 0, 1)
+    progress = cluster.admin_json("consumer", "progress", "GroupCli")
+    q0 = next(p for p in progress if p["queueId"] == 0)
+    assert (q0["brokerOffset"], q0["consumerOffset"], q0["lag"]) == (3, 1, 2)
+    code, out = cluster.admin("consumer", "progress", "GroupCli")
+    assert code == 0 and "Total lag: 2" in out
+
+    reset = cluster.admin_json("consumer", "reset-offset", "GroupCli", "TopicCli", "--timestamp", "0")
+    assert [(r["queueId"], r["offset"]) for r in reset] == [(0, 0), (1, 0)]
+    progress = cluster.admin_json("consumer", "progress", "GroupCli")
+    assert next(p for p in progress if p["queueId"] == 0)["lag"] == 3
+    code, out = cluster.admin("consumer", "reset-offset", "GroupCli", "TopicCli", "--timestamp", "latest")
+    assert code == 0 and "New Offset" in out
+
+    code, out = cluster.admin("topic", "delete", "TopicCli")
+    assert code == 0 and "deleted topic TopicCli" in out
+    code, out = cluster.admin("topic", "status", "TopicCli")
+    assert code == 3 and "TOPIC_NOT_EXIST" in out
+
+
+def test_cluster_list_and_unknown_things(cluster):
+    code, out = cluster.admin("cluster", "list")
+    assert code == 0 and "DefaultCluster" in out and cluster.broker_addr in out and "rmq" in out
+    (broker,) = cluster.admin_json("cluster", "list")
+    assert broker["brokerName"] == "broker-a" and broker["brokerId"] == 0
+    code, out = cluster.admin("topic", "route", "NoSuchTopic")
+    assert code == 3 and out.startswith("rmq-admin: ") and "NoSuchTopic" in out
+    code, out = cluster.admin("topic", "update", "NoSuchTopic", "-q", "2")
+    assert code == 3 and "topic create" in out
+    code, out = cluster.admin("consumer", "connections", "NobodyOnline")
+    assert code == 3 and "CONSUMER_NOT_ONLINE" in out
+    code, out = cluster.admin("message", "id", "7F00000100002A9F00000000FFFFFFFF")
+    assert code != 0
+
+
+def test_python_dash_m_runs_the_command(cluster):
+    result = subprocess.run([sys.executable, "-m", "rmq.cli.admin", "cluster", "list", "-n", cluster.namesrv,
+                             "--json"], capture_output=True, text=True, timeout=30)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)[0]["addr"] == cluster.broker_addr
