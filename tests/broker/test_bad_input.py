@@ -70,6 +70,21 @@ def test_a_full_disk_refuses_sends_with_a_remark(start_broker, client):
     assert _stored(broker, "Full") == 0
 
 
+def test_a_read_only_broker_refuses_sends_and_send_backs(start_broker, client):
+    broker = start_broker(brokerPermission="4")  # read only
+    r = call(client, broker.broker_addr, send_request("ReadOnly", b"x"))
+    assert r.code == ResponseCode.NO_PERMISSION and "brokerPermission 4" in r.remark
+    assert _stored(broker, "ReadOnly") == 0
+    back = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
+        "group": "G", "offset": 0, "delayLevel": 0, "originMsgId": "", "originTopic": "ReadOnly"})
+    r = call(client, broker.broker_addr, back)
+    assert r.code == ResponseCode.NO_PERMISSION and "brokerPermission 4" in r.remark
+    # reads still work
+    r = call(client, broker.broker_addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET,
+                                                                 {"topic": "ReadOnly", "queueId": 0}))
+    assert (r.code, r.ext_fields["offset"]) == (ResponseCode.SUCCESS, "0")
+
+
 def test_malformed_heartbeat_is_refused(broker, client):
     for body in (b"{not json", b"[]", b'{"consumerDataSet": []}', b""):
         r = call(client, broker.broker_addr, RemotingCommand.request(RequestCode.HEART_BEAT, {}, body))

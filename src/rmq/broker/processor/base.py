@@ -13,6 +13,7 @@ import functools
 import logging
 from typing import TYPE_CHECKING, Callable, Mapping, Optional
 
+from rmq.common import is_writeable
 from rmq.errors import BrokerRequestError
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import ResponseCode
@@ -90,6 +91,15 @@ def bool_field(ext: Mapping[str, str], name: str, default: bool = False) -> bool
     if text not in ("true", "false"):
         raise malformed(name, value, "true or false")
     return text == "true"
+
+
+def require_writeable_broker(controller: "BrokerController") -> None:
+    """Refuse (NO_PERMISSION) when the broker's own permission forbids writes (brokerPermission)."""
+    permission = controller.config.broker_permission
+    if not is_writeable(permission):
+        raise BrokerRequestError(ResponseCode.NO_PERMISSION,
+                                 f"the broker {controller.broker_addr} does not accept writes "
+                                 f"(brokerPermission {permission})")
 
 
 def success(request: RemotingCommand, ext_fields: dict[str, str] | None = None, body=b"",

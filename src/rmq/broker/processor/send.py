@@ -35,7 +35,7 @@ import struct
 import time
 from typing import TYPE_CHECKING
 
-from rmq.broker.processor.base import Processor, int_field, malformed
+from rmq.broker.processor.base import Processor, int_field, malformed, require_writeable_broker
 from rmq.broker.topic_config import TopicConfig
 from rmq.common import PERM_READ, PERM_WRITE, is_writeable
 from rmq.errors import BrokerRequestError
@@ -322,10 +322,7 @@ class SendProcessor(Processor):
         if topic in NOT_ALLOWED_SEND_TOPICS:
             raise BrokerRequestError(ResponseCode.NO_PERMISSION,
                                      f"sending message to topic {topic!r} is forbidden: it is the broker's own")
-        if not is_writeable(self.broker_config.broker_permission):
-            raise BrokerRequestError(ResponseCode.NO_PERMISSION,
-                                     f"the broker {self.controller.broker_addr} does not accept sends "
-                                     f"(brokerPermission {self.broker_config.broker_permission})")
+        require_writeable_broker(self.controller)
         if topic_config is None:
             default_topic = ext.get(keys[_DEFAULT_TOPIC]) or AUTO_CREATE_TOPIC_KEY_TOPIC
             queue_nums = int_field(ext, keys[_DEFAULT_QUEUE_NUMS], 4)

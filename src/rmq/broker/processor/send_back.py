@@ -20,7 +20,7 @@ import logging
 import random
 from typing import Any
 
-from rmq.broker.processor.base import Handler, Processor, int_field, str_field, success
+from rmq.broker.processor.base import Handler, Processor, int_field, require_writeable_broker, str_field, success
 from rmq.broker.processor.send import DLQ_NUMS_PER_GROUP
 from rmq.common import PERM_READ, PERM_WRITE, is_writeable
 from rmq.errors import BrokerRequestError
@@ -50,10 +50,7 @@ class SendBackProcessor(Processor):
         if group_config is None:
             raise BrokerRequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                      f"subscription group {group!r} does not exist on this broker")
-        if not is_writeable(c.config.broker_permission):
-            raise BrokerRequestError(ResponseCode.NO_PERMISSION,
-                                     f"broker {c.config.broker_name} does not accept writes "
-                                     f"(brokerPermission {c.config.broker_permission})")
+        require_writeable_broker(c)
         if group_config.retry_queue_nums <= 0:
             # RocketMQ: a group without retry queues drops what its consumers hand back
             return success(request)
