@@ -14,6 +14,7 @@ broker and not a Python client; only answers with code 0 count. Each figure is t
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import shutil
 import signal
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from typing import Iterator
 
 import orjson
 
@@ -193,7 +195,15 @@ def admin(port: int, request: RemotingCommand) -> dict:
         pipe.close()
 
 
-def start_broker(store: str, flush: str) -> tuple[subprocess.Popen, int]:
+def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
+    answer = admin(port, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
+        "topic": topic, "readQueueNums": str(queues), "writeQueueNums": str(queues), "perm": "6",
+        "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}))
+    assert answer["code"] == 0, answer
+
+
+def start_broker(store: str, flush: str) -> tuple[subprocess.Popen, int, int]:
+    """An ``rmq-broker`` process (embedded name server) holding TOPIC: (process, port, name server port)."""
     port, namesrv_port = free_port(), free_port()
     settings = {"brokerIP1": "127.0.0.1", "listenPort": port, "namesrvListenPort": namesrv_port,
                 "storePathRootDir": store, "flushDiskType": flush}
@@ -202,11 +212,21 @@ def start_broker(store: str, flush: str) -> tuple[subprocess.Popen, int]:
         args += ["--set", f"{key}={value}"]
     proc = subprocess.Popen(args, env=dict(os.environ))
     wait_for_port(port, proc)
-    answer = admin(port, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
-        "topic": TOPIC, "readQueueNums": str(QUEUES), "writeQueueNums": str(QUEUES), "perm": "6",
-        "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}))
-    assert answer["code"] == 0, answer
-    return proc, port
+    create_topic(port, TOPIC)
+    return proc, port, namesrv_port
+
+
+@contextlib.contextmanager
+def running_broker(flush: str) -> Iterator[tuple[int, int]]:
+    """``start_broker`` on a temporary store, stopped and removed on exit: (port, name server port)."""
+    root = tempfile.mkdtemp(prefix="rmq-bench-broker-")
+    proc, port, namesrv_port = start_broker(root, flush)
+    try:
+        yield port, namesrv_port
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(30)
+        shutil.rmtree(root, ignore_errors=True)
 
 
 def median_of(repeat: int, fn) -> float:
@@ -223,9 +243,7 @@ def main() -> None:
     depths = [int(d) for d in args.in_flight.split(",")]
     print(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}")
     for flush in args.flush.split(","):
-        root = tempfile.mkdtemp(prefix="rmq-bench-broker-")
-        proc, port = start_broker(root, flush)
-        try:
+        with running_broker(flush) as (port, _namesrv_port):
             for batch in (False, True):
                 for depth in depths:
                     rate = median_of(args.repeat, lambda: sends_per_second(port, depth, batch, args.seconds))
@@ -239,10 +257,6 @@ def main() -> None:
             for depth in (1, 16):
                 rate = median_of(args.repeat, lambda: pulls_per_second(port, depth, args.seconds, max_offsets))
                 print(f"{flush:11s} pull 32 per request in flight {depth:3d}: {rate:12,.0f} msgs/s", flush=True)
-        finally:
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
-            shutil.rmtree(root, ignore_errors=True)
 
 
 if __name__ == "__main__":

@@ -112,11 +112,21 @@ def bodies(lines: list[dict]) -> Counter:
     return Counter(line["body"] for line in lines if "body" in line)
 
 
+def _home(tmp_path: Path) -> Path:
+    home = tmp_path / "home"
+    home.mkdir(exist_ok=True)
+    return home
+
+
 @pytest.fixture
 def clients(ali_ons: Path, rocketmq_python: Path, tmp_path: Path) -> ClientRunner:
-    home = tmp_path / "home"
-    home.mkdir()
-    return ClientRunner(ali_ons, rocketmq_python, home)
+    return ClientRunner(ali_ons, rocketmq_python, _home(tmp_path))
+
+
+@pytest.fixture
+def ons_clients(ali_ons: Path, tmp_path: Path) -> ClientRunner:
+    """A runner of the ali-ons scripts only: the rocketmq venv is neither needed nor installed."""
+    return ClientRunner(ali_ons, Path(sys.executable), _home(tmp_path))
 
 
 class RunningBroker:

@@ -5,16 +5,13 @@
 from __future__ import annotations
 
 import json
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
 from rmq.admin import AdminClient
 from rmq.errors import ResponseError
 from rmq.message import MessageProperty, dlq_topic
-from tests.compat.conftest import ClientRunner
 from tests.conftest import wait_for_port
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -24,10 +21,8 @@ GROUP = "GroupRetryOns"
 FIRST_RETRY_DELAY_MS = 10_000
 
 
-def test_failed_message_is_retried_then_dead_lettered(ali_ons, rmq_broker, tmp_path):
-    home = tmp_path / "home"
-    home.mkdir()
-    clients = ClientRunner(ali_ons, Path(sys.executable), home)    # only ali-ons scripts run here
+def test_failed_message_is_retried_then_dead_lettered(ons_clients, rmq_broker):
+    clients = ons_clients
     namesrv = rmq_broker.namesrv
     wait_for_port(int(rmq_broker.settings["namesrvListenPort"]), proc=rmq_broker.proc)
     with AdminClient(namesrv) as admin:

@@ -1,4 +1,6 @@
-// Consume with ali-ons until COUNT messages arrived or IDLE_MS passed without one; one JSON line each.
+// Consume with ali-ons until COUNT messages arrived or IDLE_MS passed without one; one JSON line each,
+// with every stored property (UNIQ_KEY, user properties...) under "properties". msgId is what ali-ons
+// calls a message's id: the broker's (store host + commit-log offset), never UNIQ_KEY.
 // usage: node ons_consume.js NAMESRV TOPIC GROUP SUB_EXPRESSION COUNT IDLE_MS [FAIL_FIRST_N] [MAX_RECONSUME_TIMES]
 // FAIL_FIRST_N: fail the first N deliveries (retry tests), by throwing: ali-ons 3.12.0 loses an
 // ACTION_RETRY returned for a message delivered from %RETRY%<group> (its retry-topic wrapper drops the
@@ -34,6 +36,7 @@ async function main() {
     console.log(JSON.stringify({
       body: msg.body.toString(), tags: msg.tags, keys: msg.keys, msgId: msg.msgId, topic: msg.topic,
       queueId: msg.queueId, queueOffset: Number(msg.queueOffset), reconsumeTimes: msg.reconsumeTimes,
+      sysFlag: msg.sysFlag, properties: msg.properties,
     }));
   });
   await consumer.ready();
