@@ -19,7 +19,7 @@ import zlib
 from typing import Any, Iterable
 
 from rmq.broker.admin_body import loads_mq_tables
-from rmq.broker.config_manager import loads_java_json
+from rmq.protocol.java_json import loads_java_json
 from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
 from rmq.errors import AdminError, RemotingError, ResponseError
 from rmq.message import AUTO_CREATE_TOPIC_KEY_TOPIC, MessageSysFlag, retry_topic

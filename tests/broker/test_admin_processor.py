@@ -9,8 +9,8 @@ import time
 import pytest
 
 from rmq.broker.admin_body import loads_mq_tables
-from rmq.broker.heartbeat import parse_heartbeat
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.heartbeat import parse_heartbeat
+from rmq.protocol.message_queue import MessageQueue
 from rmq.broker.topic_config import TopicConfig
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import RequestCode, ResponseCode

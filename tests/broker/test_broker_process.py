@@ -12,7 +12,6 @@ import pytest
 from rmq.net import RemotingClient, RemotingCommand, RequestCode, ResponseCode
 from tests.broker.broker_helpers import call, pull_request, records, send_request, start_process
 from tests.broker.conftest import broker_settings
-from tests.conftest import wait_for_port
 
 pytestmark = pytest.mark.slow
 

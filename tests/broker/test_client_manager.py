@@ -2,7 +2,7 @@
 
 from rmq.broker.client_channel import ClientChannelInfo
 from rmq.broker.client_manager import ClientManager
-from rmq.broker.heartbeat import (
+from rmq.protocol.heartbeat import (
     ConsumeFromWhere,
     ConsumeType,
     ConsumerData,
@@ -10,7 +10,7 @@ from rmq.broker.heartbeat import (
     MessageModel,
     parse_heartbeat,
 )
-from rmq.broker.subscription import build_subscription_data
+from rmq.protocol.subscription import build_subscription_data
 
 
 class Channel:

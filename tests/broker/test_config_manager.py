@@ -3,7 +3,8 @@
 import json
 import logging
 
-from rmq.broker.config_manager import ConfigManager, DataVersion, loads_java_json
+from rmq.broker.config_manager import ConfigManager, DataVersion
+from rmq.protocol.java_json import loads_java_json
 
 
 class Table(ConfigManager):

@@ -8,10 +8,10 @@ from rmq.broker.delay import (
     DEFAULT_MESSAGE_DELAY_LEVEL,
     DelayOffsetManager,
     delay_level_to_queue_id,
-    parse_delay_levels,
     queue_id_to_delay_level,
 )
 from rmq.errors import ConfigError
+from rmq.store.config import parse_delay_levels
 
 
 def test_rocketmqs_eighteen_levels():

@@ -4,13 +4,9 @@ import json
 
 import pytest
 
-from rmq.broker.rebalance_lock import (
-    MessageQueue,
-    RebalanceLockManager,
-    encode_lock_batch_result,
-    parse_lock_batch_body,
-)
+from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.errors import BrokerRequestError
+from rmq.protocol.message_queue import MessageQueue, encode_lock_batch_result, parse_lock_batch_body
 
 Q0, Q1, Q2 = (MessageQueue("T", "broker-a", i) for i in range(3))
 

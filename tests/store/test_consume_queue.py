@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import shutil
 
-import pytest
-
 from rmq.message import SCHEDULE_TOPIC, java_string_hash
 from rmq.store import GetMessageStatus, TagFilter, decode_record
 

@@ -34,7 +34,6 @@ def test_expired_files_go_at_delete_time_only(open_store):
     files = store.commit_log.mapped_files
     for mf in files:
         age(mf.path, 100)
-    now = int(time.time() * 1000)
     # not o'clock: nothing goes
     assert store.clean_expired_files(now_ms=at_hour(10), disk_used_ratio=lambda: 0.1) == 0
     # 16 o'clock: every expired file but the one being written

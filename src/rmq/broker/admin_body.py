@@ -22,7 +22,7 @@ import json
 import re
 from typing import Any, Mapping
 
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.message_queue import MessageQueue
 
 _COMPACT = (",", ":")
 # An object used as a map key: `{` or `,`, then a brace-free object, then `:`. Topic and broker

@@ -14,7 +14,7 @@ from typing import Any
 
 from rmq.broker.client_channel import CHANNEL_EXPIRED_MS, ChannelScan, ClientChannelInfo
 from rmq.broker.consumer_manager import ConsumerManager
-from rmq.broker.heartbeat import HeartbeatData
+from rmq.protocol.heartbeat import HeartbeatData
 from rmq.broker.producer_manager import ProducerManager
 from rmq.common import now_ms
 

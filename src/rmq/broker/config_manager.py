@@ -19,7 +19,6 @@ from __future__ import annotations
 import json
 import logging
 import os
-import re
 import threading
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
@@ -27,27 +26,13 @@ from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
 from rmq.common import now_ms
+from rmq.protocol.java_json import loads_java_json
 
 log = logging.getLogger("rmq.broker")
 
 CONFIG_DIR_NAME = "config"
 BACKUP_SUFFIX = ".bak"
 TEMP_SUFFIX = ".tmp"
-
-# An integer key left unquoted by fastjson: `{0:12,` or `, 3:` (names never contain { , :).
-_BARE_INT_KEY = re.compile(r"([{,]\s*)(-?\d+)(\s*:)")
-
-
-def loads_java_json(text: str) -> Any:
-    """``json.loads`` that also accepts fastjson's unquoted integer map keys."""
-    try:
-        return json.loads(text)
-    except json.JSONDecodeError:
-        quoted = _BARE_INT_KEY.sub(r'\1"\2"\3', text)
-        if quoted == text:
-            raise
-        return json.loads(quoted)
-
 
 @dataclass
 class DataVersion:

@@ -14,8 +14,8 @@ import threading
 from typing import Any, Callable, Iterable
 
 from rmq.broker.client_channel import CHANNEL_EXPIRED_MS, ChannelScan, ClientChannelInfo, remove_clients
-from rmq.broker.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
-from rmq.broker.subscription import SubscriptionData
+from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
+from rmq.protocol.subscription import SubscriptionData
 from rmq.common import now_ms
 
 log = logging.getLogger("rmq.broker")

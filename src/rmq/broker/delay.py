@@ -14,7 +14,6 @@ import os
 from typing import Any
 
 from rmq.broker.config_manager import ConfigManager
-from rmq.store.config import DELAY_UNIT_MS, parse_delay_levels  # noqa: F401 (re-exported)
 
 DEFAULT_MESSAGE_DELAY_LEVEL = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
 

@@ -12,60 +12,22 @@ client of the group may take it. Bodies:
 from __future__ import annotations
 
 import dataclasses
-import json
 import logging
 import threading
-from typing import Any, Iterable
+from typing import Iterable
 
 from rmq.common import now_ms
-from rmq.errors import BrokerRequestError
-from rmq.net.codes import ResponseCode
+from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.broker")
 
 REBALANCE_LOCK_MAX_LIVE_MS = 60_000
 
 
-@dataclasses.dataclass(frozen=True, order=True)
-class MessageQueue:
-    topic: str
-    broker_name: str
-    queue_id: int
-
-    def to_json(self) -> dict[str, Any]:
-        return {"topic": self.topic, "brokerName": self.broker_name, "queueId": self.queue_id}
-
-    @classmethod
-    def from_json(cls, obj: Any) -> "MessageQueue":
-        return cls(str(obj["topic"]), str(obj["brokerName"]), int(obj["queueId"]))
-
-
 @dataclasses.dataclass
 class LockEntry:
     client_id: str
     last_update_ms: int
-
-
-@dataclasses.dataclass
-class LockBatchRequest:
-    consumer_group: str
-    client_id: str
-    mqs: set[MessageQueue]
-
-
-def parse_lock_batch_body(body: bytes | str | None) -> LockBatchRequest:
-    """The body of LOCK_BATCH_MQ / UNLOCK_BATCH_MQ; raises BrokerRequestError (SYSTEM_ERROR)."""
-    try:
-        obj = json.loads(body or b"")
-        return LockBatchRequest(str(obj["consumerGroup"]), str(obj["clientId"]),
-                                {MessageQueue.from_json(mq) for mq in obj.get("mqSet") or []})
-    except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:
-        raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
-                                 f"malformed lock request body: {type(e).__name__}: {e}") from None
-
-
-def encode_lock_batch_result(locked: Iterable[MessageQueue]) -> bytes:
-    return json.dumps({"lockOKMQSet": [mq.to_json() for mq in sorted(locked)]}).encode()
 
 
 class RebalanceLockManager:

@@ -12,7 +12,7 @@ import json
 import logging
 from typing import Callable, Iterable
 
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.message_queue import MessageQueue
 from rmq.client.message import decode_messages
 from rmq.client.results import PullResult, PullStatus
 from rmq.errors import ResponseError

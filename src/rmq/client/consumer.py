@@ -20,9 +20,9 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from rmq.broker.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
-from rmq.broker.rebalance_lock import MessageQueue
-from rmq.broker.subscription import SubscriptionData, build_subscription_data
+from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
+from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.subscription import SubscriptionData, build_subscription_data
 from rmq.client import allocate
 from rmq.client.api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND
 from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields

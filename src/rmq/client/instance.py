@@ -23,7 +23,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.message_queue import MessageQueue
 from rmq.client.api import ClientAPI
 from rmq.client.msg_id import local_ipv4
 from rmq.client.route import TopicRouteData, any_addr

@@ -25,7 +25,7 @@ import zlib
 from typing import Iterable, Mapping
 
 from rmq._store import encode_msg_id
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.message_queue import MessageQueue
 from rmq.errors import ClientError, StoreError
 from rmq.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,

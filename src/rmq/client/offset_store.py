@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.message_queue import MessageQueue
 from rmq.errors import ClientError, RemotingError, ResponseError
 
 if TYPE_CHECKING:

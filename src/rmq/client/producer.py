@@ -31,7 +31,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.message_queue import MessageQueue
 from rmq.client.fault import LatencyFaultTolerance
 from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
 from rmq.client.message import (

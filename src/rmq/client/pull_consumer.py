@@ -24,8 +24,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from rmq.broker.heartbeat import ConsumeType
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.heartbeat import ConsumeType
+from rmq.protocol.message_queue import MessageQueue
 from rmq.client.consumer import ConsumerBase, ConsumerConfig
 from rmq.client.message import MessageExt
 from rmq.client.process_queue import ProcessQueue

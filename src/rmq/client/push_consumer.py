@@ -32,7 +32,7 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.message_queue import MessageQueue
 from rmq.client.consumer import (
     PULL_DELAY_WHEN_FLOW_CONTROL,
     PULL_DELAY_WHEN_NOT_LOCKED,

@@ -6,8 +6,8 @@ import enum
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from rmq.broker.heartbeat import ConsumeFromWhere, MessageModel
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.heartbeat import ConsumeFromWhere, MessageModel
+from rmq.protocol.message_queue import MessageQueue
 
 if TYPE_CHECKING:
     from rmq.client.message import MessageExt

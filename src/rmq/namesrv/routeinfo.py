@@ -15,49 +15,17 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
 from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
+from rmq.protocol.route import BrokerData, QueueData
 
 log = logging.getLogger("rmq.namesrv")
 
 DEFAULT_BROKER_CHANNEL_EXPIRED_MS = 120_000
-
-
-@dataclass
-class QueueData:
-    broker_name: str
-    read_queue_nums: int
-    write_queue_nums: int
-    perm: int
-    topic_sys_flag: int = 0
-
-    def to_json(self) -> dict[str, Any]:
-        # Key order of Java's MapSortField encoding, which clients never rely on but people read.
-        return {
-            "brokerName": self.broker_name,
-            "perm": self.perm,
-            "readQueueNums": self.read_queue_nums,
-            "topicSysFlag": self.topic_sys_flag,
-            "writeQueueNums": self.write_queue_nums,
-        }
-
-
-@dataclass
-class BrokerData:
-    cluster: str
-    broker_name: str
-    broker_addrs: dict[int, str] = field(default_factory=dict)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "brokerAddrs": {str(k): v for k, v in sorted(self.broker_addrs.items())},
-            "brokerName": self.broker_name,
-            "cluster": self.cluster,
-        }
 
 
 @dataclass

@@ -14,7 +14,6 @@ from __future__ import annotations
 import concurrent.futures
 import errno
 import socket
-from typing import Callable
 
 from rmq.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from rmq.net.channel import MAX_PENDING_OUTPUT_DEFAULT, Channel, Endpoint, ResponseCallback

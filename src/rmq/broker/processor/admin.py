@@ -28,7 +28,7 @@ from rmq.broker.admin_body import encode_reset_offset_body_for_c, encode_with_mq
 from rmq.broker.config import BrokerRole
 from rmq.broker.delay import delay_level_to_queue_id
 from rmq.broker.processor.base import Handler, Processor, bool_field, int_field, str_field, success
-from rmq.broker.rebalance_lock import MessageQueue
+from rmq.protocol.message_queue import MessageQueue
 from rmq.errors import BrokerRequestError
 from rmq.message import SCHEDULE_TOPIC
 from rmq.net.codec import RemotingCommand

@@ -8,7 +8,7 @@ A consumer's heartbeat creates its group's config (autoCreateSubscriptionGroup) 
 
 from __future__ import annotations
 
-from rmq.broker.heartbeat import parse_heartbeat
+from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.broker.processor.base import Processor, success
 from rmq.common import PERM_READ, PERM_WRITE
 from rmq.message import retry_topic

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from rmq.broker.processor.base import Handler, Processor, success
-from rmq.broker.rebalance_lock import encode_lock_batch_result, parse_lock_batch_body
+from rmq.protocol.message_queue import encode_lock_batch_result, parse_lock_batch_body
 from rmq.net.codec import RemotingCommand
 from rmq.net.codes import RequestCode
 

@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING
 from rmq.broker.config import BrokerRole
 from rmq.broker.long_polling import ParkedPull
 from rmq.broker.processor.base import Processor, int_field, str_field
-from rmq.broker.subscription import ExpressionType, build_subscription_data
+from rmq.protocol.subscription import ExpressionType, build_subscription_data
 from rmq.common import MASTER_ID, is_readable
 from rmq.errors import BrokerRequestError
 from rmq.net.codec import RemotingCommand

@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from rmq.broker.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, parse_heartbeat
+from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, parse_heartbeat
 from rmq.errors import BrokerRequestError
 from rmq.message import java_string_hash
 from rmq.net.codes import ResponseCode

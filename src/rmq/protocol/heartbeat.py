@@ -19,7 +19,7 @@ import enum
 import json
 from typing import Any
 
-from rmq.broker.subscription import ExpressionType, SubscriptionData, build_subscription_data
+from rmq.protocol.subscription import ExpressionType, SubscriptionData, build_subscription_data
 from rmq.errors import BrokerRequestError
 from rmq.net.codes import ResponseCode
 

@@ -2,7 +2,7 @@
 
 import pytest
 
-from rmq.broker.subscription import build_subscription_data
+from rmq.protocol.subscription import build_subscription_data
 from rmq.errors import BrokerRequestError
 from rmq.message import java_string_hash
 from rmq.net.codes import ResponseCode
