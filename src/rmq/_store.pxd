@@ -158,7 +158,6 @@ cdef class MappedFile:
     cdef int64_t last_store_timestamp
 
     cdef void prefault(self, Py_ssize_t position) noexcept
-    cdef void populate(self, Py_ssize_t start, Py_ssize_t n) noexcept
     cdef object view(self, Py_ssize_t position, Py_ssize_t size)
     cdef int flush_to(self, Py_ssize_t position) except -1
     cdef void _release(self) noexcept
@@ -255,11 +254,6 @@ cdef class StoreCore:
     cdef bint _busy
     cdef list _commit_requests
     cdef void* _commit_sem
-    # CommitLog pages are populated ahead of the writer by a service thread (warm_step), so a put
-    # does not stall on page faults: the writer raises warm_target and calls _warm_wakeup
-    cdef readonly int64_t warm_target
-    cdef int64_t _warmed_to
-    cdef object _warm_wakeup
     # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
     cdef readonly int64_t last_store_timestamp
     cdef int64_t _last_roll_check
@@ -270,7 +264,6 @@ cdef class StoreCore:
     cdef MappedFile _writable_file(self, Py_ssize_t size, int* status)
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
     cdef void _track_commit(self, PutMessageResult result, object callback)
-    cdef void _wrote(self, MappedFile mf, Py_ssize_t size) noexcept
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
                        ConsumeQueue queue) except -1
     cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,

@@ -97,8 +97,6 @@ cdef enum:
     # the writer populates the page tables of the next chunk of a file when it enters one: one
     # madvise per chunk instead of a page fault per page (MADV_POPULATE_WRITE, Linux >= 5.14)
     PREFAULT_CHUNK = 1 << 20
-    # how far ahead of the writer the warm service keeps CommitLog pages populated
-    WARM_AHEAD = 32 << 20
 
 # Python-visible copy of the layout enums, compared with rmq.store.layout by the tests.
 LAYOUT = {
@@ -408,12 +406,9 @@ cdef class MappedFile:
 
     cdef void prefault(self, Py_ssize_t position) noexcept:
         """Populate the chunk after the one ``position`` is in (no-op where unsupported)."""
-        self.populate((position // PREFAULT_CHUNK + 1) * PREFAULT_CHUNK, PREFAULT_CHUNK)
-
-    cdef void populate(self, Py_ssize_t start, Py_ssize_t n) noexcept:
-        """Populate the page tables of [start, start + n) for writing, GIL released; ``start`` is
-        page-aligned. Where MADV_POPULATE_WRITE is unknown the call fails and pages fault lazily."""
-        if start >= self.file_size or self.base == NULL or n <= 0:
+        cdef Py_ssize_t start = (position // PREFAULT_CHUNK + 1) * PREFAULT_CHUNK
+        cdef Py_ssize_t n = PREFAULT_CHUNK
+        if start >= self.file_size or self.base == NULL:
             return
         if start + n > self.file_size:
             n = self.file_size - start
@@ -1107,54 +1102,6 @@ cdef class StoreCore:
         self.index_service = index_service
         self.checkpoint = checkpoint
 
-    cdef void _wrote(self, MappedFile mf, Py_ssize_t size) noexcept:
-        """Advance the write position past ``size`` new bytes; on entering a new chunk, ask for
-        the pages ahead to be populated (by the warm service, or here when there is none)."""
-        cdef Py_ssize_t position = mf.wrote_position
-        mf.wrote_position = position + size
-        if (position + size) // PREFAULT_CHUNK == position // PREFAULT_CHUNK:
-            return
-        if self._warm_wakeup is None:
-            mf.prefault(position + size)
-            return
-        self.warm_target = mf.file_from_offset + position + size + WARM_AHEAD
-        try:
-            self._warm_wakeup()
-        except Exception:
-            pass  # a failed wake-up only costs page faults in later puts
-
-    def set_warm_wakeup(self, wakeup):
-        """Hand CommitLog warming to a service: ``wakeup()`` is called when the writer wants pages
-        populated up to ``warm_target``; the service then calls warm_step. None: warm in the put."""
-        self._warm_wakeup = wakeup
-        self.warm_target = 0
-
-    def warm_step(self):
-        """Populate the newest CommitLog file from the write position up to ``warm_target``, a chunk
-        at a time with the GIL released (RocketMQ warms its next mapped file the same way, off the
-        writer's thread). Returns the bytes populated."""
-        cdef MappedFile mf = self.commit_log.last_file()
-        cdef Py_ssize_t start, end, n, populated = 0
-        if mf is None or mf.base == NULL:
-            return 0
-        start = mf.wrote_position
-        if self._warmed_to - mf.file_from_offset > start:
-            start = <Py_ssize_t>(self._warmed_to - mf.file_from_offset)
-        start &= ~(<Py_ssize_t>PAGE_SIZE - 1)
-        end = mf.file_size
-        if self.warm_target - mf.file_from_offset < end:
-            end = <Py_ssize_t>(self.warm_target - mf.file_from_offset)
-        while start < end and self.running:
-            n = (start // PREFAULT_CHUNK + 1) * PREFAULT_CHUNK
-            if n > end:
-                n = end
-            mf.populate(start, n - start)
-            populated += n - start
-            start = n
-        if start > 0:
-            self._warmed_to = mf.file_from_offset + start
-        return populated
-
     def set_running(self, bint running):
         """Accept puts (True) or answer them SERVICE_NOT_AVAILABLE (False)."""
         self.running = running
@@ -1376,7 +1323,9 @@ cdef class StoreCore:
                              store_timestamp, self.store_ip, self.store_port, reconsume_times,
                              prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
                              props_ptr, props_len)
-                self._wrote(mf, total)
+                if (mf.wrote_position + total) // PREFAULT_CHUNK != mf.wrote_position // PREFAULT_CHUNK:
+                    mf.prefault(mf.wrote_position + total)
+                mf.wrote_position += total
                 mf.last_store_timestamp = store_timestamp
                 self.last_store_timestamp = store_timestamp
                 self._dispatch(p, phy_offset, <int32_t>total, queue)

@@ -27,7 +27,6 @@ from rmq.message import MessageProperty, encode_properties
 from rmq.store.config import MessageStoreConfig
 from rmq.store.record import decode_record
 from rmq.store.services import (CleanCommitLogService, FlushConsumeQueueService, FlushRealTimeService,
-                                 WarmMappedFileService,
                                 GroupCommitService, ServiceThread)
 from rmq.store.status import PutMessageStatus
 
@@ -96,11 +95,9 @@ class MessageStore(StoreCore):
                 self._services.append(GroupCommitService(self))
             else:
                 self._services.append(FlushRealTimeService(self))
-            warm = WarmMappedFileService(self)
-            self._services += [warm, FlushConsumeQueueService(self), CleanCommitLogService(self)]
+            self._services += [FlushConsumeQueueService(self), CleanCommitLogService(self)]
             for service in self._services:
                 service.start()
-            self.set_warm_wakeup(warm.wakeup)
             self.set_running(True)
         except BaseException:
             self._release_lock_file()
@@ -112,7 +109,6 @@ class MessageStore(StoreCore):
         if self._lock_fd is None:
             return
         self.set_running(False)
-        self.set_warm_wakeup(None)
         for service in self._services:
             service.shutdown()
         self._services = []

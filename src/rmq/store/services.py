@@ -128,25 +128,6 @@ class FlushRealTimeService(ServiceThread):
         self.store.checkpoint_physic(0)
 
 
-class WarmMappedFileService(ServiceThread):
-    """Keeps CommitLog pages populated ahead of the writer (RocketMQ's warm mapped files).
-
-    A first write to a fresh page of a file-backed mapping costs a kernel page fault (~2 us here);
-    taken in the put it stalls the writer. The writer only raises the store's warm target and wakes
-    this thread, which populates up to it with the GIL released, on the other core.
-    """
-
-    interval = 1.0
-
-    def __init__(self, store: "MessageStore") -> None:
-        super().__init__("WarmMappedFileService")
-        self.store = store
-
-    def run_once(self) -> None:
-        self.store.warm_step()
-        self.wait_for_running(self.interval)
-
-
 class FlushConsumeQueueService(ServiceThread):
     """Flush ConsumeQueues and the index on their own timer, then the checkpoint."""
 
