@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+import time
 
 from rmq.message import encode_properties
 from rmq.net import RemotingClient, RemotingCommand, RequestCode
@@ -84,4 +85,27 @@ def start_process(spawn, settings: dict[str, str]):
         args += ["--set", f"{key}={value}"]
     proc = spawn(*args)
     wait_for_port(int(settings["listenPort"]), timeout=20, proc=proc)
-    return proc, f"127.0.0.1:{settings['listenPort']}"
+    addr = f"127.0.0.1:{settings['listenPort']}"
+    # the port opens before the first registration ends: wait until the name server routes to it
+    namesrv = settings.get("namesrvAddr", "").split(";")[0] or f"127.0.0.1:{settings['namesrvListenPort']}"
+    wait_registered(namesrv, addr, proc)
+    return proc, addr
+
+
+def wait_registered(namesrv: str, broker_addr: str, proc, timeout: float = 20.0) -> None:
+    """Until ``namesrv`` lists ``broker_addr`` in its cluster table (or the process exits)."""
+    from rmq.admin import AdminClient
+
+    deadline = time.monotonic() + timeout
+    with AdminClient(namesrv, timeout=2.0) as admin:
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"broker exited with {proc.returncode} before registering")
+            try:
+                tables = admin.cluster_info().get("brokerAddrTable") or {}
+            except Exception:
+                tables = {}
+            if any(broker_addr in (data.get("brokerAddrs") or {}).values() for data in tables.values()):
+                return
+            time.sleep(0.02)
+    raise TimeoutError(f"{broker_addr} did not register with {namesrv} within {timeout} s")
