@@ -96,14 +96,14 @@ def bench_put_sync(root: str, props: list[bytes], in_flight: int = 256) -> tuple
         if remaining[0] == 0:
             done.set()
 
-    flushes = store.commit_log.flush_count
+    flushes = store.group_commit_flushes
     t = time.perf_counter()
     for i, p in enumerate(props):
         take()
         put(TOPIC, i & 7, BODY, p, callback=on_durable)
     done.wait(60)
     elapsed = time.perf_counter() - t
-    flushes = store.commit_log.flush_count - flushes
+    flushes = store.group_commit_flushes - flushes
     store.shutdown()
     return len(props) / elapsed, flushes / elapsed
 

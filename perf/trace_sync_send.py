@@ -3,9 +3,9 @@ in-process broker (not part of the test suite).
 
     python perf/trace_sync_send.py [--sends 2000] [--big-files]
 
-Stages: client send -> send handler entered -> handler returned (the put) -> the store's flush
-completion (flush thread) -> the loop answers -> the client has the answer. The send processor's
-methods are wrapped before the broker is built (handlers are bound at registration).
+Stages: client send -> send handler entered -> handler returned (the put) -> the loop completes the
+put once its flush round ended (the answer goes out) -> the client has the answer. The send
+processor's methods are wrapped before the broker is built (handlers are bound at registration).
 """
 
 from __future__ import annotations
@@ -26,8 +26,7 @@ marks: dict[int, dict[str, float]] = {}
 
 def trace_send_processor() -> None:
     processor = send_module.SendProcessor
-    send_message, durable_callback, answer_durable = (
-        processor.send_message, processor._durable_callback, processor._answer_durable)
+    send_message, durable_callback = processor.send_message, processor._durable_callback
 
     def traced_send(self, channel, request):
         marks.setdefault(request.opaque, {})["enter"] = time.perf_counter()
@@ -43,15 +42,8 @@ def trace_send_processor() -> None:
             inner(result)
         return on_durable
 
-    def traced_answer(self):
-        now = time.perf_counter()
-        for (_channel, request, _queue_id), _result in list(self._durable):
-            marks[request.opaque]["answer"] = now
-        answer_durable(self)
-
     processor.send_message = traced_send
     processor._durable_callback = traced_callback
-    processor._answer_durable = traced_answer
 
 
 def main() -> None:
@@ -77,7 +69,7 @@ def main() -> None:
                 marks.setdefault(request.opaque, {}).update(sent=sent, got=time.perf_counter())
     finally:
         controller.shutdown()
-    rows = [m for m in marks.values() if len(m) == 6][args.sends // 10:]  # skip the warm-up tenth
+    rows = [m for m in marks.values() if len(m) == 5][args.sends // 10:]  # skip the warm-up tenth
 
     def median_us(a: str, b: str) -> float:
         return statistics.median((m[b] - m[a]) * 1e6 for m in rows)
@@ -85,11 +77,10 @@ def main() -> None:
     print(f"{len(rows)} SYNC_FLUSH sends, 1 KiB, 1 in flight; medians in microseconds")
     for label, a, b in (("client send -> handler entered", "sent", "enter"),
                         ("handler (the put)", "enter", "leave"),
-                        ("handler returned -> flush completion", "leave", "durable"),
-                        ("flush completion -> loop answers", "durable", "answer"),
-                        ("loop answers -> client has it", "answer", "got"),
+                        ("handler returned -> loop answers (flushed)", "leave", "durable"),
+                        ("loop answers -> client has it", "durable", "got"),
                         ("whole round trip", "sent", "got")):
-        print(f"  {label:38s} {median_us(a, b):7.0f}")
+        print(f"  {label:42s} {median_us(a, b):7.0f}")
 
 
 if __name__ == "__main__":

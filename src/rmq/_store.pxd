@@ -31,6 +31,7 @@
 # Python mirror of every constant here: rmq.store.layout (tests/store/test_layout.py checks they agree).
 from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
 from cpython.buffer cimport Py_buffer
+from posix.time cimport timespec
 
 from rmq._endian cimport load_be16, load_be32, load_be64, store_be16, store_be32, store_be64
 from rmq._index cimport IndexService
@@ -140,6 +141,41 @@ cdef struct PropertySpans:
     Py_ssize_t uniq_key_len
     const unsigned char* delay
     Py_ssize_t delay_len
+
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+
+
+# The SYNC_FLUSH group commit, shared by the thread that puts (holding the GIL) and the flush
+# thread (never holding it). Every field is guarded by ``mutex``.
+cdef enum:
+    # CommitLog files the flush thread can see: the newest ones (a flush never lags further behind)
+    COMMIT_FILE_REFS = 8
+
+cdef struct CommitFileRef:
+    unsigned char* base
+    int64_t from_offset
+    int64_t size
+
+cdef struct GroupCommit:
+    pthread_mutex_t mutex
+    pthread_cond_t wake                 # the flush thread waits on it when it has nothing to do
+    int64_t written                     # CommitLog end after the newest put
+    int64_t written_timestamp           # store timestamp of that put
+    int64_t requested                   # a put waits for the disk up to here
+    int64_t flushed                     # everything below is on disk
+    int64_t flushed_timestamp
+    int64_t flush_count
+    int error                           # errno of a failed msync, until the completer has seen it
+    bint idle                           # the flush thread is waiting on ``wake``
+    bint stopping
+    int event_fd                        # counts flush rounds: the completer polls it
+    int n_files
+    CommitFileRef files[COMMIT_FILE_REFS]
 
 
 cdef class MappedFile:
@@ -252,8 +288,11 @@ cdef class StoreCore:
     cdef list _delay_level_ms
     # the put lock: serialises writers and readers of mapped memory (see _lock)
     cdef bint _busy
-    cdef list _commit_requests
-    cdef void* _commit_sem
+    # SYNC_FLUSH puts waiting for the disk (PutMessageResults in offset order), and the group commit
+    cdef object _commit_requests
+    cdef GroupCommit* _gc
+    cdef int64_t _completed_flushed
+    cdef bint _kicks_rounds
     # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
     cdef readonly int64_t last_store_timestamp
     cdef int64_t _last_roll_check
@@ -263,7 +302,8 @@ cdef class StoreCore:
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
     cdef MappedFile _writable_file(self, Py_ssize_t size, int* status)
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
-    cdef void _track_commit(self, PutMessageResult result, object callback)
+    cdef void _publish_put(self, PutMessageResult result, object callback)
+    cdef void _publish_files(self)
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
                        ConsumeQueue queue) except -1
     cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,

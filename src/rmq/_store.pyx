@@ -24,6 +24,7 @@
 # still references its mmap object: deleting a file unlinks it and drops our references only.
 import logging
 import mmap as _mmap_module
+from collections import deque
 import os
 import socket
 import time
@@ -32,12 +33,12 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.errno cimport errno
+from libc.errno cimport EIO, errno
 from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset, strerror
 from posix.fcntl cimport O_CREAT, O_RDWR, open as c_open
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
-from posix.unistd cimport close as c_close, usleep
+from posix.unistd cimport close as c_close, read as c_read, usleep, write as c_write
 
 from rmq._hash cimport java_string_hash
 from rmq._index cimport IndexService
@@ -66,14 +67,25 @@ cdef extern from *:
     """
     int MADV_POPULATE_WRITE
 
-cdef extern from "<semaphore.h>" nogil:
-    ctypedef struct sem_t:
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_condattr_t:
         pass
-    int sem_init(sem_t* sem, int pshared, unsigned int value)
-    int sem_destroy(sem_t* sem)
-    int sem_post(sem_t* sem)
-    int sem_trywait(sem_t* sem)
-    int sem_timedwait(sem_t* sem, const timespec* abstime)
+    int pthread_mutex_init(pthread_mutex_t* mutex, void* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* mutex)
+    int pthread_mutex_lock(pthread_mutex_t* mutex)
+    int pthread_mutex_unlock(pthread_mutex_t* mutex)
+    int pthread_condattr_init(pthread_condattr_t* attr)
+    int pthread_condattr_setclock(pthread_condattr_t* attr, int clock_id)
+    int pthread_condattr_destroy(pthread_condattr_t* attr)
+    int pthread_cond_init(pthread_cond_t* cond, pthread_condattr_t* attr)
+    int pthread_cond_destroy(pthread_cond_t* cond)
+    int pthread_cond_signal(pthread_cond_t* cond)
+    int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime)
+
+cdef extern from "<sys/eventfd.h>" nogil:
+    int eventfd(unsigned int initval, int flags)
+    int EFD_NONBLOCK
+    int EFD_CLOEXEC
 
 cdef extern from "<dlfcn.h>" nogil:
     void* dlopen(const char* filename, int flags)
@@ -1062,6 +1074,90 @@ cdef class TagFilter:
 
 
 # ---------------------------------------------------------------------------------------------
+# the SYNC_FLUSH group commit's flush thread: C only, it never takes the GIL
+#
+#   put (GIL held)          flush thread (no GIL)                  completer (GIL held)
+#   write the record        wait until requested > flushed
+#   publish written,   -->  take [flushed, written), msync it,
+#   requested, wake         publish flushed, count a round   -->   complete the puts below flushed
+#
+# The put path publishes under ``mutex`` and signals only an idle flush thread, so the msync of
+# one round runs while the next puts are written: the rounds overlap instead of taking turns with
+# the GIL. The completer (the broker's event loop, or a store thread) polls ``event_fd``.
+
+cdef inline void deadline_after(timespec* ts, double seconds) noexcept nogil:
+    clock_gettime(CLOCK_MONOTONIC, ts)
+    ts.tv_sec += <long>seconds
+    ts.tv_nsec += <long>((seconds - <long>seconds) * 1e9)
+    if ts.tv_nsec >= 1000000000:
+        ts.tv_sec += 1
+        ts.tv_nsec -= 1000000000
+
+
+cdef inline void request_round(GroupCommit* gc, int64_t offset) noexcept nogil:
+    """Ask for a flush round up to ``offset`` (``gc.mutex`` held), waking an idle flush thread."""
+    if offset > gc.requested:
+        gc.requested = offset
+        if gc.idle:
+            gc.idle = False     # one signal per wait
+            pthread_cond_signal(&gc.wake)
+
+
+cdef int flush_range(CommitFileRef* files, int n_files, int64_t start, int64_t end) noexcept nogil:
+    """msync the CommitLog bytes [start, end) through the mappings in ``files``: 0 or an errno."""
+    cdef int i
+    cdef int64_t lo, hi
+    for i in range(n_files):
+        lo = files[i].from_offset
+        hi = lo + files[i].size
+        if hi <= start or lo >= end:
+            continue
+        lo = (start if start > lo else lo) - files[i].from_offset
+        hi = (end if end < hi else hi) - files[i].from_offset
+        lo &= ~(<int64_t>PAGE_SIZE - 1)
+        if msync(files[i].base + lo, hi - lo, MS_SYNC) != 0:
+            return errno
+    return 0
+
+
+cdef void run_flusher(GroupCommit* gc, double interval) noexcept nogil:
+    """Flush rounds until ``gc.stopping``: at once when a put waits, else every ``interval`` s
+    (puts that do not wait are durable within it)."""
+    cdef timespec until
+    cdef CommitFileRef files[COMMIT_FILE_REFS]
+    cdef int n_files, rc
+    cdef int64_t start, target, target_timestamp
+    cdef uint64_t one = 1
+    pthread_mutex_lock(&gc.mutex)
+    while not gc.stopping:
+        if gc.requested <= gc.flushed or gc.error:
+            deadline_after(&until, interval)
+            gc.idle = True
+            pthread_cond_timedwait(&gc.wake, &gc.mutex, &until)
+            gc.idle = False
+            if gc.stopping or gc.error or gc.written <= gc.flushed:
+                continue
+        start = gc.flushed
+        target = gc.written
+        target_timestamp = gc.written_timestamp
+        n_files = gc.n_files
+        memcpy(files, gc.files, n_files * sizeof(CommitFileRef))
+        pthread_mutex_unlock(&gc.mutex)
+        rc = flush_range(files, n_files, start, target)
+        pthread_mutex_lock(&gc.mutex)
+        if rc == 0:
+            gc.flushed = target
+            gc.flushed_timestamp = target_timestamp
+            gc.flush_count += 1
+        else:
+            gc.error = rc
+        pthread_mutex_unlock(&gc.mutex)
+        c_write(gc.event_fd, &one, sizeof(one))
+        pthread_mutex_lock(&gc.mutex)
+    pthread_mutex_unlock(&gc.mutex)
+
+
+# ---------------------------------------------------------------------------------------------
 # the store core: CommitLog appends, dispatch, reads
 
 cdef class StoreCore:
@@ -1069,15 +1165,28 @@ cdef class StoreCore:
     rmq.store.MessageStore adds lifecycle, recovery orchestration, flush services and retention."""
 
     def __cinit__(self):
-        self._commit_sem = PyMem_Malloc(sizeof(sem_t))
-        if self._commit_sem == NULL:
+        cdef pthread_condattr_t attr
+        self._gc = <GroupCommit*>PyMem_Malloc(sizeof(GroupCommit))
+        if self._gc == NULL:
             raise MemoryError()
-        sem_init(<sem_t*>self._commit_sem, 0, 0)
+        memset(self._gc, 0, sizeof(GroupCommit))
+        self._gc.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)
+        if self._gc.event_fd < 0:
+            PyMem_Free(self._gc)
+            self._gc = NULL
+            raise OSError(errno, f"eventfd: {strerror(errno).decode()}")
+        pthread_mutex_init(&self._gc.mutex, NULL)
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(&self._gc.wake, &attr)
+        pthread_condattr_destroy(&attr)
 
     def __dealloc__(self):
-        if self._commit_sem != NULL:
-            sem_destroy(<sem_t*>self._commit_sem)
-            PyMem_Free(self._commit_sem)
+        if self._gc != NULL:
+            pthread_cond_destroy(&self._gc.wake)
+            pthread_mutex_destroy(&self._gc.mutex)
+            c_close(self._gc.event_fd)
+            PyMem_Free(self._gc)
 
     def __init__(self, str store_path, *, Py_ssize_t mapped_file_size_commit_log,
                  Py_ssize_t mapped_file_size_consume_queue, int64_t max_message_size,
@@ -1093,7 +1202,8 @@ cdef class StoreCore:
         self.sync_flush = sync_flush
         self.sync_flush_timeout = sync_flush_timeout
         self._delay_level_ms = list(delay_level_ms)
-        self._commit_requests = []
+        self._commit_requests = deque()
+        self._kicks_rounds = False
         self.running = False
         self.last_store_timestamp = 0
 
@@ -1225,7 +1335,9 @@ cdef class StoreCore:
             return None
         try:
             if mf is None:
-                return self.commit_log.create_file(0)
+                mf = self.commit_log.create_file(0)
+                self._publish_files()
+                return mf
             if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size:
                 return mf
             # create the next file before marking this one full: if the disk is full, nothing changes
@@ -1234,6 +1346,7 @@ cdef class StoreCore:
             log.error("cannot create a CommitLog file: %s", e)
             status[0] = CREATE_MAPPED_FILE_FAILED
             return None
+        self._publish_files()
         remaining = mf.file_size - mf.wrote_position
         if remaining > 0:
             store_be32(mf.base + mf.wrote_position + REC_TOTALSIZE, <uint32_t>remaining)  # 1 TOTALSIZE
@@ -1249,11 +1362,57 @@ cdef class StoreCore:
             status[0] = CREATE_MAPPED_FILE_FAILED
         return 0
 
-    cdef void _track_commit(self, PutMessageResult result, object callback):
-        result._callback = callback
-        result._deadline = monotonic() + self.sync_flush_timeout
-        self._commit_requests.append(result)
-        sem_post(<sem_t*>self._commit_sem)
+    cdef void _publish_put(self, PutMessageResult result, object callback):
+        """SYNC_FLUSH: tell the flush thread how far the CommitLog goes. With a ``callback`` the put
+        waits for the disk: the flush thread is woken if it sleeps, or (``kick_rounds_myself``)
+        the caller's next ``kick_group_commit`` asks for the round."""
+        cdef GroupCommit* gc = self._gc
+        if callback is not None:
+            result._callback = callback
+            result._deadline = monotonic() + self.sync_flush_timeout
+            self._commit_requests.append(result)
+        pthread_mutex_lock(&gc.mutex)
+        if result.next_offset > gc.written:
+            gc.written = result.next_offset
+            gc.written_timestamp = result.store_timestamp
+        if callback is not None and not self._kicks_rounds:
+            request_round(gc, result.next_offset)
+        pthread_mutex_unlock(&gc.mutex)
+
+    cdef void _publish_files(self):
+        """Show the flush thread the mappings of the newest CommitLog files (after any change).
+        A file that drops out of its view unflushed (many roll-overs within one round) is flushed
+        here, so no byte the flush thread reports durable was skipped."""
+        cdef GroupCommit* gc = self._gc
+        cdef list files = self.commit_log.files
+        cdef Py_ssize_t first = max(0, len(files) - COMMIT_FILE_REFS), i
+        cdef int64_t flushed
+        cdef MappedFile mf
+        if not self.sync_flush:
+            return
+        pthread_mutex_lock(&gc.mutex)
+        flushed = gc.flushed
+        pthread_mutex_unlock(&gc.mutex)
+        for i in range(first - 1, -1, -1):
+            mf = files[i]
+            if mf.file_from_offset + mf.file_size <= flushed:
+                break
+            try:
+                mf.flush_to(mf.wrote_position)
+            except OSError as e:
+                log.error("CommitLog flush failed: %s", e)
+                pthread_mutex_lock(&gc.mutex)
+                gc.error = e.errno or EIO
+                pthread_mutex_unlock(&gc.mutex)
+        pthread_mutex_lock(&gc.mutex)
+        gc.n_files = 0
+        for i in range(first, len(files)):
+            mf = files[i]
+            gc.files[gc.n_files].base = mf.base
+            gc.files[gc.n_files].from_offset = mf.file_from_offset
+            gc.files[gc.n_files].size = mf.file_size
+            gc.n_files += 1
+        pthread_mutex_unlock(&gc.mutex)
 
     def put_message(self, str topic, int queue_id, body, properties=b"", int sys_flag=0,
                     int64_t born_timestamp=0, int flag=0, int reconsume_times=0,
@@ -1344,8 +1503,8 @@ cdef class StoreCore:
         result.msg_num = 1
         result._store_ip = self.store_ip
         result._store_port = self.store_port
-        if self.sync_flush and callback is not None:
-            self._track_commit(result, callback)
+        if self.sync_flush:
+            self._publish_put(result, callback)
         return result
 
     def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,
@@ -1432,8 +1591,8 @@ cdef class StoreCore:
         result._offsets = offsets
         result._store_ip = self.store_ip
         result._store_port = self.store_port
-        if self.sync_flush and callback is not None:
-            self._track_commit(result, callback)
+        if self.sync_flush:
+            self._publish_put(result, callback)
         return result
 
     # -- flush -------------------------------------------------------------------------------
@@ -1443,50 +1602,133 @@ cdef class StoreCore:
         self.commit_log.flush(least_pages)
         return self.commit_log.flushed_where
 
-    def wakeup_group_commit(self):
-        sem_post(<sem_t*>self._commit_sem)
+    # -- the SYNC_FLUSH group commit ------------------------------------------------------------
 
-    def group_commit(self, double wait_seconds):
-        """One round of the group commit: wait for puts (or ``wait_seconds``), flush once for all of
-        them, then complete each with PUT_OK or FLUSH_DISK_TIMEOUT. Returns how many completed."""
-        cdef timespec deadline
-        cdef sem_t* sem = <sem_t*>self._commit_sem
-        cdef PutMessageResult r
-        cdef int64_t flushed
-        cdef double now
-        cdef bint flush_failed = False
-        clock_gettime(CLOCK_REALTIME, &deadline)
-        deadline.tv_sec += <long>wait_seconds
-        deadline.tv_nsec += <long>((wait_seconds - <long>wait_seconds) * 1e9)
-        if deadline.tv_nsec >= 1000000000:
-            deadline.tv_sec += 1
-            deadline.tv_nsec -= 1000000000
+    def start_group_commit(self):
+        """Ready the group commit for the CommitLog as recovered (before ``run_group_commit``)."""
+        cdef GroupCommit* gc = self._gc
+        cdef int64_t end = self.commit_log.max_offset()
+        pthread_mutex_lock(&gc.mutex)
+        gc.written = gc.requested = gc.flushed = end
+        gc.written_timestamp = gc.flushed_timestamp = 0
+        gc.error = 0
+        gc.stopping = False
+        pthread_mutex_unlock(&gc.mutex)
+        self._completed_flushed = end
+        self._publish_files()
+
+    def run_group_commit(self, double interval):
+        """The flush thread's body: flush rounds, without the GIL, until ``stop_group_commit``."""
         with nogil:
-            sem_timedwait(sem, &deadline)
-            while sem_trywait(sem) == 0:
-                pass
-        # puts appended to the old list before the swap are completed by this round
+            run_flusher(self._gc, interval)
+
+    def stop_group_commit(self):
+        """Make ``run_group_commit`` return after its current round."""
+        pthread_mutex_lock(&self._gc.mutex)
+        self._gc.stopping = True
+        pthread_cond_signal(&self._gc.wake)
+        pthread_mutex_unlock(&self._gc.mutex)
+
+    def kick_rounds_myself(self):
+        """Puts that wait for the disk no longer start a flush round themselves: the caller calls
+        ``kick_group_commit`` after each batch of puts (the broker: once per event-loop
+        iteration), so one round covers the whole batch instead of its first put."""
+        self._kicks_rounds = True
+
+    def kick_group_commit(self):
+        """Ask for a flush round covering every put so far (if some of them wait for the disk)."""
+        cdef GroupCommit* gc = self._gc
+        if not self._commit_requests:
+            return
+        pthread_mutex_lock(&gc.mutex)
+        request_round(gc, gc.written)
+        pthread_mutex_unlock(&gc.mutex)
+
+    def commit_files_changed(self):
+        """CommitLog files were deleted or truncated: the flush thread must not keep their mappings."""
+        self._publish_files()
+
+    @property
+    def commit_event_fd(self):
+        """Readable (an eventfd) after each flush round: then call ``complete_commits``."""
+        return self._gc.event_fd
+
+    @property
+    def group_commit_flushes(self):
+        """Flush rounds made by the group commit (benchmarks report fsyncs per second)."""
+        return self._gc.flush_count
+
+    def complete_commits(self):
+        """Complete every waiting put now durable (PUT_OK), or past its deadline or hit by a failed
+        msync (FLUSH_DISK_TIMEOUT), calling its callback here. Returns how many completed.
+
+        Run by whoever owns the completions (the broker's event loop; a store thread otherwise)
+        when ``commit_event_fd`` is readable, and on a timer so deadlines pass while a msync hangs.
+        """
+        cdef GroupCommit* gc = self._gc
+        cdef int64_t flushed, flushed_timestamp
+        cdef int error
+        cdef uint64_t counter
+        cdef PutMessageResult r
+        cdef MappedFile mf
+        cdef double now
+        cdef Py_ssize_t done = 0
+        c_read(gc.event_fd, &counter, sizeof(counter))
+        pthread_mutex_lock(&gc.mutex)
+        flushed = gc.flushed
+        flushed_timestamp = gc.flushed_timestamp
+        error = gc.error
+        gc.error = 0
+        pthread_mutex_unlock(&gc.mutex)
+        if error:
+            log.error("CommitLog flush failed: %s", strerror(error).decode())
+        if flushed > self._completed_flushed:
+            self._completed_flushed = flushed
+            if flushed > self.commit_log.flushed_where:
+                self.commit_log.flushed_where = flushed
+                mf = self.commit_log.find_by_offset(flushed - 1)
+                if mf is not None and flushed - mf.file_from_offset > mf.flushed_position:
+                    mf.flushed_position = flushed - mf.file_from_offset
+            if flushed_timestamp and self.checkpoint is not None:
+                self.checkpoint.physic_msg_timestamp = flushed_timestamp
         requests = self._commit_requests
-        self._commit_requests = []
-        try:
-            self.commit_log.flush(0)
-        except OSError:
-            log.exception("CommitLog flush failed")
-            flush_failed = True
-        flushed = self.commit_log.flushed_where
         now = monotonic()
-        for r in requests:
-            if not flush_failed and flushed >= r.next_offset and now <= r._deadline:
+        while requests:
+            r = requests.popleft()
+            if now > r._deadline:
+                r.status_code = FLUSH_DISK_TIMEOUT  # as RocketMQ's producer thread gives up waiting
+            elif r.next_offset <= flushed:
                 r.status_code = PUT_OK
-            else:
+            elif error:
                 r.status_code = FLUSH_DISK_TIMEOUT
+            else:
+                requests.appendleft(r)
+                break
             callback = r._callback
             r._callback = None
+            done += 1
             try:
                 callback(r)
             except Exception:
                 log.exception("put completion %r raised", callback)
-        return len(requests)
+        return done
+
+    def finish_group_commit(self):
+        """After ``run_group_commit`` returned: flush what is left and complete every waiting put."""
+        cdef GroupCommit* gc = self._gc
+        cdef int error = 0
+        try:
+            self.commit_log.flush(0)
+        except OSError as e:
+            error = e.errno or EIO
+        pthread_mutex_lock(&gc.mutex)
+        if error:
+            gc.error = error
+        else:
+            gc.flushed = gc.written = self.commit_log.flushed_where
+            gc.flushed_timestamp = self.last_store_timestamp
+        pthread_mutex_unlock(&gc.mutex)
+        return self.complete_commits()
 
     def pending_commits(self):
         return len(self._commit_requests)

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
+import select
 import threading
 import time
 
-from rmq.store import PutMessageStatus
+from rmq.store import MessageStore, MessageStoreConfig, PutMessageStatus
+from tests.store.conftest import SMALL
 
 
 def wait_until(predicate, timeout=5.0):
@@ -59,6 +62,74 @@ def test_shutdown_completes_pending_sync_puts(open_store):
         store.put_message("TopicA", 0, b"x", b"", callback=completed.append)
     store.shutdown()
     assert len(completed) == 50 and all(r.status is PutMessageStatus.PUT_OK for r in completed)
+
+
+def test_sync_flush_puts_that_do_not_wait_are_durable_within_the_interval(open_store):
+    store = open_store(flush_disk_type="SYNC_FLUSH")
+    results = [store.put_message("TopicA", 0, b"x" * 500, b"") for _ in range(20)]
+    assert not any(r.pending for r in results)
+    assert wait_until(lambda: store.commit_log.get_flushed_where() >= results[-1].next_offset, 1.0)
+    assert wait_until(lambda: store.checkpoint.physic_msg_timestamp == results[-1].store_timestamp, 1.0)
+
+
+def test_sync_flush_spanning_many_files_in_one_round(open_store, store_dir):
+    # 64 KiB files: ~600 KiB written faster than a round makes the flush cross a dozen roll-overs
+    store = open_store(flush_disk_type="SYNC_FLUSH")
+    stored = [store.put_message("TopicA", 0, b"%05d" % i + b"y" * 1019, b"") for i in range(600)]
+    completed = []
+    last = store.put_message("TopicA", 0, b"last", b"", callback=completed.append)
+    assert len(store.commit_log.mapped_files) > 8
+    assert wait_until(lambda: completed == [last])
+    assert last.status is PutMessageStatus.PUT_OK
+    assert store.commit_log.get_flushed_where() >= last.next_offset
+    store.shutdown()
+    reopened = open_store()
+    got = reopened.get_message("g", "TopicA", 0, 0, 32, max_total_bytes=1 << 20)
+    assert got.message_count == 32 and reopened.get_max_offset_in_queue("TopicA", 0) == len(stored) + 1
+
+
+@contextlib.contextmanager
+def handed_over_store(store_dir, kick_rounds=False):
+    """A SYNC_FLUSH store whose completions (and, with ``kick_rounds``, rounds) the test drives."""
+    store = MessageStore(MessageStoreConfig(store_path_root_dir=str(store_dir), flush_disk_type="SYNC_FLUSH",
+                                            **SMALL))
+    store.hand_over_commit_completion()
+    if kick_rounds:
+        store.kick_rounds_myself()
+    store.start()
+    try:
+        yield store
+    finally:
+        store.shutdown()
+
+
+def test_handed_over_completions_run_on_the_owners_thread(store_dir):
+    with handed_over_store(store_dir) as store:
+        completed = []
+        r = store.put_message("TopicA", 0, b"x" * 100, b"",
+                              callback=lambda result: completed.append(threading.get_ident()))
+        # the round ends with a count on the eventfd; nobody else completes the put
+        assert select.select([store.commit_event_fd], [], [], 5)[0]
+        time.sleep(0.05)
+        assert completed == [] and r.pending
+        assert store.complete_commits() == 1
+        assert completed == [threading.get_ident()] and r.status is PutMessageStatus.PUT_OK
+
+
+def test_kicked_rounds_cover_a_whole_batch_of_waiting_puts(store_dir):
+    with handed_over_store(store_dir, kick_rounds=True) as store:
+        completed = []
+        rounds = store.group_commit_flushes
+        results = [store.put_message("TopicA", 0, b"x" * 1000, b"", callback=completed.append)
+                   for _ in range(16)]
+        store.kick_group_commit()
+        deadline = time.monotonic() + 5
+        while len(completed) < 16 and time.monotonic() < deadline:
+            select.select([store.commit_event_fd], [], [], 0.5)
+            store.complete_commits()
+        assert completed == results and all(r.status is PutMessageStatus.PUT_OK for r in results)
+        # one round for the batch (a second only if the 10 ms timer struck amid the puts)
+        assert store.group_commit_flushes - rounds <= 2
 
 
 def test_async_flush_happens_on_its_timer(open_store):

@@ -7,7 +7,8 @@ and run (RocketMQ's BrokerController).
     controller.shutdown()     # unregister, close connections, save offsets and configs, close the store
 
 Threads: requests are served on the remoting server's event loop thread (sends store there without
-waiting for the disk; SYNC_FLUSH answers come back from the store's flush thread). Name server
+waiting for the disk; SYNC_FLUSH answers go out when the store's flush thread, which never takes the
+GIL, signals the end of a flush round on an eventfd the loop polls). Name server
 requests go out on a remoting client's own loop. Periodic work (registration every 30 s, consumer
 offsets every 5 s, the client scan every 10 s, the disk check) runs on one scheduler thread.
 
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import select
 import threading
 import time
 from typing import Callable
@@ -56,6 +58,8 @@ log = logging.getLogger("rmq.broker")
 DISK_CHECK_INTERVAL = 1.0
 # RocketMQ's ClientHousekeepingService scans every 10 s.
 CLIENT_SCAN_INTERVAL = 10.0
+# How often SYNC_FLUSH sends still waiting for the disk are checked against their deadline.
+COMMIT_DEADLINE_SCAN = 0.1
 BIND_ADDRESS = "0.0.0.0"
 
 
@@ -104,6 +108,12 @@ class BrokerController:
         self.namesrv: NameServer | None = None
         self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port)
         self.pull_hold = PullRequestHoldService(self.server.loop)
+        if self.store.sync_flush:
+            # SYNC_FLUSH sends are answered on the event loop as soon as their flush round ends
+            self.store.hand_over_commit_completion()
+            self.server.loop.add_handler(self.store.commit_event_fd, select.EPOLLIN,
+                                         lambda _events: self.store.complete_commits())
+            self.server.loop.schedule_periodic(COMMIT_DEADLINE_SCAN, self.store.complete_commits)
         self.namesrv_client = RemotingClient()
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
         self.scheduler = PeriodicTasks()
@@ -262,7 +272,7 @@ class BrokerController:
 
         A DELAY property > 0 sends it to SCHEDULE_TOPIC_XXXX first (``schedule_redirect``); clear
         it to store in ``topic`` now. ``born_host`` is "ip" or an int. Under SYNC_FLUSH with a
-        ``callback`` the result is pending and ``callback(result)`` runs on the flush thread. Pulls
+        ``callback`` the result is pending and ``callback(result)`` runs on the event loop. Pulls
         parked on the queue are woken. Any thread.
         """
         if isinstance(properties, str):

@@ -26,8 +26,8 @@ from rmq.errors import StoreError, StoreLockedError
 from rmq.message import MessageProperty, encode_properties
 from rmq.store.config import MessageStoreConfig
 from rmq.store.record import decode_record
-from rmq.store.services import (CleanCommitLogService, FlushConsumeQueueService, FlushRealTimeService,
-                                GroupCommitService, ServiceThread)
+from rmq.store.services import (CleanCommitLogService, CommitCompletionService, FlushConsumeQueueService,
+                                FlushRealTimeService, GroupCommitService, ServiceThread)
 from rmq.store.status import PutMessageStatus
 
 log = logging.getLogger("rmq.store")
@@ -68,6 +68,7 @@ class MessageStore(StoreCore):
         self._services: list[ServiceThread] = []
         self.last_exit_ok: bool | None = None
         self.recovery_report: str | None = None
+        self._completion_handed_over = False
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -92,6 +93,9 @@ class MessageStore(StoreCore):
             with open(self.abort_path, "wb") as f:
                 os.fsync(f.fileno())
             if self.config.sync_flush:
+                # the completer stops first: the group commit's last round completes what is left
+                if not self._completion_handed_over:
+                    self._services.append(CommitCompletionService(self))
                 self._services.append(GroupCommitService(self))
             else:
                 self._services.append(FlushRealTimeService(self))
@@ -103,6 +107,13 @@ class MessageStore(StoreCore):
             self._release_lock_file()
             raise
         return self
+
+    def hand_over_commit_completion(self) -> None:
+        """Before ``start``: the caller completes SYNC_FLUSH puts itself, calling ``complete_commits``
+        when ``commit_event_fd`` is readable and at least every 100 ms; no store thread does.
+        Callbacks then run on the caller's thread (the broker's event loop), except for the puts
+        still waiting at shutdown, completed on the thread that shuts the store down."""
+        self._completion_handed_over = True
 
     def shutdown(self) -> None:
         """Refuse new puts, complete pending ones, flush everything, mark the exit as clean."""
@@ -180,14 +191,11 @@ class MessageStore(StoreCore):
 
     # -- flush -------------------------------------------------------------------------------
 
-    def checkpoint_physic(self, least_pages: int = 0, flush: Callable[[], object] | None = None) -> None:
-        """Flush the CommitLog (with ``flush`` if given: the group commit's round); once everything
-        written before the flush is durable, record its store time in the checkpoint."""
+    def checkpoint_physic(self, least_pages: int = 0) -> None:
+        """Flush the CommitLog; once everything written before the flush is durable, record its
+        store time in the checkpoint."""
         timestamp, end = self.last_store_timestamp, self.commit_log.get_max_offset()
-        if flush is None:
-            self.flush_commit_log(least_pages)
-        else:
-            flush()
+        self.flush_commit_log(least_pages)
         if self.commit_log.get_flushed_where() >= end and timestamp:
             self.checkpoint.physic_msg_timestamp = timestamp
 
@@ -326,6 +334,7 @@ class MessageStore(StoreCore):
             self.acquire_put_lock()
             try:
                 self.commit_log.delete_first_file()
+                self.commit_files_changed()
             finally:
                 self.release_put_lock()
             log.info("deleted CommitLog file %s (%s)", oldest.path, "expired" if expired else "disk full")

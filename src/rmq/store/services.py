@@ -7,6 +7,8 @@ it, and every wait is bounded, so no thread outlives its store.
 from __future__ import annotations
 
 import logging
+import os
+import select
 import threading
 import time
 from typing import TYPE_CHECKING
@@ -76,10 +78,12 @@ class ServiceThread:
 
 
 class GroupCommitService(ServiceThread):
-    """SYNC_FLUSH: every put waiting for the disk joins the next round; one msync serves them all.
+    """SYNC_FLUSH: every put waiting for the disk joins the next flush round; one msync serves them.
 
-    The wait and the wakeup are a C semaphore inside the core (a put posts it without touching
-    Python objects), and the GIL is released around the wait and the msync.
+    The rounds run inside the compiled core (``StoreCore.run_group_commit``) without the GIL: the
+    put path wakes them through a C condition variable, and each round ends with a count on the
+    core's eventfd for whoever completes the waiting puts (``CommitCompletionService``, or the
+    broker's event loop). Puts that do not wait are flushed within ``interval``.
     """
 
     interval = 0.01
@@ -88,21 +92,40 @@ class GroupCommitService(ServiceThread):
         super().__init__("GroupCommitService")
         self.store = store
 
-    def wakeup(self) -> None:
-        self.store.wakeup_group_commit()
+    def start(self) -> None:
+        self.store.start_group_commit()
+        super().start()
 
-    def wait_for_running(self, interval: float) -> None:
-        raise NotImplementedError("the group commit waits inside StoreCore.group_commit")
+    def wakeup(self) -> None:
+        if self._stopped:  # only stopping wakes it: puts wake the rounds themselves
+            self.store.stop_group_commit()
 
     def run_once(self) -> None:
-        # the round's own flush is the checkpoint's: no second msync
-        self.store.checkpoint_physic(flush=lambda: self.store.group_commit(self.interval))
+        self.store.run_group_commit(self.interval)
 
     def on_shutdown(self) -> None:
-        # complete what was queued before the stop, so no put waits for a completion that never comes
-        while self.store.pending_commits():
-            self.store.group_commit(0)
+        # flush what is left and complete every waiting put: none waits for a round that never comes
+        self.store.finish_group_commit()
         self.store.checkpoint_physic()
+
+
+class CommitCompletionService(ServiceThread):
+    """Completes SYNC_FLUSH puts after each flush round, calling their callbacks on this thread
+    (the broker does it on its event loop instead: ``MessageStore.hand_over_commit_completion``).
+    Wakes at least every ``interval`` so deadlines pass even while a msync hangs."""
+
+    interval = 0.1
+
+    def __init__(self, store: "MessageStore") -> None:
+        super().__init__("CommitCompletionService")
+        self.store = store
+
+    def wakeup(self) -> None:
+        os.eventfd_write(self.store.commit_event_fd, 1)
+
+    def run_once(self) -> None:
+        select.select([self.store.commit_event_fd], [], [], self.interval)
+        self.store.complete_commits()
 
 
 class FlushRealTimeService(ServiceThread):

@@ -22,15 +22,14 @@ Batch body (code 320, or 310 with m=true), records back to back, big-endian::
 Reply extFields: msgId (the broker's offset msgId; comma-joined for a batch), queueId, queueOffset.
 The body is stored as it came: compressed bodies (sysFlag bit 0) stay compressed for the consumer.
 
-The handler runs on the event loop thread and never waits for the disk: under SYSTEM SYNC_FLUSH the
-store completes the put from its flush thread, and the response is handed back to the loop from there.
+The handler runs on the event loop thread and never waits for the disk: under SYNC_FLUSH the put
+is left pending, and the loop answers it when the flush round that made it durable ends.
 """
 
 from __future__ import annotations
 
 import logging
 import random
-from collections import deque
 import struct
 import time
 from typing import TYPE_CHECKING
@@ -145,10 +144,8 @@ class SendProcessor(Processor):
         self._writable_topics: dict[str, TopicConfig] = {}
         self._topics_version = -1
         self._hold = controller.pull_hold
-        # SYNC_FLUSH completions, handed from the flush thread to the loop in one hop per round
-        self._durable: deque = deque()
-        self._drain_scheduled = False
         self._loop = controller.server.loop
+        self._flush_rounds = FlushRoundKicker(self.store, self._loop)
 
     def handlers(self):
         return {
@@ -237,6 +234,7 @@ class SendProcessor(Processor):
         if result.status_code == PutMessageStatus.PUT_OK and self._hold.has_parked:
             self._hold.notify_message_arriving(topic, queue_id)
         if result.pending:
+            self._flush_rounds.request()
             return None
         return _put_response(request, result, queue_id)
 
@@ -271,34 +269,28 @@ class SendProcessor(Processor):
         if result.status_code == PutMessageStatus.PUT_OK and self._hold.has_parked:
             self._hold.notify_message_arriving(topic, queue_id)
         if result.pending:
+            self._flush_rounds.request()
             return None
         return _put_response(request, result, queue_id)
 
     # -- SYNC_FLUSH completions ----------------------------------------------------------------
 
     def _durable_callback(self, channel, request, queue_id: int):
-        """The store's completion for a put that waits for the disk: it runs on the flush thread,
-        which only queues it; the loop builds and sends every answer of the round at once (one
-        wake-up and one GIL hand-over per round instead of one per message)."""
-        durable = self._durable
+        """The store's completion for a put that waits for the disk. The loop runs it when the
+        flush round ends; only the puts still waiting at shutdown complete on another thread."""
+        loop = self._loop
 
-        def on_durable(result, entry=(channel, request, queue_id)):
-            durable.append((entry, result))
-            if not self._drain_scheduled:
-                self._drain_scheduled = True
-                self._loop.call_soon_threadsafe(self._answer_durable)
+        def on_durable(result):
+            response = _put_response(request, result, queue_id)
+            if loop.in_loop_thread():
+                channel.send_response(response)
+            else:
+                try:
+                    loop.call_soon_threadsafe(channel.send_response, response)
+                except RuntimeError:
+                    pass  # the loop is closed: so is the connection
 
         return on_durable
-
-    def _answer_durable(self) -> None:
-        # Reset before draining: a completion queued after this point schedules another drain.
-        self._drain_scheduled = False
-        durable = self._durable
-        while durable:
-            (channel, request, queue_id), result = durable.popleft()
-            channel.send_response(_put_response(request, result, queue_id))
-
-    # -- checks (RocketMQ's msgCheck) ---------------------------------------------------------
 
     def _check_topic(self, channel, ext, keys, topic: str) -> TopicConfig:
         # The topic table changes rarely; its version says when the cached configs are stale.
@@ -365,6 +357,27 @@ class SendProcessor(Processor):
                 self._born_hosts.clear()
             self._born_hosts[remote_address] = known
         return known
+
+
+class FlushRoundKicker:
+    """SYNC_FLUSH: one flush round per event-loop iteration, asked for after the iteration's last
+    put, so that a pipelined burst of sends shares one msync (the store's own rounds would start
+    at the burst's first put and split it)."""
+
+    def __init__(self, store, loop):
+        self.store = store
+        self.loop = loop
+        self.scheduled = False
+        store.kick_rounds_myself()
+
+    def request(self) -> None:
+        if not self.scheduled:
+            self.scheduled = True
+            self.loop.mark_dirty(self)
+
+    def _flush(self) -> None:  # the loop's end-of-iteration hook
+        self.scheduled = False
+        self.store.kick_group_commit()
 
 
 def _without_delay(properties: str) -> str:
