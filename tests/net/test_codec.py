@@ -107,6 +107,30 @@ def test_encodes_a_request_with_remark_and_body_parts(codec):
     assert out == b"xx" + frame
 
 
+@pytest.mark.parametrize(
+    "remark, ext_fields, header",
+    [
+        # plain ASCII strings: the compiled codec writes these itself, byte for byte as orjson would
+        (None, {"msgId": "7F000001", "queueId": "1"},
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+         b'"extFields":{"msgId":"7F000001","queueId":"1"}}'),
+        ("", {}, b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,"remark":"","extFields":{}}'),
+        # strings JSON must escape, and UTF-8: orjson writes them
+        ('say "hi"\\\n', {"k\x01": "\x1f"},
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+         b'"remark":"say \\"hi\\"\\\\\\n","extFields":{"k\\u0001":"\\u001f"}}'),
+        ("caf\u00e9", {"\u20ac": "x"},
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+         b'"remark":"caf\xc3\xa9","extFields":{"\xe2\x82\xac":"x"}}'),
+    ],
+)
+def test_header_strings_are_written_as_json_requires(codec, remark, ext_fields, header):
+    cmd = codec.RemotingCommand(2147483647, language="JAVA", version=-1, opaque=-2147483648, flag=1,
+                                remark=remark, ext_fields=ext_fields)
+    header = header % 2147483647
+    assert codec.encode(cmd) == struct.pack(">ii", 4 + len(header), len(header)) + header
+
+
 def test_request_opaques_are_fresh_and_responses_echo_them(codec):
     first = codec.RemotingCommand.request(RequestCode.HEART_BEAT)
     second = codec.RemotingCommand.request(RequestCode.HEART_BEAT, {"a": "b"}, b"body")
