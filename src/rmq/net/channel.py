@@ -161,7 +161,7 @@ class Endpoint:
                 _answer_error(channel, request, ResponseCode.SYSTEM_ERROR, f"failed: {type(exc).__name__}: {exc}")
             return
         if response is not None and not oneway:
-            channel.send_response(response)
+            channel._queue(response)  # on the loop thread: no hop to check for
 
 
 class Channel:
@@ -251,8 +251,12 @@ class Channel:
 
     def _send(self, cmd: RemotingCommand) -> None:
         if self._loop._thread_id != threading.get_ident():
-            self._loop.call_soon_threadsafe(self._send, cmd)
+            self._loop.call_soon_threadsafe(self._queue, cmd)
             return
+        self._queue(cmd)
+
+    def _queue(self, cmd: RemotingCommand) -> None:
+        """``_send`` on the loop thread."""
         if self._state is _CLOSED:
             log.debug("dropped %r: connection to %s closed", cmd, self.remote_address)
             return
