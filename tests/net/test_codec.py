@@ -131,6 +131,29 @@ def test_header_strings_are_written_as_json_requires(codec, remark, ext_fields, 
     assert codec.encode(cmd) == struct.pack(">ii", 4 + len(header), len(header)) + header
 
 
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("0", 0), ("-12", -12), ("1795298485299", 1795298485299), ("-123456789012345678", -123456789012345678),
+        # beyond the compiled codec's own parser: read as int() reads them
+        ("12345678901234567890", 12345678901234567890), ("+5", 5), (" 7 ", 7), ("1_000", 1000), ("\u0663", 3),
+        (None, "default"), ("", "default"),
+        ("-", ValueError), ("1.5", ValueError), ("0x10", ValueError), ("--1", ValueError),
+    ],
+)
+def test_ext_int_reads_a_field_as_int_does(codec, value, expected):
+    cmd = codec.RemotingCommand(1, ext_fields={} if value is None else {"queueId": value})
+    if expected is ValueError:
+        with pytest.raises(ValueError):
+            cmd.ext_int("queueId", 0)
+    elif expected == "default":
+        assert cmd.ext_int("queueId", "default") == "default"
+        with pytest.raises(KeyError):
+            cmd.ext_int("queueId")
+    else:
+        assert cmd.ext_int("queueId") == expected and type(cmd.ext_int("queueId")) is int
+
+
 def test_request_opaques_are_fresh_and_responses_echo_them(codec):
     first = codec.RemotingCommand.request(RequestCode.HEART_BEAT)
     second = codec.RemotingCommand.request(RequestCode.HEART_BEAT, {"a": "b"}, b"body")

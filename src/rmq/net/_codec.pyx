@@ -50,6 +50,10 @@ cdef int FLAG_ONEWAY = _FLAG_ONEWAY
 cdef int64_t INT32_MIN = -2147483648
 cdef int64_t INT32_MAX = 2147483647
 cdef str LANGUAGE_UNKNOWN = codec_py.LANGUAGE_UNKNOWN
+cdef object REQUIRED = codec_py.REQUIRED
+# Decimals of up to 18 digits fit an int64_t whatever they are.
+cdef enum:
+    MAX_PLAIN_DECIMAL_DIGITS = 18
 
 # The layout enum of _codec.pxd, for the test that checks it against codec_py.
 LAYOUT = {
@@ -118,6 +122,17 @@ cdef class RemotingCommand:
         cmd.body = body
         return cmd
 
+    def ext_int(self, name, default=REQUIRED):
+        """The ext field ``name`` as ``int(value)``: ``default`` when it is missing or empty (without
+        one: KeyError); ValueError when it is no integer."""
+        ext = self.ext_fields
+        value = (<dict>ext).get(name) if type(ext) is dict else ext.get(name)
+        if value is None or value == "":
+            if default is REQUIRED:
+                raise KeyError(name)
+            return default
+        return _int_of(value)
+
     @property
     def is_response(self):
         return (self.flag & FLAG_RESPONSE) != 0
@@ -132,6 +147,24 @@ cdef class RemotingCommand:
             f"<RemotingCommand {kind} code={self.code} opaque={self.opaque} flag={self.flag} "
             f"remark={self.remark!r} ext_fields={self.ext_fields!r} body={codec_py.body_parts(self.body)[1]} bytes>"
         )
+
+
+cdef object _int_of(object value):
+    """``int(value)``, parsed here when it is a plain decimal str (what every client sends)."""
+    cdef const unsigned char* digits
+    cdef Py_ssize_t i, length
+    cdef int64_t number = 0
+    if type(value) is str and PyUnicode_IS_ASCII(value):
+        length = PyUnicode_GET_LENGTH(value)
+        digits = PyUnicode_1BYTE_DATA(value)
+        i = 1 if length and digits[0] == c'-' else 0
+        if i < length <= MAX_PLAIN_DECIMAL_DIGITS + i:
+            while i < length and c'0' <= digits[i] <= c'9':
+                number = number * 10 + (digits[i] - c'0')
+                i += 1
+            if i == length:
+                return -number if digits[0] == c'-' else number
+    return int(value)  # signs, spaces, underscores, other digits, big numbers: as Python reads them
 
 
 cdef inline int _header_int(dict header, str key, int default, bint required, int* out) except -1:

@@ -53,6 +53,8 @@ _LENGTH = struct.Struct(">I")
 
 # Java clients count opaque with an AtomicInteger; ours stays positive so it never collides with 0.
 _opaque_counter = itertools.count(1)
+# ext_int's default when the field is required
+REQUIRED = object()
 
 
 def next_opaque() -> int:
@@ -233,6 +235,16 @@ class RemotingCommand:
     ) -> RemotingCommand:
         """The response to ``request``: same opaque, the response flag set."""
         return cls(code, opaque=request.opaque, flag=FLAG_RESPONSE, remark=remark, ext_fields=ext_fields, body=body)
+
+    def ext_int(self, name: str, default: object = REQUIRED) -> int:
+        """The ext field ``name`` as ``int(value)``: ``default`` when it is missing or empty (without
+        one: KeyError); ValueError when it is no integer."""
+        value = self.ext_fields.get(name)
+        if value is None or value == "":
+            if default is REQUIRED:
+                raise KeyError(name)
+            return default  # type: ignore[return-value]
+        return int(value)
 
     @property
     def is_response(self) -> bool:

@@ -199,11 +199,11 @@ class SendProcessor(Processor):
             raise malformed(keys[_TOPIC], None, "a topic name")
         batch = code == _SEND_BATCH_MESSAGE or ext.get(keys[_BATCH]) == "true"
         try:  # the common case in one go; the field-by-field path names what is wrong
-            queue_id = int(ext[keys[_QUEUE_ID]])
-            sys_flag = int(ext.get(keys[_SYS_FLAG]) or 0)
-            born_timestamp = int(ext.get(keys[_BORN_TIMESTAMP]) or 0)
-            flag = int(ext.get(keys[_FLAG]) or 0)
-            reconsume_times = int(ext.get(keys[_RECONSUME_TIMES]) or 0)
+            queue_id = request.ext_int(keys[_QUEUE_ID])
+            sys_flag = request.ext_int(keys[_SYS_FLAG], 0)
+            born_timestamp = request.ext_int(keys[_BORN_TIMESTAMP], 0)
+            flag = request.ext_int(keys[_FLAG], 0)
+            reconsume_times = request.ext_int(keys[_RECONSUME_TIMES], 0)
         except (KeyError, ValueError):
             queue_id = int_field(ext, keys[_QUEUE_ID])
             sys_flag = int_field(ext, keys[_SYS_FLAG], 0)
