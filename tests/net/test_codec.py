@@ -103,7 +103,7 @@ def test_encodes_a_request_with_remark_and_body_parts(codec):
     assert frame[8 + header_length :] == b"abcde"
     assert codec.encode_head(cmd) + b"abcde" == frame
     out = bytearray(b"xx")
-    codec.encode_into(out, cmd)
+    assert codec.encode_into(out, cmd) == len(frame)
     assert out == b"xx" + frame
 
 

@@ -416,7 +416,7 @@ def encode_head(RemotingCommand cmd, body_length=None):
 
 
 def encode_into(bytearray out, RemotingCommand cmd):
-    """Append the whole frame of ``cmd`` (body copied) to ``out``."""
+    """Append the whole frame of ``cmd`` (body copied) to ``out``; its length."""
     cdef Py_ssize_t blen = _body_size(cmd.body)
     cdef Py_ssize_t hlen
     dumped = _dumped_header(cmd, &hlen)
@@ -426,6 +426,7 @@ def encode_into(bytearray out, RemotingCommand cmd):
     _write_prefix(<unsigned char*>dest, hlen, blen)
     _write_header(cmd, dumped, dest + PREFIX_SIZE)
     _copy_body(cmd.body, dest + PREFIX_SIZE + hlen)
+    return PREFIX_SIZE + hlen + blen
 
 
 def encode(RemotingCommand cmd):

@@ -66,14 +66,13 @@ class OutputBuffer:
         else:
             tail = bytearray()
             parts.append(tail)
-        before = len(tail)
         if type(body) is bytes and len(body) <= COPY_LIMIT:
-            encode_into(tail, cmd)
-            self.size += len(tail) - before
+            self.size += encode_into(tail, cmd)
             return
         pieces, body_length = body_parts(body)
-        tail += encode_head(cmd, body_length)
-        self.size += len(tail) - before + body_length
+        head = encode_head(cmd, body_length)
+        tail += head
+        self.size += len(head) + body_length
         for piece in pieces:
             if len(piece) <= COPY_LIMIT and type(parts[-1]) is bytearray:
                 parts[-1] += piece

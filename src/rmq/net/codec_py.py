@@ -304,12 +304,14 @@ def encode_head(cmd: RemotingCommand, body_length: int | None = None) -> bytes:
     return _PREFIX.pack(HEADER_LENGTH_SIZE + len(header) + body_length, len(header)) + header
 
 
-def encode_into(out: bytearray, cmd: RemotingCommand) -> None:
-    """Append the whole frame of ``cmd`` (body copied) to ``out``."""
+def encode_into(out: bytearray, cmd: RemotingCommand) -> int:
+    """Append the whole frame of ``cmd`` (body copied) to ``out``; its length."""
     parts, size = body_parts(cmd.body)
-    out += encode_head(cmd, size)
+    head = encode_head(cmd, size)
+    out += head
     for part in parts:
         out += part
+    return len(head) + size
 
 
 def encode(cmd: RemotingCommand) -> bytes:
