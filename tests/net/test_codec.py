@@ -107,6 +107,11 @@ def test_encodes_a_request_with_remark_and_body_parts(codec):
     assert out == b"xx" + frame
 
 
+def without_first(fields: dict) -> dict:
+    del fields[next(iter(fields))]
+    return fields
+
+
 @pytest.mark.parametrize(
     "remark, ext_fields, header",
     [
@@ -115,6 +120,10 @@ def test_encodes_a_request_with_remark_and_body_parts(codec):
          b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
          b'"extFields":{"msgId":"7F000001","queueId":"1"}}'),
         ("", {}, b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,"remark":"","extFields":{}}'),
+        # a dict with deleted entries (a caller that removed a field before sending)
+        (None, without_first({"brokerName": "b", "brokerId": "0", "topic": "T"}),
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+         b'"extFields":{"brokerId":"0","topic":"T"}}'),
         # strings JSON must escape, and UTF-8: orjson writes them
         ('say "hi"\\\n', {"k\x01": "\x1f"},
          b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'

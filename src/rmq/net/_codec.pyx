@@ -271,7 +271,7 @@ cdef inline char* _put_plain(char* p, object text) noexcept:
 cdef Py_ssize_t _plain_header_length(RemotingCommand cmd) noexcept:
     """The length of ``cmd``'s JSON header if every string in it is plain, else -1."""
     cdef Py_ssize_t pos = 0
-    cdef Py_ssize_t n
+    cdef Py_ssize_t n, fields = 0
     cdef PyObject* key
     cdef PyObject* value
     ext = cmd.ext_fields
@@ -284,11 +284,13 @@ cdef Py_ssize_t _plain_header_length(RemotingCommand cmd) noexcept:
         if not _is_plain(cmd.remark):
             return -1
         n += len(',"remark":""') + PyUnicode_GET_LENGTH(cmd.remark)
+    # (PyDict_Next's position counts deleted entries too: it is no field count)
     while PyDict_Next(ext, &pos, &key, &value):
         if not _is_plain(<object>key) or not _is_plain(<object>value):
             return -1
         n += len('"":"",') + PyUnicode_GET_LENGTH(<object>key) + PyUnicode_GET_LENGTH(<object>value)
-    if pos:
+        fields += 1
+    if fields:
         n -= 1  # no comma after the last field
     return n
 
@@ -298,6 +300,7 @@ cdef char* _write_plain_header(RemotingCommand cmd, char* p) noexcept:
     cdef Py_ssize_t pos = 0
     cdef PyObject* key
     cdef PyObject* value
+    cdef bint first = True
     p = _put_text(p, b'{"code":', 8)
     p = _put_int(p, cmd.code)
     p = _put_text(p, b',"language":', 12)
@@ -313,9 +316,10 @@ cdef char* _write_plain_header(RemotingCommand cmd, char* p) noexcept:
         p = _put_plain(p, cmd.remark)
     p = _put_text(p, b',"extFields":{', 14)
     while PyDict_Next(cmd.ext_fields, &pos, &key, &value):
-        if pos > 1:
+        if not first:
             p[0] = c','
             p += 1
+        first = False
         p = _put_plain(p, <object>key)
         p[0] = c':'
         p = _put_plain(p + 1, <object>value)
