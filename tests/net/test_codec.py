@@ -119,7 +119,8 @@ def without_first(fields: dict) -> dict:
         (None, {"msgId": "7F000001", "queueId": "1"},
          b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
          b'"extFields":{"msgId":"7F000001","queueId":"1"}}'),
-        ("", {}, b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,"remark":"","extFields":{}}'),
+        ("", {},
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,"remark":"","extFields":{}}'),
         # a dict with deleted entries (a caller that removed a field before sending)
         (None, without_first({"brokerName": "b", "brokerId": "0", "topic": "T"}),
          b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'

@@ -223,7 +223,8 @@ class SendProcessor(Processor):
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{queue_id}] is illegal: topic {topic!r} has "
                 f"{topic_config.write_queue_nums} write queues (0-{topic_config.write_queue_nums - 1})")
-        born_host, born_port = self._born_hosts.get(channel.remote_address) or self._born_host(channel.remote_address)
+        remote_address = channel.remote_address
+        born_host, born_port = self._born_hosts.get(remote_address) or self._born_host(remote_address)
         wait = self.sync_flush and _NO_WAIT_MARK not in properties
 
         if batch:
