@@ -103,8 +103,65 @@ def test_encodes_a_request_with_remark_and_body_parts(codec):
     assert frame[8 + header_length :] == b"abcde"
     assert codec.encode_head(cmd) + b"abcde" == frame
     out = bytearray(b"xx")
-    codec.encode_into(out, cmd)
+    assert codec.encode_into(out, cmd) == len(frame)
     assert out == b"xx" + frame
+
+
+def without_first(fields: dict) -> dict:
+    del fields[next(iter(fields))]
+    return fields
+
+
+@pytest.mark.parametrize(
+    "remark, ext_fields, header",
+    [
+        # plain ASCII strings: the compiled codec writes these itself, byte for byte as orjson would
+        (None, {"msgId": "7F000001", "queueId": "1"},
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+         b'"extFields":{"msgId":"7F000001","queueId":"1"}}'),
+        ("", {},
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,"remark":"","extFields":{}}'),
+        # a dict with deleted entries (a caller that removed a field before sending)
+        (None, without_first({"brokerName": "b", "brokerId": "0", "topic": "T"}),
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+         b'"extFields":{"brokerId":"0","topic":"T"}}'),
+        # strings JSON must escape, and UTF-8: orjson writes them
+        ('say "hi"\\\n', {"k\x01": "\x1f"},
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+         b'"remark":"say \\"hi\\"\\\\\\n","extFields":{"k\\u0001":"\\u001f"}}'),
+        ("caf\u00e9", {"\u20ac": "x"},
+         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+         b'"remark":"caf\xc3\xa9","extFields":{"\xe2\x82\xac":"x"}}'),
+    ],
+)
+def test_header_strings_are_written_as_json_requires(codec, remark, ext_fields, header):
+    cmd = codec.RemotingCommand(2147483647, language="JAVA", version=-1, opaque=-2147483648, flag=1,
+                                remark=remark, ext_fields=ext_fields)
+    header = header % 2147483647
+    assert codec.encode(cmd) == struct.pack(">ii", 4 + len(header), len(header)) + header
+
+
+@pytest.mark.parametrize(
+    "value, expected",
+    [
+        ("0", 0), ("-12", -12), ("1795298485299", 1795298485299), ("-123456789012345678", -123456789012345678),
+        # beyond the compiled codec's own parser: read as int() reads them
+        ("12345678901234567890", 12345678901234567890), ("+5", 5), (" 7 ", 7), ("1_000", 1000), ("\u0663", 3),
+        (None, "default"), ("", "default"),
+        ("-", ValueError), ("1.5", ValueError), ("0x10", ValueError), ("--1", ValueError),
+    ],
+)
+def test_ext_int_reads_a_field_as_int_does(codec, value, expected):
+    cmd = codec.RemotingCommand(1, ext_fields={} if value is None else {"queueId": value})
+    if expected is ValueError:
+        with pytest.raises(ValueError):
+            cmd.ext_int("queueId", 0)
+    elif expected == "default":
+        assert cmd.ext_int("queueId", "default") == "default"
+        with pytest.raises(KeyError):
+            cmd.ext_int("queueId")
+    else:
+        assert cmd.ext_int("queueId") == expected and type(cmd.ext_int("queueId")) is int
 
 
 def test_request_opaques_are_fresh_and_responses_echo_them(codec):

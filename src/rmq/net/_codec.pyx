@@ -14,16 +14,24 @@ Frame layout (SPEC.md section 2; every integer big-endian)::
     flag bit0 (FLAG_RESPONSE): a response, echoing the request's opaque
     flag bit1 (FLAG_ONEWAY):   a request that gets no answer
 
-The hot path (framing, field extraction, all-string extFields, encoding into a bytearray) is C;
-anything unusual (mixed-type extFields, bad input and its error message) goes to the helpers of
-codec_py, so both implementations coerce and complain identically.
+The hot path (framing, field extraction, all-string extFields, writing headers whose strings
+need no JSON escaping, encoding into a bytearray) is C; anything unusual (mixed-type extFields,
+strings to escape, bad input and its error message) goes to orjson and the helpers of codec_py, so
+both implementations write, coerce and complain identically.
 """
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
-from libc.stdint cimport int64_t, uint32_t
+from cpython.dict cimport PyDict_Next
+from cpython.object cimport PyObject
+from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+
+cdef extern from "Python.h":
+    bint PyUnicode_IS_ASCII(object s)
+    Py_ssize_t PyUnicode_GET_LENGTH(object s)
+    const unsigned char* PyUnicode_1BYTE_DATA(object s)
 
 import orjson
 
@@ -42,6 +50,10 @@ cdef int FLAG_ONEWAY = _FLAG_ONEWAY
 cdef int64_t INT32_MIN = -2147483648
 cdef int64_t INT32_MAX = 2147483647
 cdef str LANGUAGE_UNKNOWN = codec_py.LANGUAGE_UNKNOWN
+cdef object REQUIRED = codec_py.REQUIRED
+# Decimals of up to 18 digits fit an int64_t whatever they are.
+cdef enum:
+    MAX_PLAIN_DECIMAL_DIGITS = 18
 
 # The layout enum of _codec.pxd, for the test that checks it against codec_py.
 LAYOUT = {
@@ -110,6 +122,17 @@ cdef class RemotingCommand:
         cmd.body = body
         return cmd
 
+    def ext_int(self, name, default=REQUIRED):
+        """The ext field ``name`` as ``int(value)``: ``default`` when it is missing or empty (without
+        one: KeyError); ValueError when it is no integer."""
+        ext = self.ext_fields
+        value = (<dict>ext).get(name) if type(ext) is dict else ext.get(name)
+        if value is None or value == "":
+            if default is REQUIRED:
+                raise KeyError(name)
+            return default
+        return _int_of(value)
+
     @property
     def is_response(self):
         return (self.flag & FLAG_RESPONSE) != 0
@@ -124,6 +147,24 @@ cdef class RemotingCommand:
             f"<RemotingCommand {kind} code={self.code} opaque={self.opaque} flag={self.flag} "
             f"remark={self.remark!r} ext_fields={self.ext_fields!r} body={codec_py.body_parts(self.body)[1]} bytes>"
         )
+
+
+cdef object _int_of(object value):
+    """``int(value)``, parsed here when it is a plain decimal str (what every client sends)."""
+    cdef const unsigned char* digits
+    cdef Py_ssize_t i, length
+    cdef int64_t number = 0
+    if type(value) is str and PyUnicode_IS_ASCII(value):
+        length = PyUnicode_GET_LENGTH(value)
+        digits = PyUnicode_1BYTE_DATA(value)
+        i = 1 if length and digits[0] == c'-' else 0
+        if i < length <= MAX_PLAIN_DECIMAL_DIGITS + i:
+            while i < length and c'0' <= digits[i] <= c'9':
+                number = number * 10 + (digits[i] - c'0')
+                i += 1
+            if i == length:
+                return -number if digits[0] == c'-' else number
+    return int(value)  # signs, spaces, underscores, other digits, big numbers: as Python reads them
 
 
 cdef inline int _header_int(dict header, str key, int default, bint required, int* out) except -1:
@@ -168,6 +209,139 @@ cdef inline bint _all_str_values(dict d):
         if type(value) is not str:
             return False
     return True
+
+
+# -- the JSON header, written directly when every string in it is plain ---------------------------
+#
+# What orjson.dumps writes for the header dict, without building the dict: {"code":N,
+# "language":"S","version":N,"opaque":N,"flag":N[,"remark":"S"],"extFields":{"K":"V",...}}, no
+# spaces. Only for strings orjson writes as they are (_is_plain); anything else takes the dict.
+
+cdef inline bint _is_plain(object text) noexcept:
+    """A str orjson writes unchanged between quotes: ASCII without control characters, quote or backslash."""
+    cdef const unsigned char* data
+    cdef Py_ssize_t i
+    if type(text) is not str or not PyUnicode_IS_ASCII(text):
+        return False
+    data = PyUnicode_1BYTE_DATA(text)
+    for i in range(PyUnicode_GET_LENGTH(text)):
+        if data[i] < 0x20 or data[i] == c'"' or data[i] == c'\\':
+            return False
+    return True
+
+
+cdef inline Py_ssize_t _int_length(int value) noexcept:
+    cdef uint64_t magnitude = <uint64_t>(-<int64_t>value) if value < 0 else <uint64_t>value
+    cdef Py_ssize_t n = 2 if value < 0 else 1
+    while magnitude >= 10:
+        magnitude //= 10
+        n += 1
+    return n
+
+
+cdef inline char* _put_int(char* p, int value) noexcept:
+    cdef uint64_t magnitude = <uint64_t>(-<int64_t>value) if value < 0 else <uint64_t>value
+    cdef Py_ssize_t n = _int_length(value)
+    cdef char* end = p + n
+    if value < 0:
+        p[0] = c'-'
+    p = end
+    while True:
+        p -= 1
+        p[0] = <char>(c'0' + magnitude % 10)
+        magnitude //= 10
+        if magnitude == 0:
+            return end
+
+
+cdef inline char* _put_text(char* p, const char* text, Py_ssize_t n) noexcept:
+    memcpy(p, text, n)
+    return p + n
+
+
+cdef inline char* _put_plain(char* p, object text) noexcept:
+    """``"text"``; ``text`` passed _is_plain."""
+    cdef Py_ssize_t n = PyUnicode_GET_LENGTH(text)
+    p[0] = c'"'
+    memcpy(p + 1, PyUnicode_1BYTE_DATA(text), n)
+    p[n + 1] = c'"'
+    return p + n + 2
+
+
+cdef Py_ssize_t _plain_header_length(RemotingCommand cmd) noexcept:
+    """The length of ``cmd``'s JSON header if every string in it is plain, else -1."""
+    cdef Py_ssize_t pos = 0
+    cdef Py_ssize_t n, fields = 0
+    cdef PyObject* key
+    cdef PyObject* value
+    ext = cmd.ext_fields
+    if not _is_plain(cmd.language) or type(ext) is not dict:
+        return -1
+    n = (len('{"code":,"language":"","version":,"opaque":,"flag":,"extFields":{}}')
+         + _int_length(cmd.code) + PyUnicode_GET_LENGTH(cmd.language) + _int_length(cmd.version)
+         + _int_length(cmd.opaque) + _int_length(cmd.flag))
+    if cmd.remark is not None:
+        if not _is_plain(cmd.remark):
+            return -1
+        n += len(',"remark":""') + PyUnicode_GET_LENGTH(cmd.remark)
+    # (PyDict_Next's position counts deleted entries too: it is no field count)
+    while PyDict_Next(ext, &pos, &key, &value):
+        if not _is_plain(<object>key) or not _is_plain(<object>value):
+            return -1
+        n += len('"":"",') + PyUnicode_GET_LENGTH(<object>key) + PyUnicode_GET_LENGTH(<object>value)
+        fields += 1
+    if fields:
+        n -= 1  # no comma after the last field
+    return n
+
+
+cdef char* _write_plain_header(RemotingCommand cmd, char* p) noexcept:
+    """Write the header whose length _plain_header_length gave; the end of it."""
+    cdef Py_ssize_t pos = 0
+    cdef PyObject* key
+    cdef PyObject* value
+    cdef bint first = True
+    p = _put_text(p, b'{"code":', 8)
+    p = _put_int(p, cmd.code)
+    p = _put_text(p, b',"language":', 12)
+    p = _put_plain(p, cmd.language)
+    p = _put_text(p, b',"version":', 11)
+    p = _put_int(p, cmd.version)
+    p = _put_text(p, b',"opaque":', 10)
+    p = _put_int(p, cmd.opaque)
+    p = _put_text(p, b',"flag":', 8)
+    p = _put_int(p, cmd.flag)
+    if cmd.remark is not None:
+        p = _put_text(p, b',"remark":', 10)
+        p = _put_plain(p, cmd.remark)
+    p = _put_text(p, b',"extFields":{', 14)
+    while PyDict_Next(cmd.ext_fields, &pos, &key, &value):
+        if not first:
+            p[0] = c','
+            p += 1
+        first = False
+        p = _put_plain(p, <object>key)
+        p[0] = c':'
+        p = _put_plain(p + 1, <object>value)
+    return _put_text(p, b'}}', 2)
+
+
+cdef object _dumped_header(RemotingCommand cmd, Py_ssize_t* length):
+    """None when ``cmd``'s header is plain and _write_header writes it directly, else the header
+    dumped by orjson; its length in ``length[0]`` either way."""
+    length[0] = _plain_header_length(cmd)
+    if length[0] >= 0:
+        return None
+    header = _header_json(cmd)
+    length[0] = PyBytes_GET_SIZE(header)
+    return header
+
+
+cdef inline void _write_header(RemotingCommand cmd, object dumped, char* dest) noexcept:
+    if dumped is None:
+        _write_plain_header(cmd, dest)
+    else:
+        memcpy(dest, PyBytes_AS_STRING(dumped), PyBytes_GET_SIZE(dumped))
 
 
 cdef bytes _header_json(RemotingCommand cmd):
@@ -236,37 +410,38 @@ cdef inline void _write_prefix(unsigned char* dest, Py_ssize_t header_length, Py
 def encode_head(RemotingCommand cmd, body_length=None):
     """The length fields and JSON header of ``cmd``'s frame; its body is to be written right after."""
     cdef Py_ssize_t blen = _body_size(cmd.body) if body_length is None else body_length
-    cdef bytes header = _header_json(cmd)
-    cdef Py_ssize_t hlen = PyBytes_GET_SIZE(header)
+    cdef Py_ssize_t hlen
+    dumped = _dumped_header(cmd, &hlen)
     cdef bytes out = PyBytes_FromStringAndSize(NULL, PREFIX_SIZE + hlen)
     cdef char* dest = PyBytes_AS_STRING(out)
     _write_prefix(<unsigned char*>dest, hlen, blen)
-    memcpy(dest + PREFIX_SIZE, PyBytes_AS_STRING(header), hlen)
+    _write_header(cmd, dumped, dest + PREFIX_SIZE)
     return out
 
 
 def encode_into(bytearray out, RemotingCommand cmd):
-    """Append the whole frame of ``cmd`` (body copied) to ``out``."""
+    """Append the whole frame of ``cmd`` (body copied) to ``out``; its length."""
     cdef Py_ssize_t blen = _body_size(cmd.body)
-    cdef bytes header = _header_json(cmd)
-    cdef Py_ssize_t hlen = PyBytes_GET_SIZE(header)
+    cdef Py_ssize_t hlen
+    dumped = _dumped_header(cmd, &hlen)
     cdef Py_ssize_t start = PyByteArray_GET_SIZE(out)
     PyByteArray_Resize(out, start + PREFIX_SIZE + hlen + blen)
     cdef char* dest = PyByteArray_AS_STRING(out) + start
     _write_prefix(<unsigned char*>dest, hlen, blen)
-    memcpy(dest + PREFIX_SIZE, PyBytes_AS_STRING(header), hlen)
+    _write_header(cmd, dumped, dest + PREFIX_SIZE)
     _copy_body(cmd.body, dest + PREFIX_SIZE + hlen)
+    return PREFIX_SIZE + hlen + blen
 
 
 def encode(RemotingCommand cmd):
     """The whole frame of ``cmd`` as one bytes object."""
     cdef Py_ssize_t blen = _body_size(cmd.body)
-    cdef bytes header = _header_json(cmd)
-    cdef Py_ssize_t hlen = PyBytes_GET_SIZE(header)
+    cdef Py_ssize_t hlen
+    dumped = _dumped_header(cmd, &hlen)
     cdef bytes out = PyBytes_FromStringAndSize(NULL, PREFIX_SIZE + hlen + blen)
     cdef char* dest = PyBytes_AS_STRING(out)
     _write_prefix(<unsigned char*>dest, hlen, blen)
-    memcpy(dest + PREFIX_SIZE, PyBytes_AS_STRING(header), hlen)
+    _write_header(cmd, dumped, dest + PREFIX_SIZE)
     _copy_body(cmd.body, dest + PREFIX_SIZE + hlen)
     return out
 

@@ -66,14 +66,13 @@ class OutputBuffer:
         else:
             tail = bytearray()
             parts.append(tail)
-        before = len(tail)
         if type(body) is bytes and len(body) <= COPY_LIMIT:
-            encode_into(tail, cmd)
-            self.size += len(tail) - before
+            self.size += encode_into(tail, cmd)
             return
         pieces, body_length = body_parts(body)
-        tail += encode_head(cmd, body_length)
-        self.size += len(tail) - before + body_length
+        head = encode_head(cmd, body_length)
+        tail += head
+        self.size += len(head) + body_length
         for piece in pieces:
             if len(piece) <= COPY_LIMIT and type(parts[-1]) is bytearray:
                 parts[-1] += piece
@@ -161,7 +160,7 @@ class Endpoint:
                 _answer_error(channel, request, ResponseCode.SYSTEM_ERROR, f"failed: {type(exc).__name__}: {exc}")
             return
         if response is not None and not oneway:
-            channel.send_response(response)
+            channel._queue(response)  # on the loop thread: no hop to check for
 
 
 class Channel:
@@ -251,8 +250,12 @@ class Channel:
 
     def _send(self, cmd: RemotingCommand) -> None:
         if self._loop._thread_id != threading.get_ident():
-            self._loop.call_soon_threadsafe(self._send, cmd)
+            self._loop.call_soon_threadsafe(self._queue, cmd)
             return
+        self._queue(cmd)
+
+    def _queue(self, cmd: RemotingCommand) -> None:
+        """``_send`` on the loop thread."""
         if self._state is _CLOSED:
             log.debug("dropped %r: connection to %s closed", cmd, self.remote_address)
             return

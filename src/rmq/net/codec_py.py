@@ -53,6 +53,8 @@ _LENGTH = struct.Struct(">I")
 
 # Java clients count opaque with an AtomicInteger; ours stays positive so it never collides with 0.
 _opaque_counter = itertools.count(1)
+# ext_int's default when the field is required
+REQUIRED = object()
 
 
 def next_opaque() -> int:
@@ -234,6 +236,16 @@ class RemotingCommand:
         """The response to ``request``: same opaque, the response flag set."""
         return cls(code, opaque=request.opaque, flag=FLAG_RESPONSE, remark=remark, ext_fields=ext_fields, body=body)
 
+    def ext_int(self, name: str, default: object = REQUIRED) -> int:
+        """The ext field ``name`` as ``int(value)``: ``default`` when it is missing or empty (without
+        one: KeyError); ValueError when it is no integer."""
+        value = self.ext_fields.get(name)
+        if value is None or value == "":
+            if default is REQUIRED:
+                raise KeyError(name)
+            return default  # type: ignore[return-value]
+        return int(value)
+
     @property
     def is_response(self) -> bool:
         return bool(self.flag & FLAG_RESPONSE)
@@ -292,12 +304,14 @@ def encode_head(cmd: RemotingCommand, body_length: int | None = None) -> bytes:
     return _PREFIX.pack(HEADER_LENGTH_SIZE + len(header) + body_length, len(header)) + header
 
 
-def encode_into(out: bytearray, cmd: RemotingCommand) -> None:
-    """Append the whole frame of ``cmd`` (body copied) to ``out``."""
+def encode_into(out: bytearray, cmd: RemotingCommand) -> int:
+    """Append the whole frame of ``cmd`` (body copied) to ``out``; its length."""
     parts, size = body_parts(cmd.body)
-    out += encode_head(cmd, size)
+    head = encode_head(cmd, size)
+    out += head
     for part in parts:
         out += part
+    return len(head) + size
 
 
 def encode(cmd: RemotingCommand) -> bytes:
