@@ -285,6 +285,25 @@ class AdminClient:
             raise AdminError(f"the broker at {ip}:{port} answered {len(messages)} records for one id")
         return messages[0]
 
+    def find_message(self, msg_id: str, topic: str | None = None) -> StoredMessage:
+        """The message with ``msg_id``: with a ``topic``, first as the client message id producers
+        get back (UNIQ_KEY, through the brokers' index, as RocketMQ's queryMsgByUniqueKey); then as
+        a broker message id, asked of its store address only if that is one of the topic's brokers
+        (a client id decodes to an address nobody listens on)."""
+        if topic is None:
+            return self.view_message(msg_id)
+        found = [m for m in self.query_by_key(topic, msg_id) if m.properties.get("UNIQ_KEY") == msg_id]
+        if found:
+            return found[0]
+        missing = AdminError(f"no message of topic {topic} has client message id {msg_id}")
+        try:
+            ip, port, _ = decode_msg_id(msg_id)
+        except (ValueError, TypeError):
+            raise missing from None
+        if f"{ip}:{port}" not in self.topic_masters(topic).values():
+            raise missing
+        return self.view_message(msg_id)
+
     def query_by_key(self, topic: str, key: str, max_num: int = 32, begin: int = 0,
                      end: int = INT64_MAX) -> list[StoredMessage]:
         """Messages of ``topic`` with this key (KEYS or client msgId) on every broker of the topic."""

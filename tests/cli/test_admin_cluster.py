@@ -33,9 +33,11 @@ class Cluster:
         assert code == 0, output
         return json.loads(output)
 
-    def send(self, topic: str, body: bytes, queue_id: int, keys: str) -> str:
+    def send(self, topic: str, body: bytes, queue_id: int, keys: str, uniq_key: str | None = None) -> str:
+        properties = {"UNIQ_KEY": uniq_key} if uniq_key else None
         answer = call(self.client, self.broker_addr, send_request(topic, body, code=RequestCode.SEND_MESSAGE,
-                                                                  queue_id=queue_id, tags="t", keys=keys))
+                                                                  queue_id=queue_id, tags="t", keys=keys,
+                                                                  properties=properties))
         assert answer.code == ResponseCode.SUCCESS, answer.remark
         return answer.ext_fields["msgId"]
 
@@ -67,7 +69,9 @@ def test_topic_lifecycle_progress_reset_and_lookup(cluster):
     assert route["queueDatas"][0]["writeQueueNums"] == 2
     assert "broker-a" in cluster.admin("topic", "route", "TopicCli")[1]
 
-    ids = [cluster.send("TopicCli", f"body-{i}".encode(), 0, keys=f"order-{i % 2}") for i in range(3)]
+    client_ids = [f"7F000001{i:04X}0000000000000000{i:04X}" for i in range(3)]
+    ids = [cluster.send("TopicCli", f"body-{i}".encode(), 0, keys=f"order-{i % 2}", uniq_key=client_ids[i])
+           for i in range(3)]
     status = cluster.admin_json("topic", "status", "TopicCli")
     assert [(q["queueId"], q["minOffset"], q["maxOffset"]) for q in status] == [(0, 0, 3), (1, 0, 0)]
     code, out = cluster.admin("topic", "status", "TopicCli")
@@ -78,6 +82,12 @@ def test_topic_lifecycle_progress_reset_and_lookup(cluster):
     assert code == 0 and "Topic:            TopicCli" in out and "body-1" in out
     shown = cluster.admin_json("message", "id", ids[1])
     assert shown["body"] == "body-1" and shown["keys"] == ["order-1"] and shown["queueOffset"] == 1
+    # the msgId a producer gets back is the client id: found through the index, with --topic
+    shown = cluster.admin_json("message", "id", client_ids[2], "--topic", "TopicCli")
+    assert shown["body"] == "body-2" and shown["msgId"] == ids[2] and shown["uniqKey"] == client_ids[2]
+    assert cluster.admin_json("message", "id", ids[0], "-t", "TopicCli")["body"] == "body-0"
+    code, out = cluster.admin("message", "id", "7F000001FFFF0000000000000000FFFF", "--topic", "TopicCli")
+    assert code == 3 and "no message of topic TopicCli has client message id" in out
     found = cluster.admin_json("message", "key", "TopicCli", "order-0")
     assert sorted(m["msgId"] for m in found) == sorted([ids[0], ids[2]])
     code, out = cluster.admin("message", "key", "TopicCli", "order-0")

@@ -371,10 +371,17 @@ def consumer_reset_offset(admin: AdminClient, as_json: bool, group: str, topic_n
 
 @admin_command(message, "id")
 @click.argument("msg_id")
-def message_id(admin: AdminClient, as_json: bool, msg_id: str) -> None:
-    """The message a broker message id (offsetMsgId) points at."""
+@click.option("-t", "--topic", "topic_name", default=None,
+              help="Look MSG_ID up as a client message id (UNIQ_KEY) of this topic first.")
+def message_id(admin: AdminClient, as_json: bool, msg_id: str, topic_name: str | None) -> None:
+    """The message with MSG_ID: a broker message id (offsetMsgId), or with --topic the client
+    message id a producer got back."""
     try:
-        found = admin.view_message(msg_id)
+        found = admin.find_message(msg_id, topic_name)
+    except AdminError as e:
+        if topic_name is None:
+            raise
+        raise NotFound(str(e)) from None
     except ResponseError as e:
         if e.code == ResponseCode.SYSTEM_ERROR and "can not find message" in (e.remark or ""):
             raise NotFound(f"no message with id {msg_id} on {e.address}") from None
