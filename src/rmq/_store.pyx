@@ -19,9 +19,12 @@
 # Named offsets are in _store.pxd; rmq.store.layout mirrors them for Python.
 #
 # Concurrency: one put lock serialises writers (puts, truncation, file deletion) and readers that
-# walk mapped memory (gets). Flush threads never take it: they read positions under the GIL and
-# release the GIL only around msync. Mapped memory stays valid while any memoryview handed out
-# still references its mmap object: deleting a file unlinks it and drops our references only.
+# walk mapped memory (gets). Flush threads never take it: the ASYNC_FLUSH one reads positions under
+# the GIL and releases the GIL only around msync; the SYNC_FLUSH group commit's never holds the GIL
+# and sees only what the put path publishes under a C mutex (GroupCommit, below). Mapped memory
+# stays valid while any memoryview handed out still references its mmap object: deleting a file
+# unlinks it and drops our references only (and the group commit only flushes above its watermark,
+# far from the oldest files that retention deletes).
 import logging
 import mmap as _mmap_module
 from collections import deque
@@ -1423,7 +1426,7 @@ cdef class StoreCore:
         ``properties`` are encoded ``k\\x01v\\x02`` bytes (a dict is encoded for convenience);
         ``born_host`` is an IPv4 as int (``ipv4_to_int``). Returns a PutMessageResult at once.
         Under SYNC_FLUSH with a ``callback``, the result is ``pending`` and ``callback(result)`` is
-        called from the flush thread once the record is on disk (status PUT_OK) or the deadline
+        called by ``complete_commits`` once the record is on disk (status PUT_OK) or the deadline
         passed (FLUSH_DISK_TIMEOUT). Without a callback nothing waits for the disk.
         """
         cdef Py_buffer body_buf
