@@ -185,14 +185,21 @@ def pulls_per_second(port: int, in_flight: int, seconds: float, max_offsets: lis
     return ok / elapsed
 
 
-def admin(port: int, request: RemotingCommand) -> dict:
+def admin(port: int, request: RemotingCommand, with_body: bool = False):
+    """The answer's header as a dict (and its body, ``with_body``)."""
     pipe = Pipeline(port)
     try:
         pipe.sock.sendall(encode(request))
-        (header, _body), = pipe._answers() or pipe._answers()
-        return orjson.loads(header)
+        (header, body), = pipe._answers() or pipe._answers()
+        return (orjson.loads(header), body) if with_body else orjson.loads(header)
     finally:
         pipe.close()
+
+
+def flush_rounds(port: int) -> int:
+    """CommitLog msyncs so far (SYNC_FLUSH: group commit rounds), from GET_BROKER_RUNTIME_INFO."""
+    _header, body = admin(port, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), with_body=True)
+    return int(orjson.loads(body)["table"]["commitLogFlushRounds"])
 
 
 def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
@@ -246,9 +253,16 @@ def main() -> None:
         with running_broker(flush) as (port, _namesrv_port):
             for batch in (False, True):
                 for depth in depths:
-                    rate = median_of(args.repeat, lambda: sends_per_second(port, depth, batch, args.seconds))
+                    rounds, started = flush_rounds(port), time.perf_counter()
+                    rates = [sends_per_second(port, depth, batch, args.seconds) for _ in range(args.repeat)]
+                    rounds, elapsed = flush_rounds(port) - rounds, time.perf_counter() - started
                     kind = f"batch {BATCH}" if batch else "single  "
-                    print(f"{flush:11s} send {kind} in flight {depth:3d}: {rate:12,.0f} msgs/s", flush=True)
+                    line = f"{flush:11s} send {kind} in flight {depth:3d}: {statistics.median(rates):12,.0f} msgs/s"
+                    if flush == "SYNC_FLUSH" and rounds:
+                        # over all the repeats: how often the disk was asked, and for how many messages
+                        line += (f"  ({rounds / elapsed:,.0f} flushes/s, "
+                                 f"{sum(rates) * args.seconds / rounds:.1f} msgs per flush)")
+                    print(line, flush=True)
             max_offsets = []
             for q in range(QUEUES):
                 answer = admin(port, RemotingCommand.request(RequestCode.GET_MAX_OFFSET,
