@@ -1733,8 +1733,6 @@ cdef class StoreCore:
         pthread_mutex_unlock(&gc.mutex)
         return self.complete_commits()
 
-    def pending_commits(self):
-        return len(self._commit_requests)
 
     # -- get ---------------------------------------------------------------------------------
 

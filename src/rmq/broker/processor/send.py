@@ -158,7 +158,7 @@ class SendProcessor(Processor):
         self._topics_version = -1
         self._hold = controller.pull_hold
         self._loop = controller.server.loop
-        self._flush_rounds = FlushRoundKicker(self.store, self._loop)
+        self._request_flush_round = controller.flush_rounds.request if controller.flush_rounds else None
 
     def handlers(self):
         return {
@@ -248,12 +248,7 @@ class SendProcessor(Processor):
         callback = self._durable_callback(channel, request, queue_id) if wait else None
         result = self.store.put_message(topic, queue_id, body, props, sys_flag, born_timestamp, flag,
                                         reconsume_times, born_host, born_port, callback)
-        if result.status_code == _PUT_OK and self._hold.has_parked:
-            self._hold.notify_message_arriving(topic, queue_id)
-        if result.pending:
-            self._flush_rounds.request()
-            return None
-        return _put_response(request, result, queue_id)
+        return self._answer_put(request, result, topic, queue_id)
 
     def _send_batch(self, channel, request, topic, queue_id, sys_flag, born_timestamp, born_host, born_port,
                     properties: str, wait: bool):
@@ -283,10 +278,15 @@ class SendProcessor(Processor):
         callback = self._durable_callback(channel, request, queue_id) if wait else None
         result = self.store.put_messages(topic, queue_id, messages, sys_flag, born_timestamp, born_host, born_port,
                                          callback)
+        return self._answer_put(request, result, topic, queue_id)
+
+    def _answer_put(self, request, result, topic: str, queue_id: int):
+        """Wake the pulls parked on the queue; the reply now, or (waiting for the disk) a flush
+        round asked for and the reply left to the completion."""
         if result.status_code == _PUT_OK and self._hold.has_parked:
             self._hold.notify_message_arriving(topic, queue_id)
         if result.pending:
-            self._flush_rounds.request()
+            self._request_flush_round()
             return None
         return _put_response(request, result, queue_id)
 
@@ -374,27 +374,6 @@ class SendProcessor(Processor):
                 self._born_hosts.clear()
             self._born_hosts[remote_address] = known
         return known
-
-
-class FlushRoundKicker:
-    """SYNC_FLUSH: one flush round per event-loop iteration, asked for after the iteration's last
-    put, so that a pipelined burst of sends shares one msync (the store's own rounds would start
-    at the burst's first put and split it)."""
-
-    def __init__(self, store, loop):
-        self.store = store
-        self.loop = loop
-        self.scheduled = False
-        store.kick_rounds_myself()
-
-    def request(self) -> None:
-        if not self.scheduled:
-            self.scheduled = True
-            self.loop.mark_dirty(self)
-
-    def _flush(self) -> None:  # the loop's end-of-iteration hook
-        self.scheduled = False
-        self.store.kick_group_commit()
 
 
 def _without_delay(properties: str) -> str:
