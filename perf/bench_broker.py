@@ -1,4 +1,4 @@
-"""Broker benchmarks (issue 4): 1 KiB sends per second against a real ``rmq-broker`` process, with 1,
+"""Broker benchmarks: 1 KiB sends per second against a real ``rmq-broker`` process, with 1,
 16 and 64 requests in flight, single (SEND_MESSAGE_V2) and batched (SEND_BATCH_MESSAGE, 32 per
 request), under ASYNC_FLUSH and SYNC_FLUSH; then pull throughput (PULL_MESSAGE, 32 per pull).
 
@@ -28,9 +28,9 @@ from typing import Iterator
 
 import orjson
 
-from rmq.message import encode_properties
 from rmq.net.codec import RemotingCommand, encode
-from rmq.net.codes import RequestCode
+from rmq.protocol.codes import RequestCode
+from rmq.protocol.message import encode_properties
 
 TOPIC = "BenchTopic"
 QUEUES = 4

@@ -1,4 +1,4 @@
-"""Client SDK benchmarks (issue 5, acceptance 4): ``rmq.client`` against a real ``rmq-broker`` process
+"""Client SDK benchmarks: ``rmq.client`` against a real ``rmq-broker`` process
 (ASYNC_FLUSH, temporary store, free ports), 1 KiB bodies, each figure the median of ``--repeat`` runs.
 
     PYTHONPATH=src python perf/bench_client.py [--seconds 3] [--repeat 3] [--drain 30000] [--rate 5000]

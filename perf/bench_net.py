@@ -1,4 +1,4 @@
-"""Remoting benchmarks (issue 3): frame decode+encode in-process, and GET_ROUTEINFO_BY_TOPIC round trips
+"""Remoting benchmarks: frame decode+encode in-process, and GET_ROUTEINFO_BY_TOPIC round trips
 over loopback from one client to a real ``rmq-namesrv`` process, with 1 and with 64 requests in flight.
 
     PYTHONPATH=src python perf/bench_net.py [--seconds 2] [--repeat 5]
@@ -18,11 +18,11 @@ import sys
 import threading
 import time
 
+from rmq.errors import RemotingError
 from rmq.net import _codec, codec_py
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
-from rmq.errors import RemotingError
+from rmq.protocol.codes import RequestCode, ResponseCode
 
 ROUTE_BODY = (
     b'{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911"},"brokerName":"broker-a",'

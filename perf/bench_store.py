@@ -21,7 +21,7 @@ import time
 
 import isal.isal_zlib as isal_zlib
 
-from rmq.message import encode_properties
+from rmq.protocol.message import encode_properties
 from rmq.store import MessageStore, MessageStoreConfig
 
 BODY = b"x" * 1024

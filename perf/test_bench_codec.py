@@ -8,7 +8,7 @@ import pytest
 from bench_net import FRAMES_PER_BATCH, ROUTE_BODY
 
 from rmq.net import _codec, codec_py
-from rmq.net.codes import RequestCode
+from rmq.protocol.codes import RequestCode
 
 
 @pytest.mark.parametrize("impl", [codec_py, _codec], ids=["pure", "compiled"])

@@ -11,6 +11,7 @@ processor's methods are wrapped before the broker is built (handlers are bound a
 from __future__ import annotations
 
 import argparse
+import socket
 import statistics
 import sys
 import tempfile
@@ -46,20 +47,31 @@ def trace_send_processor() -> None:
     processor._durable_callback = traced_callback
 
 
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sends", type=int, default=2000)
     parser.add_argument("--big-files", action="store_true", help="default 1 GiB CommitLog and full-size index")
     args = parser.parse_args()
     trace_send_processor()
+    from rmq.broker.config import load_broker_config
+    from rmq.cli.broker import BrokerStartup
     from rmq.net import RemotingClient
+    from rmq.store import MessageStoreConfig
     from tests.broker.broker_helpers import send_request
-    from tests.broker.conftest import new_controller
 
-    sizes = {"mappedFileSizeCommitLog": str(1 << 30), "mappedFileSizeConsumeQueue": "6000000",
-             "maxHashSlotNum": "5000000", "maxIndexNum": "20000000"} if args.big_files else {}
-    controller = new_controller(Path(tempfile.mkdtemp(prefix="rmq-trace-")), flushDiskType="SYNC_FLUSH", **sizes)
-    controller.start()
+    sizes = {} if args.big_files else {"mappedFileSizeCommitLog": str(4 << 20), "mappedFileSizeConsumeQueue": "60000",
+                                       "maxHashSlotNum": "1024", "maxIndexNum": "4096"}
+    settings = {"brokerIP1": "127.0.0.1", "listenPort": str(free_port()), "namesrvListenPort": str(free_port()),
+                "storePathRootDir": tempfile.mkdtemp(prefix="rmq-trace-"), "flushDiskType": "SYNC_FLUSH", **sizes}
+    broker_config, rest = load_broker_config(None, settings)
+    startup = BrokerStartup(broker_config, MessageStoreConfig.from_properties(broker_config.store_properties(rest)))
+    controller = startup.start().controller
     try:
         with RemotingClient() as client:
             for _ in range(args.sends):
@@ -68,7 +80,7 @@ def main() -> None:
                 client.invoke_sync(controller.broker_addr, request, 5.0)
                 marks.setdefault(request.opaque, {}).update(sent=sent, got=time.perf_counter())
     finally:
-        controller.shutdown()
+        startup.shutdown()
     rows = [m for m in marks.values() if len(m) == 5][args.sends // 10:]  # skip the warm-up tenth
 
     def median_us(a: str, b: str) -> float:

@@ -5,7 +5,7 @@
 # to RocketMQ's own tools, and it is stable across processes and versions.
 # The hash is incremental: java_hash_update(java_hash_update(0, topic), "#") continued with the key
 # equals the hash of "topic#key", so index keys are hashed without building the joined string.
-# Pure-Python reference: rmq.message.java_string_hash (tests check they agree).
+# Pure-Python reference: rmq.protocol.message.java_string_hash (tests check they agree).
 #
 # Speed: h = 31h + c is a serial multiply-add, ~4 cycles a character, and every put hashes ~50
 # (topic#UNIQ_KEY, topic#each key). Arithmetic is mod 2^32, so four ASCII characters fold in one

@@ -48,11 +48,11 @@ from rmq._endian cimport load_be32, load_be64, store_be32, store_be64
 from rmq._hash cimport java_hash_update, java_string_hash
 
 from rmq.errors import StoreError
-from rmq.message import KEY_SEPARATOR
+from rmq.protocol.message import KEY_SEPARATOR
 
 log = logging.getLogger(__name__)
 
-# The layout constants of _index.pxd, for the test that checks rmq.index mirrors them.
+# The layout constants of _index.pxd, for the test that checks rmq.store.index mirrors them.
 LAYOUT = {
     "INDEX_HEADER_SIZE": INDEX_HEADER_SIZE,
     "HEADER_BEGIN_TIMESTAMP": HEADER_BEGIN_TIMESTAMP,

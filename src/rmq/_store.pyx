@@ -46,7 +46,7 @@ from posix.unistd cimport close as c_close, read as c_read, usleep, write as c_w
 from rmq._hash cimport java_string_hash
 from rmq._index cimport IndexService
 
-from rmq.message import SCHEDULE_TOPIC, encode_properties, topic_error
+from rmq.protocol.message import SCHEDULE_TOPIC, encode_properties, topic_error
 
 log = logging.getLogger("rmq.store")
 

@@ -20,6 +20,10 @@ class StoreError(RmqError):
     """The message store cannot do what was asked (bad configuration, unusable directory)."""
 
 
+class RecordError(StoreError):
+    """Bytes that are not a valid stored CommitLog record (on disk, or in a pull or query answer)."""
+
+
 class StoreLockedError(StoreError):
     """Another process holds the store's lock file."""
 
@@ -48,15 +52,21 @@ class AdminError(RmqError):
     """An admin operation has nothing to act on (an unknown cluster, a topic no master serves)."""
 
 
+class NotFound(AdminError):
+    """What an admin command looked for is not there (an unknown topic, no such message)."""
+
+
 class ConfigError(RmqError):
     """A setting or a configuration file that cannot be used (bad value, unreadable file)."""
 
 
-class BrokerRequestError(RmqError):
-    """The broker refuses a request: carries the response code and the remark to answer with.
+class RequestRefused(RmqError):
+    """A server (broker or name server) refuses a request: carries the response code and the remark
+    to answer with.
 
-    Raised by the broker's managers (illegal topic name, malformed heartbeat, topic that cannot be
-    auto-created); the request processor turns it into a response, and the connection goes on.
+    Raised by request handlers and the parsers they call (an illegal topic name, a malformed
+    heartbeat, a topic that cannot be auto-created); the processor turns it into a response with
+    ``code`` and ``remark``, and the connection goes on.
     """
 
     def __init__(self, code: int, remark: str):

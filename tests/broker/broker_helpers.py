@@ -5,9 +5,10 @@ from __future__ import annotations
 import struct
 import time
 
-from rmq.message import encode_properties
-from rmq.net import RemotingClient, RemotingCommand, RequestCode
-from rmq.store import decode_record
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.protocol.codes import RequestCode
+from rmq.protocol.message import encode_properties
+from rmq.protocol.record import decode_record
 from tests.conftest import wait_for_port
 
 TIMEOUT = 5.0
@@ -94,7 +95,7 @@ def start_process(spawn, settings: dict[str, str]):
 
 def wait_registered(namesrv: str, broker_addr: str, proc, timeout: float = 20.0) -> None:
     """Until ``namesrv`` lists ``broker_addr`` in its cluster table (or the process exits)."""
-    from rmq.admin import AdminClient
+    from rmq.client.admin_client import AdminClient
 
     deadline = time.monotonic() + timeout
     with AdminClient(namesrv, timeout=2.0) as admin:

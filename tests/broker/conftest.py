@@ -9,6 +9,7 @@ import pytest
 
 from rmq.broker.config import load_broker_config
 from rmq.broker.controller import BrokerController
+from rmq.cli.broker import BrokerStartup
 from rmq.net import RemotingClient
 from rmq.store import MessageStoreConfig
 from tests.conftest import free_port
@@ -26,25 +27,27 @@ def broker_settings(store_dir: Path, **overrides: str) -> dict[str, str]:
     return settings
 
 
-def new_controller(store_dir: Path, **overrides: str) -> BrokerController:
+def new_startup(store_dir: Path, **overrides: str) -> BrokerStartup:
+    """An in-process broker and its embedded name server, as ``rmq-broker`` puts them together."""
     broker_config, rest = load_broker_config(None, broker_settings(store_dir, **overrides))
-    return BrokerController(broker_config, MessageStoreConfig.from_properties(broker_config.store_properties(rest)))
+    return BrokerStartup(broker_config, MessageStoreConfig.from_properties(broker_config.store_properties(rest)))
 
 
 @pytest.fixture
 def start_broker(store_dir: Path) -> Iterator[Callable[..., BrokerController]]:
     """``start_broker(**settings)`` starts an in-process broker (embedded name server); every one
     is shut down at teardown."""
-    started: list[BrokerController] = []
+    started: list[BrokerStartup] = []
 
     def _start(**overrides: str) -> BrokerController:
-        controller = new_controller(store_dir, **overrides).start()
-        started.append(controller)
-        return controller
+        startup = new_startup(store_dir, **overrides).start()
+        started.append(startup)
+        assert startup.controller is not None
+        return startup.controller
 
     yield _start
-    for controller in started:
-        controller.shutdown()
+    for startup in started:
+        startup.shutdown()
 
 
 @pytest.fixture

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import time
 
-from rmq.store import PutMessageResult, StoredMessage, decode_record
+from rmq.protocol.record import StoredMessage, decode_record
+from rmq.store import PutMessageResult
 
 
 def put(broker, topic: str, body: bytes, queue_id: int = 0, **properties: str) -> PutMessageResult:

@@ -8,12 +8,12 @@ import time
 
 import pytest
 
-from rmq.broker.admin_body import loads_mq_tables
-from rmq.protocol.heartbeat import parse_heartbeat
-from rmq.protocol.message_queue import MessageQueue
 from rmq.broker.topic_config import TopicConfig
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.heartbeat import parse_heartbeat
+from rmq.protocol.java_json import loads_mq_tables
+from rmq.protocol.message_queue import MessageQueue
 from tests.broker.store_helpers import put
 
 TOPIC = "TopicAdmin"

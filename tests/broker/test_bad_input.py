@@ -5,8 +5,15 @@ from __future__ import annotations
 
 import pytest
 
-from rmq.net import RemotingCommand, RequestCode, ResponseCode
-from tests.broker.broker_helpers import batch_body, call, create_topic, pull_request, send_request
+from rmq.net import RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
+from tests.broker.broker_helpers import (
+    batch_body,
+    call,
+    create_topic,
+    pull_request,
+    send_request,
+)
 
 
 def _stored(broker, topic):

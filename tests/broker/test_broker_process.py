@@ -9,8 +9,15 @@ import time
 
 import pytest
 
-from rmq.net import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from tests.broker.broker_helpers import call, pull_request, records, send_request, start_process
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
+from tests.broker.broker_helpers import (
+    call,
+    pull_request,
+    records,
+    send_request,
+    start_process,
+)
 from tests.broker.conftest import broker_settings
 
 pytestmark = pytest.mark.slow

@@ -4,8 +4,8 @@ from rmq.broker.client_channel import ClientChannelInfo
 from rmq.broker.client_manager import ClientManager
 from rmq.protocol.heartbeat import (
     ConsumeFromWhere,
-    ConsumeType,
     ConsumerData,
+    ConsumeType,
     HeartbeatData,
     MessageModel,
     parse_heartbeat,

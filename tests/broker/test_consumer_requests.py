@@ -8,8 +8,15 @@ import time
 
 import orjson
 
-from rmq.net import RemotingClient, RemotingCommand, RequestCode, ResponseCode
-from tests.broker.broker_helpers import call, create_topic, pull_request, records, send_request
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
+from tests.broker.broker_helpers import (
+    call,
+    create_topic,
+    pull_request,
+    records,
+    send_request,
+)
 
 
 def offset_request(code, topic, queue_id, group="G", **extra):

@@ -6,7 +6,7 @@ import json
 import time
 
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 
 MQS = [{"topic": "T", "brokerName": "broker-a", "queueId": i} for i in range(3)]
 

@@ -6,8 +6,14 @@ import statistics
 import threading
 import time
 
-from rmq.net import ResponseCode
-from tests.broker.broker_helpers import call, create_topic, pull_request, records, send_request
+from rmq.protocol.codes import ResponseCode
+from tests.broker.broker_helpers import (
+    call,
+    create_topic,
+    pull_request,
+    records,
+    send_request,
+)
 
 
 def _parked_pull(client, addr, request):

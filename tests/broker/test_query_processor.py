@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from rmq.admin import split_records
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
-from rmq.store import decode_msg_id
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.record import decode_msg_id, decode_records
 from tests.broker.store_helpers import put
 
 
@@ -21,10 +20,10 @@ def test_query_by_key_returns_every_match_of_the_topic_only(broker, client):
     put(broker, "OtherTopic", b"other", KEYS="order-1")
     answer = query(client, broker, "TopicQ", "order-1")
     assert answer.code == ResponseCode.SUCCESS
-    assert sorted(m.body for m in split_records(bytes(answer.body))) == [b"m0", b"m1", b"m2"]
+    assert sorted(m.body for m in decode_records(bytes(answer.body))) == [b"m0", b"m1", b"m2"]
     assert int(answer.ext_fields["indexLastUpdatePhyoffset"]) >= 0
     limited = query(client, broker, "TopicQ", "order-1", maxNum=2)
-    assert len(split_records(bytes(limited.body))) == 2
+    assert len(decode_records(bytes(limited.body))) == 2
 
 
 def test_query_without_match_is_query_not_found(broker, client):
@@ -42,7 +41,7 @@ def test_view_by_id_returns_the_record_a_msg_id_points_at(broker, client):
     request = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
     answer = client.invoke_sync(broker.broker_addr, request, 3.0)
     assert answer.code == ResponseCode.SUCCESS
-    (message,) = split_records(bytes(answer.body))
+    (message,) = decode_records(bytes(answer.body))
     assert message.body == b"second" and message.msg_id == second.msg_id and message.tags == "t"
 
     for bad in (offset + 3, 10**9, -1):

@@ -5,8 +5,12 @@ import json
 import pytest
 
 from rmq.broker.rebalance_lock import RebalanceLockManager
-from rmq.errors import BrokerRequestError
-from rmq.protocol.message_queue import MessageQueue, encode_lock_batch_result, parse_lock_batch_body
+from rmq.errors import RequestRefused
+from rmq.protocol.message_queue import (
+    MessageQueue,
+    encode_lock_batch_result,
+    parse_lock_batch_body,
+)
 
 Q0, Q1, Q2 = (MessageQueue("T", "broker-a", i) for i in range(3))
 
@@ -52,5 +56,5 @@ def test_wire_bodies():
     assert (request.consumer_group, request.client_id, request.mqs) == ("G", "c1", {Q0, Q1})
     assert json.loads(encode_lock_batch_result({Q1, Q0})) == {"lockOKMQSet": [
         {"topic": "T", "brokerName": "broker-a", "queueId": 0}, {"topic": "T", "brokerName": "broker-a", "queueId": 1}]}
-    with pytest.raises(BrokerRequestError, match="malformed lock request body"):
+    with pytest.raises(RequestRefused, match="malformed lock request body"):
         parse_lock_batch_body(b'{"clientId": "c1"}')

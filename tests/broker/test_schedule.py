@@ -8,9 +8,9 @@ import json
 import threading
 import time
 
-from rmq.common import now_ms
-from rmq.message import SCHEDULE_TOPIC, MessageProperty, java_string_hash
-from rmq.net.codes import ResponseCode
+from rmq._clock import now_ms
+from rmq.protocol.codes import ResponseCode
+from rmq.protocol.message import SCHEDULE_TOPIC, MessageProperty, java_string_hash
 from tests.broker.broker_helpers import create_topic, pull_request, records
 from tests.broker.store_helpers import messages_in, put, wait_for_message
 

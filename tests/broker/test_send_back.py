@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from rmq.broker.delay import delay_level_to_queue_id
-from rmq.common import PERM_READ, PERM_WRITE
-from rmq.message import SCHEDULE_TOPIC, MessageProperty, dlq_topic, retry_topic
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.message import SCHEDULE_TOPIC, MessageProperty, dlq_topic, retry_topic
+from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from tests.broker.store_helpers import messages_in, put, wait_for_message
 
 GROUP = "G_retry"

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from rmq.net import RequestCode, ResponseCode
-from tests.broker.broker_helpers import batch_body, call, pull_request, records, send_request
+from rmq.protocol.codes import RequestCode, ResponseCode
+from tests.broker.broker_helpers import (
+    batch_body,
+    call,
+    pull_request,
+    records,
+    send_request,
+)
 
 
 @pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2])

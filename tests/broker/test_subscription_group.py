@@ -3,7 +3,10 @@
 import json
 
 from rmq.broker.config import BrokerConfig
-from rmq.broker.subscription_group import SubscriptionGroupConfig, SubscriptionGroupManager
+from rmq.broker.subscription_group import (
+    SubscriptionGroupConfig,
+    SubscriptionGroupManager,
+)
 
 
 def manager(store_dir, **settings):

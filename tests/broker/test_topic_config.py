@@ -6,8 +6,8 @@ import pytest
 
 from rmq.broker.config import BrokerConfig
 from rmq.broker.topic_config import TopicConfig, TopicConfigManager
-from rmq.errors import BrokerRequestError
-from rmq.net.codes import ResponseCode
+from rmq.errors import RequestRefused
+from rmq.protocol.codes import ResponseCode
 
 
 def manager(store_dir, **settings):
@@ -47,16 +47,16 @@ def test_auto_create_through_tbw102(store_dir):
 
 def test_auto_create_refused_with_a_reason(store_dir):
     m = manager(store_dir, auto_create_topic_enable=False)
-    with pytest.raises(BrokerRequestError) as e:
+    with pytest.raises(RequestRefused) as e:
         m.create_topic_in_send_message("NewTopic", "TBW102", 4)
     assert e.value.code == ResponseCode.TOPIC_NOT_EXIST
     assert "autoCreateTopicEnable is false" in e.value.remark
     m = manager(store_dir)
-    with pytest.raises(BrokerRequestError, match="no inherit permission"):
+    with pytest.raises(RequestRefused, match="no inherit permission"):
         m.create_topic_in_send_message("NewTopic", "SELF_TEST_TOPIC", 4)
-    with pytest.raises(BrokerRequestError, match="'Nope' does not exist"):
+    with pytest.raises(RequestRefused, match="'Nope' does not exist"):
         m.create_topic_in_send_message("NewTopic", "Nope", 4)
-    with pytest.raises(BrokerRequestError) as e:
+    with pytest.raises(RequestRefused) as e:
         m.create_topic_in_send_message("bad topic!", "TBW102", 4)
     assert e.value.code == ResponseCode.MESSAGE_ILLEGAL and "outside [A-Za-z0-9_%|-]" in e.value.remark
     assert m.select_topic_config("NewTopic") is None
@@ -80,9 +80,9 @@ def test_update_delete_and_data_version(store_dir):
     assert m.delete_topic("T") and not m.delete_topic("T")
     versions.append(m.data_version.counter)
     assert versions == sorted(set(versions)) and len(versions) == 4
-    with pytest.raises(BrokerRequestError, match="queue numbers must not be negative"):
+    with pytest.raises(RequestRefused, match="queue numbers must not be negative"):
         m.update_topic_config(TopicConfig("T", -1, 4))
-    with pytest.raises(BrokerRequestError, match="topic name is empty"):
+    with pytest.raises(RequestRefused, match="topic name is empty"):
         m.update_topic_config(TopicConfig(""))
 
 
@@ -108,10 +108,10 @@ def test_topics_json_is_rocketmqs_shape_and_survives_a_restart(store_dir):
                                    "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_anything"])
 def test_system_topics_cannot_be_changed_by_users(store_dir, topic):
     m = manager(store_dir)
-    with pytest.raises(BrokerRequestError, match="is a system topic") as e:
+    with pytest.raises(RequestRefused, match="is a system topic") as e:
         m.update_topic_config(TopicConfig(topic, 1, 1))
     assert e.value.code == ResponseCode.MESSAGE_ILLEGAL
-    with pytest.raises(BrokerRequestError, match="is a system topic"):
+    with pytest.raises(RequestRefused, match="is a system topic"):
         m.delete_topic(topic)
     # the broker itself still creates the lazy ones
     assert m.create_topic_in_send_message_back("RMQ_SYS_TRANS_HALF_TOPIC", 1, 6).write_queue_nums == 1
@@ -119,5 +119,5 @@ def test_system_topics_cannot_be_changed_by_users(store_dir, topic):
 
 def test_tbw102_stays_a_system_topic_with_auto_creation_off(store_dir):
     m = manager(store_dir, auto_create_topic_enable=False)
-    with pytest.raises(BrokerRequestError, match="is a system topic"):
+    with pytest.raises(RequestRefused, match="is a system topic"):
         m.update_topic_config(TopicConfig("TBW102", 8, 8, 7))

@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from rmq.cli.admin import main
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.broker.broker_helpers import call, send_request, start_process
 from tests.broker.conftest import broker_settings
 from tests.conftest import wait_for_port

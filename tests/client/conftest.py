@@ -16,7 +16,8 @@ from typing import Callable, Iterator
 
 import pytest
 
-from rmq.net import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.conftest import free_port, wait_for_port
 
 BROKER_SRC = os.environ.get("RMQ_BROKER_SRC")

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import time
 
-
 from rmq.client import Message, Producer, PullConsumer, SendStatus
 from tests.client.conftest import requires_broker
 

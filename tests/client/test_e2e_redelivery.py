@@ -16,8 +16,8 @@ from rmq.client import (
     PullConsumer,
     PushConsumer,
 )
-from rmq.message import MessageProperty, dlq_topic
-from rmq.net import RequestCode
+from rmq.protocol.codes import RequestCode
+from rmq.protocol.message import MessageProperty, dlq_topic
 from tests.client.conftest import requires_broker
 
 pytestmark = requires_broker

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import socket
-import struct
 import zlib
 
 import pytest
 
-from rmq._store import encode_msg_id
 from rmq.client.message import (
     COMPRESS_OVER,
     Message,
@@ -18,34 +15,14 @@ from rmq.client.message import (
     validate_message,
 )
 from rmq.errors import ClientError
-
-MAGIC = 0xDAA320A7
+from rmq.protocol.record import encode_msg_id
+from tests.helpers import spec_record
 
 
 def stored_record(*, topic: str, body: bytes, props: bytes, queue_id: int, queue_offset: int, phy: int,
-                  sys_flag: int = 0, reconsume: int = 0, flag: int = 0) -> bytes:
-    """A CommitLog record laid out from SPEC.md section 5, independently of the store's codec."""
-    topic_b = topic.encode()
-    total = 91 + len(body) + len(topic_b) + len(props)
-    return b"".join([
-        struct.pack(">i", total),                                  # 1 TOTALSIZE
-        struct.pack(">I", MAGIC),                                  # 2 MAGIC
-        struct.pack(">i", zlib.crc32(body) & 0x7FFFFFFF),          # 3 BODYCRC
-        struct.pack(">i", queue_id),                               # 4 QUEUEID
-        struct.pack(">i", flag),                                   # 5 FLAG
-        struct.pack(">q", queue_offset),                           # 6 QUEUEOFFSET
-        struct.pack(">q", phy),                                    # 7 PHYSICALOFFSET
-        struct.pack(">i", sys_flag),                               # 8 SYSFLAG
-        struct.pack(">q", 1_700_000_000_123),                      # 9 BORNTIMESTAMP
-        socket.inet_aton("10.0.0.7") + struct.pack(">i", 40001),   # 10 BORNHOST
-        struct.pack(">q", 1_700_000_000_456),                      # 11 STORETIMESTAMP
-        socket.inet_aton("127.0.0.1") + struct.pack(">i", 10911),  # 12 STOREHOST
-        struct.pack(">i", reconsume),                              # 13 RECONSUMETIMES
-        struct.pack(">q", 0),                                      # 14 PREPARED_TX_OFFSET
-        struct.pack(">i", len(body)) + body,                       # 15 BODY
-        bytes([len(topic_b)]) + topic_b,                           # 16 TOPIC
-        struct.pack(">h", len(props)) + props,                     # 17 PROPERTIES
-    ])
+                  sys_flag: int = 0, reconsume: int = 0) -> bytes:
+    return spec_record(topic=topic, body=body, props=props, queue_id=queue_id, queue_offset=queue_offset,
+                       phy_offset=phy, sys_flag=sys_flag, reconsume=reconsume)
 
 
 def test_batch_body_golden_bytes():

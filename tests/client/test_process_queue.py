@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import json
 
+from rmq.client import MessageQueue
 from rmq.client.message import MessageExt
 from rmq.client.offset_store import LocalFileOffsetStore
 from rmq.client.process_queue import ProcessQueue
-from rmq.client import MessageQueue
 
 
 def msgs(*offsets: int) -> list[MessageExt]:

@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from rmq.client.route import TopicPublishInfo, TopicRouteData, master_addr, subscribe_queues
+from rmq.client.route import (
+    TopicPublishInfo,
+    TopicRouteData,
+    master_addr,
+    subscribe_queues,
+)
 from rmq.errors import ClientError
 
 # As a Java name server writes it: broker ids unquoted.

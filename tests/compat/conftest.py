@@ -140,7 +140,8 @@ class RunningBroker:
 
     def create_topic(self, topic: str, queues: int = 4) -> None:
         """UPDATE_AND_CREATE_TOPIC, as ``rmq-admin topic create`` sends it (ali-ons needs topics to exist)."""
-        from rmq.net import RemotingClient, RemotingCommand, RequestCode, ResponseCode
+        from rmq.net import RemotingClient, RemotingCommand
+        from rmq.protocol.codes import RequestCode, ResponseCode
 
         request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
             "topic": topic, "readQueueNums": queues, "writeQueueNums": queues, "perm": 6,

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from rmq.admin import AdminClient
+from rmq.client.admin_client import AdminClient
 from rmq.errors import ResponseError
-from rmq.message import MessageProperty, dlq_topic
+from rmq.protocol.message import MessageProperty, dlq_topic
 from tests.conftest import wait_for_port
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]

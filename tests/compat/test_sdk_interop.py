@@ -14,7 +14,7 @@ import time
 import pytest
 
 from rmq.client import Message, Producer, PushConsumer
-from rmq.message import MessageProperty, MessageSysFlag
+from rmq.protocol.message import MessageProperty, MessageSysFlag
 from tests.conftest import wait_for_port
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]

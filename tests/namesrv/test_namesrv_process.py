@@ -11,7 +11,7 @@ import pytest
 
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.conftest import free_port, wait_for_port
 
 
@@ -156,7 +156,7 @@ def test_sigterm_exits_cleanly(spawn):
 
 
 def test_embedded_name_server(client):
-    from rmq.namesrv import NamesrvConfig, NameServer
+    from rmq.namesrv import NameServer, NamesrvConfig
 
     with NameServer(NamesrvConfig(listen_host="127.0.0.1", listen_port=0)) as ns:
         client.invoke_sync(ns.address, register_request("127.0.0.1:10911", {"Embedded": 1}), timeout=3.0)

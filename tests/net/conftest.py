@@ -11,8 +11,8 @@ import pytest
 from remoting_helpers import LOOPBACK, answer_route
 
 from rmq.net import _codec, codec_py
-from rmq.net.codes import RequestCode
 from rmq.net.server import RemotingServer
+from rmq.protocol.codes import RequestCode
 
 
 @pytest.fixture(params=[codec_py, _codec], ids=["pure", "compiled"])

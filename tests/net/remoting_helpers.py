@@ -8,7 +8,7 @@ import time
 
 from rmq.net import codec_py
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import ResponseCode
+from rmq.protocol.codes import ResponseCode
 
 LOOPBACK = "127.0.0.1"
 

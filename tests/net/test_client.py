@@ -10,10 +10,15 @@ import time
 import pytest
 from remoting_helpers import LOOPBACK, route_body
 
-from rmq.errors import RemotingConnectError, RemotingError, RemotingSendError, RemotingTimeoutError
+from rmq.errors import (
+    RemotingConnectError,
+    RemotingError,
+    RemotingSendError,
+    RemotingTimeoutError,
+)
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 
 
 @pytest.fixture

@@ -10,11 +10,17 @@ import threading
 import time
 
 import pytest
-from remoting_helpers import LOOPBACK, RawConnection, raw_frame, route_body, route_request_frame
+from remoting_helpers import (
+    LOOPBACK,
+    RawConnection,
+    raw_frame,
+    route_body,
+    route_request_frame,
+)
 
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
 from rmq.net.server import RemotingServer
+from rmq.protocol.codes import RequestCode, ResponseCode
 
 
 def test_answers_a_route_request(server):

@@ -4,10 +4,15 @@ import json
 
 import pytest
 
-from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel, parse_heartbeat
-from rmq.errors import BrokerRequestError
-from rmq.message import java_string_hash
-from rmq.net.codes import ResponseCode
+from rmq.errors import RequestRefused
+from rmq.protocol.codes import ResponseCode
+from rmq.protocol.heartbeat import (
+    ConsumeFromWhere,
+    ConsumeType,
+    MessageModel,
+    parse_heartbeat,
+)
+from rmq.protocol.message import java_string_hash
 
 
 def body(consume_type, message_model, consume_from_where, sub_string="TagA || TagB", **extra):
@@ -72,7 +77,7 @@ def test_sql92_subscription_is_registered_not_filtered():
     (b'{"clientID":"c","producerDataSet":[{}]}', "producer data needs a groupName"),
 ])
 def test_malformed_heartbeats_are_refused_clearly(raw, message):
-    with pytest.raises(BrokerRequestError) as e:
+    with pytest.raises(RequestRefused) as e:
         parse_heartbeat(raw)
     assert e.value.code == ResponseCode.SYSTEM_ERROR
     assert e.value.remark.startswith("malformed heartbeat: ")

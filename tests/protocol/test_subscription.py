@@ -2,10 +2,10 @@
 
 import pytest
 
+from rmq.errors import RequestRefused
+from rmq.protocol.codes import ResponseCode
+from rmq.protocol.message import java_string_hash
 from rmq.protocol.subscription import build_subscription_data
-from rmq.errors import BrokerRequestError
-from rmq.message import java_string_hash
-from rmq.net.codes import ResponseCode
 
 
 @pytest.mark.parametrize("expression", ["*", "", None, "  *  "])
@@ -36,11 +36,11 @@ def test_hash_collision_is_caught_by_the_exact_check():
 
 
 def test_sql92_and_empty_tag_lists_are_refused_clearly():
-    with pytest.raises(BrokerRequestError) as e:
+    with pytest.raises(RequestRefused) as e:
         build_subscription_data("T", "a > 5", "SQL92")
     assert e.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
     assert "SQL92 filtering ('a > 5') is not supported" in e.value.remark
-    with pytest.raises(BrokerRequestError, match="names no tag"):
+    with pytest.raises(RequestRefused, match="names no tag"):
         build_subscription_data("T", "||")
-    with pytest.raises(BrokerRequestError, match="unknown expression type 'XPATH'"):
+    with pytest.raises(RequestRefused, match="unknown expression type 'XPATH'"):
         build_subscription_data("T", "x", "XPATH")

@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from rmq.message import encode_properties
-from rmq.store import GetMessageStatus, PutMessageStatus, decode_record
+from rmq.protocol.message import encode_properties
+from rmq.protocol.record import decode_record
+from rmq.store import GetMessageStatus, PutMessageStatus
 
 FILE = 64 * 1024
 

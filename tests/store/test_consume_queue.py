@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import shutil
 
-from rmq.message import SCHEDULE_TOPIC, java_string_hash
-from rmq.store import GetMessageStatus, TagFilter, decode_record
+from rmq.protocol.message import SCHEDULE_TOPIC, java_string_hash
+from rmq.protocol.record import decode_record
+from rmq.store import GetMessageStatus, TagFilter
 
 
 def test_get_statuses(open_store):

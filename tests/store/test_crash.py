@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from rmq.store import GetMessageStatus, MessageStore, MessageStoreConfig, decode_record
+from rmq.protocol.record import decode_record
+from rmq.store import GetMessageStatus, MessageStore, MessageStoreConfig
 
 ROUNDS = 24
 CHILD = Path(__file__).with_name("crash_child.py")

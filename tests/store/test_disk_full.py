@@ -9,7 +9,8 @@ from typing import Iterator
 
 import pytest
 
-from rmq.store import GetMessageStatus, PutMessageStatus, decode_record
+from rmq.protocol.record import decode_record
+from rmq.store import GetMessageStatus, PutMessageStatus
 
 
 @pytest.fixture

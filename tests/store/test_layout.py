@@ -1,18 +1,21 @@
-"""The Python mirror of the store layouts equals the compiled core's constants."""
+"""The Python mirrors of the store layouts equal the compiled core's constants."""
 
 from rmq import _store
+from rmq.protocol import layout as record_layout
 from rmq.store import layout
 
 
-def test_every_compiled_constant_is_mirrored():
+def test_every_compiled_constant_is_mirrored_once():
     for name, value in _store.LAYOUT.items():
-        assert getattr(layout, name) == value, name
+        homes = [m for m in (layout, record_layout) if hasattr(m, name)]
+        assert len(homes) == 1, f"{name} is mirrored in {homes}"
+        assert getattr(homes[0], name) == value, name
 
 
-def test_record_head_struct_covers_the_fixed_fields():
-    assert layout.RECORD_HEAD.size == layout.REC_BODY
+def test_entry_structs_cover_the_fixed_fields():
+    assert record_layout.RECORD_HEAD.size == record_layout.REC_BODY
     assert layout.CQ_ENTRY.size == layout.CQ_STORE_UNIT_SIZE
-    assert layout.REC_FIXED_OVERHEAD == layout.REC_BODY + 1 + 2
+    assert record_layout.REC_FIXED_OVERHEAD == record_layout.REC_BODY + 1 + 2
 
 
 def test_body_crc_is_computed_in_c():

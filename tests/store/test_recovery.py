@@ -11,7 +11,13 @@ from pathlib import Path
 import pytest
 
 from rmq.errors import StoreLockedError
-from rmq.store import GetMessageStatus, MessageStore, MessageStoreConfig, PutMessageStatus, decode_record
+from rmq.protocol.record import decode_record
+from rmq.store import (
+    GetMessageStatus,
+    MessageStore,
+    MessageStoreConfig,
+    PutMessageStatus,
+)
 
 # the conftest's small CommitLog files
 FILE = 64 * 1024

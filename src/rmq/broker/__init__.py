@@ -1,4 +1,4 @@
-"""The broker: serves producers and consumers over the store (issue 4).
+"""The broker: serves producers and consumers over the store.
 
 Running parts:
 
@@ -6,8 +6,10 @@ Running parts:
     processor/           the request processors, one module per area (PROCESSORS lists them)
     long_polling         pulls parked until a message arrives (PullRequestHoldService)
     namesrv_api          REGISTER_BROKER / UNREGISTER_BROKER to every name server
+    schedule             ScheduleMessageService: delayed messages delivered when due (master only)
 
-Pure bookkeeping, no sockets and no store, one role per module:
+Pure bookkeeping, no sockets and no store, one role per module (the wire bodies they read, such
+as heartbeats and subscriptions, are ``rmq.protocol``'s):
 
     config               BrokerConfig, broker.conf parsing, --set overrides
     config_manager       config/*.json: atomic persist, .bak fallback, DataVersion
@@ -15,8 +17,6 @@ Pure bookkeeping, no sockets and no store, one role per module:
     consumer_offset      ConsumerOffsetManager (consumerOffset.json)
     subscription_group   SubscriptionGroupManager (subscriptionGroup.json)
     delay                delay levels, DelayOffsetManager (delayOffset.json)
-    subscription         SubscriptionData: tag expressions, tagsCode and exact tag matching
-    heartbeat            HEART_BEAT bodies, both enum spellings
     client_channel       ClientChannelInfo, the 120 s client expiry
     consumer_manager     online consumers by group, membership-change signals
     producer_manager     online producers by group (transaction checks)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any, Callable, Iterable
 
-from rmq.common import now_ms
+from rmq._clock import now_ms
 
 # A client heartbeats every 30 s; one silent for this long is gone (RocketMQ's CHANNEL_EXPIRED_TIMEOUT).
 CHANNEL_EXPIRED_MS = 120_000

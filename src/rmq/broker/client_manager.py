@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from typing import Any
 
+from rmq._clock import now_ms
 from rmq.broker.client_channel import CHANNEL_EXPIRED_MS, ChannelScan, ClientChannelInfo
 from rmq.broker.consumer_manager import ConsumerManager
-from rmq.protocol.heartbeat import HeartbeatData
 from rmq.broker.producer_manager import ProducerManager
-from rmq.common import now_ms
+from rmq.protocol.heartbeat import HeartbeatData
 
 
 class ClientManager:

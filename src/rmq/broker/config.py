@@ -21,9 +21,10 @@ import socket
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
-from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
 from rmq.errors import ConfigError
-from rmq.message import topic_error
+from rmq.protocol.message import topic_error
+from rmq.protocol.perm import PERM_READ, PERM_WRITE
+from rmq.protocol.route import MASTER_ID
 
 log = logging.getLogger("rmq.broker")
 

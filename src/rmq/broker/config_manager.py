@@ -5,10 +5,9 @@
     config/subscriptionGroup.json  SubscriptionGroupManager
     config/delayOffset.json        DelayOffsetManager
 
-Crash safety of ``persist``: the new content goes to ``<name>.tmp`` and is fsynced; the current file
-is renamed to ``<name>.bak``; the temp file is renamed over ``<name>``; the directory is fsynced.
-At every instant either ``<name>`` or ``<name>.bak`` holds a complete version, and ``load`` falls
-back to ``.bak`` when ``<name>`` is missing or unreadable.
+Crash safety of ``persist`` is ``rmq._files.write_file_atomically``'s: at every instant either
+``<name>`` or ``<name>.bak`` holds a complete version, and ``load`` falls back to ``.bak`` when
+``<name>`` is missing or unreadable.
 
 Files written by Java RocketMQ carry integer map keys unquoted (``{0:12}``, fastjson's habit);
 ``load`` accepts them. rmq writes standard JSON (``{"0":12}``), which Java reads too.
@@ -25,14 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar
 
-from rmq.common import now_ms
+from rmq._clock import now_ms
+from rmq._files import backup_path, write_file_atomically
 from rmq.protocol.java_json import loads_java_json
 
 log = logging.getLogger("rmq.broker")
 
 CONFIG_DIR_NAME = "config"
-BACKUP_SUFFIX = ".bak"
-TEMP_SUFFIX = ".tmp"
 
 @dataclass
 class DataVersion:
@@ -80,7 +78,7 @@ class ConfigManager(ABC):
 
     @property
     def backup_path(self) -> Path:
-        return self.path.with_name(self.path.name + BACKUP_SUFFIX)
+        return backup_path(self.path)
 
     @abstractmethod
     def encode(self) -> Any:
@@ -199,22 +197,3 @@ class VersionedTableManager(ConfigManager, Generic[Item]):
         with self._lock:
             self._table.update(table)
             self.data_version = version
-
-
-def write_file_atomically(path: Path, text: str) -> None:
-    """Replace ``path`` by ``text`` so that a crash leaves ``path`` or ``path.bak`` complete."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temp = path.with_name(path.name + TEMP_SUFFIX)
-    backup = path.with_name(path.name + BACKUP_SUFFIX)
-    with open(temp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
-    if path.exists():
-        os.replace(path, backup)
-    os.replace(temp, path)
-    fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)

@@ -13,10 +13,15 @@ import logging
 import threading
 from typing import Any, Callable, Iterable
 
-from rmq.broker.client_channel import CHANNEL_EXPIRED_MS, ChannelScan, ClientChannelInfo, remove_clients
+from rmq._clock import now_ms
+from rmq.broker.client_channel import (
+    CHANNEL_EXPIRED_MS,
+    ChannelScan,
+    ClientChannelInfo,
+    remove_clients,
+)
 from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rmq.protocol.subscription import SubscriptionData
-from rmq.common import now_ms
 
 log = logging.getLogger("rmq.broker")
 

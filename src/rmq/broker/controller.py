@@ -2,7 +2,7 @@
 and run (RocketMQ's BrokerController).
 
     controller = BrokerController(broker_config, store_config)
-    controller.start()        # store, embedded name server (no namesrvAddr), server, registration, timers
+    controller.start()        # store, server, registration with namesrvAddr's name servers, timers
     ...
     controller.shutdown()     # unregister, close connections, save offsets and configs, close the store
 
@@ -27,9 +27,9 @@ import concurrent.futures
 import logging
 import select
 import threading
-import time
 from typing import Callable
 
+from rmq._service import Scheduler
 from rmq.broker.client_manager import ClientManager
 from rmq.broker.config import BrokerConfig, BrokerRole
 from rmq.broker.consumer_offset import ConsumerOffsetManager
@@ -37,20 +37,28 @@ from rmq.broker.delay import DelayOffsetManager, delay_level_to_queue_id
 from rmq.broker.long_polling import PullRequestHoldService
 from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
-from rmq.broker.processor.base import answer_refusals
 from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.schedule import ScheduleMessageService
 from rmq.broker.subscription_group import SubscriptionGroupManager
 from rmq.broker.topic_config import TopicConfigManager
 from rmq.errors import ConfigError
-from rmq.message import SCHEDULE_TOPIC, MessageProperty, decode_properties, encode_properties
-from rmq.namesrv import NamesrvConfig, NameServer
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode
 from rmq.net.server import RemotingServer
-from rmq.store import MessageStore, MessageStoreConfig, PutMessageResult, PutMessageStatus, ipv4_to_int
-from rmq.store.services import ServiceThread
+from rmq.protocol.codes import RequestCode
+from rmq.protocol.message import (
+    SCHEDULE_TOPIC,
+    MessageProperty,
+    decode_properties,
+    encode_properties,
+)
+from rmq.protocol.record import ipv4_to_int
+from rmq.store import (
+    MessageStore,
+    MessageStoreConfig,
+    PutMessageResult,
+    PutMessageStatus,
+)
 
 log = logging.getLogger("rmq.broker")
 
@@ -61,34 +69,6 @@ CLIENT_SCAN_INTERVAL = 10.0
 # How often SYNC_FLUSH sends still waiting for the disk are checked against their deadline.
 COMMIT_DEADLINE_SCAN = 0.1
 BIND_ADDRESS = "0.0.0.0"
-
-
-class PeriodicTasks(ServiceThread):
-    """The broker's timers on one thread: each task runs every ``interval`` seconds; one that raises
-    is logged and runs again next time."""
-
-    def __init__(self) -> None:
-        super().__init__("rmq-broker-scheduler")
-        self._tasks: list[list] = []  # [next due (monotonic), interval, fn]
-
-    def every(self, interval: float, fn: Callable[[], object], initial_delay: float | None = None) -> None:
-        delay = interval if initial_delay is None else initial_delay
-        self._tasks.append([time.monotonic() + delay, interval, fn])
-
-    def run_once(self) -> None:
-        now = time.monotonic()
-        for task in self._tasks:
-            if task[0] <= now:
-                task[0] = now + task[1]
-                try:
-                    task[2]()
-                except Exception:
-                    log.exception("periodic task %s failed", getattr(task[2], "__name__", task[2]))
-        next_due = min((task[0] for task in self._tasks), default=now + 1.0)
-        self.wait_for_running(max(0.0, next_due - time.monotonic()))
-
-    def on_shutdown(self) -> None:
-        pass
 
 
 class FlushRoundKicker:
@@ -128,7 +108,6 @@ class BrokerController:
         self.delay_offset_manager = DelayOffsetManager(root)
         self.client_manager = ClientManager()
         self.rebalance_lock_manager = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
-        self.namesrv: NameServer | None = None
         self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port)
         self.pull_hold = PullRequestHoldService(self.server.loop)
         self.flush_rounds: FlushRoundKicker | None = None
@@ -142,7 +121,7 @@ class BrokerController:
             self.server.loop.schedule_periodic(COMMIT_DEADLINE_SCAN, self.store.complete_commits)
         self.namesrv_client = RemotingClient()
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
-        self.scheduler = PeriodicTasks()
+        self.scheduler = Scheduler("rmq-broker-scheduler")
         self.schedule_message_service = ScheduleMessageService(self)
         self.disk_full = False
         # The answers to the registration that followed the last topic change.
@@ -156,7 +135,7 @@ class BrokerController:
         self.processors = [cls(self) for cls in PROCESSORS]
         for processor in self.processors:
             for code, handler in processor.handlers().items():
-                self.server.register_processor(code, answer_refusals(handler))
+                self.server.register_processor(code, handler)
         self.server.on_channel_closed(self._on_channel_closed)
 
     # -- identity -------------------------------------------------------------------------------
@@ -168,7 +147,7 @@ class BrokerController:
 
     @property
     def namesrv_addrs(self) -> list[str]:
-        """The name servers registered with (the embedded one's address when there is one)."""
+        """The name servers registered with."""
         return list(self._namesrv_addrs)
 
     # -- lifecycle ------------------------------------------------------------------------------
@@ -180,9 +159,6 @@ class BrokerController:
                 raise ConfigError(f"cannot load {manager.path} nor its backup: fix or remove it to start")
         self.store.start()
         try:
-            if self.config.embedded_namesrv:
-                self.namesrv = NameServer(NamesrvConfig(listen_port=self.config.namesrv_listen_port)).start()
-                self._namesrv_addrs = [f"127.0.0.1:{self.namesrv.port}"]
             self.check_disk()
             self.server.start()
             if self.config.broker_role is not BrokerRole.SLAVE:
@@ -195,15 +171,14 @@ class BrokerController:
             self._stop_parts()
             raise
         config = self.config
-        self.scheduler.every(config.register_name_server_period / 1000, self.register_broker_all)
-        self.scheduler.every(config.flush_consumer_offset_interval / 1000, self.persist_offsets)
-        self.scheduler.every(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
-        self.scheduler.every(DISK_CHECK_INTERVAL, self.check_disk)
+        self.scheduler.schedule_periodic(config.register_name_server_period / 1000, self.register_broker_all)
+        self.scheduler.schedule_periodic(config.flush_consumer_offset_interval / 1000, self.persist_offsets)
+        self.scheduler.schedule_periodic(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
+        self.scheduler.schedule_periodic(DISK_CHECK_INTERVAL, self.check_disk)
         self.scheduler.start()
-        log.info("broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s%s",
+        log.info("broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",
                  config.broker_name, config.broker_role.value, config.broker_cluster_name, self.broker_addr,
-                 self.store.store_path, ";".join(self._namesrv_addrs),
-                 " (embedded)" if self.namesrv is not None else "")
+                 self.store.store_path, ";".join(self._namesrv_addrs))
         return self
 
     def shutdown(self) -> None:
@@ -226,8 +201,6 @@ class BrokerController:
         self.server.loop.run_and_wait(self.pull_hold.shutdown)
         self.server.shutdown()
         self.namesrv_client.shutdown()
-        if self.namesrv is not None:
-            self.namesrv.shutdown()
         # before the store: the last delivered offsets are published, then the store flushes them
         self.schedule_message_service.shutdown()
         self.store.shutdown()

@@ -20,10 +20,10 @@ from typing import Any
 
 import orjson
 
-from rmq.namesrv.processor import body_crc32
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.crc import crc32
 
 log = logging.getLogger("rmq.broker")
 
@@ -45,7 +45,7 @@ class NamesrvApi:
             "haServerAddr": ha_server_addr,
             "brokerId": str(broker_id),
             "compressed": "false",
-            "bodyCrc32": str(body_crc32(body)),
+            "bodyCrc32": str(crc32(body)),
         }
         futures = []
         for addr in namesrv_addrs:

@@ -11,8 +11,13 @@ import logging
 import threading
 from typing import Any, Callable
 
-from rmq.broker.client_channel import CHANNEL_EXPIRED_MS, ChannelScan, ClientChannelInfo, remove_clients
-from rmq.common import now_ms
+from rmq._clock import now_ms
+from rmq.broker.client_channel import (
+    CHANNEL_EXPIRED_MS,
+    ChannelScan,
+    ClientChannelInfo,
+    remove_clients,
+)
 
 log = logging.getLogger("rmq.broker")
 

@@ -16,7 +16,7 @@ import logging
 import threading
 from typing import Iterable
 
-from rmq.common import now_ms
+from rmq._clock import now_ms
 from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.broker")

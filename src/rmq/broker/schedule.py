@@ -24,13 +24,13 @@ import logging
 import time
 from typing import Any
 
+from rmq._clock import now_ms
+from rmq._service import ServiceThread
 from rmq.broker.delay import delay_level_to_queue_id
-from rmq.common import now_ms
 from rmq.errors import StoreError
-from rmq.message import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, MessageProperty
-from rmq.store import decode_record
+from rmq.protocol.message import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, MessageProperty
+from rmq.protocol.record import decode_record
 from rmq.store.config import parse_delay_levels
-from rmq.store.services import ServiceThread
 
 log = logging.getLogger("rmq.broker")
 
@@ -52,7 +52,7 @@ class ScheduleMessageService(ServiceThread):
 
     def __init__(self, controller: Any, tick: float = TICK_SECONDS,
                  persist_interval: float = PERSIST_INTERVAL_SECONDS):
-        super().__init__("ScheduleMessageService")
+        super().__init__("rmq-broker-delay")
         self.controller = controller
         self.store = controller.store
         self.offsets_manager = controller.delay_offset_manager

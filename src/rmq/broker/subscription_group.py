@@ -17,8 +17,8 @@ from typing import Any
 
 from rmq.broker.config import BrokerConfig
 from rmq.broker.config_manager import VersionedTableManager
-from rmq.common import MASTER_ID
-from rmq.message import group_error
+from rmq.protocol.message import group_error
+from rmq.protocol.route import MASTER_ID
 
 log = logging.getLogger("rmq.broker")
 

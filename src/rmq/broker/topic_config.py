@@ -17,16 +17,23 @@ from typing import Any, Callable
 
 from rmq.broker.config import BrokerConfig
 from rmq.broker.config_manager import VersionedTableManager
-from rmq.common import PERM_ALL, PERM_INHERIT, PERM_READ, PERM_WRITE, is_inherited
-from rmq.errors import BrokerRequestError
-from rmq.message import (
+from rmq.errors import RequestRefused
+from rmq.protocol.codes import ResponseCode
+from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     SCHEDULE_TOPIC,
+    TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
     topic_error,
 )
-from rmq.net.codes import ResponseCode
+from rmq.protocol.perm import (
+    PERM_ALL,
+    PERM_INHERIT,
+    PERM_READ,
+    PERM_WRITE,
+    is_inherited,
+)
 
 log = logging.getLogger("rmq.broker")
 
@@ -39,7 +46,6 @@ SCHEDULE_TOPIC_QUEUE_NUMS = 18
 # TopicConfig's defaults in RocketMQ, used by the system topics that do not set their own.
 DEFAULT_QUEUE_NUMS = 16
 SINGLE_TAG = "SINGLE_TAG"
-TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 # Broker-owned topics that may be absent from the table (created on first use, or TBW102 with
 # auto-creation off); with the ones created at start they are the system topics.
@@ -91,7 +97,7 @@ def check_topic_config(config: TopicConfig) -> None:
         elif not 0 <= config.perm <= PERM_ALL:
             reason = f"perm must be a bit set 0-7 (4 read, 2 write, 1 inherit), got {config.perm}"
     if reason is not None:
-        raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL, reason)
+        raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL, reason)
 
 
 class TopicConfigManager(VersionedTableManager[TopicConfig]):
@@ -161,7 +167,7 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
 
     def _refuse_system_topic(self, topic: str) -> None:
         if self.is_system_topic(topic):
-            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
+            raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL,
                                      f"topic {topic!r} is a system topic of this broker and cannot be changed")
 
     def is_order_topic(self, topic: str) -> bool:
@@ -186,7 +192,7 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
 
         Creation needs the default topic to exist with the INHERIT perm (and, for TBW102,
         autoCreateTopicEnable). The new topic gets min(client's, default topic's write) queues and
-        the default topic's perm without INHERIT. Raises BrokerRequestError (TOPIC_NOT_EXIST, or
+        the default topic's perm without INHERIT. Raises RequestRefused (TOPIC_NOT_EXIST, or
         MESSAGE_ILLEGAL for an illegal name) with the reason.
         """
         with self._lock:
@@ -204,7 +210,7 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
                 why = None
             if why is not None:
                 log.warning("topic %s not auto-created for %s: %s", topic, remote_address or "a producer", why)
-                raise BrokerRequestError(ResponseCode.TOPIC_NOT_EXIST,
+                raise RequestRefused(ResponseCode.TOPIC_NOT_EXIST,
                                          f"topic {topic!r} does not exist and cannot be auto-created: {why}")
             assert default_config is not None
             queue_nums = max(0, min(client_default_queue_nums, default_config.write_queue_nums))
@@ -262,7 +268,7 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
         if existing is None:
             reason = topic_error(topic)
             if reason is not None:
-                raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL, reason)
+                raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL, reason)
         return existing
 
     def _changed_now(self) -> None:

@@ -20,21 +20,23 @@ from typing import Any, Callable, Iterable, Sequence
 
 import click
 
-from rmq.admin import DEFAULT_NAMESRV, DEFAULT_TIMEOUT, RESET_TO_LATEST, AdminClient, message_body
-from rmq.common import PERM_READ, PERM_WRITE, perm_to_string
-from rmq.errors import AdminError, RemotingError, ResponseError
-from rmq.net.codes import ResponseCode
-from rmq.store import StoredMessage
+from rmq.client.admin_client import (
+    DEFAULT_NAMESRV,
+    DEFAULT_TIMEOUT,
+    RESET_TO_LATEST,
+    AdminClient,
+    message_body,
+)
+from rmq.errors import AdminError, NotFound, RemotingError, ResponseError
+from rmq.protocol.codes import ResponseCode
+from rmq.protocol.perm import PERM_READ, PERM_WRITE, perm_to_string
+from rmq.protocol.record import StoredMessage
 
 EXIT_FAILED = 1
 EXIT_NOT_FOUND = 3
 NOT_FOUND_CODES = (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.QUERY_NOT_FOUND, ResponseCode.CONSUMER_NOT_ONLINE)
 # How much of a body the human view of a message shows.
 BODY_PREVIEW_BYTES = 4096
-
-
-class NotFound(Exception):
-    """What the command looked for is not there (exit 3)."""
 
 
 # -- output -------------------------------------------------------------------------------------

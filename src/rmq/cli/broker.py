@@ -3,7 +3,10 @@
     rmq-broker                                  # embedded name server on 9876, store in ~/store
     rmq-broker -c broker.conf -n "ns1:9876;ns2:9876" --set flushDiskType=SYNC_FLUSH
 
-Logs go to stderr and to ``<storePathRootDir>/logs/broker.log``.
+Logs go to stderr and to ``<storePathRootDir>/logs/broker.log``. With no name server configured
+(``namesrvAddr``, ``-n``), ``BrokerStartup`` runs one in the same process first, on
+``namesrvListenPort``, and the broker registers with it: one command gives a working broker. The
+broker and the name server stay separate roles; this command is where they are put together.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ import threading
 
 import click
 
-from rmq.broker.config import load_broker_config, parse_set_options
+from rmq.broker.config import BrokerConfig, load_broker_config, parse_set_options
 from rmq.broker.controller import BrokerController
 from rmq.errors import RmqError
+from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.store import MessageStoreConfig
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
@@ -40,6 +44,47 @@ def setup_logging(store_path: str, level: str) -> str:
     return log_file
 
 
+class BrokerStartup:
+    """A broker, and the name server it embeds when none is configured (RocketMQ's BrokerStartup).
+
+        startup = BrokerStartup(broker_config, store_config).start()
+        startup.controller ...; startup.namesrv (None with external name servers)
+        startup.shutdown()    # the broker unregisters first, then the embedded name server stops
+    """
+
+    def __init__(self, broker_config: BrokerConfig, store_config: MessageStoreConfig):
+        self.broker_config = broker_config
+        self.store_config = store_config
+        self.namesrv: NameServer | None = None
+        self.controller: BrokerController | None = None
+
+    def start(self) -> BrokerStartup:
+        config = self.broker_config
+        if config.embedded_namesrv:
+            config.resolve()  # brokerIP1 defaults to loopback with an embedded name server
+            self.namesrv = NameServer(NamesrvConfig(listen_port=config.namesrv_listen_port)).start()
+            config.namesrv_addr = self.namesrv.address
+        try:
+            self.controller = BrokerController(config, self.store_config).start()
+        except BaseException:
+            if self.namesrv is not None:
+                self.namesrv.shutdown()
+            raise
+        return self
+
+    def shutdown(self) -> None:
+        if self.controller is not None:
+            self.controller.shutdown()
+        if self.namesrv is not None:
+            self.namesrv.shutdown()
+
+    def __enter__(self) -> BrokerStartup:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False),
               help="broker.conf (Java properties, RocketMQ's key names).")
@@ -59,16 +104,18 @@ def main(config_file: str | None, namesrv_addr: str | None, settings: tuple[str,
     except RmqError as e:
         raise click.ClickException(str(e)) from None
     log_file = setup_logging(store_config.store_path_root_dir, log_level.upper())
-    controller = BrokerController(broker_config, store_config)
+    startup = BrokerStartup(broker_config, store_config)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     try:
-        controller.start()
+        startup.start()
     except (RmqError, OSError) as e:
         logging.getLogger("rmq.broker").error("broker failed to start: %s", e)
         raise click.ClickException(f"broker failed to start: {e}") from None
-    namesrv = (f"embedded name server on port {controller.namesrv.port}" if controller.namesrv is not None
+    controller = startup.controller
+    assert controller is not None
+    namesrv = (f"embedded name server on port {startup.namesrv.port}" if startup.namesrv is not None
                else f"name servers {';'.join(controller.namesrv_addrs)}")
     click.echo(f"rmq-broker {broker_config.broker_name} listening on port {controller.server.port} "
                f"(address {controller.broker_addr}), {namesrv}, store {controller.store.store_path} "
@@ -76,7 +123,7 @@ def main(config_file: str | None, namesrv_addr: str | None, settings: tuple[str,
     while not stop.wait(3600):
         pass
     click.echo("rmq-broker shutting down", err=True)
-    controller.shutdown()
+    startup.shutdown()
 
 
 if __name__ == "__main__":

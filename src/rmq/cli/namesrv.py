@@ -8,7 +8,7 @@ import threading
 
 import click
 
-from rmq.namesrv import NamesrvConfig, NameServer
+from rmq.namesrv import NameServer, NamesrvConfig
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})

@@ -1,4 +1,4 @@
-"""The client SDK: producers and consumers as RocketMQ users know them (issue 5).
+"""The client SDK: producers and consumers as RocketMQ users know them.
 
     from rmq.client import Message, Producer, PushConsumer, ConsumeConcurrentlyStatus
 

@@ -12,12 +12,12 @@ import json
 import logging
 from typing import Callable, Iterable
 
-from rmq.protocol.message_queue import MessageQueue
 from rmq.client.message import decode_messages
 from rmq.client.results import PullResult, PullStatus
 from rmq.errors import ResponseError
 from rmq.net import RemotingClient, RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.client")
 

@@ -20,20 +20,25 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable
 
-from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
-from rmq.protocol.message_queue import MessageQueue
-from rmq.protocol.subscription import SubscriptionData, build_subscription_data
+from rmq._clock import now_ms
+from rmq._service import PeriodicHandle
 from rmq.client import allocate
-from rmq.client.api import PULL_FLAG_COMMIT_OFFSET, PULL_FLAG_SUBSCRIPTION, PULL_FLAG_SUSPEND
+from rmq.client.api import (
+    PULL_FLAG_COMMIT_OFFSET,
+    PULL_FLAG_SUBSCRIPTION,
+    PULL_FLAG_SUSPEND,
+)
 from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
 from rmq.client.message import MessageExt
 from rmq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
 from rmq.client.process_queue import ProcessQueue
 from rmq.client.results import PullResult, PullStatus
 from rmq.client.route import TopicRouteData, subscribe_queues
-from rmq.common import now_ms
-from rmq.errors import BrokerRequestError, ClientError, RemotingError, ResponseError
-from rmq.message import RETRY_GROUP_TOPIC_PREFIX, topic_error
+from rmq.errors import ClientError, RemotingError, RequestRefused, ResponseError
+from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
+from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, topic_error
+from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.subscription import SubscriptionData, build_subscription_data
 
 log = logging.getLogger("rmq.client")
 
@@ -98,6 +103,7 @@ class ConsumerBase(InstanceMember):
         self.offset_store: OffsetStore | None = None
         self._running = False
         self._rebalance_lock = threading.Lock()
+        self._rebalance_timer: PeriodicHandle | None = None
         # An empty pull moves the stored offset of a queue with nothing cached (RocketMQ's
         # correctTagsOffset), so a filtered-out tail is not re-read after a restart.
         self.correct_tags_offset = True
@@ -111,7 +117,7 @@ class ConsumerBase(InstanceMember):
             raise ClientError(f"cannot subscribe: {error}")
         try:
             self.subscriptions[topic] = build_subscription_data(topic, expression)
-        except BrokerRequestError as exc:
+        except RequestRefused as exc:
             raise ClientError(exc.remark) from None
         if self._running:
             self._instance.update_route(topic)
@@ -142,7 +148,8 @@ class ConsumerBase(InstanceMember):
             except RemotingError as exc:
                 log.warning("consumer %s: route of %s: %s", self.group, topic, exc)
         instance.send_heartbeat_to_all()
-        instance.scheduler.schedule_periodic(self.config.rebalance_interval, self.rebalance, initial_delay=0)
+        self._rebalance_timer = instance.scheduler.schedule_periodic(self.config.rebalance_interval, self.rebalance,
+                                                                     initial_delay=0)
         log.info("consumer %s (%s) started in client %s", self.group, self.config.message_model.name,
                  instance.client_id)
         return self
@@ -156,7 +163,9 @@ class ConsumerBase(InstanceMember):
         if instance is None:
             return
         self._running = False
-        instance.scheduler.cancel(self.rebalance)
+        if self._rebalance_timer is not None:
+            self._rebalance_timer.cancel()
+            self._rebalance_timer = None
         with self._rebalance_lock:
             for pq in self.process_queues.values():
                 pq.dropped = True

@@ -23,16 +23,16 @@ import threading
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from rmq.protocol.message_queue import MessageQueue
+from rmq._service import Scheduler
 from rmq.client.api import ClientAPI
 from rmq.client.msg_id import local_ipv4
 from rmq.client.route import TopicRouteData, any_addr
-from rmq.client.scheduler import Scheduler
-from rmq.common import MASTER_ID
 from rmq.errors import ClientError, RemotingError, ResponseError
-from rmq.message import group_error
 from rmq.net import RemotingClient, RemotingCommand
-from rmq.net.codes import RequestCode
+from rmq.protocol.codes import RequestCode
+from rmq.protocol.message import group_error
+from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.route import MASTER_ID
 
 if TYPE_CHECKING:
     from rmq.net.channel import Channel
@@ -139,7 +139,7 @@ class ClientInstance:
         self.client_id = config.client_id
         self.remoting = RemotingClient(connect_timeout=config.request_timeout)
         self.api = ClientAPI(self.remoting)
-        self.scheduler = Scheduler(f"rmq-client-{config.instance_name}")
+        self.scheduler = Scheduler(f"rmq-client-timer-{config.instance_name}")
         self._namesrv_addrs = config.namesrv_addrs()
         self._namesrv_index = random.randrange(len(self._namesrv_addrs))
         self._lock = threading.RLock()

@@ -1,45 +1,31 @@
-"""Messages as a client sees them: ``Message`` to send, ``MessageExt`` as consumed, their codecs.
+"""Messages as a client sees them: ``Message`` to send, ``MessageExt`` as consumed.
 
-A PULL_MESSAGE body is stored CommitLog records back to back (SPEC.md section 5); they are decoded
-with the store's own ``decode_record``, so broker and client read one layout. A SEND_BATCH_MESSAGE
-body is RocketMQ's ``MessageDecoder.encodeMessages``, one record per message (SPEC.md section 4)::
-
-    offset  size  field
-    0       4     total     int32 = 20 + bodyLen + 2 + propsLen (counts itself)
-    4       4     magic     int32, 0 (the broker stamps its own)
-    8       4     bodyCRC   int32, 0 (the broker computes it)
-    12      4     flag      int32, the message's user flag
-    16      4     bodyLen   int32
-    20      B     body
-    20+B    2     propsLen  int16
-    22+B    P     properties ``key\\x01value\\x02`` ...
-
-Bodies of at least ``COMPRESS_OVER`` bytes are zlib-deflated when sent singly (sysFlag bit0), as
-the Java client does; batches are never compressed.
+A PULL_MESSAGE body is stored CommitLog records back to back (SPEC.md section 5), decoded with
+``rmq.protocol.record``, the one reader of that layout; a SEND_BATCH_MESSAGE body is
+``rmq.protocol.batch``'s. Bodies of at least ``COMPRESS_OVER`` bytes are zlib-deflated when sent
+singly (sysFlag bit0), as the Java client does; batches are never compressed.
 """
 
 from __future__ import annotations
 
-import struct
 import zlib
 from typing import Iterable, Mapping
 
-from rmq._store import encode_msg_id
-from rmq.protocol.message_queue import MessageQueue
-from rmq.errors import ClientError, StoreError
-from rmq.message import (
+from rmq.errors import ClientError, RecordError
+from rmq.protocol import batch
+from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     KEY_SEPARATOR,
+    MAX_MESSAGE_SIZE,
+    NOT_ALLOWED_SEND_TOPICS,
     PROPERTIES_MAX_LENGTH,
     MessageProperty,
     MessageSysFlag,
-    SCHEDULE_TOPIC,
-    TRANS_HALF_TOPIC,
-    TRANS_OP_HALF_TOPIC,
     encode_properties,
     topic_error,
 )
-from rmq.store.record import decode_record
+from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.record import decode_records, encode_msg_id
 
 __all__ = [
     "Message",
@@ -54,12 +40,6 @@ __all__ = [
 COMPRESS_OVER = 4 * 1024
 # zlib level of RocketMQ's producer (its compressLevel default).
 COMPRESS_LEVEL = 5
-# The broker's default maxMessageSize; the producer refuses bigger bodies before sending.
-MAX_MESSAGE_SIZE = 4 * 1024 * 1024
-
-_BATCH_HEAD = struct.Struct(">iiiii")  # total, magic, bodyCRC, flag, bodyLen
-_BATCH_PROPS_LEN = struct.Struct(">h")
-BATCH_FIXED_OVERHEAD = _BATCH_HEAD.size + _BATCH_PROPS_LEN.size
 
 
 class Message:
@@ -197,14 +177,12 @@ def decode_messages(data: bytes | memoryview, broker_name: str | None = None) ->
 
     Raises ClientError when the bytes are not whole records.
     """
+    try:
+        records = decode_records(data)
+    except RecordError as exc:
+        raise ClientError(f"pulled body is {exc}") from None
     messages = []
-    view = memoryview(data)
-    pos = 0
-    while pos < len(view):
-        try:
-            rec = decode_record(view[pos:], check_crc=False)
-        except StoreError as exc:
-            raise ClientError(f"pulled body is not stored records at byte {pos} of {len(view)}: {exc}") from None
+    for rec in records:
         body = rec.body
         if rec.sys_flag & MessageSysFlag.COMPRESSED:
             try:
@@ -219,7 +197,6 @@ def decode_messages(data: bytes | memoryview, broker_name: str | None = None) ->
             store_timestamp=rec.store_timestamp, store_host=rec.store_host,
             reconsume_times=rec.reconsume_times, body_crc=rec.body_crc, store_size=rec.total_size,
             prepared_transaction_offset=rec.prepared_transaction_offset, broker_name=broker_name))
-        pos += rec.total_size
     return messages
 
 
@@ -232,16 +209,8 @@ def encode_properties_checked(properties: dict[str, str]) -> bytes:
 
 
 def encode_batch(messages: Iterable[Message]) -> bytes:
-    """The SEND_BATCH_MESSAGE body of ``messages`` (layout in the module docstring)."""
-    out = bytearray()
-    for msg in messages:
-        props = encode_properties_checked(msg.properties)
-        body = msg.body
-        out += _BATCH_HEAD.pack(BATCH_FIXED_OVERHEAD + len(body) + len(props), 0, 0, msg.flag, len(body))
-        out += body
-        out += _BATCH_PROPS_LEN.pack(len(props))
-        out += props
-    return bytes(out)
+    """The SEND_BATCH_MESSAGE body of ``messages`` (layout in ``rmq.protocol.batch``)."""
+    return batch.encode_batch((msg.body, encode_properties_checked(msg.properties), msg.flag) for msg in messages)
 
 
 def compress_body(body: bytes, over: int = COMPRESS_OVER, level: int = COMPRESS_LEVEL) -> tuple[bytes, int]:
@@ -251,9 +220,9 @@ def compress_body(body: bytes, over: int = COMPRESS_OVER, level: int = COMPRESS_
     return body, 0
 
 
-# Topics the broker keeps for itself: a producer may not send to them directly.
-_NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
-                                      AUTO_CREATE_TOPIC_KEY_TOPIC})
+# Topics the broker keeps for itself: a producer may not send to them directly (nor to the
+# auto-creation template, as RocketMQ's Validators refuse).
+_NOT_ALLOWED_SEND_TOPICS = NOT_ALLOWED_SEND_TOPICS | {AUTO_CREATE_TOPIC_KEY_TOPIC}
 
 
 def validate_message(msg: Message, max_message_size: int = MAX_MESSAGE_SIZE) -> None:

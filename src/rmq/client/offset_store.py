@@ -2,7 +2,8 @@
 
 Clustering: on the broker (QUERY_CONSUMER_OFFSET / UPDATE_CONSUMER_OFFSET), cached here and
 written every 5 s and at shutdown. Broadcasting: every consumer has its own progress, kept in a
-local JSON file (written atomically: temp file + rename)::
+local JSON file, written as the broker writes its metadata (``rmq._files``: fsynced temp file,
+rename, ``.bak`` of the previous version to fall back on)::
 
     {"offsetTable": {"<topic>@<brokerName>@<queueId>": <offset>, ...}}
 
@@ -18,8 +19,9 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from rmq.protocol.message_queue import MessageQueue
+from rmq._files import backup_path, write_file_atomically
 from rmq.errors import ClientError, RemotingError, ResponseError
+from rmq.protocol.message_queue import MessageQueue
 
 if TYPE_CHECKING:
     from rmq.client.instance import ClientInstance
@@ -103,14 +105,15 @@ class LocalFileOffsetStore(OffsetStore):
         self._stored = self._load()
 
     def _load(self) -> dict[str, int]:
-        try:
-            data = json.loads(self.path.read_text())
-            return {str(k): int(v) for k, v in (data.get("offsetTable") or {}).items()}
-        except FileNotFoundError:
-            return {}
-        except (ValueError, TypeError, AttributeError, OSError) as exc:
-            log.error("offset file %s is unreadable (%s): starting without stored offsets", self.path, exc)
-            return {}
+        for path in (self.path, backup_path(self.path)):
+            try:
+                data = json.loads(path.read_text())
+                return {str(k): int(v) for k, v in (data.get("offsetTable") or {}).items()}
+            except FileNotFoundError:
+                continue
+            except (ValueError, TypeError, AttributeError, OSError) as exc:
+                log.error("offset file %s is unreadable (%s)", path, exc)
+        return {}
 
     def read_store(self, mq: MessageQueue) -> int:
         offset = self._stored.get(mq_key(mq), -1)
@@ -121,7 +124,4 @@ class LocalFileOffsetStore(OffsetStore):
         with self._file_lock:
             for mq, offset in self.snapshot(mqs).items():
                 self._stored[mq_key(mq)] = offset
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_suffix(".tmp")
-            tmp.write_text(json.dumps({"offsetTable": self._stored}, indent=1, sort_keys=True))
-            os.replace(tmp, self.path)
+            write_file_atomically(self.path, json.dumps({"offsetTable": self._stored}, indent=1, sort_keys=True))

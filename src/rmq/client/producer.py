@@ -31,13 +31,12 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Any, Callable, Sequence
 
-from rmq.protocol.message_queue import MessageQueue
+from rmq._clock import now_ms
 from rmq.client.fault import LatencyFaultTolerance
 from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
 from rmq.client.message import (
     COMPRESS_LEVEL,
     COMPRESS_OVER,
-    MAX_MESSAGE_SIZE,
     Message,
     compress_body,
     encode_batch,
@@ -47,17 +46,18 @@ from rmq.client.message import (
 from rmq.client.msg_id import create_uniq_id
 from rmq.client.results import SendResult, SendStatus
 from rmq.client.route import TopicPublishInfo, TopicRouteData
-from rmq.common import now_ms
 from rmq.errors import ClientError, RemotingError, RemotingTimeoutError, ResponseError
-from rmq.message import (
+from rmq.net import RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
+    MAX_MESSAGE_SIZE,
     RETRY_GROUP_TOPIC_PREFIX,
     MessageProperty,
     MessageSysFlag,
     java_string_hash,
 )
-from rmq.net import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.client")
 

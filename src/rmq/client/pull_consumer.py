@@ -24,13 +24,13 @@ import time
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from rmq.protocol.heartbeat import ConsumeType
-from rmq.protocol.message_queue import MessageQueue
 from rmq.client.consumer import ConsumerBase, ConsumerConfig
 from rmq.client.message import MessageExt
 from rmq.client.process_queue import ProcessQueue
 from rmq.client.route import subscribe_queues
 from rmq.errors import ClientError
+from rmq.protocol.heartbeat import ConsumeType
+from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.client")
 

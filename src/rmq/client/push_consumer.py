@@ -32,7 +32,8 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
-from rmq.protocol.message_queue import MessageQueue
+from rmq._clock import now_ms
+from rmq._service import PeriodicHandle
 from rmq.client.consumer import (
     PULL_DELAY_WHEN_FLOW_CONTROL,
     PULL_DELAY_WHEN_NOT_LOCKED,
@@ -43,9 +44,9 @@ from rmq.client.instance import group_by_broker
 from rmq.client.message import MessageExt
 from rmq.client.process_queue import ProcessQueue
 from rmq.client.results import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
-from rmq.common import now_ms
 from rmq.errors import ClientError, RemotingError, ResponseError
-from rmq.message import MessageProperty, retry_topic
+from rmq.protocol.message import MessageProperty, retry_topic
+from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.client")
 
@@ -84,6 +85,7 @@ class PushConsumer(ConsumerBase):
         self.listener: Listener | None = None
         self.orderly = False
         self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._lock_timer: PeriodicHandle | None = None
 
     def register_listener(self, listener: Listener, orderly: bool = False) -> None:
         """``listener(msgs)`` returns a ConsumeConcurrentlyStatus (or, ``orderly``, a
@@ -105,7 +107,7 @@ class PushConsumer(ConsumerBase):
         self._executor = concurrent.futures.ThreadPoolExecutor(
             self.config.consume_thread_max, thread_name_prefix=f"rmq-consume-{self.group}")
         if self.orderly and self.clustering:
-            self.instance.scheduler.schedule_periodic(self.config.rebalance_interval, self.lock_all)
+            self._lock_timer = self.instance.scheduler.schedule_periodic(self.config.rebalance_interval, self.lock_all)
 
     def start(self) -> PushConsumer:
         try:
@@ -115,7 +117,9 @@ class PushConsumer(ConsumerBase):
             raise
 
     def _on_shutdown(self) -> None:
-        self.instance.scheduler.cancel(self.lock_all)
+        if self._lock_timer is not None:
+            self._lock_timer.cancel()
+            self._lock_timer = None
         executor, self._executor = self._executor, None
         if executor is not None:
             executor.shutdown(wait=False, cancel_futures=True)

@@ -17,11 +17,11 @@ import itertools
 from dataclasses import dataclass, field
 from typing import Any
 
+from rmq.errors import ClientError
 from rmq.protocol.java_json import loads_java_json
 from rmq.protocol.message_queue import MessageQueue
-from rmq.common import MASTER_ID, is_readable, is_writeable
-from rmq.errors import ClientError
-from rmq.protocol.route import BrokerData, QueueData
+from rmq.protocol.perm import is_readable, is_writeable
+from rmq.protocol.route import MASTER_ID, BrokerData, QueueData
 
 
 def master_addr(broker: BrokerData) -> str | None:

@@ -35,8 +35,8 @@ class NameServer:
         self.route_info = RouteInfoManager(self.config.broker_channel_expired_ms)
         self.processor = NamesrvProcessor(self.route_info)
         self.server = RemotingServer(self.config.listen_host, self.config.listen_port)
-        for code in self.processor.handlers:
-            self.server.register_processor(code, self.processor.process)
+        for code, handler in self.processor.handlers.items():
+            self.server.register_processor(code, handler)
         self.server.on_channel_closed(self.route_info.on_channel_destroy)
         self._port: int | None = None
 

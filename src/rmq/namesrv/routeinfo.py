@@ -20,8 +20,8 @@ from typing import Any
 
 import orjson
 
-from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
-from rmq.protocol.route import BrokerData, QueueData
+from rmq.protocol.perm import PERM_READ, PERM_WRITE
+from rmq.protocol.route import MASTER_ID, BrokerData, QueueData
 
 log = logging.getLogger("rmq.namesrv")
 

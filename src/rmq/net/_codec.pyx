@@ -38,9 +38,9 @@ import orjson
 from rmq.errors import ProtocolError
 from rmq.net import codec_py
 from rmq.net.codec_py import next_opaque
-from rmq.net.codes import FLAG_ONEWAY as _FLAG_ONEWAY
-from rmq.net.codes import FLAG_RESPONSE as _FLAG_RESPONSE
-from rmq.net.codes import LANGUAGE, MAX_FRAME_SIZE_DEFAULT, VERSION
+from rmq.net.frame import FLAG_ONEWAY as _FLAG_ONEWAY
+from rmq.net.frame import FLAG_RESPONSE as _FLAG_RESPONSE
+from rmq.net.frame import LANGUAGE, MAX_FRAME_SIZE_DEFAULT, VERSION
 
 cdef object _loads = orjson.loads
 cdef object _dumps = orjson.dumps

@@ -19,11 +19,19 @@ from collections import deque
 from itertools import islice
 from typing import Callable, Optional
 
-from rmq.errors import ProtocolError, RemotingConnectError, RemotingError, RemotingSendError, RemotingTimeoutError
+from rmq.errors import (
+    ProtocolError,
+    RemotingConnectError,
+    RemotingError,
+    RemotingSendError,
+    RemotingTimeoutError,
+    RequestRefused,
+)
 from rmq.net.codec import FrameDecoder, RemotingCommand, encode_head, encode_into
 from rmq.net.codec_py import body_parts
-from rmq.net.codes import FLAG_ONEWAY, FLAG_RESPONSE, MAX_FRAME_SIZE_DEFAULT, ResponseCode
+from rmq.net.frame import FLAG_ONEWAY, FLAG_RESPONSE, MAX_FRAME_SIZE_DEFAULT
 from rmq.net.loop import EventLoop
+from rmq.protocol.codes import ResponseCode
 
 log = logging.getLogger(__name__)
 
@@ -126,7 +134,8 @@ class Endpoint:
 
     def register_processor(self, code: int, handler: Handler) -> None:
         """``handler(channel, request)`` answers requests of ``code``: it returns the response, or
-        None when it answers later with ``channel.send_response`` (or the request is oneway)."""
+        None when it answers later with ``channel.send_response`` (or the request is oneway). A
+        handler that raises ``RequestRefused`` is answered with the refusal's code and remark."""
         self._processors[int(code)] = handler
 
     def register_default_processor(self, handler: Handler) -> None:
@@ -154,6 +163,12 @@ class Endpoint:
             return
         try:
             response = handler(channel, request)
+        except RequestRefused as refusal:
+            log.info("refused request code %d from %s: %s (code %d)", request.code, channel.remote_address,
+                     refusal.remark, refusal.code)
+            if not oneway:
+                channel._queue(RemotingCommand.response_to(request, refusal.code, remark=refusal.remark))
+            return
         except Exception as exc:
             log.exception("processor for request code %d from %s failed", request.code, channel.remote_address)
             if not oneway:

@@ -16,9 +16,14 @@ import errno
 import socket
 
 from rmq.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
-from rmq.net.channel import MAX_PENDING_OUTPUT_DEFAULT, Channel, Endpoint, ResponseCallback
+from rmq.net.channel import (
+    MAX_PENDING_OUTPUT_DEFAULT,
+    Channel,
+    Endpoint,
+    ResponseCallback,
+)
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import MAX_FRAME_SIZE_DEFAULT
+from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
 from rmq.net.loop import EventLoop
 
 CONNECT_TIMEOUT_DEFAULT = 3.0

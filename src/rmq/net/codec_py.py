@@ -31,7 +31,14 @@ from typing import Union
 import orjson
 
 from rmq.errors import ProtocolError
-from rmq.net.codes import FLAG_ONEWAY, FLAG_RESPONSE, LANGUAGE, MAX_FRAME_SIZE_DEFAULT, SERIALIZE_JSON, VERSION
+from rmq.net.frame import (
+    FLAG_ONEWAY,
+    FLAG_RESPONSE,
+    LANGUAGE,
+    MAX_FRAME_SIZE_DEFAULT,
+    SERIALIZE_JSON,
+    VERSION,
+)
 
 # Offsets and sizes of the layout above; _codec.pxd declares the same enum and a test compares them.
 TOTAL_LENGTH_SIZE = 4

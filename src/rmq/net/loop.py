@@ -8,7 +8,6 @@ answers to one read costs one send.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import os
 import select
@@ -17,62 +16,14 @@ import time
 from collections import deque
 from typing import Callable
 
+from rmq._service import PeriodicHandle, TimerHandle, TimerQueue, run_callbacks
+
+__all__ = ["EventLoop", "PeriodicHandle", "TimerHandle"]
+
 log = logging.getLogger(__name__)
 
-# Rebuild the timer heap when more than this share of it is cancelled timers (most request
-# timeouts are cancelled by their answer long before they are due).
-_CANCELLED_SHARE_TO_COMPACT = 0.5
-_MIN_CANCELLED_TO_COMPACT = 256
 # The longest epoll wait, so that a stop() that lost its wake-up is still noticed.
 _MAX_POLL_SECONDS = 1.0
-
-
-class TimerHandle:
-    """A callback due at a time on the loop clock (``time.monotonic``); ``cancel()`` drops it."""
-
-    __slots__ = ("when", "_callback", "_args", "cancelled", "_loop")
-
-    def __init__(self, when: float, callback: Callable, args: tuple, loop: EventLoop):
-        self.when = when
-        self._callback = callback
-        self._args = args
-        self.cancelled = False
-        self._loop = loop
-
-    def __lt__(self, other: TimerHandle) -> bool:
-        return self.when < other.when
-
-    def cancel(self) -> None:
-        """Drop the callback (any thread)."""
-        if not self.cancelled:
-            self.cancelled = True
-            loop = self._loop
-            if loop is not None and not loop._closed:  # None once it has run: no longer in the heap
-                loop._call_in_loop(loop._timer_cancelled)
-
-
-class PeriodicHandle:
-    """A callback repeated every ``interval`` seconds until ``cancel()``."""
-
-    __slots__ = ("_loop", "interval", "_callback", "_timer", "cancelled")
-
-    def __init__(self, loop: EventLoop, interval: float, callback: Callable, initial_delay: float):
-        self._loop = loop
-        self.interval = interval
-        self._callback = callback
-        self.cancelled = False
-        self._timer = loop.call_later(initial_delay, self._run)
-
-    def _run(self) -> None:
-        if self.cancelled:
-            return
-        # Re-arm first: a callback that raises is logged by the loop and still runs next time.
-        self._timer = self._loop.call_later(self.interval, self._run)
-        self._callback()
-
-    def cancel(self) -> None:
-        self.cancelled = True
-        self._timer.cancel()
 
 
 class EventLoop:
@@ -82,8 +33,7 @@ class EventLoop:
         self.name = name
         self._epoll = select.epoll()
         self._handlers: dict[int, Callable[[int], None]] = {}
-        self._timers: list[TimerHandle] = []
-        self._cancelled_timers = 0
+        self._timers = TimerQueue()
         self._ready: deque = deque()
         self._dirty: list = []  # objects with a _flush() to call at the end of this iteration
         self._wakeup_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
@@ -159,11 +109,8 @@ class EventLoop:
     def call_at(self, when: float, fn: Callable, *args) -> TimerHandle:
         """Run ``fn(*args)`` on the loop thread at ``when`` (``time.monotonic`` clock; any thread)."""
         handle = TimerHandle(when, fn, args, self)
-        self._call_in_loop(self._push_timer, handle)
+        self._call_in_loop(self._timers.push, handle)
         return handle
-
-    def _push_timer(self, handle: TimerHandle) -> None:
-        heapq.heappush(self._timers, handle)
 
     def _call_in_loop(self, fn: Callable, *args) -> None:
         """``fn(*args)`` now if this is the loop thread or the loop is not running, else soon on it."""
@@ -180,15 +127,9 @@ class EventLoop:
         """Have ``obj._flush()`` called once at the end of this iteration (batched writes)."""
         self._dirty.append(obj)
 
-    def _timer_cancelled(self) -> None:
-        self._cancelled_timers += 1
-        if (
-            self._cancelled_timers > _MIN_CANCELLED_TO_COMPACT
-            and self._cancelled_timers > len(self._timers) * _CANCELLED_SHARE_TO_COMPACT
-        ):
-            self._timers = [t for t in self._timers if not t.cancelled]
-            heapq.heapify(self._timers)
-            self._cancelled_timers = 0
+    def _timer_cancelled(self) -> None:  # a TimerHandle's cancel(), from any thread
+        if not self._closed:
+            self._call_in_loop(self._timers.cancelled_one)
 
     def _on_wakeup(self, events: int) -> None:
         try:
@@ -257,10 +198,9 @@ class EventLoop:
         timers = self._timers
         if self._ready or self._dirty:
             timeout = 0.0
-        elif timers:
-            timeout = min(max(timers[0].when - time.monotonic(), 0.0), _MAX_POLL_SECONDS)
         else:
-            timeout = _MAX_POLL_SECONDS
+            due = timers.next_due()
+            timeout = _MAX_POLL_SECONDS if due is None else min(max(due - time.monotonic(), 0.0), _MAX_POLL_SECONDS)
         try:
             events = self._epoll.poll(timeout)
         except InterruptedError:
@@ -274,21 +214,9 @@ class EventLoop:
                 except Exception:
                     log.exception("event handler for fd %d failed", fd)
         if timers:
-            now = time.monotonic()
-            while timers and timers[0].when <= now:
-                handle = heapq.heappop(timers)
-                if handle.cancelled:
-                    self._cancelled_timers -= 1
-                    continue
-                handle._loop = None
-                self._ready.append((handle._callback, handle._args))
-        ready = self._ready
-        for _ in range(len(ready)):
-            fn, args = ready.popleft()
-            try:
-                fn(*args)
-            except Exception:
-                log.exception("callback %r failed", fn)
+            timers.pop_due(time.monotonic(), self._ready)
+        if self._ready:
+            run_callbacks(self._ready, self.name)
         if self._dirty:
             dirty, self._dirty = self._dirty, []
             for obj in dirty:

@@ -8,7 +8,8 @@
 
 A handler returns the response, or None to answer later with ``channel.send_response`` (from the
 loop, or from another thread: it hops to the loop by itself). Answers go out in any order, matched by
-opaque. Unknown request codes get REQUEST_CODE_NOT_SUPPORTED, a handler that raises gets SYSTEM_ERROR;
+opaque. Unknown request codes get REQUEST_CODE_NOT_SUPPORTED; a handler that raises ``RequestRefused``
+gets its code and remark, one that raises anything else SYSTEM_ERROR;
 the connection stays open either way. A connection whose bytes cannot be framed is closed (the
 stream cannot be trusted past them), with one log line, and nobody else notices.
 """
@@ -22,8 +23,13 @@ import threading
 import time
 from typing import Callable
 
-from rmq.net.channel import MAX_PENDING_OUTPUT_DEFAULT, Channel, Endpoint, format_address
-from rmq.net.codes import MAX_FRAME_SIZE_DEFAULT
+from rmq.net.channel import (
+    MAX_PENDING_OUTPUT_DEFAULT,
+    Channel,
+    Endpoint,
+    format_address,
+)
+from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
 from rmq.net.loop import EventLoop, PeriodicHandle, TimerHandle
 
 log = logging.getLogger(__name__)

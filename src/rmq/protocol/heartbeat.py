@@ -19,9 +19,13 @@ import enum
 import json
 from typing import Any
 
-from rmq.protocol.subscription import ExpressionType, SubscriptionData, build_subscription_data
-from rmq.errors import BrokerRequestError
-from rmq.net.codes import ResponseCode
+from rmq.errors import RequestRefused
+from rmq.protocol.codes import ResponseCode
+from rmq.protocol.subscription import (
+    ExpressionType,
+    SubscriptionData,
+    build_subscription_data,
+)
 
 
 class ConsumeType(enum.IntEnum):
@@ -66,8 +70,8 @@ class HeartbeatData:
     producer_groups: list[str]
 
 
-def _refuse(reason: str) -> BrokerRequestError:
-    return BrokerRequestError(ResponseCode.SYSTEM_ERROR, f"malformed heartbeat: {reason}")
+def _refuse(reason: str) -> RequestRefused:
+    return RequestRefused(ResponseCode.SYSTEM_ERROR, f"malformed heartbeat: {reason}")
 
 
 def parse_enum(kind: type[enum.IntEnum], value: Any, field: str) -> enum.IntEnum:
@@ -117,7 +121,7 @@ def _consumer(obj: Any) -> ConsumerData:
 
 
 def parse_heartbeat(body: bytes | str | None) -> HeartbeatData:
-    """The heartbeat in ``body``; raises BrokerRequestError (SYSTEM_ERROR) saying what is wrong."""
+    """The heartbeat in ``body``; raises RequestRefused (SYSTEM_ERROR) saying what is wrong."""
     if not body:
         raise _refuse("the body is empty")
     try:
@@ -135,7 +139,7 @@ def parse_heartbeat(body: bytes | str | None) -> HeartbeatData:
         raise _refuse("consumerDataSet and producerDataSet must be lists")
     try:
         consumer_data = [_consumer(c) for c in consumers]
-    except BrokerRequestError as e:
+    except RequestRefused as e:
         if e.code != ResponseCode.SUBSCRIPTION_PARSE_FAILED:
             raise
         raise _refuse(e.remark) from None

@@ -10,8 +10,8 @@ import dataclasses
 import json
 from typing import Any, Iterable
 
-from rmq.errors import BrokerRequestError
-from rmq.net.codes import ResponseCode
+from rmq.errors import RequestRefused
+from rmq.protocol.codes import ResponseCode
 
 
 @dataclasses.dataclass(frozen=True, order=True)
@@ -37,13 +37,13 @@ class LockBatchRequest:
 
 
 def parse_lock_batch_body(body: bytes | str | None) -> LockBatchRequest:
-    """The body of LOCK_BATCH_MQ / UNLOCK_BATCH_MQ; raises BrokerRequestError (SYSTEM_ERROR)."""
+    """The body of LOCK_BATCH_MQ / UNLOCK_BATCH_MQ; raises RequestRefused (SYSTEM_ERROR)."""
     try:
         obj = json.loads(body or b"")
         return LockBatchRequest(str(obj["consumerGroup"]), str(obj["clientId"]),
                                 {MessageQueue.from_json(mq) for mq in obj.get("mqSet") or []})
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:
-        raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
+        raise RequestRefused(ResponseCode.SYSTEM_ERROR,
                                  f"malformed lock request body: {type(e).__name__}: {e}") from None
 
 

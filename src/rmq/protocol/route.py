@@ -6,6 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+# brokerId of the master of a brokerName; slaves have ids > 0.
+MASTER_ID = 0
+
 
 @dataclass
 class QueueData:

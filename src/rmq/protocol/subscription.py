@@ -15,9 +15,9 @@ import dataclasses
 import time
 from typing import Any
 
-from rmq.errors import BrokerRequestError
-from rmq.message import java_string_hash
-from rmq.net.codes import ResponseCode
+from rmq.errors import RequestRefused
+from rmq.protocol.codes import ResponseCode
+from rmq.protocol.message import java_string_hash
 
 SUB_ALL = "*"
 TAG_SEPARATOR = "||"
@@ -76,17 +76,17 @@ def build_subscription_data(
     expression_type: str | None = ExpressionType.TAG,
     sub_version: int | None = None,
 ) -> SubscriptionData:
-    """Parse a subscription expression; raises BrokerRequestError (SUBSCRIPTION_PARSE_FAILED) for
+    """Parse a subscription expression; raises RequestRefused (SUBSCRIPTION_PARSE_FAILED) for
     an expression this broker cannot filter by (SQL92, an unknown type, a TAG list with no tag)."""
     version = int(time.time() * 1000) if sub_version is None else sub_version
     expression_type = (expression_type or ExpressionType.TAG).strip().upper()
     if expression_type == ExpressionType.SQL92:
-        raise BrokerRequestError(
+        raise RequestRefused(
             ResponseCode.SUBSCRIPTION_PARSE_FAILED,
             f"subscription to {topic!r}: SQL92 filtering ({sub_string!r}) is not supported by this broker; "
             "subscribe by tag")
     if expression_type != ExpressionType.TAG:
-        raise BrokerRequestError(
+        raise RequestRefused(
             ResponseCode.SUBSCRIPTION_PARSE_FAILED,
             f"subscription to {topic!r}: unknown expression type {expression_type!r}, expected TAG")
     text = (sub_string or "").strip()
@@ -95,7 +95,7 @@ def build_subscription_data(
     tags = [tag.strip() for tag in text.split(TAG_SEPARATOR)]
     tags = [tag for tag in tags if tag]
     if not tags:
-        raise BrokerRequestError(
+        raise RequestRefused(
             ResponseCode.SUBSCRIPTION_PARSE_FAILED,
             f"subscription to {topic!r}: {sub_string!r} names no tag; expected '*' or 'TagA || TagB'")
     return SubscriptionData(

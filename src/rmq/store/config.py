@@ -9,6 +9,7 @@ import re
 from typing import Any, Mapping
 
 from rmq.errors import ConfigError, StoreError
+from rmq.protocol.message import MAX_MESSAGE_SIZE
 
 GiB = 1 << 30
 MiB = 1 << 20
@@ -73,7 +74,7 @@ class MessageStoreConfig:
     disk_max_used_space_ratio: int = 75
     # ms between retention checks
     clean_resource_interval: int = 10_000
-    max_message_size: int = 4 * MiB
+    max_message_size: int = MAX_MESSAGE_SIZE
     max_hash_slot_num: int = 5_000_000
     max_index_num: int = 20_000_000
     message_delay_level: str = DEFAULT_DELAY_LEVELS

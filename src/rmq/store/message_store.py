@@ -21,13 +21,19 @@ import time
 from typing import Callable
 
 from rmq._index import IndexService
-from rmq._store import PutMessageResult, StoreCheckpoint, StoreCore, TagFilter, ipv4_to_int
+from rmq._service import ServiceThread
+from rmq._store import PutMessageResult, StoreCheckpoint, StoreCore, TagFilter
 from rmq.errors import StoreError, StoreLockedError
-from rmq.message import MessageProperty, encode_properties
+from rmq.protocol.message import MessageProperty, encode_properties
+from rmq.protocol.record import decode_record, ipv4_to_int
 from rmq.store.config import MessageStoreConfig
-from rmq.store.record import decode_record
-from rmq.store.services import (CleanCommitLogService, CommitCompletionService, FlushConsumeQueueService,
-                                FlushRealTimeService, GroupCommitService, ServiceThread)
+from rmq.store.services import (
+    CleanCommitLogService,
+    CommitCompletionService,
+    FlushConsumeQueueService,
+    FlushRealTimeService,
+    GroupCommitService,
+)
 from rmq.store.status import PutMessageStatus
 
 log = logging.getLogger("rmq.store")

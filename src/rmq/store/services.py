@@ -1,4 +1,5 @@
-"""The store's long-running parts, all of one shape: start / shutdown / wakeup / wait_for_running.
+"""The store's long-running parts, each a ``rmq._service.ServiceThread`` (start / shutdown /
+wakeup / wait_for_running) named ``rmq-store-...``; docs/threads.md says what each may touch.
 
 Each runs ``run_once`` on its own thread until shut down; ``shutdown`` wakes the thread and joins
 it, and every wait is bounded, so no thread outlives its store.
@@ -6,75 +7,15 @@ it, and every wait is bounded, so no thread outlives its store.
 
 from __future__ import annotations
 
-import logging
 import os
 import select
-import threading
 import time
 from typing import TYPE_CHECKING
 
+from rmq._service import ServiceThread
+
 if TYPE_CHECKING:
     from rmq.store.message_store import MessageStore
-
-log = logging.getLogger("rmq.store")
-
-
-class ServiceThread:
-    """A named loop on its own thread."""
-
-    #: seconds between rounds when nobody wakes the service
-    interval: float = 1.0
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-        self._stopped = False
-        self._wakeup = threading.Event()
-        self._thread: threading.Thread | None = None
-
-    def start(self) -> None:
-        self._stopped = False
-        self._thread = threading.Thread(target=self._run, name=self.name, daemon=True)
-        self._thread.start()
-
-    def shutdown(self, timeout: float = 30.0) -> None:
-        """Stop the loop, run ``on_shutdown`` on the service thread, and join it."""
-        self._stopped = True
-        self.wakeup()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(timeout)
-            if self._thread.is_alive():
-                log.error("%s did not stop within %.0f s", self.name, timeout)
-        self._thread = None
-
-    @property
-    def is_stopped(self) -> bool:
-        return self._stopped
-
-    def wakeup(self) -> None:
-        self._wakeup.set()
-
-    def wait_for_running(self, interval: float) -> None:
-        """Sleep until woken or ``interval`` seconds pass."""
-        self._wakeup.wait(interval)
-        self._wakeup.clear()
-
-    def _run(self) -> None:
-        while not self._stopped:
-            try:
-                self.run_once()
-            except Exception:
-                log.exception("%s round failed", self.name)
-                time.sleep(0.1)
-        try:
-            self.on_shutdown()
-        except Exception:
-            log.exception("%s shutdown work failed", self.name)
-
-    def run_once(self) -> None:
-        raise NotImplementedError
-
-    def on_shutdown(self) -> None:
-        """Last work on the service thread after the loop ends (a final flush)."""
 
 
 class GroupCommitService(ServiceThread):
@@ -89,7 +30,7 @@ class GroupCommitService(ServiceThread):
     interval = 0.01
 
     def __init__(self, store: "MessageStore") -> None:
-        super().__init__("GroupCommitService")
+        super().__init__("rmq-store-group-commit")
         self.store = store
 
     def start(self) -> None:
@@ -117,7 +58,7 @@ class CommitCompletionService(ServiceThread):
     interval = 0.1
 
     def __init__(self, store: "MessageStore") -> None:
-        super().__init__("CommitCompletionService")
+        super().__init__("rmq-store-commit-completion")
         self.store = store
 
     def wakeup(self) -> None:
@@ -133,7 +74,7 @@ class FlushRealTimeService(ServiceThread):
     everything at least every flushCommitLogThoroughInterval ms."""
 
     def __init__(self, store: "MessageStore") -> None:
-        super().__init__("FlushRealTimeService")
+        super().__init__("rmq-store-flush")
         self.store = store
         self.interval = store.config.flush_interval_commit_log / 1000
         self._last_thorough = time.monotonic()
@@ -155,7 +96,7 @@ class FlushConsumeQueueService(ServiceThread):
     """Flush ConsumeQueues and the index on their own timer, then the checkpoint."""
 
     def __init__(self, store: "MessageStore") -> None:
-        super().__init__("FlushConsumeQueueService")
+        super().__init__("rmq-store-flush-logics")
         self.store = store
         self.interval = store.config.flush_interval_consume_queue / 1000
 
@@ -171,7 +112,7 @@ class CleanCommitLogService(ServiceThread):
     """Retention: delete expired files at deleteWhen o'clock or when the disk fills up."""
 
     def __init__(self, store: "MessageStore") -> None:
-        super().__init__("CleanCommitLogService")
+        super().__init__("rmq-store-clean")
         self.store = store
         self.interval = store.config.clean_resource_interval / 1000
 

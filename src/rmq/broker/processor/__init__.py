@@ -7,7 +7,7 @@ with ``handlers() -> {request code: handler(channel, request)}``.
     send_back       CONSUMER_SEND_MSG_BACK (36): %RETRY%<group>, delays, %DLQ%<group>
     query           QUERY_MESSAGE (12, by key), VIEW_MESSAGE_BY_ID (33)
     lock            LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)
-    admin           what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
+    admin_broker    what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
                     stats, offset reset, topic deletion, connections, runtime info
     base            header fields, refusals as responses (shared by all of them)
 
@@ -15,7 +15,7 @@ with ``handlers() -> {request code: handler(channel, request)}``.
 code replaces an earlier one's).
 """
 
-from rmq.broker.processor.admin import AdminProcessor
+from rmq.broker.processor.admin_broker import AdminBrokerProcessor
 from rmq.broker.processor.client_manage import ClientManageProcessor
 from rmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from rmq.broker.processor.lock import LockProcessor
@@ -36,7 +36,7 @@ PROCESSORS = [
     SendBackProcessor,
     QueryMessageProcessor,
     LockProcessor,
-    AdminProcessor,
+    AdminBrokerProcessor,
 ]
 
 __all__ = ["PROCESSORS"]

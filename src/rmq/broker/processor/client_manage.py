@@ -8,12 +8,12 @@ A consumer's heartbeat creates its group's config (autoCreateSubscriptionGroup) 
 
 from __future__ import annotations
 
-from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.broker.processor.base import Processor, success
-from rmq.common import PERM_READ, PERM_WRITE
-from rmq.message import retry_topic
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode
+from rmq.protocol.codes import RequestCode
+from rmq.protocol.heartbeat import parse_heartbeat
+from rmq.protocol.message import retry_topic
+from rmq.protocol.perm import PERM_READ, PERM_WRITE
 
 
 class ClientManageProcessor(Processor):

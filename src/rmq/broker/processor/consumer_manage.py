@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import orjson
 
-from rmq.broker.processor.base import Processor, int_field, str_field, success
-from rmq.errors import BrokerRequestError
+from rmq.broker.processor.base import Processor, success
+from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.fields import int_field, str_field
 
 
 class ConsumerManageProcessor(Processor):
@@ -46,7 +47,7 @@ class ConsumerManageProcessor(Processor):
         queue_id = int_field(ext, "queueId")
         offset = int_field(ext, "commitOffset")
         if queue_id < 0:
-            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR, f"cannot commit on queue {queue_id}: must be >= 0")
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR, f"cannot commit on queue {queue_id}: must be >= 0")
         if offset < 0:
             # ali-ons commits -1 for every assigned queue it has not consumed from yet. RocketMQ stores
             # it, and -1 reads back as "no offset"; keeping what is stored means the same to clients

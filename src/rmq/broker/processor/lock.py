@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Any
 
 from rmq.broker.processor.base import Handler, Processor, success
-from rmq.protocol.message_queue import encode_lock_batch_result, parse_lock_batch_body
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode
+from rmq.protocol.codes import RequestCode
+from rmq.protocol.message_queue import encode_lock_batch_result, parse_lock_batch_body
 
 
 class LockProcessor(Processor):

@@ -29,12 +29,14 @@ from typing import TYPE_CHECKING
 
 from rmq.broker.config import BrokerRole
 from rmq.broker.long_polling import ParkedPull
-from rmq.broker.processor.base import Processor, int_field, str_field
-from rmq.protocol.subscription import ExpressionType, build_subscription_data
-from rmq.common import MASTER_ID, is_readable
-from rmq.errors import BrokerRequestError
+from rmq.broker.processor.base import Processor
+from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.fields import int_field, str_field
+from rmq.protocol.perm import is_readable
+from rmq.protocol.route import MASTER_ID
+from rmq.protocol.subscription import ExpressionType, build_subscription_data
 from rmq.store import GetMessageStatus, TagFilter
 
 if TYPE_CHECKING:
@@ -85,7 +87,7 @@ class PullProcessor(Processor):
         ext = request.ext_fields
         try:
             pull = self._parse(channel, request)
-        except BrokerRequestError as e:
+        except RequestRefused as e:
             # Refusals carry the four fields too: offsets unchanged, so a client that reads them
             # anyway does not jump.
             offset = ext.get("queueOffset", "0")
@@ -109,21 +111,21 @@ class PullProcessor(Processor):
 
         group_config = controller.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
-            raise BrokerRequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+            raise RequestRefused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                      f"subscription group {group!r} does not exist")
         if not group_config.consume_enable:
-            raise BrokerRequestError(ResponseCode.NO_PERMISSION, f"subscription group {group!r} may not consume")
+            raise RequestRefused(ResponseCode.NO_PERMISSION, f"subscription group {group!r} may not consume")
         topic_config = controller.topic_config_manager.select_topic_config(topic)
         if topic_config is None:
-            raise BrokerRequestError(ResponseCode.TOPIC_NOT_EXIST, f"topic {topic!r} does not exist on this broker")
+            raise RequestRefused(ResponseCode.TOPIC_NOT_EXIST, f"topic {topic!r} does not exist on this broker")
         if not is_readable(topic_config.perm):
-            raise BrokerRequestError(ResponseCode.NO_PERMISSION, f"topic {topic!r} is not readable")
+            raise RequestRefused(ResponseCode.NO_PERMISSION, f"topic {topic!r} is not readable")
         if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
-            raise BrokerRequestError(
+            raise RequestRefused(
                 ResponseCode.SYSTEM_ERROR,
                 f"queueId[{queue_id}] is illegal: topic {topic!r} has {topic_config.read_queue_nums} read queues")
         if queue_offset < 0:
-            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
                                      f"queueOffset {queue_offset} is illegal: offsets start at 0")
 
         if sys_flag & PullSysFlag.SUBSCRIPTION:
@@ -133,7 +135,7 @@ class PullProcessor(Processor):
             group_info = controller.client_manager.consumers
             subscription = group_info.find_subscription_data(group, topic)
             if subscription is None:
-                raise BrokerRequestError(
+                raise RequestRefused(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
                     f"group {group!r} has no subscription to {topic!r}: send a heartbeat first, "
                     "or give the subscription in the pull")

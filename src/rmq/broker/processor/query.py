@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from rmq.broker.processor.base import Handler, Processor, bool_field, int_field, str_field, success
-from rmq.errors import BrokerRequestError
+from rmq.broker.processor.base import Handler, Processor, success
+from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.fields import bool_field, int_field, str_field
 
 # RocketMQ's maxMsgsNumBatch: no query returns more, whatever maxNum asks.
 QUERY_MAX_NUM_LIMIT = 64
@@ -47,6 +48,6 @@ class QueryMessageProcessor(Processor):
         offset = int_field(request.ext_fields, "offset")
         record = self.controller.store.look_message_by_offset(offset) if offset >= 0 else None
         if record is None:
-            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
                                      f"can not find message by the offset, {offset}: no stored record starts there")
         return success(request, body=record)

@@ -5,9 +5,10 @@ GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32). Reply
 
 from __future__ import annotations
 
-from rmq.broker.processor.base import Processor, int_field, str_field, success
+from rmq.broker.processor.base import Processor, success
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode
+from rmq.protocol.codes import RequestCode
+from rmq.protocol.fields import int_field, str_field
 
 
 class QueueOffsetProcessor(Processor):

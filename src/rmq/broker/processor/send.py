@@ -7,17 +7,7 @@ Header fields (V2 short key / long name)::
     f sysFlag         g bornTimestamp  h flag           i properties             j reconsumeTimes
     k unitMode        l maxReconsumeTimes               m batch                  (n brokerName: ignored)
 
-Batch body (code 320, or 310 with m=true), records back to back, big-endian::
-
-    offset  size  field
-    0       4     total     int32, the record's size including this field
-    4       4     magic     int32 (not checked)
-    8       4     bodyCRC   int32 (not checked: the store computes its own)
-    12      4     flag      int32
-    16      4     bodyLen   int32
-    20      B     body
-    20+B    2     propsLen  int16
-    22+B    P     properties  key\\x01value\\x02...
+Batch bodies (code 320, or 310 with m=true) are ``rmq.protocol.batch``'s.
 
 Reply extFields: msgId (the broker's offset msgId; comma-joined for a batch), queueId, queueOffset.
 The body is stored as it came: compressed bodies (sysFlag bit 0) stay compressed for the consumer.
@@ -30,31 +20,31 @@ from __future__ import annotations
 
 import logging
 import random
-import struct
 from time import monotonic
 from typing import TYPE_CHECKING
 
-from rmq.broker.processor.base import Processor, int_field, malformed, require_writeable_broker
+from rmq.broker.processor.base import Processor, require_writeable_broker
 from rmq.broker.topic_config import TopicConfig
-from rmq.common import PERM_READ, PERM_WRITE, is_writeable
-from rmq.errors import BrokerRequestError
-from rmq.message import (
+from rmq.errors import RequestRefused
+from rmq.net.codec import RemotingCommand
+from rmq.protocol.batch import decode_batch
+from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
+from rmq.protocol.fields import int_field, malformed
+from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     NAME_VALUE_SEPARATOR,
+    NOT_ALLOWED_SEND_TOPICS,
     PROPERTIES_MAX_LENGTH,
     RETRY_GROUP_TOPIC_PREFIX,
-    SCHEDULE_TOPIC,
-    TRANS_HALF_TOPIC,
-    TRANS_OP_HALF_TOPIC,
     MessageProperty,
     decode_properties,
     dlq_topic,
     encode_properties,
     topic_error,
 )
-from rmq.net.codec import RemotingCommand
-from rmq.net.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
-from rmq.store import PutMessageStatus, ipv4_to_int
+from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
+from rmq.protocol.record import ipv4_to_int
+from rmq.store import PutMessageStatus
 
 if TYPE_CHECKING:
     from rmq.broker.controller import BrokerController
@@ -68,14 +58,8 @@ SHORT_KEYS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m")
 (_GROUP, _TOPIC, _DEFAULT_TOPIC, _DEFAULT_QUEUE_NUMS, _QUEUE_ID, _SYS_FLAG, _BORN_TIMESTAMP, _FLAG,
  _PROPERTIES, _RECONSUME_TIMES, _UNIT_MODE, _MAX_RECONSUME_TIMES, _BATCH) = range(len(LONG_KEYS))
 
-# Topics only the broker writes to (RocketMQ's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
-                                     "TRANS_CHECK_MAX_TIME_TOPIC"})
 # Dead letters of a group go to one queue.
 DLQ_NUMS_PER_GROUP = 1
-
-BATCH_RECORD_HEAD = struct.Struct(">iiiii")
-BATCH_PROPS_LEN = struct.Struct(">h")
 
 _DELAY_MARK = MessageProperty.DELAY_TIME_LEVEL + NAME_VALUE_SEPARATOR
 _NO_WAIT_MARK = MessageProperty.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "false"
@@ -111,35 +95,6 @@ _PUT_REPLIES: dict[int, tuple[int, str | None, bool]] = {
     for status, (code, remark) in _PUT_OUTCOMES.items()
 }
 _UNKNOWN_PUT_REPLY = (int(ResponseCode.SYSTEM_ERROR), "unknown store status", False)
-
-
-def decode_batch(body) -> list[tuple[bytes, bytes, int]]:
-    """The records of a batch body as ``(body, properties, flag)``; MESSAGE_ILLEGAL when malformed."""
-    view = memoryview(body)
-    size = len(view)
-    out = []
-    pos = 0
-    while pos < size:
-        if pos + BATCH_RECORD_HEAD.size > size:
-            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
-                                     f"batch body: record {len(out)} at byte {pos} is truncated")
-        total, _magic, _crc, flag, body_len = BATCH_RECORD_HEAD.unpack_from(view, pos)
-        start = pos + BATCH_RECORD_HEAD.size
-        props_at = start + body_len
-        if body_len < 0 or props_at + 2 > size:
-            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
-                                     f"batch body: record {len(out)} body length {body_len} overruns the body")
-        (props_len,) = BATCH_PROPS_LEN.unpack_from(view, props_at)
-        end = props_at + 2 + props_len
-        if props_len < 0 or end > size or (total and total != end - pos):
-            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
-                                     f"batch body: record {len(out)} sizes do not add up (total {total}, "
-                                     f"body {body_len}, properties {props_len})")
-        out.append((bytes(view[start:props_at]), bytes(view[props_at + 2:end]), flag))
-        pos = end
-    if not out:
-        raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")
-    return out
 
 
 class SendProcessor(Processor):
@@ -216,7 +171,7 @@ class SendProcessor(Processor):
         if queue_id < 0:
             queue_id = random.randrange(max(1, topic_config.write_queue_nums))
         elif queue_id >= topic_config.write_queue_nums and queue_id >= topic_config.read_queue_nums:
-            raise BrokerRequestError(
+            raise RequestRefused(
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{queue_id}] is illegal: topic {topic!r} has "
                 f"{topic_config.write_queue_nums} write queues (0-{topic_config.write_queue_nums - 1})")
@@ -230,7 +185,7 @@ class SendProcessor(Processor):
 
         body = request.body
         if len(body) > self.max_message_size:
-            raise BrokerRequestError(
+            raise RequestRefused(
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"message body is {len(body)} bytes, more than maxMessageSize {self.max_message_size}")
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -242,7 +197,7 @@ class SendProcessor(Processor):
         else:
             props = properties.encode()
         if len(props) > PROPERTIES_MAX_LENGTH:
-            raise BrokerRequestError(
+            raise RequestRefused(
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"message properties are {len(props)} bytes, more than {PROPERTIES_MAX_LENGTH}")
         callback = self._durable_callback(channel, request, queue_id) if wait else None
@@ -253,12 +208,12 @@ class SendProcessor(Processor):
     def _send_batch(self, channel, request, topic, queue_id, sys_flag, born_timestamp, born_host, born_port,
                     properties: str, wait: bool):
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
+            raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL,
                                      f"batch send to retry topic {topic!r}: batches do not support retry topics")
         records = decode_batch(request.body)
         total = sum(len(body) for body, _, _ in records)
         if total > self.max_message_size:
-            raise BrokerRequestError(
+            raise RequestRefused(
                 ResponseCode.MESSAGE_ILLEGAL,
                 f"batch bodies are {total} bytes, more than maxMessageSize {self.max_message_size}")
         # The batch header's own properties (if any) are appended to every message's, as RocketMQ does.
@@ -268,10 +223,10 @@ class SendProcessor(Processor):
             if extra:
                 props = props + extra if not props or props.endswith(b"\x02") else props + b"\x02" + extra
             if _DELAY_MARK.encode() in props:
-                raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL,
+                raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL,
                                          "batch messages do not support delay levels (DELAY property)")
             if len(props) > PROPERTIES_MAX_LENGTH:
-                raise BrokerRequestError(
+                raise RequestRefused(
                     ResponseCode.MESSAGE_ILLEGAL,
                     f"message properties are {len(props)} bytes, more than {PROPERTIES_MAX_LENGTH}")
             messages.append((body, props, flag))
@@ -327,9 +282,9 @@ class SendProcessor(Processor):
         if topic_config is None:
             reason = topic_error(topic)
             if reason is not None:
-                raise BrokerRequestError(ResponseCode.MESSAGE_ILLEGAL, reason)
+                raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL, reason)
         if topic in NOT_ALLOWED_SEND_TOPICS:
-            raise BrokerRequestError(ResponseCode.NO_PERMISSION,
+            raise RequestRefused(ResponseCode.NO_PERMISSION,
                                      f"sending message to topic {topic!r} is forbidden: it is the broker's own")
         require_writeable_broker(self.controller)
         if topic_config is None:
@@ -338,12 +293,12 @@ class SendProcessor(Processor):
             try:
                 topic_config = self.topics.create_topic_in_send_message(
                     topic, default_topic, queue_nums, 0, channel.remote_address)
-            except BrokerRequestError:
+            except RequestRefused:
                 if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                     raise
                 topic_config = self.topics.create_topic_in_send_message_back(topic, 1, PERM_READ | PERM_WRITE)
         if not is_writeable(topic_config.perm):
-            raise BrokerRequestError(ResponseCode.NO_PERMISSION,
+            raise RequestRefused(ResponseCode.NO_PERMISSION,
                                      f"topic {topic!r} is not writeable (perm {topic_config.perm})")
         return topic_config
 
@@ -353,7 +308,7 @@ class SendProcessor(Processor):
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
         group_config = self.controller.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
-            raise BrokerRequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+            raise RequestRefused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                      f"subscription group {group!r} does not exist")
         max_times = int_field(ext, keys[_MAX_RECONSUME_TIMES], group_config.retry_max_times)
         if reconsume_times < max_times:

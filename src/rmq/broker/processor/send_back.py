@@ -20,14 +20,20 @@ import logging
 import random
 from typing import Any
 
-from rmq.broker.processor.base import Handler, Processor, int_field, require_writeable_broker, str_field, success
+from rmq.broker.processor.base import (
+    Handler,
+    Processor,
+    require_writeable_broker,
+    success,
+)
 from rmq.broker.processor.send import DLQ_NUMS_PER_GROUP
-from rmq.common import PERM_READ, PERM_WRITE, is_writeable
-from rmq.errors import BrokerRequestError
-from rmq.message import MessageProperty, dlq_topic, retry_topic
+from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
-from rmq.store import decode_record
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.fields import int_field, str_field
+from rmq.protocol.message import MessageProperty, dlq_topic, retry_topic
+from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
+from rmq.protocol.record import decode_record
 
 log = logging.getLogger("rmq.broker")
 
@@ -48,7 +54,7 @@ class SendBackProcessor(Processor):
         delay_level = int_field(ext, "delayLevel", 0)
         group_config = c.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
-            raise BrokerRequestError(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
+            raise RequestRefused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
                                      f"subscription group {group!r} does not exist on this broker")
         require_writeable_broker(c)
         if group_config.retry_queue_nums <= 0:
@@ -57,7 +63,7 @@ class SendBackProcessor(Processor):
 
         record = c.store.look_message_by_offset(offset) if offset >= 0 else None
         if record is None:
-            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
                                      f"look message by offset failed, {offset}: no stored message starts there")
         message = decode_record(record, check_crc=False)
 
@@ -80,7 +86,7 @@ class SendBackProcessor(Processor):
             config = c.topic_config_manager.create_topic_in_send_message_back(
                 topic, group_config.retry_queue_nums, PERM_READ | PERM_WRITE)
             if not is_writeable(config.perm):
-                raise BrokerRequestError(ResponseCode.NO_PERMISSION, f"topic {topic!r} does not accept writes")
+                raise RequestRefused(ResponseCode.NO_PERMISSION, f"topic {topic!r} does not accept writes")
             queue_id = random.randrange(group_config.retry_queue_nums)
             if delay_level == 0:
                 delay_level = RETRY_BASE_DELAY_LEVEL + message.reconsume_times
@@ -92,6 +98,6 @@ class SendBackProcessor(Processor):
                              born_port=message.born_host[1], flag=message.flag,
                              reconsume_times=message.reconsume_times + 1)
         if not result.ok:
-            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
                                      f"storing the message in {topic} failed: {result.status.name}")
         return success(request)

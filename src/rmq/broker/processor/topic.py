@@ -7,11 +7,12 @@ name or setting, or a system topic, is refused with MESSAGE_ILLEGAL and the reas
 
 from __future__ import annotations
 
-from rmq.broker.processor.base import Processor, bool_field, int_field, str_field, success
+from rmq.broker.processor.base import Processor, success
 from rmq.broker.topic_config import DEFAULT_QUEUE_NUMS, SINGLE_TAG, TopicConfig
-from rmq.common import PERM_READ, PERM_WRITE
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode
+from rmq.protocol.codes import RequestCode
+from rmq.protocol.fields import bool_field, int_field, str_field
+from rmq.protocol.perm import PERM_READ, PERM_WRITE
 
 
 class TopicProcessor(Processor):

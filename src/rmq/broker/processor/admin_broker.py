@@ -24,15 +24,20 @@ import json
 import logging
 from typing import Any
 
-from rmq.broker.admin_body import encode_reset_offset_body_for_c, encode_with_mq_tables
 from rmq.broker.config import BrokerRole
 from rmq.broker.delay import delay_level_to_queue_id
-from rmq.broker.processor.base import Handler, Processor, bool_field, int_field, str_field, success
-from rmq.protocol.message_queue import MessageQueue
-from rmq.errors import BrokerRequestError
-from rmq.message import SCHEDULE_TOPIC
+from rmq.broker.processor.base import Handler, Processor, success
+from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import VERSION, RequestCode, ResponseCode
+from rmq.net.frame import VERSION
+from rmq.protocol.admin_body import (
+    encode_reset_offset_body_for_c,
+    encode_with_mq_tables,
+)
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.fields import bool_field, int_field, str_field
+from rmq.protocol.message import SCHEDULE_TOPIC
+from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.broker")
 
@@ -46,7 +51,7 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-class AdminProcessor(Processor):
+class AdminBrokerProcessor(Processor):
     def handlers(self) -> dict[int, Handler]:
         return {
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
@@ -66,13 +71,13 @@ class AdminProcessor(Processor):
     def _topic_config(self, topic: str):
         config = self.controller.topic_config_manager.select_topic_config(topic)
         if config is None:
-            raise BrokerRequestError(ResponseCode.TOPIC_NOT_EXIST,
+            raise RequestRefused(ResponseCode.TOPIC_NOT_EXIST,
                                      f"topic {topic!r} does not exist on broker {self.controller.config.broker_name}")
         return config
 
     def _refuse_on_slave(self) -> None:
         if self.controller.config.broker_role is BrokerRole.SLAVE:
-            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
                                      "a slave broker's topics and offsets are copied from its master: "
                                      "send this to the master")
 
@@ -148,7 +153,7 @@ class AdminProcessor(Processor):
         group = str_field(request.ext_fields, "consumerGroup")
         info = self.controller.client_manager.consumers.get_consumer_group_info(group)
         if info is None or not info.channels:
-            raise BrokerRequestError(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
+            raise RequestRefused(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
         body = {
             "connectionSet": [{"clientId": ci.client_id, "clientAddr": getattr(ci.channel, "remote_address", ""),
                                "language": ci.language, "version": ci.version}
@@ -193,7 +198,7 @@ class AdminProcessor(Processor):
         committed = c.consumer_offset_manager.query_offsets(group, topic)
         online = c.client_manager.consumers.get_consumer_group_info(group)
         if not committed and (online is None or not online.channels):
-            raise BrokerRequestError(ResponseCode.SYSTEM_ERROR,
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
                                      f"consumer group {group!r} has no offsets on topic {topic!r} and no "
                                      "consumer online: nothing to reset")
         offsets: dict[MessageQueue, int] = {}

@@ -1,6 +1,7 @@
-"""Every remoting request code, response code and flag bit (SPEC.md section 2), defined once.
+"""Every remoting request code and response code (SPEC.md section 2), defined once.
 
-Use these names everywhere; no literal code numbers elsewhere in rmq.
+Use these names everywhere; no literal code numbers elsewhere in rmq. The frame's own constants
+(flag bits, serialize types, the version rmq reports) are ``rmq.net.frame``'s.
 """
 
 from __future__ import annotations
@@ -78,19 +79,3 @@ class ResponseCode(IntEnum):
 DEGRADED_SEND_CODES = frozenset(
     {ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE, ResponseCode.FLUSH_SLAVE_TIMEOUT}
 )
-
-# RemotingCommand.flag bits
-FLAG_RESPONSE = 0x1
-FLAG_ONEWAY = 0x2
-
-# serializeType (the high byte of the second frame int). Only JSON is ever written.
-SERIALIZE_JSON = 0
-SERIALIZE_ROCKETMQ = 1
-
-# The language rmq reports in headers (a name of RocketMQ's LanguageCode enum).
-LANGUAGE = "PYTHON"
-# The version number rmq reports: a 4.9.x ordinal of RocketMQ's MQVersion.Version, so that peers
-# enable every 4.x feature.
-VERSION = 399
-
-MAX_FRAME_SIZE_DEFAULT = 16 * 1024 * 1024

@@ -1,6 +1,12 @@
 import pytest
 
-from rmq.message import decode_properties, encode_properties, group_error, java_string_hash, topic_error
+from rmq.protocol.message import (
+    decode_properties,
+    encode_properties,
+    group_error,
+    java_string_hash,
+    topic_error,
+)
 
 
 def test_properties_round_trip():

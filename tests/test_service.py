@@ -1,15 +1,15 @@
-"""The client's timer thread."""
+"""The scheduler thread: periodic jobs, jobs brought forward, cancelled jobs, a job that fails."""
 
 from __future__ import annotations
 
 import threading
 import time
 
-from rmq.client.scheduler import Scheduler
+from rmq._service import Scheduler
 
 
 def test_periodic_run_soon_cancel_and_a_failing_job():
-    scheduler = Scheduler("test-timer")
+    scheduler = Scheduler("rmq-test-timer")
     runs: list[str] = []
     ran = threading.Event()
 
@@ -21,7 +21,7 @@ def test_periodic_run_soon_cancel_and_a_failing_job():
         ran.set()
         raise RuntimeError("logged, not fatal")
 
-    scheduler.schedule_periodic(0.05, periodic, initial_delay=0)
+    periodic_timer = scheduler.schedule_periodic(0.05, periodic, initial_delay=0)
     scheduler.schedule_periodic(10.0, failing)
     scheduler.start()
     try:
@@ -29,7 +29,7 @@ def test_periodic_run_soon_cancel_and_a_failing_job():
         assert runs.count("p") >= 3
         scheduler.run_soon(failing)  # brought forward from 10 s
         assert ran.wait(2)
-        scheduler.cancel(periodic)
+        periodic_timer.cancel()
         time.sleep(0.1)
         count = runs.count("p")
         time.sleep(0.2)

@@ -1,7 +1,9 @@
-"""Message constants shared by store, broker and clients: property keys, sysFlag bits, name rules.
+"""Message constants shared by store, broker and clients: property keys, sysFlag bits, system
+topics, name rules and size limits.
 
 Stored properties are ``key\\x01value\\x02`` repeated (SPEC.md section 5). The compiled store scans
-them in C on the hot path; this module is the single definition of the keys and the pure-Python
+them in C on the hot path (its ``.pxd`` repeats the few keys and limits it needs, and a test checks
+they agree); this module is the single definition of the keys and limits and the pure-Python
 encode/decode everyone else uses.
 """
 
@@ -53,13 +55,16 @@ class MessageSysFlag:
     STOREHOSTADDRESS_V6 = 0x20
 
 
-# Topic names: at most 127 bytes of [A-Za-z0-9_%|-] (the retry/DLQ prefixes use % ).
+# Topic names: at most 127 bytes of [A-Za-z0-9_%|-] (the retry/DLQ prefixes use % ); a stored
+# record keeps the topic behind an int8 length.
 TOPIC_MAX_LENGTH = 127
 VALID_NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
 # Properties are stored behind an int16 length.
 PROPERTIES_MAX_LENGTH = 32767
 # Group names follow the topic rules but may be 255 long.
 GROUP_MAX_LENGTH = 255
+# The largest body a broker stores by default (maxMessageSize); producers refuse bigger ones first.
+MAX_MESSAGE_SIZE = 4 * 1024 * 1024
 
 AUTO_CREATE_TOPIC_KEY_TOPIC = "TBW102"
 RETRY_GROUP_TOPIC_PREFIX = "%RETRY%"
@@ -67,6 +72,11 @@ DLQ_GROUP_TOPIC_PREFIX = "%DLQ%"
 SCHEDULE_TOPIC = "SCHEDULE_TOPIC_XXXX"
 TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
+# Where a half message goes once it has been checked transactionCheckMax times.
+TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+# Topics only the broker writes to (RocketMQ's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
+                                     TRANS_CHECK_MAX_TIME_TOPIC})
 
 
 def retry_topic(group: str) -> str:

@@ -2,7 +2,7 @@
 
 The work is done by the compiled ``rmq._index`` (its module docstring draws the layout); this
 module is its public face and the one Python copy of the layout constants of ``_index.pxd``
-(tests/test_index.py checks the two agree). Index keys are ``topic#key`` for a message's UNIQ_KEY
+(tests/store/test_index.py checks the two agree). Index keys are ``topic#key`` for a message's UNIQ_KEY
 and each token of its KEYS; the key hash is Java's ``String.hashCode``, so a query can return
 offsets of other keys with the same hash: callers re-check the real key.
 """

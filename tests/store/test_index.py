@@ -9,10 +9,17 @@ from pathlib import Path
 
 import pytest
 
-import rmq.index
-from rmq._index import LAYOUT, IndexFile, IndexService, index_file_size, index_key_hash, java_hash
+import rmq.store.index
+from rmq._index import (
+    LAYOUT,
+    IndexFile,
+    IndexService,
+    index_file_size,
+    index_key_hash,
+    java_hash,
+)
 from rmq.errors import StoreError
-from rmq.message import java_string_hash
+from rmq.protocol.message import java_string_hash
 
 SLOTS = 4
 ENTRIES = 16  # entry 0 is unused: 15 keys per file
@@ -55,8 +62,8 @@ def fill(svc: IndexService, n: int, keys: int = 5) -> dict[str, list[int]]:
 
 
 def test_python_layout_mirrors_the_pxd():
-    assert {name: getattr(rmq.index, name) for name in LAYOUT} == LAYOUT
-    assert index_file_size(rmq.index.DEFAULT_MAX_HASH_SLOT_NUM, rmq.index.DEFAULT_MAX_INDEX_NUM) == 420_000_040
+    assert {name: getattr(rmq.store.index, name) for name in LAYOUT} == LAYOUT
+    assert index_file_size(rmq.store.index.DEFAULT_MAX_HASH_SLOT_NUM, rmq.store.index.DEFAULT_MAX_INDEX_NUM) == 420_000_040
 
 
 def test_golden_bytes_header_slots_and_chained_entries(service, index_dir):

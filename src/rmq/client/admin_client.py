@@ -18,15 +18,19 @@ import json
 import zlib
 from typing import Any, Iterable
 
-from rmq.broker.admin_body import loads_mq_tables
-from rmq.protocol.java_json import loads_java_json
-from rmq.common import MASTER_ID, PERM_READ, PERM_WRITE
-from rmq.errors import AdminError, RemotingError, ResponseError
-from rmq.message import AUTO_CREATE_TOPIC_KEY_TOPIC, MessageSysFlag, retry_topic
+from rmq.errors import AdminError, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
-from rmq.net.codes import RequestCode, ResponseCode
-from rmq.store import StoredMessage, check_record, decode_msg_id, decode_record
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.java_json import loads_java_json, loads_mq_tables
+from rmq.protocol.message import (
+    AUTO_CREATE_TOPIC_KEY_TOPIC,
+    MessageSysFlag,
+    retry_topic,
+)
+from rmq.protocol.perm import PERM_READ, PERM_WRITE
+from rmq.protocol.record import StoredMessage, decode_msg_id, decode_records
+from rmq.protocol.route import MASTER_ID
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
 DEFAULT_TIMEOUT = 5.0
@@ -71,17 +75,12 @@ class QueueOffset:
     offset: int
 
 
-def split_records(body: bytes) -> list[StoredMessage]:
-    """Stored records back to back (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID, PULL_MESSAGE bodies)."""
-    data = memoryview(body)
-    messages, pos = [], 0
-    while pos < len(data):
-        size = check_record(data[pos:], -1, False)
-        if size <= 0:
-            raise AdminError(f"the broker answered a record that does not decode at byte {pos} of {len(data)}")
-        messages.append(decode_record(data[pos:pos + size], check_crc=False))
-        pos += size
-    return messages
+def _records(body: bytes) -> list[StoredMessage]:
+    """Stored records back to back (QUERY_MESSAGE, VIEW_MESSAGE_BY_ID bodies)."""
+    try:
+        return decode_records(body)
+    except RecordError as exc:
+        raise AdminError(f"the broker answered a body that is {exc}") from None
 
 
 def message_body(message: StoredMessage) -> bytes:
@@ -280,7 +279,7 @@ class AdminClient:
             raise AdminError(f"{msg_id!r} is not a broker message id (32 hex digits: store ip, port, "
                              f"CommitLog offset): {e}") from None
         response = self.invoke(f"{ip}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
-        messages = split_records(bytes(response.body))
+        messages = _records(bytes(response.body))
         if len(messages) != 1:
             raise AdminError(f"the broker at {ip}:{port} answered {len(messages)} records for one id")
         return messages[0]
@@ -313,7 +312,7 @@ class AdminClient:
             response = self.invoke(addr, RequestCode.QUERY_MESSAGE, ext,
                                    accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
             if response.code == ResponseCode.SUCCESS:
-                found += split_records(bytes(response.body))
+                found += _records(bytes(response.body))
         return sorted(found, key=lambda m: m.store_timestamp)[:max_num]
 
     def broker_runtime_info(self, addr: str) -> dict[str, str]:

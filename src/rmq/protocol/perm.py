@@ -1,15 +1,10 @@
-"""Constants shared by the name server, the broker and the clients: permission bits, the master's id.
+"""Permission bits of topics and brokers (RocketMQ's PermName), shared by name server, broker and clients.
 
-A topic's ``perm`` is a bit set (RocketMQ's PermName): 4 read, 2 write, 1 inherit. INHERIT marks a
-template topic (TBW102) whose settings a topic auto-created from it copies.
+A topic's ``perm`` is a bit set: 4 read, 2 write, 1 inherit. INHERIT marks a template topic (TBW102)
+whose settings a topic auto-created from it copies.
 """
 
 from __future__ import annotations
-
-import time
-
-# brokerId of the master of a brokerName; slaves have ids > 0.
-MASTER_ID = 0
 
 PERM_READ = 4
 PERM_WRITE = 2
@@ -34,7 +29,3 @@ def perm_to_string(perm: int) -> str:
     return ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + (
         "X" if perm & PERM_INHERIT else "-")
 
-
-def now_ms() -> int:
-    """Wall-clock milliseconds, the unit of every RocketMQ timestamp (files, wire, expiry checks)."""
-    return int(time.time() * 1000)

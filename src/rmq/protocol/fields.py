@@ -1,0 +1,90 @@
+"""Reading a request's header fields (extFields, always strings on arrival) and JSON bodies, with one
+rule for brokers and name servers: a field that cannot be used is refused with SYSTEM_ERROR and a
+remark naming the field, what it was and what was expected, as RocketMQ's header decoding does.
+The refusal (``BadRequest``) becomes the response; the connection goes on.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Mapping, TypeVar, Union, overload
+
+from rmq.errors import RequestRefused
+from rmq.protocol.codes import ResponseCode
+
+T = TypeVar("T")
+Buffer = Union[bytes, bytearray, memoryview]
+
+
+class BadRequest(RequestRefused):
+    """A request whose header or body is unusable: answered with SYSTEM_ERROR and the reason."""
+
+    def __init__(self, remark: str):
+        super().__init__(ResponseCode.SYSTEM_ERROR, remark)
+
+
+class _Required:
+    def __repr__(self) -> str:
+        return "REQUIRED"
+
+
+REQUIRED: Any = _Required()
+
+
+def malformed(name: str, value: object, expected: str) -> BadRequest:
+    """The refusal for a header field that is missing (``value`` None) or cannot be used."""
+    if value is None:
+        return BadRequest(f"header field {name!r} is missing, expected {expected}")
+    return BadRequest(f"header field {name!r} is {value!r}, expected {expected}")
+
+
+@overload
+def str_field(ext: Mapping[str, str], name: str) -> str: ...
+@overload
+def str_field(ext: Mapping[str, str], name: str, default: T) -> str | T: ...
+def str_field(ext: Mapping[str, str], name: str, default: Any = REQUIRED) -> Any:
+    """A non-empty string field; ``default`` when absent or empty, BadRequest when required."""
+    value = ext.get(name)
+    if value is None or value == "":
+        if default is REQUIRED:
+            raise malformed(name, None, "a value")
+        return default
+    return value
+
+
+@overload
+def int_field(ext: Mapping[str, str], name: str) -> int: ...
+@overload
+def int_field(ext: Mapping[str, str], name: str, default: T) -> int | T: ...
+def int_field(ext: Mapping[str, str], name: str, default: Any = REQUIRED) -> Any:
+    """An integer field; ``default`` when absent, BadRequest naming the field when malformed."""
+    value = ext.get(name)
+    if value is None or value == "":
+        if default is REQUIRED:
+            raise malformed(name, None, "an integer")
+        return default
+    try:
+        return int(value)
+    except ValueError:
+        raise malformed(name, value, "an integer") from None
+
+
+def bool_field(ext: Mapping[str, str], name: str, default: bool = False) -> bool:
+    """``true`` / ``false`` (any case); ``default`` when absent, BadRequest for anything else."""
+    value = ext.get(name)
+    if value is None or value == "":
+        return default
+    text = value.strip().lower()
+    if text not in ("true", "false"):
+        raise malformed(name, value, "true or false")
+    return text == "true"
+
+
+def json_body(body: Buffer | None) -> Any:
+    """The parsed JSON body (None when there is none); BadRequest when it is not JSON."""
+    if not body:
+        return None
+    try:
+        return json.loads(bytes(body))
+    except (ValueError, UnicodeDecodeError) as e:
+        raise BadRequest(f"body is not valid JSON: {e}") from None

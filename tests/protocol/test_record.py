@@ -1,0 +1,112 @@
+"""The record codec, both twins (compiled ``_record`` and pure ``record_py``): check outcomes,
+msgIds and decoding of records built byte by byte from SPEC.md section 5."""
+
+from __future__ import annotations
+
+import importlib
+import socket
+import struct
+
+import pytest
+
+from rmq.errors import RecordError, StoreError
+from rmq.protocol import layout, record, record_py
+from tests.helpers import spec_record
+
+
+def _twins():
+    yield pytest.param(record_py, id="pure")
+    try:
+        yield pytest.param(importlib.import_module("rmq.protocol._record"), id="compiled")
+    except ImportError:
+        pass
+
+
+@pytest.fixture(params=list(_twins()))
+def codec(request):
+    return request.param
+
+
+def test_msg_id_encoding(codec):
+    msg_id = codec.encode_msg_id("10.1.2.3", 10911, 0x123456789A)
+    assert msg_id == (socket.inet_aton("10.1.2.3") + struct.pack(">iq", 10911, 0x123456789A)).hex().upper()
+    assert len(msg_id) == 32 and msg_id == msg_id.upper()
+    assert codec.decode_msg_id(msg_id) == ("10.1.2.3", 10911, 0x123456789A)
+    with pytest.raises(ValueError):
+        codec.decode_msg_id("ABC")
+
+
+def test_ipv4_ints(codec):
+    assert codec.ipv4_to_int("192.168.0.9") == 0xC0A80009
+    assert codec.int_to_ipv4(0xC0A80009) == "192.168.0.9"
+
+
+def test_body_crc_is_rocketmqs_masked_crc32(codec):
+    # zlib's CRC-32 of "123456789" is 0xCBF43926; RocketMQ keeps the low 31 bits
+    assert codec.body_crc(b"123456789") == 0xCBF43926 & 0x7FFFFFFF
+    assert codec.body_crc(memoryview(b"")) == 0
+
+
+def test_check_record_outcomes(codec):
+    rec = spec_record(phy_offset=100, body=b"abc", topic="T")
+    results = codec.CHECK_RESULTS
+    assert codec.check_record(rec) == len(rec)
+    assert codec.check_record(rec, expected_offset=100) == len(rec)
+    assert results[codec.check_record(rec, expected_offset=0)].startswith("physical offset")
+    assert results[codec.check_record(rec[:-1])] == "truncated"
+    corrupt = bytearray(rec)
+    corrupt[90] ^= 1    # a body byte
+    assert results[codec.check_record(corrupt)] == "body CRC mismatch"
+    assert codec.check_record(corrupt, check_crc=False) == len(rec)
+    assert results[codec.check_record(b"\0" * 200)] == "empty"
+    assert results[codec.check_record(b"\xff" * 200)] == "bad magic"
+    eof = struct.pack(">iI", 50, 0xCBD43194) + b"\0" * 42
+    assert results[codec.check_record(eof)] == "end-of-file marker"
+    lying = bytearray(rec)
+    lying[84:88] = struct.pack(">i", len(rec))   # BODYLEN past the record's end
+    assert results[codec.check_record(lying)] == "lengths do not add up"
+
+
+def test_both_twins_judge_every_prefix_and_flip_alike():
+    twins = [t.values[0] for t in _twins()]
+    rec = spec_record(body=bytes(range(200)), topic="TopicA", props=b"TAGS\x01a\x02")
+    for cut in range(0, len(rec) + 1, 7):
+        assert len({t.check_record(rec[:cut]) for t in twins}) == 1, cut
+    for i in range(len(rec)):
+        flipped = bytearray(rec)
+        flipped[i] ^= 0x40
+        assert len({t.check_record(bytes(flipped)) for t in twins}) == 1, i
+
+
+def test_decode_record_reads_every_field():
+    props = b"TAGS\x01TagA\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01AB12\x02"
+    rec = spec_record(topic="TopicT", body=b"payload", props=props, queue_id=3, flag=7, queue_offset=41,
+                      phy_offset=1000, sys_flag=1, reconsume=2, prepared=9)
+    m = record.decode_record(rec + b"trailing bytes are not part of it")
+    assert (m.topic, m.body, m.tags, m.keys, m.uniq_key) == ("TopicT", b"payload", "TagA", ["k1", "k2"], "AB12")
+    assert (m.queue_id, m.flag, m.queue_offset, m.physical_offset) == (3, 7, 41, 1000)
+    assert (m.sys_flag, m.reconsume_times, m.prepared_transaction_offset) == (1, 2, 9)
+    assert m.born_host == ("10.0.0.7", 40001) and m.store_host == ("127.0.0.1", 10911)
+    assert (m.born_timestamp, m.store_timestamp, m.total_size) == (1_700_000_000_123, 1_700_000_000_456, len(rec))
+    assert m.msg_id == record.encode_msg_id("127.0.0.1", 10911, 1000)
+
+
+def test_decode_records_splits_a_body_and_names_where_it_breaks():
+    a = spec_record(body=b"a", phy_offset=0)
+    b = spec_record(body=b"bb", phy_offset=len(a))
+    assert [m.body for m in record.decode_records(a + b)] == [b"a", b"bb"]
+    with pytest.raises(RecordError, match=f"at byte {len(a) + len(b)} of"):
+        record.decode_records(a + b + a[:30])
+    corrupt = bytearray(a)
+    corrupt[88] ^= 1    # the body's byte
+    with pytest.raises(StoreError):   # RecordError is a StoreError
+        record.decode_record(corrupt)
+
+
+def test_layout_constants_match_the_compiled_codec():
+    compiled = pytest.importorskip("rmq.protocol._record")
+    for name, value in compiled.LAYOUT.items():
+        if hasattr(layout, name):
+            assert getattr(layout, name) == value, name
+    assert layout.RECORD_HEAD.size == layout.REC_BODY
+    assert layout.REC_FIXED_OVERHEAD == layout.REC_BODY + 1 + 2

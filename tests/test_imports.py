@@ -1,0 +1,104 @@
+"""The import rule of README.md's architecture section, checked over every source file.
+
+    neutral   rmq, rmq.errors, rmq._clock, rmq._files, rmq._service     import only neutral modules
+    protocol  rmq.protocol                                              + neutral
+    net       rmq.net                                                   + protocol
+    roles     store, namesrv, broker, client, cli                       + net (and all below)
+              broker may also use store; cli may use any role; no other role crosses to another
+
+The store role includes its compiled core (rmq._store, rmq._index and their C helpers _hash, _endian).
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from pathlib import Path
+
+import pytest
+
+SRC = Path(__file__).resolve().parent.parent / "src"
+
+NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service"}
+STORE_CORE = {"rmq._store", "rmq._index", "rmq._hash", "rmq._endian"}
+ROLES = {"store", "namesrv", "broker", "client", "cli"}
+# what each layer or role may import besides itself
+ALLOWED = {
+    "neutral": {"neutral"},
+    "protocol": {"neutral"},
+    "net": {"neutral", "protocol"},
+    "store": {"neutral", "protocol", "net"},
+    "namesrv": {"neutral", "protocol", "net"},
+    "client": {"neutral", "protocol", "net"},
+    "broker": {"neutral", "protocol", "net", "store"},
+    "cli": {"neutral", "protocol", "net"} | ROLES,
+}
+# `from rmq.x import y` / `cimport rmq.x` / `from rmq.x cimport y` in Cython sources
+_CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+(rmq[\w.]*)\s+c?import|c?import\s+(rmq[\w.]*))", re.M)
+
+
+def area(module: str) -> str:
+    """The layer or role a module belongs to."""
+    if module in NEUTRAL:
+        return "neutral"
+    if module in STORE_CORE:
+        return "store"
+    parts = module.split(".")
+    if len(parts) > 1 and parts[1] in ROLES | {"protocol", "net"}:
+        return parts[1]
+    raise AssertionError(f"{module} is in no layer or role: add it to the rule in README.md and here")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(SRC).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imports_of(path: Path) -> set[str]:
+    """Every rmq module ``path`` imports, wherever the import statement is (functions included)."""
+    text = path.read_text()
+    if path.suffix in (".pyx", ".pxd", ".pxi"):
+        return {a or b for a, b in _CYTHON_IMPORT.findall(text)}
+    found = set()
+    for node in ast.walk(ast.parse(text)):
+        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            if node.module.startswith("rmq"):
+                found.add(node.module)
+                # `from rmq import _store` names a module too
+                if node.module == "rmq":
+                    found.update(f"rmq.{a.name}" for a in node.names if list((SRC / "rmq").glob(f"{a.name}*")))
+        elif isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("rmq"))
+    return found
+
+
+def sources() -> list[Path]:
+    return sorted(p for p in (SRC / "rmq").rglob("*") if p.suffix in (".py", ".pyx", ".pxd", ".pxi"))
+
+
+def test_the_rule_covers_every_module():
+    for path in sources():
+        area(module_name(path))
+
+
+@pytest.mark.parametrize("path", sources(), ids=lambda p: str(p.relative_to(SRC)))
+def test_imports_follow_the_rule(path: Path):
+    mine = area(module_name(path))
+    for imported in sorted(imports_of(path)):
+        theirs = area(imported)
+        assert theirs == mine or theirs in ALLOWED[mine], (
+            f"{module_name(path)} ({mine}) imports {imported} ({theirs}): {mine} may use only "
+            f"{', '.join(sorted(ALLOWED[mine]))}; put what two roles share in rmq.protocol or a neutral module")
+
+
+def test_the_rule_catches_a_role_importing_another(tmp_path):
+    # the checker itself: a client module importing the broker is refused
+    fake = SRC / "rmq" / "client" / "instance.py"
+    assert area(module_name(fake)) == "client"
+    assert "broker" not in ALLOWED["client"] and "store" not in ALLOWED["client"]
+    probe = tmp_path / "probe.py"
+    probe.write_text("def f():\n    from rmq.broker.controller import BrokerController\n")
+    assert imports_of(probe) == {"rmq.broker.controller"}
+    assert area("rmq.broker.controller") not in ALLOWED["client"]
