@@ -6,11 +6,12 @@ and run (RocketMQ's BrokerController).
     ...
     controller.shutdown()     # unregister, close connections, save offsets and configs, close the store
 
-Threads: requests are served on the remoting server's event loop thread (sends store there without
-waiting for the disk; SYNC_FLUSH answers go out when the store's flush thread, which never takes the
-GIL, signals the end of a flush round on an eventfd the loop polls). Name server
-requests go out on a remoting client's own loop. Periodic work (registration every 30 s, consumer
-offsets every 5 s, the client scan every 10 s, the disk check) runs on one scheduler thread.
+Threads (docs/threads.md has the table): requests are served on the remoting server's event loop
+thread, ``rmq-broker-loop`` (sends store there without waiting for the disk; SYNC_FLUSH answers go
+out when the store's flush thread, which never takes the GIL, signals the end of a flush round on an
+eventfd the loop polls). Name server requests go out on a remoting client's own loop. Periodic work
+(registration every 30 s, consumer offsets every 5 s, the client scan every 10 s, the disk check)
+runs on one ``Scheduler`` thread, ``rmq-broker-scheduler``.
 
 The seam for the broker's other services (retry, delay scheduler, transactions):
 
@@ -108,7 +109,7 @@ class BrokerController:
         self.delay_offset_manager = DelayOffsetManager(root)
         self.client_manager = ClientManager()
         self.rebalance_lock_manager = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
-        self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port)
+        self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port, name="rmq-broker-loop")
         self.pull_hold = PullRequestHoldService(self.server.loop)
         self.flush_rounds: FlushRoundKicker | None = None
         if self.store.sync_flush:
@@ -119,7 +120,7 @@ class BrokerController:
             self.server.loop.add_handler(self.store.commit_event_fd, select.EPOLLIN,
                                          lambda _events: self.store.complete_commits())
             self.server.loop.schedule_periodic(COMMIT_DEADLINE_SCAN, self.store.complete_commits)
-        self.namesrv_client = RemotingClient()
+        self.namesrv_client = RemotingClient(name="rmq-broker-namesrv-client")
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
         self.scheduler = Scheduler("rmq-broker-scheduler")
         self.schedule_message_service = ScheduleMessageService(self)

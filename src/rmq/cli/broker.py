@@ -7,6 +7,7 @@ Logs go to stderr and to ``<storePathRootDir>/logs/broker.log``. With no name se
 (``namesrvAddr``, ``-n``), ``BrokerStartup`` runs one in the same process first, on
 ``namesrvListenPort``, and the broker registers with it: one command gives a working broker. The
 broker and the name server stay separate roles; this command is where they are put together.
+The threads of the process are listed in docs/threads.md.
 """
 
 from __future__ import annotations

@@ -104,7 +104,7 @@ class AdminClient:
     def __init__(self, namesrv: str = DEFAULT_NAMESRV, timeout: float = DEFAULT_TIMEOUT):
         self.namesrv_addrs = parse_namesrv_addrs(namesrv)
         self.timeout = timeout
-        self.client = RemotingClient(connect_timeout=min(timeout, 3.0))
+        self.client = RemotingClient(connect_timeout=min(timeout, 3.0), name="rmq-admin-client")
 
     def __enter__(self) -> "AdminClient":
         self.client.start()

@@ -10,7 +10,8 @@ and name server), the route cache, the timer thread, the groups registered on it
 - persists consumer offsets every 5 s.
 
 Producers and consumers get an instance with ``acquire_instance(config)`` and give it back with
-``release()``; the last release shuts it down.
+``release()``; the last release shuts it down. Its threads (the remoting loop and the timer
+``Scheduler``) are in docs/threads.md.
 """
 
 from __future__ import annotations
@@ -137,7 +138,7 @@ class ClientInstance:
     def __init__(self, config: ClientConfig):
         self.config = config
         self.client_id = config.client_id
-        self.remoting = RemotingClient(connect_timeout=config.request_timeout)
+        self.remoting = RemotingClient(connect_timeout=config.request_timeout, name=f"rmq-client-{config.instance_name}")
         self.api = ClientAPI(self.remoting)
         self.scheduler = Scheduler(f"rmq-client-timer-{config.instance_name}")
         self._namesrv_addrs = config.namesrv_addrs()

@@ -15,8 +15,8 @@
     consumer.register_listener(on_messages)
     consumer.start()
 
-Concurrent listeners run on a pool of ``consume_thread_max`` threads, ``consume_message_batch_max_size``
-messages per call. RECONSUME_LATER, or an exception (logged), sends the messages back to the broker
+Concurrent listeners run on a pool of ``consume_thread_max`` threads (``rmq-consume-<group>_<n>``,
+docs/threads.md), ``consume_message_batch_max_size`` messages per call. RECONSUME_LATER, or an exception (logged), sends the messages back to the broker
 (CONSUMER_SEND_MSG_BACK): they return through ``%RETRY%<group>`` (subscribed automatically in
 clustering mode) after a delay, and go to ``%DLQ%<group>`` after ``max_reconsume_times``. Listeners
 registered with ``orderly=True`` get each queue's messages in order, one thread per queue, on queues

@@ -1,7 +1,8 @@
 """The name server: in-memory routing that brokers register with and clients ask for routes.
 
-Embeddable: ``NameServer(NamesrvConfig(port=0)).start()`` runs it on a background loop thread of
-the calling process (the broker embeds one when no name server address is configured).
+Embeddable: ``NameServer(NamesrvConfig(port=0)).start()`` runs it on a background loop thread,
+``rmq-namesrv-loop``, of the calling process (docs/threads.md); ``rmq-broker`` embeds one when no
+name server address is configured.
 """
 
 from __future__ import annotations
@@ -34,7 +35,7 @@ class NameServer:
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(self.config.broker_channel_expired_ms)
         self.processor = NamesrvProcessor(self.route_info)
-        self.server = RemotingServer(self.config.listen_host, self.config.listen_port)
+        self.server = RemotingServer(self.config.listen_host, self.config.listen_port, name="rmq-namesrv-loop")
         for code, handler in self.processor.handlers.items():
             self.server.register_processor(code, handler)
         self.server.on_channel_closed(self.route_info.on_channel_destroy)

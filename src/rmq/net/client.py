@@ -50,13 +50,15 @@ class RemotingClient(Endpoint):
         max_frame_size: int = MAX_FRAME_SIZE_DEFAULT,
         max_pending_output: int = MAX_PENDING_OUTPUT_DEFAULT,
         loop: EventLoop | None = None,
+        name: str = "rmq-client",
     ):
+        """``name`` names the loop thread when the client owns its loop."""
         super().__init__()
         self.connect_timeout = connect_timeout
         self.max_frame_size = max_frame_size
         self.max_pending_output = max_pending_output
         self._owns_loop = loop is None
-        self.loop = loop or EventLoop(name="rmq-client")
+        self.loop = loop or EventLoop(name=name)
         self._channels: dict[str, Channel] = {}
         self._started = False
         self._closed = False

@@ -3,7 +3,8 @@
 Not asyncio: a handler is a plain function called on the loop thread, and the only ways in from
 other threads are ``call_soon_threadsafe`` (which wakes the loop through an eventfd registered in
 epoll) and ``stop``. Output written during one iteration is flushed once at its end, so a burst of
-answers to one read costs one send.
+answers to one read costs one send. Its timers are ``rmq._service``'s timer model; the threads that
+run loops, and what each may touch, are in docs/threads.md.
 """
 
 from __future__ import annotations

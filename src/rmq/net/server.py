@@ -53,7 +53,9 @@ class RemotingServer(Endpoint):
         idle_timeout: float = IDLE_TIMEOUT_DEFAULT,
         max_pending_output: int = MAX_PENDING_OUTPUT_DEFAULT,
         loop: EventLoop | None = None,
+        name: str | None = None,
     ):
+        """``name`` names the loop thread when the server owns its loop (default ``rmq-server-<port>``)."""
         super().__init__()
         self.host = host
         self._requested_port = port
@@ -61,7 +63,7 @@ class RemotingServer(Endpoint):
         self.idle_timeout = idle_timeout
         self.max_pending_output = max_pending_output
         self._owns_loop = loop is None
-        self.loop = loop or EventLoop(name=f"rmq-server-{port}")
+        self.loop = loop or EventLoop(name=name or f"rmq-server-{port}")
         self._listener: socket.socket | None = None
         self._channels: set[Channel] = set()
         self._idle_scan: PeriodicHandle | None = None
