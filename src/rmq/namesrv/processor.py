@@ -7,24 +7,22 @@ response extFields value is a string (the codec enforces it).
 
 from __future__ import annotations
 
-import logging
-from typing import Any, Callable
+from typing import Any
 
 import orjson
 
 from rmq.namesrv.routeinfo import RouteInfoManager
+from rmq.net.channel import Handler
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.crc import crc32
-from rmq.protocol.fields import BadRequest, int_field, json_body, str_field
-
-log = logging.getLogger("rmq.namesrv")
+from rmq.protocol.fields import BadRequest, bool_field, int_field, json_body, str_field
 
 
 class NamesrvProcessor:
     def __init__(self, route_info: RouteInfoManager):
         self.route_info = route_info
-        self.handlers: dict[int, Callable[[Any, RemotingCommand], RemotingCommand]] = {
+        self.handlers: dict[int, Handler] = {
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,
             RequestCode.QUERY_DATA_VERSION: self.query_data_version,
@@ -40,7 +38,7 @@ class NamesrvProcessor:
         expected_crc = int_field(request.ext_fields, "bodyCrc32", 0)
         if expected_crc and crc32(body) != expected_crc:
             return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark="crc32 not match")
-        if (str_field(request.ext_fields, "compressed", None) or "false").lower() == "true":
+        if bool_field(request.ext_fields, "compressed"):
             raise BadRequest("compressed registration bodies are not supported: register with compressed=false")
         decoded = json_body(request.body) or {}
         if not isinstance(decoded, dict):

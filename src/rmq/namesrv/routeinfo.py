@@ -14,12 +14,12 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from dataclasses import dataclass
 from typing import Any
 
 import orjson
 
+from rmq import _clock
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.route import MASTER_ID, BrokerData, QueueData
 
@@ -78,7 +78,7 @@ class RouteInfoManager:
         now_ms: int | None = None,
     ) -> RegisterBrokerResult:
         """Record a broker's (re-)registration; a master's topic configs update the queue table."""
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        now_ms = _clock.now_ms() if now_ms is None else now_ms
         wrapper = topic_config_wrapper or {}
         data_version = wrapper.get("dataVersion") or {"timestamp": 0, "counter": 0}
         result = RegisterBrokerResult()
@@ -155,7 +155,7 @@ class RouteInfoManager:
         with self._lock:
             live = self.broker_live_table.get(broker_addr)
             if live is not None:
-                live.last_update_ms = int(time.time() * 1000) if now_ms is None else now_ms
+                live.last_update_ms = _clock.now_ms() if now_ms is None else now_ms
 
     def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
         with self._lock:
@@ -181,7 +181,7 @@ class RouteInfoManager:
 
     def scan_not_active_broker(self, now_ms: int | None = None) -> list[str]:
         """Drop brokers silent for longer than the expiry; returns their addresses."""
-        now_ms = int(time.time() * 1000) if now_ms is None else now_ms
+        now_ms = _clock.now_ms() if now_ms is None else now_ms
         with self._lock:
             expired = [
                 addr for addr, live in self.broker_live_table.items()
