@@ -1,69 +1,41 @@
-"""Fixtures shared by every test: free loopback ports, temporary store directories, processes."""
+"""Fixtures shared by every test: temporary store directories, real processes, a cluster of them,
+a remoting client, and the thread leak check. What they are built from lives in ``tests.helpers``."""
 
 from __future__ import annotations
 
-import os
-import signal
-import socket
 import subprocess
-import sys
-import time
+import threading
 from pathlib import Path
 from typing import Callable, Iterator
 
 import pytest
 
-LOOPBACK = "127.0.0.1"
+from rmq.net import RemotingClient
+from tests.helpers.processes import Cluster, Processes
+from tests.helpers.threads import wait_for_threads_to_end
+
+# How long a test's threads get to end after its fixtures are torn down (shutdowns join their
+# threads, so this is only slack for a loaded machine).
+THREAD_END_TIMEOUT = 10.0
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
-
-
-def wait_for_port(port: int, timeout: float = 10.0, proc: subprocess.Popen | None = None) -> None:
-    """Block until something accepts on 127.0.0.1:port, or fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc is not None and proc.poll() is not None:
-            raise RuntimeError(f"process exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection((LOOPBACK, port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.02)
-    raise TimeoutError(f"nothing listened on {LOOPBACK}:{port} within {timeout}s")
-
-
-@pytest.fixture
-def port_factory() -> Callable[[], int]:
-    return free_port
+@pytest.fixture(autouse=True)
+def no_leaked_threads() -> Iterator[None]:
+    """Every thread a test starts (rmq's are named ``rmq-...``) has ended once its fixtures are torn
+    down. Autouse, so it is set up before the test's other function-scoped fixtures and checks after
+    their tear-down; threads of module- or session-scoped fixtures predate it and are not counted."""
+    before = set(threading.enumerate())
+    yield
+    alive = wait_for_threads_to_end(before, THREAD_END_TIMEOUT)
+    assert not alive, f"threads still running {THREAD_END_TIMEOUT:g} s after tear-down: {sorted(t.name for t in alive)}"
 
 
 @pytest.fixture
 def spawn() -> Iterator[Callable[..., subprocess.Popen]]:
-    """Start ``python -m MODULE ARGS`` processes; every one is terminated (then killed) at teardown."""
-    procs: list[subprocess.Popen] = []
-
-    def _spawn(*args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
-        full_env = dict(os.environ)
-        full_env.update(env or {})
-        proc = subprocess.Popen([sys.executable, *args], env=full_env, **kwargs)
-        procs.append(proc)
-        return proc
-
-    yield _spawn
-    for proc in procs:
-        if proc.poll() is None:
-            proc.send_signal(signal.SIGTERM)
-    for proc in procs:
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+    """Start ``python ARGS`` processes; every one is terminated (then killed) at teardown."""
+    processes = Processes()
+    yield processes.spawn
+    processes.stop_all()
 
 
 @pytest.fixture
@@ -71,3 +43,22 @@ def store_dir(tmp_path: Path) -> Path:
     path = tmp_path / "store"
     path.mkdir()
     return path
+
+
+@pytest.fixture
+def client() -> Iterator[RemotingClient]:
+    """A started RemotingClient, shut down at teardown."""
+    with RemotingClient() as c:
+        yield c
+
+
+@pytest.fixture
+def cluster(spawn, tmp_path: Path) -> Iterator[Cluster]:
+    """An ``rmq-namesrv`` and an ``rmq-broker`` process (small files, delay levels of 1-2 s)."""
+    store = tmp_path / "broker-store"
+    store.mkdir()
+    c = Cluster(spawn, store)
+    try:
+        yield c.start()
+    finally:
+        c.close()

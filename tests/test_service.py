@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import threading
-import time
 
 from rmq._service import Scheduler
+from tests.helpers import wait_until
 
 
 def test_periodic_run_soon_cancel_and_a_failing_job():
@@ -25,14 +25,18 @@ def test_periodic_run_soon_cancel_and_a_failing_job():
     scheduler.schedule_periodic(10.0, failing)
     scheduler.start()
     try:
-        time.sleep(0.3)
-        assert runs.count("p") >= 3
+        wait_until(lambda: runs.count("p") >= 3, 10, "three periodic runs")
         scheduler.run_soon(failing)  # brought forward from 10 s
-        assert ran.wait(2)
+        assert ran.wait(10)
         periodic_timer.cancel()
-        time.sleep(0.1)
+        # jobs run one at a time in due order: once these ran, so would have every run due before them
+        drained = threading.Event()
+        scheduler.run_soon(drained.set)
+        assert drained.wait(10)
         count = runs.count("p")
-        time.sleep(0.2)
+        four_periods_later = threading.Event()
+        scheduler.call_later(0.2, four_periods_later.set)
+        assert four_periods_later.wait(10)
         assert runs.count("p") == count
     finally:
         scheduler.shutdown()

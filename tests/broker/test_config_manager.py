@@ -1,10 +1,9 @@
-"""ConfigManager: atomic persist with a .bak, load falling back to it, Java's unquoted keys."""
+"""ConfigManager: atomic persist with a .bak, load falling back to it; DataVersion."""
 
 import json
 import logging
 
 from rmq.broker.config_manager import ConfigManager, DataVersion
-from rmq.protocol.java_json import loads_java_json
 
 
 class Table(ConfigManager):
@@ -78,10 +77,6 @@ def test_fresh_store_loads_empty_and_unreadable_files_report_false(store_dir):
     (store_dir / "config" / "table.json.bak").write_text('{"wrong": 1}')
     t = Table(store_dir)
     assert t.load() is False and t.table == {}
-
-
-def test_java_unquoted_integer_keys_are_read():
-    assert loads_java_json('{"offsetTable":{"T@g":{0:12,1 : 3}}}') == {"offsetTable": {"T@g": {"0": 12, "1": 3}}}
 
 
 def test_data_version_moves_forward():

@@ -1,16 +1,7 @@
 """Queue locks: one holder per queue and group, 60 s expiry, renewal, unlock by the holder only."""
 
-import json
-
-import pytest
-
 from rmq.broker.rebalance_lock import RebalanceLockManager
-from rmq.errors import RequestRefused
-from rmq.protocol.message_queue import (
-    MessageQueue,
-    encode_lock_batch_result,
-    parse_lock_batch_body,
-)
+from rmq.protocol.message_queue import MessageQueue
 
 Q0, Q1, Q2 = (MessageQueue("T", "broker-a", i) for i in range(3))
 
@@ -46,15 +37,3 @@ def test_only_the_holder_unlocks():
     assert m.try_lock_batch("G", {Q0}, "c2", now=1) == set()
     m.unlock_batch("G", {Q0}, "c1")
     assert m.try_lock_batch("G", {Q0}, "c2", now=2) == {Q0}
-
-
-def test_wire_bodies():
-    request = parse_lock_batch_body(json.dumps({
-        "consumerGroup": "G", "clientId": "c1", "onlyThisBroker": False,
-        "mqSet": [{"topic": "T", "brokerName": "broker-a", "queueId": 1}, {"topic": "T", "brokerName": "broker-a", "queueId": 0}],
-    }).encode())
-    assert (request.consumer_group, request.client_id, request.mqs) == ("G", "c1", {Q0, Q1})
-    assert json.loads(encode_lock_batch_result({Q1, Q0})) == {"lockOKMQSet": [
-        {"topic": "T", "brokerName": "broker-a", "queueId": 0}, {"topic": "T", "brokerName": "broker-a", "queueId": 1}]}
-    with pytest.raises(RequestRefused, match="malformed lock request body"):
-        parse_lock_batch_body(b'{"clientId": "c1"}')

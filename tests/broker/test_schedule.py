@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 from rmq._clock import now_ms
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.message import SCHEDULE_TOPIC, MessageProperty, java_string_hash
-from tests.broker.broker_helpers import create_topic, pull_request, records
-from tests.broker.store_helpers import messages_in, put, wait_for_message
+from tests.helpers import wait_until
+from tests.helpers.broker import create_topic, messages_in, put, wait_for_message
+from tests.helpers.requests import pull_request, records
 
 # How late a delivery may be: the service sleeps until the head entry's deliver time, but the
 # machine's 2 cores are shared with other test runs.
@@ -35,7 +35,7 @@ def test_levels_one_to_three_arrive_after_their_delay_and_promptly(broker, clien
     for level in DELAYS_MS:     # a consumer's long poll parked on each real queue
         client.invoke_callback(broker.broker_addr, pull_request("TopicD", level, 0, suspend_ms=20_000), 25.0,
                                on_answer(level))
-    time.sleep(0.2)
+    wait_until(lambda: broker.pull_hold.parked_count == len(DELAYS_MS), 10, "the pulls parked")
     sent = {level: put(broker, "TopicD", f"level{level}".encode(), level, TAGS="t", DELAY=str(level))
             for level in DELAYS_MS}
     assert done.wait(15.0), f"answered only {sorted(answered)}"
@@ -52,7 +52,8 @@ def test_levels_one_to_three_arrive_after_their_delay_and_promptly(broker, clien
             assert key not in message.properties
         entry = broker.store.find_consume_queue("TopicD", level).get_entry(0)
         assert entry[2] == java_string_hash("t")    # tag filtering works on the delivered copy
-    assert broker.schedule_message_service.offset_table()[1] == 1
+    # the cursor moves once the re-put returned, just after the pull saw the message
+    wait_until(lambda: broker.schedule_message_service.offset_table()[1] == 1, 10, "level 1's cursor moved past it")
 
 
 def test_progress_survives_a_restart_without_loss_or_duplicates(start_broker, store_dir):
@@ -68,29 +69,35 @@ def test_progress_survives_a_restart_without_loss_or_duplicates(start_broker, st
 
     broker = start_broker()
     wait_for_message(broker, "TopicR", 5)
-    time.sleep(0.3)
+    # once level 1's cursor is past its last entry, every re-put (a duplicate too) has been made
+    wait_until(lambda: broker.schedule_message_service.offset_table()[1] == 5, 10, "level 1's cursor at its end")
     assert [m.body for m in messages_in(broker, "TopicR")] == [b"early0", b"early1", b"early2", b"late0", b"late1"]
     assert broker.schedule_message_service.offset_table()[1] == 5
 
 
-def test_offsets_are_published_only_once_the_commit_log_is_flushed(broker):
-    # ASYNC_FLUSH flushes a few small records only on its 10 s thorough round: the delivered
-    # offset stays unpublished until the re-put is on disk.
+def test_offsets_are_published_only_once_the_commit_log_is_flushed(start_broker):
+    # ASYNC_FLUSH flushes a few small records only on its thorough round (kept out of the way here):
+    # the delivered offset stays unpublished until the re-put is on disk.
+    broker = start_broker(messageDelayLevel="1s 1s", flushCommitLogThoroughInterval="600000")
+    service = broker.schedule_message_service
+    service.persist_interval = 0    # every delivery round is followed by a publication round
     for i in range(3):
         put(broker, "TopicF", b"x", DELAY="1")
     wait_for_message(broker, "TopicF", 3)
-    time.sleep(1.2)
+    # A level-2 message put now is delivered a second later, by a round after the rounds that
+    # could have published level 1's offset: once it is there, they have run.
+    put(broker, "TopicMarker", b"marker", DELAY="2")
+    wait_for_message(broker, "TopicMarker", 1)
+    wait_until(lambda: service.offset_table() == {1: 3, 2: 1}, 10, "both levels' cursors moved")
+    assert broker.store.commit_log.get_flushed_where() < broker.store.get_max_phy_offset()
     assert broker.schedule_message_service.offset_table()[1] == 3
     assert broker.delay_offset_manager.offset(1) == 0
     broker.store.flush_commit_log(0)
-    deadline = time.monotonic() + 3
-    while broker.delay_offset_manager.offset(1) != 3 and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert broker.delay_offset_manager.offset(1) == 3
+    wait_until(lambda: broker.delay_offset_manager.offset(1) == 3, 10, "level 1's offset published after the flush")
 
 
 def test_a_message_without_a_real_topic_is_skipped(broker):
     broker.store.put_message(SCHEDULE_TOPIC, 0, b"orphan", {MessageProperty.DELAY_TIME_LEVEL: "1"})
     put(broker, "TopicS", b"after", DELAY="1")
     wait_for_message(broker, "TopicS", 1)
-    assert broker.schedule_message_service.offset_table()[1] == 2
+    wait_until(lambda: broker.schedule_message_service.offset_table()[1] == 2, 10, "level 1's cursor past both")

@@ -1,4 +1,4 @@
-"""rmq-admin against a real rmq-broker process (embedded name server), human and --json output."""
+"""rmq-admin against real rmq-namesrv and rmq-broker processes, human and --json output."""
 
 from __future__ import annotations
 
@@ -10,19 +10,19 @@ import pytest
 from click.testing import CliRunner
 
 from rmq.cli.admin import main
-from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from tests.broker.broker_helpers import call, send_request, start_process
-from tests.broker.conftest import broker_settings
-from tests.conftest import wait_for_port
+from tests.helpers.processes import Cluster
+from tests.helpers.requests import send_request
 
 
-class Cluster:
-    def __init__(self, broker_addr: str, namesrv: str):
-        self.broker_addr = broker_addr
-        self.namesrv = namesrv
-        self.client = RemotingClient()
+class AdminCli:
+    """``rmq-admin`` (in-process, through click) against a cluster, and requests to its broker."""
+
+    def __init__(self, cluster: Cluster):
+        self.cluster = cluster
+        self.broker_addr = cluster.broker_addr
+        self.namesrv = cluster.namesrv_addr
 
     def admin(self, *args: str) -> tuple[int, str]:
         result = CliRunner().invoke(main, [*args, "-n", self.namesrv])
@@ -35,103 +35,96 @@ class Cluster:
 
     def send(self, topic: str, body: bytes, queue_id: int, keys: str, uniq_key: str | None = None) -> str:
         properties = {"UNIQ_KEY": uniq_key} if uniq_key else None
-        answer = call(self.client, self.broker_addr, send_request(topic, body, code=RequestCode.SEND_MESSAGE,
-                                                                  queue_id=queue_id, tags="t", keys=keys,
-                                                                  properties=properties))
+        answer = self.cluster.call(send_request(topic, body, code=RequestCode.SEND_MESSAGE, queue_id=queue_id,
+                                                tags="t", keys=keys, properties=properties))
         assert answer.code == ResponseCode.SUCCESS, answer.remark
         return answer.ext_fields["msgId"]
 
     def commit_offset(self, group: str, topic: str, queue_id: int, offset: int) -> None:
         ext = {"consumerGroup": group, "topic": topic, "queueId": queue_id, "commitOffset": offset}
-        answer = call(self.client, self.broker_addr, RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext))
+        answer = self.cluster.call(RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext))
         assert answer.code == ResponseCode.SUCCESS, answer.remark
 
 
 @pytest.fixture
-def cluster(spawn, store_dir):
-    settings = broker_settings(store_dir)
-    proc, broker_addr = start_process(spawn, settings)
-    wait_for_port(int(settings["namesrvListenPort"]), proc=proc)
-    c = Cluster(broker_addr, f"127.0.0.1:{settings['namesrvListenPort']}")
-    c.client.start()
-    yield c
-    c.client.shutdown()
+def cli(cluster) -> AdminCli:
+    return AdminCli(cluster)
 
 
-def test_topic_lifecycle_progress_reset_and_lookup(cluster):
-    code, out = cluster.admin("topic", "create", "TopicCli", "-q", "2")
+def test_topic_lifecycle_progress_reset_and_lookup(cli):
+    code, out = cli.admin("topic", "create", "TopicCli", "-q", "2")
     assert code == 0 and "created topic TopicCli (2 read / 2 write queues, perm RW-)" in out
-    code, out = cluster.admin("topic", "create", "TopicCli")
+    code, out = cli.admin("topic", "create", "TopicCli")
     assert code == 1 and "already exists" in out
-    assert "TopicCli" in cluster.admin("topic", "list")[1].split()
-    assert "TopicCli" in cluster.admin_json("topic", "list")
-    route = cluster.admin_json("topic", "route", "TopicCli")
+    assert "TopicCli" in cli.admin("topic", "list")[1].split()
+    assert "TopicCli" in cli.admin_json("topic", "list")
+    route = cli.admin_json("topic", "route", "TopicCli")
     assert route["queueDatas"][0]["writeQueueNums"] == 2
-    assert "broker-a" in cluster.admin("topic", "route", "TopicCli")[1]
+    assert "broker-a" in cli.admin("topic", "route", "TopicCli")[1]
 
     client_ids = [f"7F000001{i:04X}0000000000000000{i:04X}" for i in range(3)]
-    ids = [cluster.send("TopicCli", f"body-{i}".encode(), 0, keys=f"order-{i % 2}", uniq_key=client_ids[i])
+    ids = [cli.send("TopicCli", f"body-{i}".encode(), 0, keys=f"order-{i % 2}", uniq_key=client_ids[i])
            for i in range(3)]
-    status = cluster.admin_json("topic", "status", "TopicCli")
+    status = cli.admin_json("topic", "status", "TopicCli")
     assert [(q["queueId"], q["minOffset"], q["maxOffset"]) for q in status] == [(0, 0, 3), (1, 0, 0)]
-    code, out = cluster.admin("topic", "status", "TopicCli")
+    code, out = cli.admin("topic", "status", "TopicCli")
     assert code == 0 and out.splitlines()[0].split() == ["Broker", "Queue", "Min", "Offset", "Max", "Offset",
                                                           "Last", "Updated"]
 
-    code, out = cluster.admin("message", "id", ids[1])
+    code, out = cli.admin("message", "id", ids[1])
     assert code == 0 and "Topic:            TopicCli" in out and "body-1" in out
-    shown = cluster.admin_json("message", "id", ids[1])
+    shown = cli.admin_json("message", "id", ids[1])
     assert shown["body"] == "body-1" and shown["keys"] == ["order-1"] and shown["queueOffset"] == 1
     # the msgId a producer gets back is the client id: found through the index, with --topic
-    shown = cluster.admin_json("message", "id", client_ids[2], "--topic", "TopicCli")
+    shown = cli.admin_json("message", "id", client_ids[2], "--topic", "TopicCli")
     assert shown["body"] == "body-2" and shown["msgId"] == ids[2] and shown["uniqKey"] == client_ids[2]
-    assert cluster.admin_json("message", "id", ids[0], "-t", "TopicCli")["body"] == "body-0"
-    code, out = cluster.admin("message", "id", "7F000001FFFF0000000000000000FFFF", "--topic", "TopicCli")
+    assert cli.admin_json("message", "id", ids[0], "-t", "TopicCli")["body"] == "body-0"
+    code, out = cli.admin("message", "id", "7F000001FFFF0000000000000000FFFF", "--topic", "TopicCli")
     assert code == 3 and "no message of topic TopicCli has client message id" in out
-    found = cluster.admin_json("message", "key", "TopicCli", "order-0")
+    found = cli.admin_json("message", "key", "TopicCli", "order-0")
     assert sorted(m["msgId"] for m in found) == sorted([ids[0], ids[2]])
-    code, out = cluster.admin("message", "key", "TopicCli", "order-0")
+    code, out = cli.admin("message", "key", "TopicCli", "order-0")
     assert code == 0 and ids[0] in out and ids[2] in out
-    code, out = cluster.admin("message", "key", "TopicCli", "no-such-key")
+    code, out = cli.admin("message", "key", "TopicCli", "no-such-key")
     assert code == 3 and "no message of topic TopicCli" in out
 
-    cluster.commit_offset("GroupCli", "TopicCli", 0, 1)
-    progress = cluster.admin_json("consumer", "progress", "GroupCli")
+    cli.commit_offset("GroupCli", "TopicCli", 0, 1)
+    progress = cli.admin_json("consumer", "progress", "GroupCli")
     q0 = next(p for p in progress if p["queueId"] == 0)
     assert (q0["brokerOffset"], q0["consumerOffset"], q0["lag"]) == (3, 1, 2)
-    code, out = cluster.admin("consumer", "progress", "GroupCli")
+    code, out = cli.admin("consumer", "progress", "GroupCli")
     assert code == 0 and "Total lag: 2" in out
 
-    reset = cluster.admin_json("consumer", "reset-offset", "GroupCli", "TopicCli", "--timestamp", "0")
+    reset = cli.admin_json("consumer", "reset-offset", "GroupCli", "TopicCli", "--timestamp", "0")
     assert [(r["queueId"], r["offset"]) for r in reset] == [(0, 0), (1, 0)]
-    progress = cluster.admin_json("consumer", "progress", "GroupCli")
+    progress = cli.admin_json("consumer", "progress", "GroupCli")
     assert next(p for p in progress if p["queueId"] == 0)["lag"] == 3
-    code, out = cluster.admin("consumer", "reset-offset", "GroupCli", "TopicCli", "--timestamp", "latest")
+    code, out = cli.admin("consumer", "reset-offset", "GroupCli", "TopicCli", "--timestamp", "latest")
     assert code == 0 and "New Offset" in out
 
-    code, out = cluster.admin("topic", "delete", "TopicCli")
+    code, out = cli.admin("topic", "delete", "TopicCli")
     assert code == 0 and "deleted topic TopicCli" in out
-    code, out = cluster.admin("topic", "status", "TopicCli")
+    code, out = cli.admin("topic", "status", "TopicCli")
     assert code == 3 and "TOPIC_NOT_EXIST" in out
 
 
-def test_cluster_list_and_unknown_things(cluster):
-    code, out = cluster.admin("cluster", "list")
-    assert code == 0 and "DefaultCluster" in out and cluster.broker_addr in out and "rmq" in out
-    (broker,) = cluster.admin_json("cluster", "list")
+def test_cluster_list_and_unknown_things(cli):
+    code, out = cli.admin("cluster", "list")
+    assert code == 0 and "DefaultCluster" in out and cli.broker_addr in out and "rmq" in out
+    (broker,) = cli.admin_json("cluster", "list")
     assert broker["brokerName"] == "broker-a" and broker["brokerId"] == 0
-    code, out = cluster.admin("topic", "route", "NoSuchTopic")
+    code, out = cli.admin("topic", "route", "NoSuchTopic")
     assert code == 3 and out.startswith("rmq-admin: ") and "NoSuchTopic" in out
-    code, out = cluster.admin("topic", "update", "NoSuchTopic", "-q", "2")
+    code, out = cli.admin("topic", "update", "NoSuchTopic", "-q", "2")
     assert code == 3 and "topic create" in out
-    code, out = cluster.admin("consumer", "connections", "NobodyOnline")
+    code, out = cli.admin("consumer", "connections", "NobodyOnline")
     assert code == 3 and "CONSUMER_NOT_ONLINE" in out
-    code, out = cluster.admin("message", "id", "7F00000100002A9F00000000FFFFFFFF")
+    code, out = cli.admin("message", "id", "7F00000100002A9F00000000FFFFFFFF")
     assert code != 0
 
 
-def test_python_dash_m_runs_the_command(cluster):
-    result = subprocess.run([sys.executable, "-m", "rmq.cli.admin", "cluster", "list", "-n", cluster.namesrv,
+def test_python_dash_m_runs_the_command(cli):
+    result = subprocess.run([sys.executable, "-m", "rmq.cli.admin", "cluster", "list", "-n", cli.namesrv,
                              "--json"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
-    assert json.loads(result.stdout)[0]["addr"] == cluster.broker_addr
+    assert json.loads(result.stdout)[0]["addr"] == cli.broker_addr

@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from rmq.cli.admin import main, parse_timestamp, render_table
-from tests.conftest import free_port
+from tests.helpers import free_port
 
 
 def test_timestamps_in_every_accepted_form():

@@ -16,7 +16,7 @@ from rmq.client.message import (
 )
 from rmq.errors import ClientError
 from rmq.protocol.record import encode_msg_id
-from tests.helpers import spec_record
+from tests.helpers.golden import spec_record
 
 
 def stored_record(*, topic: str, body: bytes, props: bytes, queue_id: int, queue_offset: int, phy: int,

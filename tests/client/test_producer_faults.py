@@ -10,8 +10,8 @@ from rmq.client import Message, Producer
 from rmq.errors import ClientError, RemotingConnectError, RemotingError
 from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.net import RemotingClient
-from tests.conftest import free_port
-from tests.namesrv.test_namesrv_process import register_request
+from tests.helpers import free_port
+from tests.helpers.requests import register_broker_request
 
 
 @pytest.fixture
@@ -27,7 +27,7 @@ def register_dead_broker(namesrv):
     with RemotingClient() as client:
         def register(topic: str, broker_name: str) -> str:
             addr = f"127.0.0.1:{free_port()}"
-            request = register_request(addr, {topic: 4}, broker_name=broker_name)
+            request = register_broker_request(addr, {topic: 4}, broker_name=broker_name)
             answer = client.invoke_sync(namesrv.address, request, 3.0)
             assert answer.code == 0, answer.remark
             return addr

@@ -1,5 +1,4 @@
-"""Issue 5, acceptance 2: our SDK and npm ali-ons@3.12.0 read each other's messages through one
-``rmq-broker``: bodies (a compressed one too), tags, keys, user properties and ids intact.
+"""Our SDK and npm ali-ons@3.12.0 read each other's messages through one ``rmq-broker``: bodies (a compressed one too), tags, keys, user properties and ids intact.
 
 Ids differ by client: ours set UNIQ_KEY and call it ``msg_id``; ali-ons sets none, and calls the
 broker's id (store host + commit-log offset) ``msgId``, on sending and on consuming alike.
@@ -9,13 +8,11 @@ from __future__ import annotations
 
 import json
 import threading
-import time
 
 import pytest
 
 from rmq.client import Message, Producer, PushConsumer
 from rmq.protocol.message import MessageProperty, MessageSysFlag
-from tests.conftest import wait_for_port
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -24,15 +21,9 @@ BIG_BODY_BYTES = 6000
 USER_PROPERTIES = {"color": "blue", "order-id": "o-42"}
 
 
-@pytest.fixture
-def namesrv(rmq_broker) -> str:
-    wait_for_port(int(rmq_broker.settings["namesrvListenPort"]), proc=rmq_broker.proc)
-    return rmq_broker.namesrv
-
-
-def test_sdk_producer_to_ali_ons_consumer(ons_clients, rmq_broker, namesrv):
-    topic = "InteropSdkToOns"
-    rmq_broker.create_topic(topic)
+def test_sdk_producer_to_ali_ons_consumer(ons_clients, cluster):
+    namesrv = cluster.namesrv_addr
+    topic = cluster.create_topic("InteropSdkToOns")
     big = "".join(f"{i:05d}," for i in range(BIG_BODY_BYTES // 6)).encode()
     messages = {
         "small": Message(topic, b"sdk-small", tags="TagA", keys=["sdk-k1", "sdk-k2"], properties=USER_PROPERTIES),
@@ -66,10 +57,10 @@ def test_sdk_producer_to_ali_ons_consumer(ons_clients, rmq_broker, namesrv):
     assert batch_result.msg_id.split(",") == [m.uniq_key for m in batch]
 
 
-def test_ali_ons_producer_to_sdk_push_consumer(ons_clients, rmq_broker, namesrv):
-    topic = "InteropOnsToSdk"
+def test_ali_ons_producer_to_sdk_push_consumer(ons_clients, cluster):
+    namesrv = cluster.namesrv_addr
+    topic = cluster.create_topic("InteropOnsToSdk")
     count = 6
-    rmq_broker.create_topic(topic)
     sent = ons_clients.run("ons_produce.js", namesrv, topic, "interop-ons-p", count, "TagA,TagB", "ons",
                            json.dumps(USER_PROPERTIES), BIG_BODY_BYTES, timeout=60)
     assert [s["status"] for s in sent] == ["SEND_OK"] * count
@@ -82,12 +73,14 @@ def test_ali_ons_producer_to_sdk_push_consumer(ons_clients, rmq_broker, namesrv)
             if len(received) >= count:
                 done.set()
 
-    consumer = PushConsumer("interop-sdk-c", namesrv, consume_from_where="FIRST_OFFSET", instance_name="interop-c")
+    consumer = PushConsumer("interop-sdk-c", namesrv, consume_from_where="FIRST_OFFSET", instance_name="interop-c",
+                            persist_consumer_offset_interval=0.5)
     consumer.subscribe(topic, "*")
     consumer.register_listener(on_messages)
     with consumer:
         assert done.wait(20), f"got {len(received)} of {count} messages"
-        time.sleep(0.3)  # a duplicate would show up now
+        # once the group committed the end of every queue, nothing (no duplicate) is left to deliver
+        cluster.wait_caught_up("interop-sdk-c", topic)
     assert len(received) == count
     by_id = {m.msg_id: m for m in received}
     for s in sent:

@@ -1,18 +1,17 @@
-"""Fixtures of the remoting tests: both codec implementations, a live server."""
+"""Fixtures of the remoting tests: both codec implementations, a live server, the descriptor check."""
 
 from __future__ import annotations
 
-import os
-import threading
-import time
 from typing import Iterator
 
 import pytest
-from remoting_helpers import LOOPBACK, answer_route
 
 from rmq.net import _codec, codec_py
 from rmq.net.server import RemotingServer
 from rmq.protocol.codes import RequestCode
+from tests.helpers import LOOPBACK, wait_until
+from tests.helpers.frames import answer_route
+from tests.helpers.threads import open_fds
 
 
 @pytest.fixture(params=[codec_py, _codec], ids=["pure", "compiled"])
@@ -31,28 +30,11 @@ def server() -> Iterator[RemotingServer]:
 
 
 @pytest.fixture(autouse=True)
-def no_leaked_loops_or_descriptors() -> Iterator[None]:
-    """Every test stops the loop threads and closes the sockets it opened (uvloop-style tear-down)."""
-    threads = set(threading.enumerate())
-    fds = _open_fds()
+def no_leaked_descriptors() -> Iterator[None]:
+    """Every test closes the sockets it opened (the thread check is tests/conftest.py's)."""
+    before = open_fds()
     yield
-    deadline = time.monotonic() + 2.0
-    while True:
-        leaked = [t.name for t in threading.enumerate() if t not in threads and t.name.startswith("rmq-")]
-        new_fds = _open_fds() - fds
-        if (not leaked and not new_fds) or time.monotonic() > deadline:
-            break
-        time.sleep(0.02)
-    assert not leaked, f"event loop threads still running: {leaked}"
-    assert not new_fds, f"file descriptors leaked: {sorted(new_fds)}"
-
-
-def _open_fds() -> set[tuple[int, str]]:
-    """(fd, what it refers to) for every descriptor open in this process."""
-    result = set()
-    for name in os.listdir("/proc/self/fd"):
-        try:
-            result.add((int(name), os.readlink(f"/proc/self/fd/{name}")))
-        except OSError:  # closed between listdir and readlink (the listdir fd itself, for one)
-            pass
-    return result
+    try:
+        wait_until(lambda: not open_fds() - before, 5.0, "the test's descriptors closed")
+    except AssertionError:
+        raise AssertionError(f"file descriptors leaked: {sorted(open_fds() - before)}") from None

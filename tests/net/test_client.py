@@ -8,7 +8,6 @@ import threading
 import time
 
 import pytest
-from remoting_helpers import LOOPBACK, route_body
 
 from rmq.errors import (
     RemotingConnectError,
@@ -19,6 +18,8 @@ from rmq.errors import (
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
+from tests.helpers import LOOPBACK, wait_until
+from tests.helpers.frames import route_body
 
 
 @pytest.fixture
@@ -52,7 +53,7 @@ def test_timeout_names_the_address(server, client):
     started = time.monotonic()
     with pytest.raises(RemotingTimeoutError, match=server.address):
         client.invoke_sync(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=0.2)
-    assert time.monotonic() - started < 1.0
+    assert time.monotonic() - started < 5.0       # at its own timeout, not a later one
     future = client.invoke_async(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=0.1)
     assert isinstance(future.exception(2.0), RemotingTimeoutError)
     # the connection survives a timeout
@@ -73,13 +74,10 @@ def test_pending_requests_fail_when_the_connection_drops_and_next_use_reconnects
     parked = []
     server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: parked.append(channel))
     future = client.invoke_async(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=30.0)
-    deadline = time.monotonic() + 2
-    while not parked and time.monotonic() < deadline:
-        time.sleep(0.01)
-    started = time.monotonic()
+    wait_until(lambda: parked, 10, "the request reached the server")
     parked[0].close()
-    assert isinstance(future.exception(2.0), RemotingSendError)
-    assert time.monotonic() - started < 1.0
+    # failed by the drop, far before its 30 s timeout
+    assert isinstance(future.exception(10.0), RemotingSendError)
     assert client.invoke_sync(server.address, route_request(), timeout=3.0).code == 0
 
 
@@ -108,9 +106,10 @@ def test_server_to_client_request_reaches_the_client_processor(server, client):
 def test_shutdown_fails_pending_and_refuses_new_requests(server):
     client = RemotingClient()
     client.start()
-    server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: None)
+    parked = []
+    server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: parked.append(request))
     future = client.invoke_async(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=30.0)
-    time.sleep(0.1)
+    wait_until(lambda: parked, 10, "the request reached the server")
     client.shutdown()
     assert isinstance(future.exception(2.0), RemotingError)
     with pytest.raises(RemotingError, match="shut down"):

@@ -10,12 +10,12 @@ import subprocess
 import sys
 
 import pytest
-from remoting_helpers import raw_frame
 
 from rmq.errors import ProtocolError
 from rmq.net import _codec, codec_py
 from rmq.net.frame import FLAG_ONEWAY, FLAG_RESPONSE, LANGUAGE, VERSION
 from rmq.protocol.codes import RequestCode, ResponseCode
+from tests.helpers.frames import raw_frame
 
 # A GET_ROUTEINFO_BY_TOPIC request the way a Java client writes it: keys sorted, numeric and boolean
 # ext values, ACL keys nobody asked for, no remark, a trailing newline after the JSON.

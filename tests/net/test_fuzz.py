@@ -7,18 +7,13 @@ import struct
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from remoting_helpers import (
-    LOOPBACK,
-    RawConnection,
-    answer_route,
-    raw_frame,
-    route_request_frame,
-)
 
 from rmq.errors import ProtocolError
 from rmq.net import _codec, codec_py
 from rmq.net.server import RemotingServer
 from rmq.protocol.codes import RequestCode
+from tests.helpers import LOOPBACK
+from tests.helpers.frames import RawConnection, answer_route, raw_frame, route_request_frame
 
 IMPLEMENTATIONS = pytest.mark.parametrize("impl", [codec_py, _codec], ids=["pure", "compiled"])
 SMALL_MAX = 4096

@@ -1,5 +1,5 @@
 """The epoll server against raw sockets: answers in any order, oneway, bad input, idle connections,
-peers that never read, and the loop's timers and cross-thread calls."""
+peers that never read, shutdown."""
 
 from __future__ import annotations
 
@@ -10,17 +10,12 @@ import threading
 import time
 
 import pytest
-from remoting_helpers import (
-    LOOPBACK,
-    RawConnection,
-    raw_frame,
-    route_body,
-    route_request_frame,
-)
 
 from rmq.net.codec import RemotingCommand
 from rmq.net.server import RemotingServer
 from rmq.protocol.codes import RequestCode, ResponseCode
+from tests.helpers import LOOPBACK, wait_until
+from tests.helpers.frames import RawConnection, raw_frame, route_body, route_request_frame
 
 
 def test_answers_a_route_request(server):
@@ -99,7 +94,7 @@ def test_idle_connection_is_closed():
         with RawConnection(srv.port) as silent:
             started = time.monotonic()
             assert silent.is_closed_by_peer(timeout=3.0)
-            assert 0.25 < time.monotonic() - started < 2.0
+            assert 0.25 < time.monotonic() - started      # not before its idle time
     finally:
         srv.shutdown()
 
@@ -122,12 +117,15 @@ def test_peer_that_never_reads_is_held_back():
             greedy.sendall(requests)
         except socket.timeout:
             pass  # the server stopped reading us: exactly the point
-        time.sleep(0.3)
-        [channel] = srv.channels
+        [channel] = wait_until(lambda: srv.channels, 10, "the server accepted the greedy peer")
+        # past the limit the server pauses the peer's input: the backlog stops there
+        wait_until(lambda: channel.pending_output > limit, 10, "the greedy peer's unsent answers reached the limit")
         assert channel.pending_output <= limit + len(answer) + 1024
         with RawConnection(srv.port) as polite:
             polite.send(route_request_frame(1))
             assert polite.read_commands(1)[0].opaque == 1
+        # the loop went round since: had it kept reading the greedy peer, the backlog would have grown
+        assert channel.pending_output <= limit + len(answer) + 1024
         # once the greedy peer reads, it gets every answer
         greedy.settimeout(5.0)
         decoder_bytes = 0
@@ -140,20 +138,6 @@ def test_peer_that_never_reads_is_held_back():
     finally:
         srv.shutdown()
 
-
-def test_timers_and_calls_from_other_threads(server):
-    fired = []
-    done = threading.Event()
-    server.call_soon_threadsafe(lambda: fired.append(("soon", threading.current_thread().name)))
-    handle = server.loop.schedule_periodic(0.02, lambda: fired.append("tick"), initial_delay=0)
-    cancelled = []
-    server.call_soon_threadsafe(lambda: server.call_later(0.01, cancelled.append, 1).cancel())
-    server.call_soon_threadsafe(lambda: server.call_later(0.1, done.set))
-    assert done.wait(2.0)
-    handle.cancel()
-    assert fired[0] == ("soon", server.loop.name)
-    assert fired.count("tick") >= 3
-    assert cancelled == []
 
 
 def test_channel_closed_hook_and_remote_address(server):
@@ -187,9 +171,7 @@ def test_serve_forever_runs_in_the_calling_thread():
     srv.register_processor(RequestCode.GET_ROUTEINFO_BY_TOPIC, lambda channel, request: RemotingCommand.response_to(request, 0))
     thread = threading.Thread(target=srv.serve_forever)
     thread.start()
-    deadline = time.monotonic() + 5
-    while srv._listener is None and time.monotonic() < deadline:
-        time.sleep(0.01)
+    wait_until(lambda: srv._listener is not None, 10, "the server listening")
     with RawConnection(srv.port) as conn:
         conn.send(route_request_frame(1))
         assert conn.read_commands(1)[0].opaque == 1

@@ -1,3 +1,7 @@
+"""Message properties on the wire, Java's String.hashCode (tags codes), legal topic and group names."""
+
+from __future__ import annotations
+
 import pytest
 
 from rmq.protocol.message import (
@@ -22,7 +26,8 @@ def test_decode_tolerates_missing_trailing_separator():
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("", 0), ("a", 97), ("TagA", 2598919), ("hello world", 1794106052), ("\u4e2d\u6587", 646394), ("\U0001F600", 1772899)],
+    [("", 0), ("a", 97), ("TagA", 2598919), ("hello world", 1794106052), ("\u4e2d\u6587", 646394),
+     ("\U0001F600", 1772899)],
 )
 def test_java_string_hash_matches_java(text, expected):
     # expected values printed by Java 17 String.hashCode()

@@ -11,7 +11,7 @@ import pytest
 
 from rmq.errors import RecordError, StoreError
 from rmq.protocol import layout, record, record_py
-from tests.helpers import spec_record
+from tests.helpers.golden import spec_record
 
 
 def _twins():

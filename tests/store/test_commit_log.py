@@ -10,8 +10,9 @@ import pytest
 from rmq.protocol.message import encode_properties
 from rmq.protocol.record import decode_record
 from rmq.store import GetMessageStatus, PutMessageStatus
+from tests.helpers.store import COMMIT_LOG_FILE_SIZE
 
-FILE = 64 * 1024
+FILE = COMMIT_LOG_FILE_SIZE
 
 
 def test_roll_over_writes_an_eof_marker_and_continues_in_the_next_file(open_store):

@@ -1,8 +1,7 @@
-"""Gets: statuses and next offsets, tag filters, byte limits, delayed messages' tags codes."""
+"""ConsumeQueue reads through the store: statuses and next offsets, tag filters, byte limits, delayed
+messages' tags codes, views that outlive the store."""
 
 from __future__ import annotations
-
-import shutil
 
 from rmq.protocol.message import SCHEDULE_TOPIC, java_string_hash
 from rmq.protocol.record import decode_record
@@ -75,26 +74,3 @@ def test_views_stay_valid_after_the_store_is_gone(open_store):
         mf.destroy()
     del store
     assert decode_record(view).body == b"keep me"
-
-
-def test_query_message_by_key_and_uniq_key(open_store):
-    store = open_store()
-    r = store.put("TopicA", b"k", keys=["order-1", "user-9"], properties={"UNIQ_KEY": "AC11000100002A9F0001"})
-    store.put("TopicA", b"other", keys="order-2")
-    store.put("TopicB", b"same key, other topic", keys="order-1")
-    for key in ("order-1", "user-9", "AC11000100002A9F0001"):
-        found = store.query_message("TopicA", key, 10, 0, 2**62)
-        assert [decode_record(m).physical_offset for m in found.messages] == [r.wrote_offset], key
-    assert store.query_message("TopicA", "order-", 10, 0, 2**62).messages == []
-
-
-def test_crash_recovery_rebuilds_the_index(open_store, store_dir):
-    store = open_store()
-    r = store.put("TopicA", b"k", keys="lost-key")
-    store.shutdown()
-    shutil.rmtree(store_dir / "index")
-    (store_dir / "checkpoint").unlink()
-    (store_dir / "abort").touch()
-    store = open_store()
-    found = store.query_message("TopicA", "lost-key", 10, 0, 2**62)
-    assert [decode_record(m).physical_offset for m in found.messages] == [r.wrote_offset]

@@ -7,17 +7,9 @@ import select
 import threading
 import time
 
-from rmq.store import MessageStore, MessageStoreConfig, PutMessageStatus
-from tests.store.conftest import SMALL
-
-
-def wait_until(predicate, timeout=5.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if predicate():
-            return True
-        time.sleep(0.005)
-    return predicate()
+from rmq.store import MessageStore, PutMessageStatus
+from tests.helpers import wait_until
+from tests.helpers.store import small_store_config
 
 
 def test_sync_flush_completes_from_the_flush_thread_once_durable(open_store):
@@ -31,7 +23,7 @@ def test_sync_flush_completes_from_the_flush_thread_once_durable(open_store):
 
     results = [store.put_message("TopicA", i % 2, b"x" * 300, b"", callback=on_durable) for i in range(300)]
     assert all(r.status is PutMessageStatus.PUT_OK for r in results)
-    assert wait_until(lambda: len(completed) == 300)
+    wait_until(lambda: len(completed) == 300, 20, "300 puts completed")
     for result, thread_id, flushed in completed:
         assert thread_id != threading.get_ident()
         assert result.status is PutMessageStatus.PUT_OK and not result.pending
@@ -68,8 +60,9 @@ def test_sync_flush_puts_that_do_not_wait_are_durable_within_the_interval(open_s
     store = open_store(flush_disk_type="SYNC_FLUSH")
     results = [store.put_message("TopicA", 0, b"x" * 500, b"") for _ in range(20)]
     assert not any(r.pending for r in results)
-    assert wait_until(lambda: store.commit_log.get_flushed_where() >= results[-1].next_offset, 1.0)
-    assert wait_until(lambda: store.checkpoint.physic_msg_timestamp == results[-1].store_timestamp, 1.0)
+    wait_until(lambda: store.commit_log.get_flushed_where() >= results[-1].next_offset, 10, "the puts flushed")
+    wait_until(lambda: store.checkpoint.physic_msg_timestamp == results[-1].store_timestamp, 10,
+               "the checkpoint's CommitLog time at the last put")
 
 
 def test_sync_flush_spanning_many_files_in_one_round(open_store, store_dir):
@@ -79,7 +72,7 @@ def test_sync_flush_spanning_many_files_in_one_round(open_store, store_dir):
     completed = []
     last = store.put_message("TopicA", 0, b"last", b"", callback=completed.append)
     assert len(store.commit_log.mapped_files) > 8
-    assert wait_until(lambda: completed == [last])
+    wait_until(lambda: completed == [last], 20, "the last put completed")
     assert last.status is PutMessageStatus.PUT_OK
     assert store.commit_log.get_flushed_where() >= last.next_offset
     store.shutdown()
@@ -91,8 +84,7 @@ def test_sync_flush_spanning_many_files_in_one_round(open_store, store_dir):
 @contextlib.contextmanager
 def handed_over_store(store_dir, kick_rounds=False):
     """A SYNC_FLUSH store whose completions (and, with ``kick_rounds``, rounds) the test drives."""
-    store = MessageStore(MessageStoreConfig(store_path_root_dir=str(store_dir), flush_disk_type="SYNC_FLUSH",
-                                            **SMALL))
+    store = MessageStore(small_store_config(store_dir, flush_disk_type="SYNC_FLUSH"))
     store.hand_over_commit_completion()
     if kick_rounds:
         store.kick_rounds_myself()
@@ -108,9 +100,9 @@ def test_handed_over_completions_run_on_the_owners_thread(store_dir):
         completed = []
         r = store.put_message("TopicA", 0, b"x" * 100, b"",
                               callback=lambda result: completed.append(threading.get_ident()))
-        # the round ends with a count on the eventfd; nobody else completes the put
+        # the round ends with a count on the eventfd; nobody else completes the put: it is still
+        # pending after its round, and the owner's call completes it, on the owner's thread
         assert select.select([store.commit_event_fd], [], [], 5)[0]
-        time.sleep(0.05)
         assert completed == [] and r.pending
         assert store.complete_commits() == 1
         assert completed == [threading.get_ident()] and r.status is PutMessageStatus.PUT_OK
@@ -119,30 +111,34 @@ def test_handed_over_completions_run_on_the_owners_thread(store_dir):
 def test_kicked_rounds_cover_a_whole_batch_of_waiting_puts(store_dir):
     with handed_over_store(store_dir, kick_rounds=True) as store:
         completed = []
-        rounds = store.group_commit_flushes
         results = [store.put_message("TopicA", 0, b"x" * 1000, b"", callback=completed.append)
                    for _ in range(16)]
+        rounds = store.group_commit_flushes
         store.kick_group_commit()
         deadline = time.monotonic() + 5
         while len(completed) < 16 and time.monotonic() < deadline:
             select.select([store.commit_event_fd], [], [], 0.5)
             store.complete_commits()
         assert completed == results and all(r.status is PutMessageStatus.PUT_OK for r in results)
-        # one round for the batch (a second only if the 10 ms timer struck amid the puts)
+        # one round for the waiting batch (a second only if a 10 ms timer round was under way)
         assert store.group_commit_flushes - rounds <= 2
 
 
-def test_async_flush_happens_on_its_timer(open_store):
-    store = open_store(flush_interval_commit_log=20, flush_commit_log_least_pages=4,
-                       flush_commit_log_thorough_interval=400, flush_interval_consume_queue=20)
+def test_async_flush_happens_on_its_timer(open_store, store_dir):
+    timers = dict(flush_interval_commit_log=20, flush_commit_log_least_pages=4, flush_interval_consume_queue=20)
+    started = time.monotonic()
+    store = open_store(store_dir / "thorough", flush_commit_log_thorough_interval=400, **timers)
     r = store.put("TopicA", b"x" * 100)
     assert r.status is PutMessageStatus.PUT_OK and not r.pending
-    # under 4 dirty pages: only the thorough flush writes it
-    time.sleep(0.1)
-    assert store.commit_log.get_flushed_where() < r.next_offset
-    assert wait_until(lambda: store.commit_log.get_flushed_where() >= r.next_offset)
+    # under 4 dirty pages: only the thorough flush writes it, 400 ms after the service started
+    wait_until(lambda: store.commit_log.get_flushed_where() >= r.next_offset, 10, "the thorough flush")
+    assert time.monotonic() - started >= 0.4
+    # 4 dirty pages or more: the 20 ms round writes them (there is no thorough round here)
+    store = open_store(store_dir / "pages", flush_commit_log_thorough_interval=10**9, **timers)
     for _ in range(30):
         r = store.put("TopicA", b"x" * 1000)
-    assert wait_until(lambda: store.commit_log.get_flushed_where() >= r.next_offset - 4096, 0.3)
-    assert wait_until(lambda: store.checkpoint.physic_msg_timestamp == r.store_timestamp)
-    assert wait_until(lambda: store.checkpoint.logics_msg_timestamp == r.store_timestamp)
+    wait_until(lambda: store.commit_log.get_flushed_where() >= r.next_offset - 4096, 10, "the 4-page flush")
+    wait_until(lambda: store.checkpoint.physic_msg_timestamp == r.store_timestamp, 10,
+               "the checkpoint's CommitLog time at the last put")
+    wait_until(lambda: store.checkpoint.logics_msg_timestamp == r.store_timestamp, 10,
+               "the checkpoint's ConsumeQueue time at the last put")

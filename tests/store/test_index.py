@@ -1,8 +1,10 @@
-"""The IndexFile (rmq._index): exact bytes, collisions, roll-over, queries, recovery, retention."""
+"""The IndexFile (rmq._index): exact bytes, collisions, roll-over, queries, recovery, retention; and
+queries by key through the store."""
 
 from __future__ import annotations
 
 import os
+import shutil
 import struct
 import threading
 from pathlib import Path
@@ -20,6 +22,7 @@ from rmq._index import (
 )
 from rmq.errors import StoreError
 from rmq.protocol.message import java_string_hash
+from rmq.protocol.record import decode_record
 
 SLOTS = 4
 ENTRIES = 16  # entry 0 is unused: 15 keys per file
@@ -302,3 +305,29 @@ def test_index_file_exposes_its_header(service):
     assert (f.index_count, f.begin_phy_offset, f.end_phy_offset) == (4, 1000, 1200)
     assert (f.begin_timestamp, f.end_timestamp) == (T0, T0 + 2000)
     assert not f.is_full
+
+
+# --- through the store -------------------------------------------------------------------------
+
+
+def test_query_message_by_key_and_uniq_key(open_store):
+    store = open_store()
+    r = store.put("TopicA", b"k", keys=["order-1", "user-9"], properties={"UNIQ_KEY": "AC11000100002A9F0001"})
+    store.put("TopicA", b"other", keys="order-2")
+    store.put("TopicB", b"same key, other topic", keys="order-1")
+    for key in ("order-1", "user-9", "AC11000100002A9F0001"):
+        found = store.query_message("TopicA", key, 10, 0, 2**62)
+        assert [decode_record(m).physical_offset for m in found.messages] == [r.wrote_offset], key
+    assert store.query_message("TopicA", "order-", 10, 0, 2**62).messages == []
+
+
+def test_crash_recovery_rebuilds_the_index(open_store, store_dir):
+    store = open_store()
+    r = store.put("TopicA", b"k", keys="lost-key")
+    store.shutdown()
+    shutil.rmtree(store_dir / "index")
+    (store_dir / "checkpoint").unlink()
+    (store_dir / "abort").touch()
+    store = open_store()
+    found = store.query_message("TopicA", "lost-key", 10, 0, 2**62)
+    assert [decode_record(m).physical_offset for m in found.messages] == [r.wrote_offset]

@@ -6,7 +6,7 @@ import struct
 
 from rmq.protocol.message import encode_properties, java_string_hash
 from rmq.protocol.record import decode_record, encode_msg_id, ipv4_to_int
-from tests.helpers import spec_record
+from tests.helpers.golden import spec_record
 
 
 def test_stored_record_matches_spec_bytes(open_store):

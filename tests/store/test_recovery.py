@@ -18,9 +18,9 @@ from rmq.store import (
     MessageStoreConfig,
     PutMessageStatus,
 )
+from tests.helpers.store import COMMIT_LOG_FILE_SIZE
 
-# the conftest's small CommitLog files
-FILE = 64 * 1024
+FILE = COMMIT_LOG_FILE_SIZE
 
 
 def fill(store, n, queue_ids=(0,)):

@@ -1,4 +1,5 @@
-"""Helpers of the remoting tests: frames built by hand, a raw socket that reads frames."""
+"""Remoting frames built by hand (SPEC.md section 2), independently of the codec under test, and a
+blocking socket that reads whole frames."""
 
 from __future__ import annotations
 
@@ -9,8 +10,7 @@ import time
 from rmq.net import codec_py
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import ResponseCode
-
-LOOPBACK = "127.0.0.1"
+from tests.helpers import LOOPBACK
 
 
 def route_body() -> bytes:

@@ -1,8 +1,4 @@
-"""What many tests need and no test module owns: golden bytes built from SPEC.md with nothing from
-rmq, free loopback ports, bounded waits, real processes.
-
-Tests import from here, never from other test modules or conftests.
-"""
+"""Golden bytes: records laid out from SPEC.md field by field, with nothing from rmq."""
 
 from __future__ import annotations
 

@@ -8,9 +8,7 @@ import time
 
 from rmq.client import Message, Producer, PushConsumer
 from rmq.errors import RmqError
-from tests.client.conftest import requires_broker
-
-pytestmark = requires_broker
+from tests.helpers import wait_until
 
 TIMERS = {"persist_consumer_offset_interval": 0.5, "heartbeat_broker_interval": 1.0, "poll_name_server_interval": 1.0}
 
@@ -51,20 +49,20 @@ def test_kill_and_restart_loses_nothing_acknowledged(cluster):
         sender = threading.Thread(target=produce, args=(producer,))
         sender.start()
         try:
-            time.sleep(1.0)
+            wait_until(lambda: len(acked) >= 50, 20, "50 sends acknowledged before the kill")
             cluster.kill_broker()
-            time.sleep(1.0)
+            wait_until(lambda: failures, 20, "a send failed while the broker was down")
             cluster.restart_broker()
-            time.sleep(1.5)
+            restarted_with = len(acked)
+            wait_until(lambda: len(acked) >= restarted_with + 50, 30, "50 more sends acknowledged after the restart")
         finally:
             stop.set()
             sender.join(10)
         assert not sender.is_alive(), "a send hung"
         with lock:
             expected = set(acked)
-        deadline = time.monotonic() + 30
-        while time.monotonic() < deadline and not expected <= received:
-            time.sleep(0.1)
+        wait_until(lambda: expected <= received, 30,
+                   lambda: f"every acknowledged message consumed ({len(expected - received)} missing)")
     assert failures, "the broker was down for a second: some sends must have failed"
     assert max(elapsed for elapsed, _ in failures) < 3.0  # each failed within its timeout
     lost = expected - received

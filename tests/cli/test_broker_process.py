@@ -1,31 +1,26 @@
-"""``rmq-broker`` as a process: clean SIGTERM exit, and no acknowledged message lost to SIGKILL
-under SYNC_FLUSH (acceptance 2)."""
+"""``rmq-broker`` as a process (with its embedded name server, as the README starts it): a clean
+SIGTERM exit, and no acknowledged message lost to SIGKILL under SYNC_FLUSH."""
 
 from __future__ import annotations
 
 import signal
 import threading
-import time
 
 import pytest
 
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from tests.broker.broker_helpers import (
-    call,
-    pull_request,
-    records,
-    send_request,
-    start_process,
-)
-from tests.broker.conftest import broker_settings
+from tests.helpers import wait_until
+from tests.helpers.broker import broker_settings
+from tests.helpers.processes import start_broker_process
+from tests.helpers.requests import call, pull_request, records, send_request
 
 pytestmark = pytest.mark.slow
 
 
 def test_sigterm_exits_cleanly_and_saves_offsets(spawn, store_dir):
     settings = broker_settings(store_dir)
-    proc, addr = start_process(spawn, settings)
+    proc, addr = start_broker_process(spawn, settings)
     with RemotingClient() as client:
         assert call(client, addr, send_request("Clean", b"x")).code == ResponseCode.SUCCESS
         commit = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET,
@@ -41,7 +36,7 @@ def test_sigterm_exits_cleanly_and_saves_offsets(spawn, store_dir):
 
 def test_sigkill_under_sync_flush_keeps_every_acknowledged_message(spawn, store_dir):
     settings = broker_settings(store_dir, flushDiskType="SYNC_FLUSH", flushConsumerOffsetInterval="300")
-    proc, addr = start_process(spawn, settings)
+    proc, addr = start_broker_process(spawn, settings)
     acked: list[tuple[int, int, bytes]] = []
     stop = threading.Event()
     in_flight = threading.Semaphore(8)
@@ -72,7 +67,10 @@ def test_sigkill_under_sync_flush_keeps_every_acknowledged_message(spawn, store_
 
         thread = threading.Thread(target=sender)
         thread.start()
-        time.sleep(1.0)  # sends keep going; the commit above is persisted within 300 ms
+        offsets = store_dir / "config" / "consumerOffset.json"
+        wait_until(lambda: offsets.exists() and '"Durable@G"' in offsets.read_text(), 10,
+                   "the committed offset persisted (every 300 ms)")
+        wait_until(lambda: len(acked) > 50, 20, "50 sends acknowledged")   # and sends keep going
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         stop.set()
@@ -80,7 +78,7 @@ def test_sigkill_under_sync_flush_keeps_every_acknowledged_message(spawn, store_
     assert len(acked) > 50
     assert (store_dir / "abort").exists()
 
-    proc, addr = start_process(spawn, settings)
+    proc, addr = start_broker_process(spawn, settings)
     with RemotingClient() as client:
         stored = set()
         for queue_id in range(4):

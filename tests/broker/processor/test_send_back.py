@@ -7,7 +7,7 @@ from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import SCHEDULE_TOPIC, MessageProperty, dlq_topic, retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
-from tests.broker.store_helpers import messages_in, put, wait_for_message
+from tests.helpers.broker import messages_in, put, wait_for_message
 
 GROUP = "G_retry"
 

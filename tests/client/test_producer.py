@@ -1,14 +1,13 @@
-"""Sends of every kind against a real broker, read back through the consumers."""
+"""Sends of every kind against real rmq processes, read back through the consumers."""
 
 from __future__ import annotations
 
 import asyncio
 import time
 
-from rmq.client import Message, Producer, PullConsumer, SendStatus
-from tests.client.conftest import requires_broker
-
-pytestmark = requires_broker
+from rmq.client import Message, Producer, PullConsumer, PushConsumer, SendStatus
+from rmq.protocol.message import SCHEDULE_TOPIC
+from tests.helpers import wait_until
 
 
 def poll_all(consumer: PullConsumer, expected: int, timeout: float = 15.0) -> list:
@@ -62,3 +61,27 @@ def test_orderly_send_puts_one_key_on_one_queue(cluster):
         queues = {key: {producer.send_orderly(Message(topic, b"x"), sharding_key=key).message_queue
                         for _ in range(5)} for key in ("order-1", "order-2", "order-3")}
     assert all(len(q) == 1 for q in queues.values())
+
+
+def test_delay_level_holds_a_message_back(cluster):
+    topic = cluster.create_topic("Delayed", queues=1)
+    received = []
+
+    def on_messages(msgs):
+        received.extend((time.monotonic(), m) for m in msgs)
+
+    consumer = PushConsumer("cg-delay", cluster.namesrv_addr, instance_name="delay",
+                            consume_from_where="FIRST_OFFSET", rebalance_interval=1.0)
+    consumer.subscribe(topic)
+    consumer.register_listener(on_messages)
+    with consumer, Producer("pg-delay", cluster.namesrv_addr, instance_name="delay-p") as producer:
+        wait_until(lambda: any(mq.topic == topic for mq in consumer.process_queues), 20, "the consumer took its queue")
+        sent_at = time.monotonic()
+        producer.send(Message(topic, b"later", delay_level=6))  # 2 s on the test broker
+        producer.send(Message(topic, b"now"))
+        # only the delayed one waits in the schedule topic (level 6: queue 5); the other was not held
+        assert {q: n for q, n in cluster.max_offsets(SCHEDULE_TOPIC).items() if n} == {5: 1}
+        wait_until(lambda: len(received) >= 2, 20, lambda: f"both messages consumed (got {received})")
+    arrival = {m.body: at - sent_at for at, m in received}
+    assert 1.8 <= arrival[b"later"], arrival      # never early
+    assert [m for _, m in received if m.body == b"later"][0].topic == topic

@@ -14,7 +14,7 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.protocol.java_json import loads_mq_tables
 from rmq.protocol.message_queue import MessageQueue
-from tests.broker.store_helpers import put
+from tests.helpers.broker import put
 
 TOPIC = "TopicAdmin"
 
@@ -128,14 +128,3 @@ def test_topic_configs_runtime_info_and_delay_offsets(broker, client, filled):
     assert all(isinstance(v, str) for v in table.values())
     delay = json.loads(bytes(ask(client, broker, RequestCode.GET_ALL_DELAY_OFFSET).body))
     assert "offsetTable" in delay
-
-
-def test_mq_tables_read_fastjson_bodies():
-    body = ('{"consumeTps":1.5,"offsetTable":{{"brokerName":"b","queueId":3,"topic":"T"}:'
-            '{"brokerOffset":9,"consumerOffset":4,"lastTimestamp":0}, {"brokerName":"b","queueId":0,"topic":"T"}:'
-            '{"brokerOffset":1,"consumerOffset":1,"lastTimestamp":5}}}')
-    parsed = loads_mq_tables(body)
-    assert parsed["consumeTps"] == 1.5
-    assert parsed["offsetTable"][MessageQueue("T", "b", 3)]["consumerOffset"] == 4
-    assert loads_mq_tables('{"offsetTable":[{"brokerName":"b","queueId":0,"topic":"T","offset":2}]}') == {
-        "offsetTable": [{"brokerName": "b", "queueId": 0, "topic": "T", "offset": 2}]}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.record import decode_msg_id, decode_records
-from tests.broker.store_helpers import put
+from tests.helpers.broker import put
 
 
 def query(client, broker, topic: str, key: str, **ext) -> RemotingCommand:

@@ -1,0 +1,176 @@
+"""Real ``rmq-namesrv`` and ``rmq-broker`` processes on loopback, and a Cluster of both for the
+end-to-end tests.
+
+A broker process counts as up once the name server routes to it, not when its port opens: the port
+opens before its first registration ends.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from rmq.client.admin_client import AdminClient
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.java_json import loads_mq_tables
+from rmq.protocol.message import retry_topic
+from tests.helpers import LOOPBACK, free_port, wait_for_port, wait_until
+from tests.helpers.broker import broker_settings
+from tests.helpers.requests import call, offset_request, pull_request, update_topic_request
+
+START_TIMEOUT = 30.0
+
+
+class Processes:
+    """``python ARGS`` processes of one test; ``stop_all`` terminates each (then kills it)."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def spawn(self, *args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, *args], env={**os.environ, **(env or {})}, **kwargs)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def start_namesrv(spawn, *args: str) -> tuple[subprocess.Popen, str]:
+    """``rmq-namesrv`` on a free port; (process, address) once it accepts connections."""
+    port = free_port()
+    proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args)
+    wait_for_port(port, START_TIMEOUT, proc)
+    return proc, f"{LOOPBACK}:{port}"
+
+
+def start_broker_process(spawn, settings: dict[str, str], namesrv: str | None = None,
+                         *args: str) -> tuple[subprocess.Popen, str]:
+    """``rmq-broker`` with ``--set`` settings, registering with ``namesrv`` (``-n``) or, without
+    one, with the name server it embeds on namesrvListenPort; (process, address) once routed."""
+    argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *args]
+    for key, value in settings.items():
+        argv += ["--set", f"{key}={value}"]
+    proc = spawn(*argv)
+    wait_for_port(int(settings["listenPort"]), START_TIMEOUT, proc)
+    addr = f"{LOOPBACK}:{settings['listenPort']}"
+    wait_registered(namesrv or f"{LOOPBACK}:{settings['namesrvListenPort']}", addr, proc)
+    return proc, addr
+
+
+def wait_registered(namesrv: str, broker_addr: str, proc: subprocess.Popen, timeout: float = START_TIMEOUT) -> None:
+    """Until ``namesrv`` lists ``broker_addr`` in its cluster table; fails when ``proc`` exits first."""
+    with AdminClient(namesrv, timeout=2.0) as admin:
+        def registered() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"broker exited with {proc.returncode} before registering")
+            try:
+                tables = admin.cluster_info().get("brokerAddrTable") or {}
+            except Exception:
+                return False
+            return any(broker_addr in (data.get("brokerAddrs") or {}).values() for data in tables.values())
+
+        wait_until(registered, timeout, f"{broker_addr} registered with {namesrv}", interval=0.02)
+
+
+# Small files and fast delay levels: tests write little and should not wait minutes for a retry.
+CLUSTER_BROKER_SETTINGS = {
+    "mappedFileSizeCommitLog": str(8 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(20 * 30000),
+    "messageDelayLevel": "1s 1s 1s 1s 1s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s",
+}
+
+
+class Cluster:
+    """One ``rmq-namesrv`` and one ``rmq-broker`` process; ``restart_broker`` keeps the store and
+    the port. ``client`` is a started RemotingClient for requests built by hand."""
+
+    def __init__(self, spawn, store: Path):
+        self.spawn = spawn
+        self.store = store
+        self.client = RemotingClient()
+        self.namesrv_proc: subprocess.Popen | None = None
+        self.broker_proc: subprocess.Popen | None = None
+        self.settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS, haListenPort=str(free_port()))
+        self.broker_port = int(self.settings["listenPort"])
+        self.broker_addr = f"{LOOPBACK}:{self.broker_port}"
+        self.namesrv_addr = ""
+
+    def start(self) -> Cluster:
+        self.client.start()
+        self.namesrv_proc, self.namesrv_addr = start_namesrv(self.spawn)
+        self.start_broker()
+        return self
+
+    def close(self) -> None:
+        self.client.shutdown()
+
+    def start_broker(self) -> None:
+        self.broker_proc, _ = start_broker_process(self.spawn, self.settings, self.namesrv_addr,
+                                                   "--log-level", "WARNING")
+
+    def kill_broker(self) -> None:
+        self.broker_proc.send_signal(signal.SIGKILL)
+        self.broker_proc.wait(10)
+
+    def restart_broker(self) -> None:
+        if self.broker_proc.poll() is None:
+            self.broker_proc.send_signal(signal.SIGTERM)
+            self.broker_proc.wait(10)
+        self.start_broker()
+
+    def call(self, request: RemotingCommand) -> RemotingCommand:
+        return call(self.client, self.broker_addr, request)
+
+    def create_topic(self, topic: str, queues: int = 4, order: bool = False) -> str:
+        """UPDATE_AND_CREATE_TOPIC, as ``rmq-admin topic create`` sends it."""
+        answer = self.call(update_topic_request(topic, queues, order))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        return topic
+
+    def max_offsets(self, topic: str) -> dict[int, int]:
+        """queue id -> max offset of each queue of ``topic`` (empty when the topic does not exist)."""
+        answer = self.call(RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}))
+        if answer.code == ResponseCode.TOPIC_NOT_EXIST:
+            return {}
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        table = loads_mq_tables(answer.body)["offsetTable"]
+        return {mq.queue_id: int(stats["maxOffset"]) for mq, stats in table.items()}
+
+    def lag(self, group: str, *topics: str, subscription: str = "*") -> dict[tuple[str, int], tuple[int, int]]:
+        """(topic, queue) -> (committed, max offset) of every queue of ``topics`` (with ``subscription``)
+        and of the group's %RETRY% topic where a pull from ``group``'s committed offset still finds a
+        message; empty once the group consumed and committed all it subscribes to."""
+        behind = {}
+        for topic, expression in [*((t, subscription) for t in topics), (retry_topic(group), "*")]:
+            for queue_id, max_offset in self.max_offsets(topic).items():
+                answer = self.call(offset_request(RequestCode.QUERY_CONSUMER_OFFSET, topic, queue_id, group))
+                committed = int(answer.ext_fields["offset"]) if answer.code == ResponseCode.SUCCESS else -1
+                pulled = self.call(pull_request(topic, queue_id, max(committed, 0), group=group,
+                                                subscription=expression))
+                nothing_new = pulled.code == ResponseCode.PULL_NOT_FOUND or (
+                    # nothing of the subscription up to the end
+                    pulled.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+                    and int(pulled.ext_fields["nextBeginOffset"]) >= max_offset)
+                if committed < 0 or not nothing_new:
+                    behind[(topic, queue_id)] = (committed, max_offset)
+        return behind
+
+    def wait_caught_up(self, group: str, *topics: str, subscription: str = "*", timeout: float = 30.0) -> None:
+        """Until ``group`` has consumed and committed all of ``topics`` it subscribes to: then, with
+        nothing new sent, none of its consumers has anything left to be given."""
+        wait_until(lambda: not self.lag(group, *topics, subscription=subscription), timeout,
+                   lambda: f"group {group} committed all of {', '.join(topics)} (behind, (topic, queue): "
+                           f"(committed, max)): {self.lag(group, *topics, subscription=subscription)}")

@@ -1,0 +1,37 @@
+"""What the tests' leak checks look at (uvloop-style tear-down): threads, open descriptors.
+
+Every thread rmq starts is named ``rmq-...`` (``rmq-store-*``, ``rmq-broker-*``, ``rmq-server-<port>``,
+``rmq-client``, ``rmq-client-timer-*``, ``rmq-consume-*``) and joined when its owner shuts down.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+
+def threads_started_since(before: set[threading.Thread]) -> list[threading.Thread]:
+    """Threads alive now that were not in ``before``."""
+    return [t for t in threading.enumerate() if t not in before]
+
+
+def wait_for_threads_to_end(before: set[threading.Thread], timeout: float) -> list[threading.Thread]:
+    """Wait up to ``timeout`` s for every thread started since ``before`` to end; those still alive."""
+    deadline = time.monotonic() + timeout
+    while True:
+        alive = threads_started_since(before)
+        if not alive or time.monotonic() >= deadline:
+            return alive
+        alive[0].join(min(0.05, max(0.0, deadline - time.monotonic())))
+
+
+def open_fds() -> set[tuple[int, str]]:
+    """(fd, what it refers to) for every descriptor open in this process."""
+    result = set()
+    for name in os.listdir("/proc/self/fd"):
+        try:
+            result.add((int(name), os.readlink(f"/proc/self/fd/{name}")))
+        except OSError:  # closed between listdir and readlink (the listdir fd itself, for one)
+            pass
+    return result
