@@ -11,14 +11,13 @@ processor's methods are wrapped before the broker is built (handlers are bound a
 from __future__ import annotations
 
 import argparse
-import socket
 import statistics
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.broker helpers
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.helpers
 
 import rmq.broker.processor.send as send_module  # noqa: E402
 
@@ -47,12 +46,6 @@ def trace_send_processor() -> None:
     processor._durable_callback = traced_callback
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sends", type=int, default=2000)
@@ -63,7 +56,8 @@ def main() -> None:
     from rmq.cli.broker import BrokerStartup
     from rmq.net import RemotingClient
     from rmq.store import MessageStoreConfig
-    from tests.broker.broker_helpers import send_request
+    from tests.helpers import free_port
+    from tests.helpers.requests import send_request
 
     sizes = {} if args.big_files else {"mappedFileSizeCommitLog": str(4 << 20), "mappedFileSizeConsumeQueue": "60000",
                                        "maxHashSlotNum": "1024", "maxIndexNum": "4096"}
