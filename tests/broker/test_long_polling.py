@@ -89,7 +89,7 @@ def test_a_send_answers_the_parked_pull_before_its_own_reply(broker, client):
         sent_at = time.perf_counter()
         replied = threading.Event()
         client.invoke_callback(addr, send_request("Latency", b"m"), 5.0,
-                               lambda r, e: (answers.append("send"), replied.set()))
+                               lambda r, e, answers=answers, replied=replied: (answers.append("send"), replied.set()))
         assert done.wait(10.0) and replied.wait(10.0)
         assert box[0].code == ResponseCode.SUCCESS
         assert answers == ["pull", "send"], f"message {offset}: {answers}"

@@ -81,7 +81,7 @@ def test_offsets_are_published_only_once_the_commit_log_is_flushed(start_broker)
     broker = start_broker(messageDelayLevel="1s 1s", flushCommitLogThoroughInterval="600000")
     service = broker.schedule_message_service
     service.persist_interval = 0    # every delivery round is followed by a publication round
-    for i in range(3):
+    for _ in range(3):
         put(broker, "TopicF", b"x", DELAY="1")
     wait_for_message(broker, "TopicF", 3)
     # A level-2 message put now is delivered a second later, by a round after the rounds that

@@ -32,9 +32,7 @@ def rocketmq_python() -> Path:
 @pytest.fixture
 def home(tmp_path: Path) -> Path:
     """HOME (and working directory) of the client scripts: the C++ client writes its logs there."""
-    path = tmp_path / "home"
-    path.mkdir()
-    return path
+    return tmp_path / "home"
 
 
 @pytest.fixture

@@ -1,4 +1,5 @@
-"""Our SDK and npm ali-ons@3.12.0 read each other's messages through one ``rmq-broker``: bodies (a compressed one too), tags, keys, user properties and ids intact.
+"""Our SDK and npm ali-ons@3.12.0 read each other's messages through one ``rmq-broker``: bodies (a
+compressed one too), tags, keys, user properties and ids intact.
 
 Ids differ by client: ours set UNIQ_KEY and call it ``msg_id``; ali-ons sets none, and calls the
 broker's id (store host + commit-log offset) ``msgId``, on sending and on consuming alike.

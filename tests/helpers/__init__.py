@@ -1,5 +1,5 @@
 """What many tests need and no test module owns. Tests and conftests import from here, never from
-other test modules or conftests (tests/test_layout.py checks it).
+other test modules or conftests (tests/test_tree.py checks it).
 
     tests.helpers            loopback ports and bounded waits (this module)
     tests.helpers.golden     golden bytes built from SPEC.md with nothing from rmq
@@ -17,7 +17,8 @@ from __future__ import annotations
 import socket
 import subprocess
 import time
-from typing import Callable, TypeVar
+from collections.abc import Callable
+from typing import TypeVar
 
 LOOPBACK = "127.0.0.1"
 

@@ -18,9 +18,9 @@ import shutil
 import subprocess
 import venv
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import pytest
 
@@ -103,6 +103,7 @@ class ClientRunner:
     with ali-ons on NODE_PATH, python ones in the rocketmq venv."""
 
     def __init__(self, home: Path, node_path: Path | None = None, python: Path | None = None):
+        home.mkdir(parents=True, exist_ok=True)
         self.home = home
         self.node_path = node_path
         self.python = python

@@ -69,7 +69,7 @@ class RawConnection:
                     return True
         except (ConnectionResetError, BrokenPipeError):
             return True
-        except socket.timeout:
+        except TimeoutError:
             return False
 
     def close(self) -> None:

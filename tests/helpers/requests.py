@@ -16,7 +16,8 @@ TIMEOUT = 5.0
 
 # SEND_MESSAGE_V2's one-letter header names (SEND_MESSAGE spells them out)
 _V2_FIELDS = dict(zip(("producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
-                       "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode"), "abcdefghijk"))
+                       "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode"),
+                      "abcdefghijk", strict=True))
 
 
 def send_request(topic: str, body: bytes, *, code: int = RequestCode.SEND_MESSAGE_V2, queue_id: int = 0,

@@ -28,7 +28,7 @@ def test_tag_subscription_gets_only_its_tags(broker, client):
 
 def test_pull_offsets_out_of_range_are_corrected(broker, client):
     addr = broker.broker_addr
-    for i in range(3):
+    for _ in range(3):
         call(client, addr, send_request("Ranges", b"x"))
     r = call(client, addr, pull_request("Ranges", 0, 3))
     assert r.code == ResponseCode.PULL_NOT_FOUND and r.ext_fields["nextBeginOffset"] == "3"
