@@ -4,7 +4,6 @@ rmq-namesrv processes on loopback, and the embedded NameServer."""
 from __future__ import annotations
 
 import json
-import time
 
 from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.net.client import RemotingClient
@@ -109,14 +108,19 @@ def test_bad_registrations_are_refused_and_change_nothing(spawn, client):
 def test_query_data_version_keeps_a_broker_alive(spawn, client):
     ns = namesrv(spawn, "--scan-interval", "0.1", "--broker-expired", "1.5")
     client.invoke_sync(ns, register_broker_request("127.0.0.1:10911", {"T": 4}), timeout=3.0)
+    # registered at the same time, silent afterwards: once it expired, so would have the other
+    client.invoke_sync(ns, register_broker_request("127.0.0.1:20911", {"U": 4}, broker_name="broker-silent"),
+                       timeout=3.0)
     version = json.dumps({"timestamp": 1700000000000, "counter": 1}).encode()
-    deadline = time.monotonic() + 3.0
-    while time.monotonic() < deadline:
+
+    def keep_alive_until_the_silent_one_expired() -> bool:
         answer = client.invoke_sync(ns, RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, ext_fields={
             "brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911", "clusterName": "DefaultCluster",
             "brokerId": "0"}, body=version), timeout=3.0)
         assert answer.ext_fields["changed"] == "false"
-        time.sleep(0.2)
+        return route(client, ns, "U").code == ResponseCode.TOPIC_NOT_EXIST
+
+    wait_until(keep_alive_until_the_silent_one_expired, 10, "the silent broker expired", interval=0.2)
     assert route(client, ns, "T").code == ResponseCode.SUCCESS
 
 
