@@ -115,10 +115,13 @@ def test_kicked_rounds_cover_a_whole_batch_of_waiting_puts(store_dir):
                    for _ in range(16)]
         rounds = store.group_commit_flushes
         store.kick_group_commit()
-        deadline = time.monotonic() + 5
-        while len(completed) < 16 and time.monotonic() < deadline:
+
+        def completing() -> bool:
             select.select([store.commit_event_fd], [], [], 0.5)
             store.complete_commits()
+            return len(completed) == 16
+
+        wait_until(completing, 10, "the 16 puts completed", interval=0)
         assert completed == results and all(r.status is PutMessageStatus.PUT_OK for r in results)
         # one round for the waiting batch (a second only if a 10 ms timer round was under way)
         assert store.group_commit_flushes - rounds <= 2
