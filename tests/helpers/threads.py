@@ -1,7 +1,7 @@
 """What the tests' leak checks look at (uvloop-style tear-down): threads, open descriptors.
 
-Every thread rmq starts is named ``rmq-...`` (``rmq-store-*``, ``rmq-broker-*``, ``rmq-server-<port>``,
-``rmq-client``, ``rmq-client-timer-*``, ``rmq-consume-*``) and joined when its owner shuts down.
+Every thread rmq starts is named ``rmq-...`` and joined when its owner shuts down (docs/threads.md
+lists them); the check counts every thread a test started, so an unnamed one is caught too.
 """
 
 from __future__ import annotations
