@@ -57,10 +57,10 @@ def start_namesrv(spawn, *args: str) -> tuple[subprocess.Popen, str]:
 
 
 def start_broker_process(spawn, settings: dict[str, str], namesrv: str | None = None,
-                         *args: str) -> tuple[subprocess.Popen, str]:
+                         extra_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
     """``rmq-broker`` with ``--set`` settings, registering with ``namesrv`` (``-n``) or, without
     one, with the name server it embeds on namesrvListenPort; (process, address) once routed."""
-    argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *args]
+    argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
     for key, value in settings.items():
         argv += ["--set", f"{key}={value}"]
     proc = spawn(*argv)
@@ -104,6 +104,7 @@ class Cluster:
         self.namesrv_proc: subprocess.Popen | None = None
         self.broker_proc: subprocess.Popen | None = None
         self.settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS, haListenPort=str(free_port()))
+        del self.settings["namesrvListenPort"]      # it has a name server of its own: nothing embedded
         self.broker_port = int(self.settings["listenPort"])
         self.broker_addr = f"{LOOPBACK}:{self.broker_port}"
         self.namesrv_addr = ""
@@ -119,7 +120,7 @@ class Cluster:
 
     def start_broker(self) -> None:
         self.broker_proc, _ = start_broker_process(self.spawn, self.settings, self.namesrv_addr,
-                                                   "--log-level", "WARNING")
+                                                   extra_args=("--log-level", "WARNING"))
 
     def kill_broker(self) -> None:
         self.broker_proc.send_signal(signal.SIGKILL)
