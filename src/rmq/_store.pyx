@@ -23,8 +23,8 @@
 # the GIL and releases the GIL only around msync; the SYNC_FLUSH group commit's never holds the GIL
 # and sees only what the put path publishes under a C mutex (GroupCommit, below). Mapped memory
 # stays valid while any memoryview handed out still references its mmap object: deleting a file
-# unlinks it and drops our references only (and the group commit only flushes above its watermark,
-# far from the oldest files that retention deletes).
+# unlinks it and drops our references only (a msync holds the mmap itself: MappedFile.flush_to; and
+# the group commit only flushes above its watermark, far from the oldest files that retention deletes).
 import logging
 import mmap as _mmap_module
 from collections import deque
@@ -436,14 +436,26 @@ cdef class MappedFile:
     cdef int flush_to(self, Py_ssize_t position) except -1:
         """msync [flushed_position, position) with the GIL released."""
         cdef Py_ssize_t start = self.flushed_position & ~(PAGE_SIZE - 1)
-        cdef unsigned char* base = self.base
+        # The mapping must outlive the msync. While the GIL is released, retention may destroy()
+        # this file (it holds the put lock; a flush thread does not) and drop the file's references
+        # to its mmap: with no other reference, the mmap would be unmapped, and the address range
+        # possibly reused, under the msync. ``mapping`` keeps the mmap object alive and the buffer
+        # export ``held`` keeps it mapped (an exported mmap refuses close()) until the msync returned.
+        cdef object mapping = self._mmap
+        cdef Py_buffer held
         cdef int rc
-        if position <= self.flushed_position or base == NULL:
+        if position <= self.flushed_position or mapping is None:
             return 0
-        with nogil:
-            rc = msync(base + start, position - start, MS_SYNC)
+        PyObject_GetBuffer(mapping, &held, PyBUF_SIMPLE)
+        try:
+            with nogil:
+                rc = msync(<unsigned char*>held.buf + start, position - start, MS_SYNC)
+                if rc != 0:
+                    rc = errno      # before the release below can change errno
+        finally:
+            PyBuffer_Release(&held)
         if rc != 0:
-            raise OSError(errno, f"msync of {self.path} failed: {strerror(errno).decode()}")
+            raise OSError(rc, f"msync of {self.path} failed: {strerror(rc).decode()}")
         self.flushed_position = position
         return 0
 
