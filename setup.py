@@ -10,7 +10,9 @@ from setuptools import Extension, setup
 DEBUG = os.environ.get("RMQ_DEBUG") == "1"
 
 EXTENSIONS = [
-    # mapped files, the CommitLog record codec and the ConsumeQueue
+    # the CommitLog record codec (clients load it too, so it is protocol's and imports no store)
+    Extension("rmq.protocol._record", ["src/rmq/protocol/_record.pyx"]),
+    # mapped files, the CommitLog appends and the ConsumeQueue
     Extension("rmq._store", ["src/rmq/_store.pyx"]),
     # the IndexFile (hash slots + chained entries)
     Extension("rmq._index", ["src/rmq/_index.pyx"]),

@@ -1,12 +1,14 @@
 """The import rule of README.md's architecture section, checked over every source file.
 
-    neutral   rmq, rmq.errors, rmq._clock, rmq._files, rmq._service     import only neutral modules
+    neutral   rmq, rmq.errors, rmq._clock, rmq._files, rmq._service,    import only neutral modules
+              rmq._endian (big-endian loads and stores, for any format)
     protocol  rmq.protocol                                              + neutral
     net       rmq.net                                                   + protocol
     roles     store, namesrv, broker, client, cli                       + net (and all below)
               broker may also use store; cli may use any role; no other role crosses to another
 
-The store role includes its compiled core (rmq._store, rmq._index and their C helpers _hash, _endian).
+The store role includes its compiled core (rmq._store, rmq._index and the C helper _hash). The compiled
+record codec is protocol's (rmq.protocol._record): the store cimports it, clients import it.
 """
 
 from __future__ import annotations
@@ -19,8 +21,8 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service"}
-STORE_CORE = {"rmq._store", "rmq._index", "rmq._hash", "rmq._endian"}
+NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._endian"}
+STORE_CORE = {"rmq._store", "rmq._index", "rmq._hash"}
 ROLES = {"store", "namesrv", "broker", "client", "cli"}
 # what each layer or role may import besides itself
 ALLOWED = {

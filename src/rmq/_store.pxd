@@ -1,74 +1,14 @@
-# The compiled store: mapped files, the CommitLog record codec, the ConsumeQueue (SPEC.md section 5).
-#
-# CommitLog stored record, v1 (IPv4 hosts), all integers big-endian, fixed overhead 91 bytes:
-#
-#   offset size  field
-#   ------ ----  ------------------------------------------------------------
-#        0    4   1 TOTALSIZE          whole record, this field included
-#        4    4   2 MAGIC              0xDAA320A7
-#        8    4   3 BODYCRC            crc32(body) & 0x7FFFFFFF
-#       12    4   4 QUEUEID
-#       16    4   5 FLAG               the producer's int flag
-#       20    8   6 QUEUEOFFSET        index of the entry in its ConsumeQueue
-#       28    8   7 PHYSICALOFFSET     offset of this record in the CommitLog
-#       36    4   8 SYSFLAG            MessageSysFlag bits
-#       40    8   9 BORNTIMESTAMP      ms, producer clock
-#       48    8  10 BORNHOST           4 bytes IPv4 + int32 port
-#       56    8  11 STORETIMESTAMP     ms, store clock
-#       64    8  12 STOREHOST          4 bytes IPv4 + int32 port
-#       72    4  13 RECONSUMETIMES
-#       76    8  14 PREPARED_TX_OFFSET
-#       84    4  15 BODYLEN            then BODYLEN bytes of body at 88
-#   88+b      1  16 TOPICLEN           then TOPICLEN bytes of topic (UTF-8)
-#   89+b+t    2  17 PROPLEN            then PROPLEN bytes of properties (k\x01v\x02...)
-#
-# End of a CommitLog file, when the next record does not fit: [int32 remaining][int32 0xCBD43194].
+# The compiled store: mapped files, the CommitLog appends, the ConsumeQueue (SPEC.md section 5). The
+# CommitLog record is rmq.protocol._record's (_record.pxd: its layout, writers and checks).
 #
 # ConsumeQueue entry, 20 bytes:   0 int64 commitLogOffset | 8 int32 size | 12 int64 tagsCode
 # checkpoint file, one 4 KiB page: 0 int64 physicMsgTimestamp | 8 logicsMsgTimestamp | 16 indexMsgTimestamp
-# Offset msgId, 16 bytes as 32 uppercase hex: 0 store IPv4 | 4 int32 store port | 8 int64 phy offset
 #
 # Python mirror of every constant here: rmq.store.layout (tests/store/test_layout.py checks they agree).
-from libc.stdint cimport int16_t, int32_t, int64_t, uint16_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t
 from cpython.buffer cimport Py_buffer
-from posix.time cimport timespec
 
-from rmq._endian cimport load_be16, load_be32, load_be64, store_be16, store_be32, store_be64
 from rmq._index cimport IndexService
-
-
-cdef extern from *:
-    """
-    #define RMQ_MESSAGE_MAGIC_CODE 0xDAA320A7u
-    #define RMQ_BLANK_MAGIC_CODE 0xCBD43194u
-    """
-    const uint32_t MESSAGE_MAGIC_CODE "RMQ_MESSAGE_MAGIC_CODE"
-    const uint32_t BLANK_MAGIC_CODE "RMQ_BLANK_MAGIC_CODE"
-
-
-cdef enum RecordLayout:
-    REC_TOTALSIZE = 0
-    REC_MAGIC = 4
-    REC_BODYCRC = 8
-    REC_QUEUEID = 12
-    REC_FLAG = 16
-    REC_QUEUEOFFSET = 20
-    REC_PHYSICALOFFSET = 28
-    REC_SYSFLAG = 36
-    REC_BORNTIMESTAMP = 40
-    REC_BORNHOST = 48
-    REC_STORETIMESTAMP = 56
-    REC_STOREHOST = 64
-    REC_RECONSUMETIMES = 72
-    REC_PREPARED_TX_OFFSET = 76
-    REC_BODYLEN = 84
-    REC_BODY = 88
-    # fixed bytes of a record: everything but body, topic and properties
-    REC_FIXED_OVERHEAD = 91
-    # the end-of-file marker: int32 remaining + int32 BLANK_MAGIC_CODE
-    END_FILE_MIN_BLANK_LENGTH = 8
-    TOPIC_MAX_BYTES = 127
-    PROPERTIES_MAX_BYTES = 32767
 
 
 cdef enum ConsumeQueueLayout:
@@ -85,24 +25,6 @@ cdef enum CheckpointLayout:
     CHECKPOINT_LOGICS_TIMESTAMP = 8
     CHECKPOINT_INDEX_TIMESTAMP = 16
     CHECKPOINT_FILE_SIZE = 4096
-
-
-cdef enum MsgIdLayout:
-    MSGID_STORE_IP = 0
-    MSGID_STORE_PORT = 4
-    MSGID_PHY_OFFSET = 8
-    MSGID_BYTES = 16
-
-
-# Outcomes of CommitLog.check_record (a positive value is the size of a valid record).
-cdef enum RecordCheck:
-    CHECK_END_OF_FILE = 0      # the EOF marker: the rest of this file is blank
-    CHECK_EMPTY = -1           # zeros: nothing was ever written here
-    CHECK_TRUNCATED = -2       # the header claims more bytes than the file holds
-    CHECK_BAD_MAGIC = -3
-    CHECK_BAD_LENGTHS = -4     # body/topic/properties lengths do not add up to TOTALSIZE
-    CHECK_BAD_OFFSET = -5      # PHYSICALOFFSET is not where the record sits (a stale record)
-    CHECK_BAD_CRC = -6
 
 
 # PutMessageStatus / GetMessageStatus values (names in rmq.store.status, same order as RocketMQ).

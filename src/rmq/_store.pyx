@@ -1,20 +1,9 @@
 # cython: cdivision=True
-# The compiled store core: mapped files, the CommitLog record codec, the ConsumeQueue.
-#
-#   CommitLog record (v1, IPv4, big-endian; 91 bytes + body + topic + properties)
-#   +------+------+------+------+------+----------+----------+------+----------+---------+
-#   |1 TOT |2 MAG |3 CRC |4 QID |5 FLG |6 QOFFSET |7 PHYOFF  |8 SYS |9 BORN_TS |10 BHOST |
-#   | i32  | i32  | i32  | i32  | i32  | i64      | i64      | i32  | i64      | 4+i32   |
-#   0      4      8      12     16     20         28         36     40         48
-#   +----------+---------+------+----------+---------------+--------------+--------------+
-#   |11 STORE  |12 SHOST |13 RC |14 PREPTX |15 BODYLEN+body|16 TLEN+topic |17 PLEN+props |
-#   | i64      | 4+i32   | i32  | i64      | i32 + b       | i8 + t       | i16 + p      |
-#   56         64        72     76         84              88+b           89+b+t
-#   End of file: [i32 remaining][i32 0xCBD43194]
+# The compiled store core: mapped files, the CommitLog appends, the ConsumeQueue. The record itself
+# is rmq.protocol._record's (its layout opens _record.pyx): the store cimports its writers and checks.
 #
 #   ConsumeQueue entry: [i64 commitLogOffset][i32 size][i64 tagsCode]  (20 bytes)
 #   checkpoint (4 KiB): @0 physicMsgTimestamp, @8 logicsMsgTimestamp, @16 indexMsgTimestamp (i64)
-#   msgId (16 bytes -> 32 hex): @0 store IPv4, @4 i32 store port, @8 i64 phy offset
 #
 # Named offsets are in _store.pxd; rmq.store.layout mirrors them for Python.
 #
@@ -29,24 +18,30 @@ import logging
 import mmap as _mmap_module
 from collections import deque
 import os
-import socket
-import time
 
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.errno cimport EIO, errno
-from libc.stdint cimport int8_t, int16_t, int32_t, int64_t, uint8_t, uint32_t, uint64_t
+from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset, strerror
 from posix.fcntl cimport O_CREAT, O_RDWR, open as c_open
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport close as c_close, read as c_read, usleep, write as c_write
 
+from rmq._endian cimport load_be32, load_be64, store_be32, store_be64
 from rmq._hash cimport java_string_hash
 from rmq._index cimport IndexService
+from rmq.protocol._record cimport (CHECK_EMPTY, CHECK_END_OF_FILE, END_FILE_MIN_BLANK_LENGTH, MESSAGE_MAGIC_CODE,
+                                   PROPERTIES_MAX_BYTES, REC_FIXED_OVERHEAD, REC_MAGIC, REC_QUEUEID,
+                                   REC_QUEUEOFFSET, REC_STORETIMESTAMP, REC_TOTALSIZE, TOPIC_MAX_BYTES, body_crc_of,
+                                   check_record_c, encode_msg_id_c, record_properties, write_end_of_file,
+                                   write_record)
 
-from rmq.protocol.message import SCHEDULE_TOPIC, encode_properties, topic_error
+from rmq.protocol import _record
+from rmq.protocol import message as _message
+from rmq.protocol.message import encode_properties, topic_error
 
 log = logging.getLogger("rmq.store")
 
@@ -90,18 +85,8 @@ cdef extern from "<sys/eventfd.h>" nogil:
     int EFD_NONBLOCK
     int EFD_CLOEXEC
 
-cdef extern from "<dlfcn.h>" nogil:
-    void* dlopen(const char* filename, int flags)
-    void* dlsym(void* handle, const char* symbol)
-    int RTLD_NOW
-    int RTLD_NOLOAD
-
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
-    object PyMemoryView_FromMemory(char* mem, Py_ssize_t size, int flags)
-    int PyBUF_READ
-
-import isal.isal_zlib as _isal_zlib
 
 cdef enum:
     PAGE_SIZE = 4096
@@ -113,34 +98,26 @@ cdef enum:
     # madvise per chunk instead of a page fault per page (MADV_POPULATE_WRITE, Linux >= 5.14)
     PREFAULT_CHUNK = 1 << 20
 
-# Python-visible copy of the layout enums, compared with rmq.store.layout by the tests.
+# Python-visible copy of the layout enums, compared with rmq.store.layout (and the record's with
+# rmq.protocol.layout) by the tests.
 LAYOUT = {
-    "MESSAGE_MAGIC_CODE": MESSAGE_MAGIC_CODE, "BLANK_MAGIC_CODE": BLANK_MAGIC_CODE,
-    "REC_TOTALSIZE": REC_TOTALSIZE, "REC_MAGIC": REC_MAGIC, "REC_BODYCRC": REC_BODYCRC,
-    "REC_QUEUEID": REC_QUEUEID, "REC_FLAG": REC_FLAG, "REC_QUEUEOFFSET": REC_QUEUEOFFSET,
-    "REC_PHYSICALOFFSET": REC_PHYSICALOFFSET, "REC_SYSFLAG": REC_SYSFLAG,
-    "REC_BORNTIMESTAMP": REC_BORNTIMESTAMP, "REC_BORNHOST": REC_BORNHOST,
-    "REC_STORETIMESTAMP": REC_STORETIMESTAMP, "REC_STOREHOST": REC_STOREHOST,
-    "REC_RECONSUMETIMES": REC_RECONSUMETIMES, "REC_PREPARED_TX_OFFSET": REC_PREPARED_TX_OFFSET,
-    "REC_BODYLEN": REC_BODYLEN, "REC_BODY": REC_BODY, "REC_FIXED_OVERHEAD": REC_FIXED_OVERHEAD,
-    "END_FILE_MIN_BLANK_LENGTH": END_FILE_MIN_BLANK_LENGTH, "TOPIC_MAX_BYTES": TOPIC_MAX_BYTES,
-    "PROPERTIES_MAX_BYTES": PROPERTIES_MAX_BYTES,
+    **_record.LAYOUT,
     "CQ_COMMITLOG_OFFSET": CQ_COMMITLOG_OFFSET, "CQ_SIZE": CQ_SIZE, "CQ_TAGS_CODE": CQ_TAGS_CODE,
     "CQ_STORE_UNIT_SIZE": CQ_STORE_UNIT_SIZE, "CQ_BLANK_SIZE": CQ_BLANK_SIZE,
     "CHECKPOINT_PHYSIC_TIMESTAMP": CHECKPOINT_PHYSIC_TIMESTAMP,
     "CHECKPOINT_LOGICS_TIMESTAMP": CHECKPOINT_LOGICS_TIMESTAMP,
     "CHECKPOINT_INDEX_TIMESTAMP": CHECKPOINT_INDEX_TIMESTAMP,
     "CHECKPOINT_FILE_SIZE": CHECKPOINT_FILE_SIZE,
-    "MSGID_STORE_IP": MSGID_STORE_IP, "MSGID_STORE_PORT": MSGID_STORE_PORT,
-    "MSGID_PHY_OFFSET": MSGID_PHY_OFFSET, "MSGID_BYTES": MSGID_BYTES,
 }
 
-CHECK_RESULTS = {
-    CHECK_END_OF_FILE: "end-of-file marker", CHECK_EMPTY: "empty", CHECK_TRUNCATED: "truncated",
-    CHECK_BAD_MAGIC: "bad magic", CHECK_BAD_LENGTHS: "lengths do not add up",
-    CHECK_BAD_OFFSET: "physical offset field does not match the position",
-    CHECK_BAD_CRC: "body CRC mismatch",
-}
+# rmq._store's Python API is older than the record codec's move to rmq.protocol: re-exported here.
+CHECK_RESULTS = _record.CHECK_RESULTS
+CRC_NATIVE = _record.CRC_NATIVE
+check_record = _record.check_record
+decode_msg_id = _record.decode_msg_id
+encode_msg_id = _record.encode_msg_id
+int_to_ipv4 = _record.int_to_ipv4
+ipv4_to_int = _record.ipv4_to_int
 
 # Status enum members by code, bound on first use (rmq.store imports this module first).
 cdef tuple _PUT_STATUS = None
@@ -152,7 +129,9 @@ cdef _bind_status_enums():
     from rmq.store.status import GetMessageStatus, PutMessageStatus
     _PUT_STATUS = tuple(PutMessageStatus)
     _GET_STATUS = tuple(GetMessageStatus)
-cdef bytes _SCHEDULE_TOPIC = SCHEDULE_TOPIC.encode()
+
+
+cdef bytes _SCHEDULE_TOPIC = _message.SCHEDULE_TOPIC.encode()
 
 
 # ---------------------------------------------------------------------------------------------
@@ -173,46 +152,6 @@ cdef inline double monotonic() noexcept nogil:
 def file_name_of(int64_t offset):
     """A store file's name: its start offset as 20 digits."""
     return "%020d" % offset
-
-
-def ipv4_to_int(str ip):
-    """'1.2.3.4' -> the IPv4 address as an unsigned 32-bit int (the byte order of the record)."""
-    return int.from_bytes(socket.inet_aton(ip), "big")
-
-
-def int_to_ipv4(uint32_t ip):
-    return socket.inet_ntoa(ip.to_bytes(4, "big"))
-
-
-cdef char* HEX_DIGITS = b"0123456789ABCDEF"
-
-
-cdef str encode_msg_id_c(uint32_t ip, int32_t port, int64_t offset):
-    cdef unsigned char raw[MSGID_BYTES]
-    cdef char text[MSGID_BYTES * 2]
-    cdef int i
-    store_be32(raw + MSGID_STORE_IP, ip)
-    store_be32(raw + MSGID_STORE_PORT, <uint32_t>port)
-    store_be64(raw + MSGID_PHY_OFFSET, <uint64_t>offset)
-    for i in range(MSGID_BYTES):
-        text[2 * i] = HEX_DIGITS[raw[i] >> 4]
-        text[2 * i + 1] = HEX_DIGITS[raw[i] & 15]
-    return text[:MSGID_BYTES * 2].decode("ascii")
-
-
-def encode_msg_id(str store_ip, int32_t store_port, int64_t phy_offset):
-    """The broker msgId (offsetMsgId): 32 uppercase hex of store IPv4, int32 port, int64 offset."""
-    return encode_msg_id_c(ipv4_to_int(store_ip), store_port, phy_offset)
-
-
-def decode_msg_id(str msg_id):
-    """Inverse of encode_msg_id: (store ip, store port, physical offset)."""
-    if len(msg_id) != MSGID_BYTES * 2:
-        raise ValueError(f"msgId {msg_id!r} has {len(msg_id)} characters, expected {MSGID_BYTES * 2} hex")
-    raw = bytes.fromhex(msg_id)
-    return (socket.inet_ntoa(raw[MSGID_STORE_IP:MSGID_STORE_IP + 4]),
-            int.from_bytes(raw[MSGID_STORE_PORT:MSGID_STORE_PORT + 4], "big", signed=True),
-            int.from_bytes(raw[MSGID_PHY_OFFSET:MSGID_PHY_OFFSET + 8], "big", signed=True))
 
 
 cdef inline void scan_properties(const unsigned char* p, Py_ssize_t n, PropertySpans* out) noexcept nogil:
@@ -245,128 +184,6 @@ cdef inline void scan_properties(const unsigned char* p, Py_ssize_t n, PropertyS
             out.delay = p + value_start
             out.delay_len = i - value_start
         i += 1
-
-
-cdef inline void record_properties(const unsigned char* record, const unsigned char** props,
-                                   Py_ssize_t* props_len, const unsigned char** topic,
-                                   Py_ssize_t* topic_len) noexcept nogil:
-    cdef Py_ssize_t body_len = load_be32(record + REC_BODYLEN)                    # 15 BODYLEN
-    cdef const unsigned char* p = record + REC_BODY + body_len
-    topic_len[0] = p[0]                                                           # 16 TOPICLEN
-    topic[0] = p + 1
-    p += 1 + p[0]
-    props_len[0] = load_be16(p)                                                   # 17 PROPLEN
-    props[0] = p + 2
-
-
-cdef inline void write_record(unsigned char* p, int32_t total, uint32_t body_crc, int32_t queue_id,
-                              int32_t flag, int64_t queue_offset, int64_t phy_offset, int32_t sys_flag,
-                              int64_t born_timestamp, uint32_t born_ip, int32_t born_port,
-                              int64_t store_timestamp, uint32_t store_ip, int32_t store_port,
-                              int32_t reconsume_times, int64_t prepared_tx_offset,
-                              const unsigned char* body, Py_ssize_t body_len,
-                              const unsigned char* topic, Py_ssize_t topic_len,
-                              const unsigned char* props, Py_ssize_t props_len) noexcept nogil:
-    store_be32(p + REC_TOTALSIZE, <uint32_t>total)                                # 1 TOTALSIZE
-    store_be32(p + REC_MAGIC, MESSAGE_MAGIC_CODE)                                 # 2 MAGIC
-    store_be32(p + REC_BODYCRC, body_crc)                                         # 3 BODYCRC
-    store_be32(p + REC_QUEUEID, <uint32_t>queue_id)                               # 4 QUEUEID
-    store_be32(p + REC_FLAG, <uint32_t>flag)                                      # 5 FLAG
-    store_be64(p + REC_QUEUEOFFSET, <uint64_t>queue_offset)                       # 6 QUEUEOFFSET
-    store_be64(p + REC_PHYSICALOFFSET, <uint64_t>phy_offset)                      # 7 PHYSICALOFFSET
-    store_be32(p + REC_SYSFLAG, <uint32_t>sys_flag)                               # 8 SYSFLAG
-    store_be64(p + REC_BORNTIMESTAMP, <uint64_t>born_timestamp)                   # 9 BORNTIMESTAMP
-    store_be32(p + REC_BORNHOST, born_ip)                                         # 10 BORNHOST ip
-    store_be32(p + REC_BORNHOST + 4, <uint32_t>born_port)                         #    + port
-    store_be64(p + REC_STORETIMESTAMP, <uint64_t>store_timestamp)                 # 11 STORETIMESTAMP
-    store_be32(p + REC_STOREHOST, store_ip)                                       # 12 STOREHOST ip
-    store_be32(p + REC_STOREHOST + 4, <uint32_t>store_port)                       #    + port
-    store_be32(p + REC_RECONSUMETIMES, <uint32_t>reconsume_times)                 # 13 RECONSUMETIMES
-    store_be64(p + REC_PREPARED_TX_OFFSET, <uint64_t>prepared_tx_offset)          # 14 PREPARED_TX_OFFSET
-    store_be32(p + REC_BODYLEN, <uint32_t>body_len)                               # 15 BODYLEN
-    memcpy(p + REC_BODY, body, body_len)                                          #    + body
-    p += REC_BODY + body_len
-    p[0] = <uint8_t>topic_len                                                     # 16 TOPICLEN
-    memcpy(p + 1, topic, topic_len)                                               #    + topic
-    p += 1 + topic_len
-    store_be16(p, <uint16_t>props_len)                                            # 17 PROPLEN
-    memcpy(p + 2, props, props_len)                                               #    + properties
-
-
-# BODYCRC is ISA-L's crc32 (isal is a dependency). Its extension module exports the C function,
-# so the store calls it directly: no Python call per record. If the symbol is not there (another
-# isal build), the Python function is called instead; both give zlib's IEEE CRC-32.
-ctypedef uint32_t (*crc32_fn)(uint32_t init, const unsigned char* buf, uint64_t length) noexcept nogil
-cdef crc32_fn _isal_crc32 = NULL
-
-
-cdef void _bind_isal_crc32():
-    global _isal_crc32
-    cdef void* handle = dlopen(_isal_zlib.__file__.encode(), RTLD_NOW | RTLD_NOLOAD)
-    if handle == NULL:
-        return
-    _isal_crc32 = <crc32_fn>dlsym(handle, b"crc32_gzip_refl")
-    if _isal_crc32 != NULL and _isal_crc32(0, <const unsigned char*>b"123456789", 9) != 0xCBF43926:
-        _isal_crc32 = NULL
-
-
-_bind_isal_crc32()
-# True when BODYCRC is computed by the C function (no Python call per record)
-CRC_NATIVE = _isal_crc32 != NULL
-
-
-cdef uint32_t body_crc_of(const unsigned char* body, Py_ssize_t n) except? 0xFFFFFFFF:
-    if _isal_crc32 != NULL:
-        return _isal_crc32(0, body, n) & 0x7FFFFFFF
-    # a read-only memoryview over the bytes, used synchronously
-    return (<uint32_t>_isal_zlib.crc32(PyMemoryView_FromMemory(<char*>body, n, PyBUF_READ))) & 0x7FFFFFFF
-
-
-cdef Py_ssize_t check_record_c(const unsigned char* p, Py_ssize_t avail, int64_t expected_offset,
-                               bint check_crc) except? -100:
-    """Size of the valid record at p, or a RecordCheck outcome (<= 0)."""
-    cdef int32_t total, body_len, topic_len, props_len
-    cdef uint32_t magic
-    if avail < END_FILE_MIN_BLANK_LENGTH:
-        return CHECK_EMPTY
-    total = load_be32(p + REC_TOTALSIZE)                                          # 1 TOTALSIZE
-    magic = <uint32_t>load_be32(p + REC_MAGIC)                                    # 2 MAGIC
-    if magic == BLANK_MAGIC_CODE and total == avail:
-        return CHECK_END_OF_FILE
-    if total == 0 and magic == 0:
-        return CHECK_EMPTY
-    if magic != MESSAGE_MAGIC_CODE:
-        return CHECK_BAD_MAGIC
-    if total < REC_FIXED_OVERHEAD or total > avail:
-        return CHECK_TRUNCATED
-    body_len = load_be32(p + REC_BODYLEN)                                         # 15 BODYLEN
-    if body_len < 0 or REC_FIXED_OVERHEAD + body_len > total:
-        return CHECK_BAD_LENGTHS
-    topic_len = p[REC_BODY + body_len]                                            # 16 TOPICLEN
-    if REC_FIXED_OVERHEAD + body_len + topic_len > total:
-        return CHECK_BAD_LENGTHS
-    props_len = load_be16(p + REC_BODY + body_len + 1 + topic_len)                # 17 PROPLEN
-    if REC_FIXED_OVERHEAD + body_len + topic_len + props_len != total:
-        return CHECK_BAD_LENGTHS
-    if expected_offset >= 0 and load_be64(p + REC_PHYSICALOFFSET) != expected_offset:  # 7 PHYSICALOFFSET
-        return CHECK_BAD_OFFSET
-    if check_crc and body_crc_of(p + REC_BODY, body_len) != <uint32_t>load_be32(p + REC_BODYCRC):
-        return CHECK_BAD_CRC                                                      # 3 BODYCRC
-    return total
-
-
-def check_record(data, int64_t expected_offset=-1, bint check_crc=True):
-    """Validate the stored record at the start of ``data`` (any buffer).
-
-    Returns its size (> 0) when valid, else a RecordCheck outcome <= 0 (see CHECK_RESULTS).
-    ``expected_offset`` >= 0 also requires the PHYSICALOFFSET field to equal it.
-    """
-    cdef Py_buffer buf
-    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
-    try:
-        return check_record_c(<const unsigned char*>buf.buf, buf.len, expected_offset, check_crc)
-    finally:
-        PyBuffer_Release(&buf)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -1364,8 +1181,7 @@ cdef class StoreCore:
         self._publish_files()
         remaining = mf.file_size - mf.wrote_position
         if remaining > 0:
-            store_be32(mf.base + mf.wrote_position + REC_TOTALSIZE, <uint32_t>remaining)  # 1 TOTALSIZE
-            store_be32(mf.base + mf.wrote_position + REC_MAGIC, BLANK_MAGIC_CODE) # 2 MAGIC (EOF)
+            write_end_of_file(mf.base + mf.wrote_position, <int32_t>remaining)
         mf.wrote_position = mf.file_size
         return next_file
 

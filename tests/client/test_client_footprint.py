@@ -3,6 +3,7 @@ store, the broker or the name server (the compiled store is a broker's, not a cl
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -18,4 +19,6 @@ def test_producer_and_consumer_never_load_the_store(cluster):
     loaded = set(done.stdout.split())
     assert "rmq.client" in loaded and "rmq.net" in loaded     # it did use the SDK
     assert "rmq._store" not in loaded and "rmq._index" not in loaded
+    if os.environ.get("RMQ_NO_EXTENSIONS") != "1":
+        assert "rmq.protocol._record" in loaded     # the compiled record codec, without the store
     assert not {name for name in loaded if name.split(".")[1:2] in (["store"], ["broker"], ["namesrv"])}

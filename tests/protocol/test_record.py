@@ -3,26 +3,22 @@ msgIds and decoding of records built byte by byte from SPEC.md section 5."""
 
 from __future__ import annotations
 
-import importlib
+import os
 import socket
 import struct
+import subprocess
+import sys
 
 import pytest
 
 from rmq.errors import RecordError, StoreError
-from rmq.protocol import layout, record, record_py
+from rmq.protocol import _record, layout, record, record_py
 from tests.helpers.golden import spec_record
 
-
-def _twins():
-    yield pytest.param(record_py, id="pure")
-    try:
-        yield pytest.param(importlib.import_module("rmq.protocol._record"), id="compiled")
-    except ImportError:
-        pass
+TWINS = [pytest.param(record_py, id="pure"), pytest.param(_record, id="compiled")]
 
 
-@pytest.fixture(params=list(_twins()))
+@pytest.fixture(params=TWINS)
 def codec(request):
     return request.param
 
@@ -68,7 +64,7 @@ def test_check_record_outcomes(codec):
 
 
 def test_both_twins_judge_every_prefix_and_flip_alike():
-    twins = [t.values[0] for t in _twins()]
+    twins = [record_py, _record]
     rec = spec_record(body=bytes(range(200)), topic="TopicA", props=b"TAGS\x01a\x02")
     for cut in range(0, len(rec) + 1, 7):
         assert len({t.check_record(rec[:cut]) for t in twins}) == 1, cut
@@ -104,9 +100,16 @@ def test_decode_records_splits_a_body_and_names_where_it_breaks():
 
 
 def test_layout_constants_match_the_compiled_codec():
-    compiled = pytest.importorskip("rmq.protocol._record")
-    for name, value in compiled.LAYOUT.items():
-        if hasattr(layout, name):
-            assert getattr(layout, name) == value, name
+    for name, value in _record.LAYOUT.items():
+        assert getattr(layout, name) == value, name
+    assert _record.CHECK_RESULTS == layout.CHECK_RESULTS
     assert layout.RECORD_HEAD.size == layout.REC_BODY
     assert layout.REC_FIXED_OVERHEAD == layout.REC_BODY + 1 + 2
+
+
+@pytest.mark.parametrize("flag, expected", [("1", "record_py"), ("", "_record")])
+def test_environment_chooses_the_implementation(flag, expected):
+    code = "from rmq.protocol import record; print(record.implementation.__name__.rsplit('.', 1)[1])"
+    env = dict(os.environ, RMQ_NO_EXTENSIONS=flag)
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == expected
