@@ -12,7 +12,9 @@ DEBUG = os.environ.get("RMQ_DEBUG") == "1"
 EXTENSIONS = [
     # the CommitLog record codec (clients load it too, so it is protocol's and imports no store)
     Extension("rmq.protocol._record", ["src/rmq/protocol/_record.pyx"]),
-    # mapped files, the CommitLog appends and the ConsumeQueue
+    # the store's rooms, and the core over them
+    Extension("rmq._mapped_file", ["src/rmq/_mapped_file.pyx"]),
+    Extension("rmq._consume_queue", ["src/rmq/_consume_queue.pyx"]),
     Extension("rmq._store", ["src/rmq/_store.pyx"]),
     # the IndexFile (hash slots + chained entries)
     Extension("rmq._index", ["src/rmq/_index.pyx"]),

@@ -1,30 +1,11 @@
-# The compiled store: mapped files, the CommitLog appends, the ConsumeQueue (SPEC.md section 5). The
-# CommitLog record is rmq.protocol._record's (_record.pxd: its layout, writers and checks).
-#
-# ConsumeQueue entry, 20 bytes:   0 int64 commitLogOffset | 8 int32 size | 12 int64 tagsCode
-# checkpoint file, one 4 KiB page: 0 int64 physicMsgTimestamp | 8 logicsMsgTimestamp | 16 indexMsgTimestamp
-#
-# Python mirror of every constant here: rmq.store.layout (tests/store/test_layout.py checks they agree).
+# The compiled store core (SPEC.md section 5): StoreCore and the results of its puts and gets, over
+# rooms with .pxd files of their own: rmq.protocol._record (the record), rmq._mapped_file,
+# rmq._consume_queue (ConsumeQueue, checkpoint), rmq._index.
 from libc.stdint cimport int32_t, int64_t, uint32_t
-from cpython.buffer cimport Py_buffer
 
+from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
 from rmq._index cimport IndexService
-
-
-cdef enum ConsumeQueueLayout:
-    CQ_COMMITLOG_OFFSET = 0
-    CQ_SIZE = 8
-    CQ_TAGS_CODE = 12
-    CQ_STORE_UNIT_SIZE = 20
-    # size of a "blank" entry, written where a queue starts past offset 0 (as RocketMQ's fillPreBlank)
-    CQ_BLANK_SIZE = 0x7FFFFFFF
-
-
-cdef enum CheckpointLayout:
-    CHECKPOINT_PHYSIC_TIMESTAMP = 0
-    CHECKPOINT_LOGICS_TIMESTAMP = 8
-    CHECKPOINT_INDEX_TIMESTAMP = 16
-    CHECKPOINT_FILE_SIZE = 4096
+from rmq._mapped_file cimport MappedFile, MappedFileQueue
 
 
 # PutMessageStatus / GetMessageStatus values (names in rmq.store.status, same order as RocketMQ).
@@ -98,73 +79,6 @@ cdef struct GroupCommit:
     int event_fd                        # counts flush rounds: the completer polls it
     int n_files
     CommitFileRef files[COMMIT_FILE_REFS]
-
-
-cdef class MappedFile:
-    cdef readonly str path
-    cdef readonly int64_t file_from_offset
-    cdef readonly Py_ssize_t file_size
-    # bytes written (only the writer advances it) and bytes known to be on disk
-    cdef Py_ssize_t wrote_position
-    cdef Py_ssize_t flushed_position
-    cdef unsigned char* base
-    cdef object _mmap
-    cdef object _view
-    cdef Py_buffer _buffer
-    cdef bint _has_buffer
-    # store timestamp of the newest record written here (CommitLog files; checkpoint bookkeeping)
-    cdef int64_t last_store_timestamp
-
-    cdef void prefault(self, Py_ssize_t position) noexcept
-    cdef object view(self, Py_ssize_t position, Py_ssize_t size)
-    cdef int flush_to(self, Py_ssize_t position) except -1
-    cdef void _release(self) noexcept
-
-
-cdef class MappedFileQueue:
-    cdef readonly str store_path
-    cdef readonly Py_ssize_t mapped_file_size
-    cdef list files
-    # everything below this offset is on disk
-    cdef int64_t flushed_where
-    # msync calls made (benchmarks report flushes per second)
-    cdef readonly int64_t flush_count
-
-    cdef MappedFile last_file(self)
-    cdef MappedFile create_file(self, int64_t start_offset)
-    cdef MappedFile find_by_offset(self, int64_t offset)
-    cdef int64_t min_offset(self) noexcept
-    cdef int64_t max_offset(self) noexcept
-    cdef int flush(self, int least_pages) except -1
-    cdef int truncate(self, int64_t offset) except -1
-
-
-cdef class ConsumeQueue:
-    cdef readonly str topic
-    cdef readonly int queue_id
-    cdef MappedFileQueue files
-    # byte offset of the first live entry (entries below point at deleted CommitLog files)
-    cdef int64_t min_logic_offset
-    # the queue offset the next stored message gets
-    cdef int64_t next_queue_offset
-    # end of the newest CommitLog record dispatched here
-    cdef int64_t max_physic_offset
-
-    cdef int reserve(self, Py_ssize_t entries) except -1
-    cdef int put_entry(self, int64_t phy_offset, int32_t size, int64_t tags_code,
-                       int64_t queue_offset) except -1
-    cdef int _write_at(self, int64_t position, int64_t phy_offset, int32_t size,
-                       int64_t tags_code) except -1
-    cdef const unsigned char* entry(self, int64_t queue_offset) noexcept
-    cdef int64_t max_offset(self) noexcept
-
-
-cdef class StoreCheckpoint:
-    cdef readonly str path
-    cdef object _mmap
-    cdef Py_buffer _buffer
-    cdef bint _has_buffer
-    cdef unsigned char* base
 
 
 cdef class PutMessageResult:

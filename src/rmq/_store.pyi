@@ -1,72 +1,27 @@
-# Python-visible API of the compiled store core (rmq/_store.pyx). Layouts: rmq/store/layout.py.
-from typing import Any, Callable, Iterable, Optional
+# Python-visible API of the compiled store's facade (rmq/_store.pyx), with what it re-exports from
+# its rooms. Layouts: rmq/protocol/layout.py (the record), rmq/store/layout.py (the store's files).
+from typing import Any, Callable, Final, Iterable, Optional
 
+from typing_extensions import disjoint_base
+
+from rmq._consume_queue import ConsumeQueue as ConsumeQueue
+from rmq._consume_queue import StoreCheckpoint as StoreCheckpoint
 from rmq._index import IndexService
+from rmq._mapped_file import MappedFile as MappedFile
+from rmq._mapped_file import MappedFileQueue as MappedFileQueue
+from rmq._mapped_file import file_name_of as file_name_of
+from rmq.protocol._record import check_record as check_record
+from rmq.protocol._record import decode_msg_id as decode_msg_id
+from rmq.protocol._record import encode_msg_id as encode_msg_id
+from rmq.protocol._record import int_to_ipv4 as int_to_ipv4
+from rmq.protocol._record import ipv4_to_int as ipv4_to_int
 from rmq.store.status import GetMessageStatus, PutMessageStatus
 
-LAYOUT: dict[str, int]
-CHECK_RESULTS: dict[int, str]
+LAYOUT: Final[dict[str, int]]
+CHECK_RESULTS: Final[dict[int, str]]
+CRC_NATIVE: Final[bool]
 
-def file_name_of(offset: int) -> str: ...
-def ipv4_to_int(ip: str) -> int: ...
-def int_to_ipv4(ip: int) -> str: ...
-def encode_msg_id(store_ip: str, store_port: int, phy_offset: int) -> str: ...
-def decode_msg_id(msg_id: str) -> tuple[str, int, int]: ...
-def check_record(data: Any, expected_offset: int = -1, check_crc: bool = True) -> int: ...
-
-class MappedFile:
-    path: str
-    file_from_offset: int
-    file_size: int
-    wrote_position: int
-    flushed_position: int
-    is_full: bool
-    def __init__(self, path: str, file_from_offset: int, file_size: int, create: bool = False) -> None: ...
-    def read(self, position: int, size: int) -> memoryview: ...
-    def destroy(self) -> None: ...
-    def zero_from(self, position: int) -> None: ...
-
-class MappedFileQueue:
-    store_path: str
-    mapped_file_size: int
-    mapped_files: list[MappedFile]
-    def __init__(self, store_path: str, mapped_file_size: int) -> None: ...
-    def load(self) -> None: ...
-    def get_min_offset(self) -> int: ...
-    def get_max_offset(self) -> int: ...
-    def get_flushed_where(self) -> int: ...
-    def find_file(self, offset: int) -> Optional[MappedFile]: ...
-    def flush_pages(self, least_pages: int = 0) -> int: ...
-    def truncate_to(self, offset: int) -> None: ...
-    def delete_first_file(self) -> bool: ...
-    def destroy(self) -> None: ...
-
-class ConsumeQueue:
-    topic: str
-    queue_id: int
-    min_offset: int
-    max_offset_in_queue: int
-    max_physic_offset: int
-    mapped_file_queue: MappedFileQueue
-    def __init__(self, topic: str, queue_id: int, store_path: str, mapped_file_size: int) -> None: ...
-    def load(self) -> None: ...
-    def get_entry(self, queue_offset: int) -> Optional[tuple[int, int, int]]: ...
-    def read_entries(self, queue_offset: int, max_entries: int) -> Optional[memoryview]: ...
-    def truncate_dirty(self, phy_offset: int) -> None: ...
-    def correct_min_offset(self, min_phy_offset: int) -> None: ...
-    def delete_expired_files(self, min_phy_offset: int) -> int: ...
-    def flush(self, least_pages: int = 0) -> None: ...
-    def destroy(self) -> None: ...
-
-class StoreCheckpoint:
-    path: str
-    physic_msg_timestamp: int
-    logics_msg_timestamp: int
-    index_msg_timestamp: int
-    def __init__(self, path: str) -> None: ...
-    def flush(self) -> None: ...
-    def close(self) -> None: ...
-
+@disjoint_base
 class PutMessageResult:
     status_code: int
     status: PutMessageStatus
@@ -82,6 +37,7 @@ class PutMessageResult:
     msg_ids: list[str]
     wrote_offsets: list[int]
 
+@disjoint_base
 class GetMessageResult:
     status_code: int
     status: GetMessageStatus
@@ -93,6 +49,7 @@ class GetMessageResult:
     buffer_total_size: int
     message_count: int
 
+@disjoint_base
 class TagFilter:
     codes: frozenset[int]
     tags: Optional[frozenset[str]]
@@ -100,6 +57,7 @@ class TagFilter:
     @classmethod
     def of_tags(cls, tags: Iterable[str], exact: bool = True) -> "TagFilter": ...
 
+@disjoint_base
 class StoreCore:
     store_path: str
     commit_log: MappedFileQueue

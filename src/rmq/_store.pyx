@@ -1,69 +1,51 @@
 # cython: cdivision=True
-# The compiled store core: mapped files, the CommitLog appends, the ConsumeQueue. The record itself
-# is rmq.protocol._record's (its layout opens _record.pyx): the store cimports its writers and checks.
-#
-#   ConsumeQueue entry: [i64 commitLogOffset][i32 size][i64 tagsCode]  (20 bytes)
-#   checkpoint (4 KiB): @0 physicMsgTimestamp, @8 logicsMsgTimestamp, @16 indexMsgTimestamp (i64)
-#
-# Named offsets are in _store.pxd; rmq.store.layout mirrors them for Python.
+# The compiled store core: the CommitLog appends, dispatch, gets, recovery and the SYNC_FLUSH group
+# commit, over rooms of their own: the record is rmq.protocol._record's, the mapped files are
+# rmq._mapped_file's, the ConsumeQueue and the checkpoint rmq._consume_queue's (each opens with the
+# layout it implements).
 #
 # Concurrency: one put lock serialises writers (puts, truncation, file deletion) and readers that
 # walk mapped memory (gets). Flush threads never take it: the ASYNC_FLUSH one reads positions under
 # the GIL and releases the GIL only around msync; the SYNC_FLUSH group commit's never holds the GIL
 # and sees only what the put path publishes under a C mutex (GroupCommit, below). Mapped memory
-# stays valid while any memoryview handed out still references its mmap object: deleting a file
-# unlinks it and drops our references only (a msync holds the mmap itself: MappedFile.flush_to; and
+# stays valid while any memoryview handed out still references its mmap object (rmq._mapped_file; and
 # the group commit only flushes above its watermark, far from the oldest files that retention deletes).
 import logging
-import mmap as _mmap_module
 from collections import deque
 import os
 
 cimport cython
-from cpython.buffer cimport PyBUF_SIMPLE, PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.errno cimport EIO, errno
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, memset, strerror
-from posix.fcntl cimport O_CREAT, O_RDWR, open as c_open
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport close as c_close, read as c_read, usleep, write as c_write
 
-from rmq._endian cimport load_be32, load_be64, store_be32, store_be64
+from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
+from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
+from rmq._endian cimport load_be32, load_be64
 from rmq._hash cimport java_string_hash
 from rmq._index cimport IndexService
+from rmq._mapped_file cimport PAGE_SIZE, PREFAULT_CHUNK, MappedFile, MappedFileQueue
 from rmq.protocol._record cimport (CHECK_EMPTY, CHECK_END_OF_FILE, END_FILE_MIN_BLANK_LENGTH, MESSAGE_MAGIC_CODE,
                                    PROPERTIES_MAX_BYTES, REC_FIXED_OVERHEAD, REC_MAGIC, REC_QUEUEID,
                                    REC_QUEUEOFFSET, REC_STORETIMESTAMP, REC_TOTALSIZE, TOPIC_MAX_BYTES, body_crc_of,
                                    check_record_c, encode_msg_id_c, record_properties, write_end_of_file,
                                    write_record)
 
+from rmq import _consume_queue, _mapped_file
 from rmq.protocol import _record
 from rmq.protocol import message as _message
 from rmq.protocol.message import encode_properties, topic_error
 
 log = logging.getLogger("rmq.store")
 
-cdef extern from "<fcntl.h>" nogil:
-    int posix_fallocate(int fd, long offset, long length)
-    int fallocate(int fd, int mode, long offset, long length)
-    enum:
-        FALLOC_FL_KEEP_SIZE
-        FALLOC_FL_PUNCH_HOLE
-
 cdef extern from "<sys/mman.h>" nogil:
     int msync(void* addr, size_t length, int flags)
-    int madvise(void* addr, size_t length, int advice)
     int MS_SYNC
-
-cdef extern from *:
-    """
-    #ifndef MADV_POPULATE_WRITE
-    #define MADV_POPULATE_WRITE 23
-    #endif
-    """
-    int MADV_POPULATE_WRITE
 
 cdef extern from "<pthread.h>" nogil:
     ctypedef struct pthread_condattr_t:
@@ -89,28 +71,14 @@ cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
 
 cdef enum:
-    PAGE_SIZE = 4096
     # a get scans at most this many ConsumeQueue entries when a filter rejects them (RocketMQ: 16000 bytes)
     MAX_FILTER_SCAN_ENTRIES = 800
     # entries of a TagFilter compared in C; more fall back to a Python set
     TAG_FILTER_MAX_CODES = 32
-    # the writer populates the page tables of the next chunk of a file when it enters one: one
-    # madvise per chunk instead of a page fault per page (MADV_POPULATE_WRITE, Linux >= 5.14)
-    PREFAULT_CHUNK = 1 << 20
 
-# Python-visible copy of the layout enums, compared with rmq.store.layout (and the record's with
-# rmq.protocol.layout) by the tests.
-LAYOUT = {
-    **_record.LAYOUT,
-    "CQ_COMMITLOG_OFFSET": CQ_COMMITLOG_OFFSET, "CQ_SIZE": CQ_SIZE, "CQ_TAGS_CODE": CQ_TAGS_CODE,
-    "CQ_STORE_UNIT_SIZE": CQ_STORE_UNIT_SIZE, "CQ_BLANK_SIZE": CQ_BLANK_SIZE,
-    "CHECKPOINT_PHYSIC_TIMESTAMP": CHECKPOINT_PHYSIC_TIMESTAMP,
-    "CHECKPOINT_LOGICS_TIMESTAMP": CHECKPOINT_LOGICS_TIMESTAMP,
-    "CHECKPOINT_INDEX_TIMESTAMP": CHECKPOINT_INDEX_TIMESTAMP,
-    "CHECKPOINT_FILE_SIZE": CHECKPOINT_FILE_SIZE,
-}
-
-# rmq._store's Python API is older than the record codec's move to rmq.protocol: re-exported here.
+# rmq._store's Python API is older than its rooms: what they export is re-exported here. (A class
+# cimported from a room is a C-level name here, so its Python name is bound through globals().)
+LAYOUT = {**_record.LAYOUT, **_consume_queue.LAYOUT}
 CHECK_RESULTS = _record.CHECK_RESULTS
 CRC_NATIVE = _record.CRC_NATIVE
 check_record = _record.check_record
@@ -118,6 +86,9 @@ decode_msg_id = _record.decode_msg_id
 encode_msg_id = _record.encode_msg_id
 int_to_ipv4 = _record.int_to_ipv4
 ipv4_to_int = _record.ipv4_to_int
+file_name_of = _mapped_file.file_name_of
+globals().update(MappedFile=_mapped_file.MappedFile, MappedFileQueue=_mapped_file.MappedFileQueue,
+                 ConsumeQueue=_consume_queue.ConsumeQueue, StoreCheckpoint=_consume_queue.StoreCheckpoint)
 
 # Status enum members by code, bound on first use (rmq.store imports this module first).
 cdef tuple _PUT_STATUS = None
@@ -147,11 +118,6 @@ cdef inline double monotonic() noexcept nogil:
     cdef timespec ts
     clock_gettime(CLOCK_MONOTONIC, &ts)
     return ts.tv_sec + ts.tv_nsec * 1e-9
-
-
-def file_name_of(int64_t offset):
-    """A store file's name: its start offset as 20 digits."""
-    return "%020d" % offset
 
 
 cdef inline void scan_properties(const unsigned char* p, Py_ssize_t n, PropertySpans* out) noexcept nogil:
@@ -184,593 +150,6 @@ cdef inline void scan_properties(const unsigned char* p, Py_ssize_t n, PropertyS
             out.delay = p + value_start
             out.delay_len = i - value_start
         i += 1
-
-
-# ---------------------------------------------------------------------------------------------
-# mapped files
-
-cdef class MappedFile:
-    """One fixed-size store file, fully allocated on disk and mapped read-write.
-
-    posix_fallocate at creation means writes through the mapping cannot hit a full disk (a SIGBUS):
-    running out of space shows up here, as an OSError, when the file is created.
-    """
-
-    def __init__(self, str path, int64_t file_from_offset, Py_ssize_t file_size, bint create=False):
-        cdef int fd, rc
-        self.path = path
-        self.file_from_offset = file_from_offset
-        self.file_size = file_size
-        fd = c_open(path.encode(), O_RDWR | (O_CREAT if create else 0), 0o644)
-        if fd < 0:
-            raise OSError(errno, f"cannot open {path}: {strerror(errno).decode()}")
-        try:
-            if create:
-                os.ftruncate(fd, 0)     # a new file starts as zeros, whatever was left at this name
-            if os.fstat(fd).st_size != file_size:
-                if not create:
-                    log.warning("%s is %d bytes, expected %d: resizing it", path, os.fstat(fd).st_size, file_size)
-                os.ftruncate(fd, file_size)
-            with nogil:
-                rc = posix_fallocate(fd, 0, file_size)
-            if rc != 0:
-                raise OSError(rc, f"cannot allocate {file_size} bytes for {path}: {strerror(rc).decode()}")
-            self._mmap = _mmap_module.mmap(fd, file_size)
-        except BaseException:
-            c_close(fd)
-            if create:
-                os.unlink(path)
-            raise
-        c_close(fd)
-        PyObject_GetBuffer(self._mmap, &self._buffer, PyBUF_WRITABLE)
-        self._has_buffer = True
-        self.base = <unsigned char*>self._buffer.buf
-        self._view = memoryview(self._mmap)
-
-    def __dealloc__(self):
-        self._release()
-
-    cdef void _release(self) noexcept:
-        if self._has_buffer:
-            PyBuffer_Release(&self._buffer)
-            self._has_buffer = False
-        self.base = NULL
-
-    cdef void prefault(self, Py_ssize_t position) noexcept:
-        """Populate the chunk after the one ``position`` is in (no-op where unsupported)."""
-        cdef Py_ssize_t start = (position // PREFAULT_CHUNK + 1) * PREFAULT_CHUNK
-        cdef Py_ssize_t n = PREFAULT_CHUNK
-        if start >= self.file_size or self.base == NULL:
-            return
-        if start + n > self.file_size:
-            n = self.file_size - start
-        with nogil:
-            madvise(self.base + start, n, MADV_POPULATE_WRITE)
-
-    cdef object view(self, Py_ssize_t position, Py_ssize_t size):
-        return self._view[position:position + size]
-
-    cdef int flush_to(self, Py_ssize_t position) except -1:
-        """msync [flushed_position, position) with the GIL released."""
-        cdef Py_ssize_t start = self.flushed_position & ~(PAGE_SIZE - 1)
-        # The mapping must outlive the msync. While the GIL is released, retention may destroy()
-        # this file (it holds the put lock; a flush thread does not) and drop the file's references
-        # to its mmap: with no other reference, the mmap would be unmapped, and the address range
-        # possibly reused, under the msync. ``mapping`` keeps the mmap object alive and the buffer
-        # export ``held`` keeps it mapped (an exported mmap refuses close()) until the msync returned.
-        cdef object mapping = self._mmap
-        cdef Py_buffer held
-        cdef int rc
-        if position <= self.flushed_position or mapping is None:
-            return 0
-        PyObject_GetBuffer(mapping, &held, PyBUF_SIMPLE)
-        try:
-            with nogil:
-                rc = msync(<unsigned char*>held.buf + start, position - start, MS_SYNC)
-                if rc != 0:
-                    rc = errno      # before the release below can change errno
-        finally:
-            PyBuffer_Release(&held)
-        if rc != 0:
-            raise OSError(rc, f"msync of {self.path} failed: {strerror(rc).decode()}")
-        self.flushed_position = position
-        return 0
-
-    @property
-    def wrote_position(self):
-        return self.wrote_position
-
-    @property
-    def flushed_position(self):
-        return self.flushed_position
-
-    @property
-    def is_full(self):
-        return self.wrote_position == self.file_size
-
-    def read(self, Py_ssize_t position, Py_ssize_t size):
-        """A zero-copy view of [position, position + size) (bounded by what was written)."""
-        if position < 0 or size < 0 or position + size > self.wrote_position:
-            raise ValueError(f"range {position}+{size} outside the {self.wrote_position} bytes written")
-        return self.view(position, size)
-
-    def destroy(self):
-        """Unlink the file; the mapping lives on until the last view handed out is gone."""
-        self._release()
-        self._view = None
-        self._mmap = None
-        try:
-            os.unlink(self.path)
-        except FileNotFoundError:
-            pass
-
-    def zero_from(self, Py_ssize_t position):
-        """Zero [position, end): whole pages are punched out (and re-allocated), so stale bytes past a
-        cut can never be mistaken for records later."""
-        cdef Py_ssize_t page_end = (position + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
-        cdef int fd, rc = 0
-        if page_end > self.file_size:
-            page_end = self.file_size
-        memset(self.base + position, 0, page_end - position)
-        if page_end < self.file_size:
-            fd = c_open(self.path.encode(), O_RDWR, 0)
-            if fd < 0:
-                raise OSError(errno, f"cannot open {self.path}")
-            with nogil:
-                rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page_end, self.file_size - page_end)
-                if rc != 0:
-                    rc = errno
-                else:
-                    rc = posix_fallocate(fd, page_end, self.file_size - page_end)
-            c_close(fd)
-            if rc != 0:  # no hole punching here: zero through the mapping instead
-                memset(self.base + page_end, 0, self.file_size - page_end)
-
-    def __repr__(self):
-        return f"<MappedFile {self.path} wrote={self.wrote_position} flushed={self.flushed_position}>"
-
-
-cdef class MappedFileQueue:
-    """The files of one log (the CommitLog, or one ConsumeQueue), contiguous by start offset."""
-
-    def __init__(self, str store_path, Py_ssize_t mapped_file_size):
-        if mapped_file_size <= 0:
-            raise ValueError(f"mapped file size {mapped_file_size} must be positive")
-        self.store_path = store_path
-        self.mapped_file_size = mapped_file_size
-        self.files = []
-        self.flushed_where = 0
-
-    def load(self):
-        """Map the files found on disk. Files with foreign names are ignored; only the newest run of
-        contiguous files is kept (a gap means the older ones cannot be read consistently)."""
-        if not os.path.isdir(self.store_path):
-            os.makedirs(self.store_path, exist_ok=True)
-            return
-        offsets = []
-        for name in os.listdir(self.store_path):
-            if len(name) == 20 and name.isdigit():
-                offsets.append(int(name))
-            else:
-                log.warning("ignoring %s in %s: not a store file name", name, self.store_path)
-        offsets.sort()
-        start = 0
-        for i in range(1, len(offsets)):
-            if offsets[i] != offsets[i - 1] + self.mapped_file_size:
-                log.error("%s: gap between %020d and %020d; keeping only the files from %020d",
-                          self.store_path, offsets[i - 1], offsets[i], offsets[i])
-                start = i
-        for i, offset in enumerate(offsets):
-            path = os.path.join(self.store_path, file_name_of(offset))
-            if i < start or offset % self.mapped_file_size:
-                log.error("%s: moving aside %s", self.store_path, path)
-                os.replace(path, path + ".bad")
-                continue
-            mf = MappedFile(path, offset, self.mapped_file_size)
-            mf.wrote_position = mf.flushed_position = self.mapped_file_size
-            self.files.append(mf)
-        if self.files:
-            self.flushed_where = (<MappedFile>self.files[-1]).file_from_offset + self.mapped_file_size
-
-    cdef MappedFile last_file(self):
-        cdef Py_ssize_t n = len(self.files)
-        return <MappedFile>self.files[n - 1] if n else None
-
-    cdef MappedFile create_file(self, int64_t start_offset):
-        os.makedirs(self.store_path, exist_ok=True)
-        mf = MappedFile(os.path.join(self.store_path, file_name_of(start_offset)), start_offset,
-                        self.mapped_file_size, True)
-        if not self.files:
-            self.flushed_where = start_offset
-        self.files.append(mf)
-        return mf
-
-    cdef MappedFile find_by_offset(self, int64_t offset):
-        cdef MappedFile first
-        cdef Py_ssize_t index
-        if not self.files or offset < 0:
-            return None
-        first = self.files[0]
-        index = (offset - first.file_from_offset) // self.mapped_file_size
-        if offset < first.file_from_offset or index >= len(self.files):
-            return None
-        return self.files[index]
-
-    cdef int64_t min_offset(self) noexcept:
-        if not self.files:
-            return 0
-        return (<MappedFile>self.files[0]).file_from_offset
-
-    cdef int64_t max_offset(self) noexcept:
-        cdef MappedFile last
-        if not self.files:
-            return 0
-        last = self.files[-1]
-        return last.file_from_offset + last.wrote_position
-
-    cdef int flush(self, int least_pages) except -1:
-        """Make everything written durable (only if >= least_pages dirty pages, or a file is full)."""
-        cdef MappedFile mf
-        cdef Py_ssize_t target
-        if self.flushed_where < self.min_offset():
-            self.flushed_where = self.min_offset()
-        mf = self.find_by_offset(self.flushed_where)
-        if mf is None:
-            mf = self.last_file()
-            if mf is None or self.flushed_where > mf.file_from_offset:
-                return 0
-        while True:
-            target = mf.wrote_position
-            if (least_pages > 0 and target < mf.file_size
-                    and (target // PAGE_SIZE) - (mf.flushed_position // PAGE_SIZE) < least_pages):
-                return 0
-            if target > mf.flushed_position:
-                mf.flush_to(target)
-                self.flush_count += 1
-            self.flushed_where = mf.file_from_offset + target
-            if target < mf.file_size:
-                return 0
-            mf = self.find_by_offset(mf.file_from_offset + mf.file_size)
-            if mf is None:
-                return 0
-
-    cdef int truncate(self, int64_t offset) except -1:
-        """Forget everything at or past ``offset``: later files go, the tail of its file is zeroed."""
-        cdef MappedFile mf
-        while self.files:
-            mf = self.files[-1]
-            if mf.file_from_offset >= offset and len(self.files) > 1 or mf.file_from_offset > offset:
-                mf.destroy()
-                self.files.pop()
-                continue
-            if mf.file_from_offset + mf.file_size > offset:
-                mf.zero_from(offset - mf.file_from_offset)
-                mf.wrote_position = offset - mf.file_from_offset
-                if mf.flushed_position > mf.wrote_position:
-                    mf.flushed_position = mf.wrote_position
-            break
-        if self.flushed_where > offset:
-            self.flushed_where = offset
-        return 0
-
-    @property
-    def mapped_files(self):
-        """The files, oldest first (a copy of the list)."""
-        return list(self.files)
-
-    def get_min_offset(self):
-        return self.min_offset()
-
-    def get_max_offset(self):
-        return self.max_offset()
-
-    def get_flushed_where(self):
-        return self.flushed_where
-
-    def find_file(self, int64_t offset):
-        return self.find_by_offset(offset)
-
-    def flush_pages(self, int least_pages=0):
-        self.flush(least_pages)
-        return self.flushed_where
-
-    def truncate_to(self, int64_t offset):
-        self.truncate(offset)
-
-    def delete_first_file(self):
-        """Delete the oldest file (never the last one). True if one went."""
-        cdef MappedFile mf
-        if len(self.files) <= 1:
-            return False
-        mf = self.files.pop(0)
-        mf.destroy()
-        if self.flushed_where < self.min_offset():
-            self.flushed_where = self.min_offset()
-        return True
-
-    def destroy(self):
-        for mf in self.files:
-            (<MappedFile>mf).destroy()
-        self.files = []
-        self.flushed_where = 0
-        try:
-            os.rmdir(self.store_path)
-        except OSError:
-            pass
-
-
-# ---------------------------------------------------------------------------------------------
-# ConsumeQueue
-
-cdef class ConsumeQueue:
-    """Per (topic, queue id) index into the CommitLog: 20-byte entries, entry n at byte 20 n."""
-
-    def __init__(self, str topic, int queue_id, str store_path, Py_ssize_t mapped_file_size):
-        self.topic = topic
-        self.queue_id = queue_id
-        mapped_file_size -= mapped_file_size % CQ_STORE_UNIT_SIZE
-        self.files = MappedFileQueue(os.path.join(store_path, topic, str(queue_id)), mapped_file_size)
-        self.min_logic_offset = 0
-        self.next_queue_offset = 0
-        self.max_physic_offset = 0
-
-    def load(self):
-        """Map the files and find the last valid entry (offset >= 0 and size > 0) in the newest ones."""
-        cdef MappedFile mf
-        cdef const unsigned char* e
-        cdef Py_ssize_t pos, index
-        cdef int64_t offset
-        cdef int32_t size
-        self.files.load()
-        files = self.files.files
-        if not files:
-            return
-        self.min_logic_offset = (<MappedFile>files[0]).file_from_offset
-        index = max(0, len(files) - 3)
-        end = (<MappedFile>files[index]).file_from_offset
-        for mf in files[index:]:
-            pos = 0
-            while pos + CQ_STORE_UNIT_SIZE <= mf.file_size:
-                e = mf.base + pos
-                offset = load_be64(e + CQ_COMMITLOG_OFFSET)
-                size = load_be32(e + CQ_SIZE)
-                if offset < 0 or size <= 0:
-                    break
-                if size != CQ_BLANK_SIZE:
-                    self.max_physic_offset = offset + size
-                pos += CQ_STORE_UNIT_SIZE
-            end = mf.file_from_offset + pos
-            if pos < mf.file_size:
-                break
-        self.files.truncate(end)
-        self.files.flushed_where = end
-        for mf in self.files.files:
-            mf.flushed_position = mf.wrote_position
-        self.next_queue_offset = self.max_offset()
-
-    cdef int64_t max_offset(self) noexcept:
-        return self.files.max_offset() // CQ_STORE_UNIT_SIZE
-
-    cdef int reserve(self, Py_ssize_t entries) except -1:
-        """Make sure files exist for ``entries`` more entries before the CommitLog is written, so
-        a full disk refuses the message instead of leaving it undispatched."""
-        cdef MappedFile last = self.files.last_file()
-        cdef int64_t need_end = (self.next_queue_offset + entries) * CQ_STORE_UNIT_SIZE
-        cdef int64_t start
-        if last is None:
-            start = self.next_queue_offset * CQ_STORE_UNIT_SIZE
-            last = self.files.create_file(start - start % self.files.mapped_file_size)
-            self.min_logic_offset = start
-        while last.file_from_offset + last.file_size < need_end:
-            last = self.files.create_file(last.file_from_offset + last.file_size)
-        return 0
-
-    cdef int put_entry(self, int64_t phy_offset, int32_t size, int64_t tags_code,
-                       int64_t queue_offset) except -1:
-        cdef int64_t expected = queue_offset * CQ_STORE_UNIT_SIZE
-        cdef int64_t current = self.files.max_offset()
-        cdef MappedFile mf
-        cdef unsigned char* e
-        if self.files.last_file() is not None and expected < current:
-            return 0      # already dispatched (re-dispatch after recovery)
-        if self.files.last_file() is None:
-            self.next_queue_offset = queue_offset
-            self.reserve(1)
-            current = self.files.max_offset()
-        while current < expected:
-            # a hole before this entry (the queue starts past 0): blank entries keep entry n at byte 20 n
-            self._write_at(current, 0, CQ_BLANK_SIZE, 0)
-            current += CQ_STORE_UNIT_SIZE
-        self._write_at(expected, phy_offset, size, tags_code)
-        self.max_physic_offset = phy_offset + size
-        self.next_queue_offset = queue_offset + 1
-        return 0
-
-    cdef int _write_at(self, int64_t position, int64_t phy_offset, int32_t size,
-                              int64_t tags_code) except -1:
-        cdef MappedFile mf = self.files.last_file()
-        cdef unsigned char* e
-        if mf is None or position >= mf.file_from_offset + mf.file_size:
-            mf = self.files.create_file(position - position % self.files.mapped_file_size)
-        if mf.file_from_offset + mf.wrote_position != position:
-            raise RuntimeError(f"{self.topic}/{self.queue_id}: writing at {position}, file at "
-                               f"{mf.file_from_offset + mf.wrote_position}")
-        e = mf.base + mf.wrote_position
-        store_be64(e + CQ_COMMITLOG_OFFSET, <uint64_t>phy_offset)    # commitLogOffset
-        store_be32(e + CQ_SIZE, <uint32_t>size)                      # size
-        store_be64(e + CQ_TAGS_CODE, <uint64_t>tags_code)            # tagsCode
-        mf.wrote_position += CQ_STORE_UNIT_SIZE
-        return 0
-
-    cdef const unsigned char* entry(self, int64_t queue_offset) noexcept:
-        cdef int64_t position = queue_offset * CQ_STORE_UNIT_SIZE
-        cdef MappedFile mf = self.files.find_by_offset(position)
-        if mf is None or position - mf.file_from_offset + CQ_STORE_UNIT_SIZE > mf.wrote_position:
-            return NULL
-        return mf.base + (position - mf.file_from_offset)
-
-    def get_entry(self, int64_t queue_offset):
-        """(commitLogOffset, size, tagsCode) of one entry, or None."""
-        cdef const unsigned char* e = self.entry(queue_offset)
-        if e == NULL:
-            return None
-        return (load_be64(e + CQ_COMMITLOG_OFFSET), load_be32(e + CQ_SIZE), load_be64(e + CQ_TAGS_CODE))
-
-    def read_entries(self, int64_t queue_offset, Py_ssize_t max_entries):
-        """Zero-copy view of up to ``max_entries`` raw entries from ``queue_offset`` (one file at most)."""
-        cdef int64_t position = queue_offset * CQ_STORE_UNIT_SIZE
-        cdef MappedFile mf = self.files.find_by_offset(position)
-        cdef Py_ssize_t start, n
-        if mf is None:
-            return None
-        start = position - mf.file_from_offset
-        n = min(mf.wrote_position - start, max_entries * CQ_STORE_UNIT_SIZE)
-        return mf.view(start, n) if n > 0 else None
-
-    @property
-    def min_offset(self):
-        return self.min_logic_offset // CQ_STORE_UNIT_SIZE
-
-    @property
-    def max_offset_in_queue(self):
-        return self.max_offset()
-
-    @property
-    def max_physic_offset(self):
-        return self.max_physic_offset
-
-    @property
-    def mapped_file_queue(self):
-        return self.files
-
-    def truncate_dirty(self, int64_t phy_offset):
-        """Drop the entries that point at or past ``phy_offset`` (the CommitLog was cut there)."""
-        cdef MappedFile mf
-        cdef Py_ssize_t pos
-        cdef int64_t offset
-        cdef int32_t size
-        cdef const unsigned char* e
-        while self.files.files:
-            mf = self.files.files[-1]
-            pos = 0
-            while pos < mf.wrote_position:
-                e = mf.base + pos
-                offset = load_be64(e + CQ_COMMITLOG_OFFSET)
-                size = load_be32(e + CQ_SIZE)
-                if size != CQ_BLANK_SIZE and offset >= phy_offset:
-                    break
-                if size != CQ_BLANK_SIZE:
-                    self.max_physic_offset = offset + size
-                pos += CQ_STORE_UNIT_SIZE
-            if pos == 0 and len(self.files.files) > 1:
-                mf.destroy()
-                self.files.files.pop()
-                continue
-            if pos < mf.wrote_position:
-                memset(mf.base + pos, 0, mf.wrote_position - pos)
-                mf.wrote_position = pos
-                mf.flushed_position = min(mf.flushed_position, pos)
-                self.files.flushed_where = min(self.files.flushed_where, mf.file_from_offset + pos)
-            break
-        self.next_queue_offset = self.max_offset()
-        if self.min_logic_offset > self.files.max_offset():
-            self.min_logic_offset = self.files.max_offset()
-
-    def correct_min_offset(self, int64_t min_phy_offset):
-        """Move the min offset past entries whose CommitLog files are gone."""
-        cdef MappedFile mf
-        cdef Py_ssize_t pos
-        cdef const unsigned char* e
-        for mf in self.files.files:
-            pos = max(0, self.min_logic_offset - mf.file_from_offset)
-            while pos < mf.wrote_position:
-                e = mf.base + pos
-                if load_be32(e + CQ_SIZE) != CQ_BLANK_SIZE and load_be64(e + CQ_COMMITLOG_OFFSET) >= min_phy_offset:
-                    self.min_logic_offset = mf.file_from_offset + pos
-                    return
-                pos += CQ_STORE_UNIT_SIZE
-        self.min_logic_offset = self.files.max_offset()
-
-    def delete_expired_files(self, int64_t min_phy_offset):
-        """Delete files whose every entry points below ``min_phy_offset`` (never the last file).
-        Returns how many went."""
-        cdef MappedFile mf
-        cdef const unsigned char* e
-        deleted = 0
-        while len(self.files.files) > 1:
-            mf = self.files.files[0]
-            if mf.wrote_position < mf.file_size:
-                break
-            e = mf.base + mf.file_size - CQ_STORE_UNIT_SIZE
-            if load_be64(e + CQ_COMMITLOG_OFFSET) + load_be32(e + CQ_SIZE) > min_phy_offset:
-                break
-            self.files.delete_first_file()
-            deleted += 1
-        self.correct_min_offset(min_phy_offset)
-        return deleted
-
-    def flush(self, int least_pages=0):
-        self.files.flush(least_pages)
-
-    def destroy(self):
-        self.files.destroy()
-
-    def __repr__(self):
-        return f"<ConsumeQueue {self.topic}/{self.queue_id} [{self.min_offset}, {self.max_offset()})>"
-
-
-# ---------------------------------------------------------------------------------------------
-# checkpoint
-
-cdef class StoreCheckpoint:
-    """The ``checkpoint`` file: how far each log was known durable, as store timestamps (ms)."""
-
-    def __init__(self, str path):
-        self.path = path
-        with open(path, "a+b") as f:
-            if os.fstat(f.fileno()).st_size != CHECKPOINT_FILE_SIZE:
-                f.truncate(CHECKPOINT_FILE_SIZE)
-            self._mmap = _mmap_module.mmap(f.fileno(), CHECKPOINT_FILE_SIZE)
-        PyObject_GetBuffer(self._mmap, &self._buffer, PyBUF_WRITABLE)
-        self._has_buffer = True
-        self.base = <unsigned char*>self._buffer.buf
-
-    def __dealloc__(self):
-        if self._has_buffer:
-            PyBuffer_Release(&self._buffer)
-
-    @property
-    def physic_msg_timestamp(self):
-        return load_be64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP)
-
-    @physic_msg_timestamp.setter
-    def physic_msg_timestamp(self, int64_t value):
-        store_be64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP, <uint64_t>value)
-
-    @property
-    def logics_msg_timestamp(self):
-        return load_be64(self.base + CHECKPOINT_LOGICS_TIMESTAMP)
-
-    @logics_msg_timestamp.setter
-    def logics_msg_timestamp(self, int64_t value):
-        store_be64(self.base + CHECKPOINT_LOGICS_TIMESTAMP, <uint64_t>value)
-
-    @property
-    def index_msg_timestamp(self):
-        return load_be64(self.base + CHECKPOINT_INDEX_TIMESTAMP)
-
-    @index_msg_timestamp.setter
-    def index_msg_timestamp(self, int64_t value):
-        store_be64(self.base + CHECKPOINT_INDEX_TIMESTAMP, <uint64_t>value)
-
-    def flush(self):
-        self._mmap.flush()
-
-    def close(self):
-        if self._has_buffer:
-            PyBuffer_Release(&self._buffer)
-            self._has_buffer = False
-        self._mmap.close()
 
 
 # ---------------------------------------------------------------------------------------------

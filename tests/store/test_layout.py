@@ -1,6 +1,7 @@
 """The Python mirrors of the store layouts equal the compiled core's constants."""
 
-from rmq import _store
+from rmq import _consume_queue, _store
+from rmq.protocol import _record
 from rmq.protocol import layout as record_layout
 from rmq.store import layout
 
@@ -10,6 +11,13 @@ def test_every_compiled_constant_is_mirrored_once():
         homes = [m for m in (layout, record_layout) if hasattr(m, name)]
         assert len(homes) == 1, f"{name} is mirrored in {homes}"
         assert getattr(homes[0], name) == value, name
+
+
+def test_each_room_is_mirrored_in_its_layer():
+    # the store's own files in rmq.store.layout; the record, which clients read too, in rmq.protocol's
+    for name, value in _consume_queue.LAYOUT.items():
+        assert getattr(layout, name) == value, name
+    assert _store.LAYOUT == {**_record.LAYOUT, **_consume_queue.LAYOUT}
 
 
 def test_entry_structs_cover_the_fixed_fields():
