@@ -12,8 +12,10 @@ DEBUG = os.environ.get("RMQ_DEBUG") == "1"
 EXTENSIONS = [
     # the CommitLog record codec (clients load it too, so it is protocol's and imports no store)
     Extension("rmq.protocol._record", ["src/rmq/protocol/_record.pyx"]),
-    # the store's rooms, and the core over them
+    # the store's rooms, and StoreCore, the facade over them
     Extension("rmq._mapped_file", ["src/rmq/_mapped_file.pyx"]),
+    Extension("rmq._group_commit", ["src/rmq/_group_commit.pyx"]),
+    Extension("rmq._commit_log", ["src/rmq/_commit_log.pyx"]),
     Extension("rmq._consume_queue", ["src/rmq/_consume_queue.pyx"]),
     Extension("rmq._store", ["src/rmq/_store.pyx"]),
     # the IndexFile (hash slots + chained entries)

@@ -7,9 +7,9 @@
     roles     store, namesrv, broker, client, cli                       + net (and all below)
               broker may also use store; cli may use any role; no other role crosses to another
 
-The store role includes its compiled core: rmq._store, its rooms (_mapped_file, _consume_queue), rmq._index
-and the C helper _hash. The compiled record codec is protocol's (rmq.protocol._record): the store
-cimports it, clients import it.
+The store role includes its compiled core: StoreCore (rmq._store), its rooms (_mapped_file, _commit_log,
+_consume_queue, _group_commit), rmq._index and the C helper _hash. The compiled record codec is
+protocol's (rmq.protocol._record): the store cimports it, clients import it.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._endian"}
-STORE_CORE = {"rmq._store", "rmq._mapped_file", "rmq._consume_queue", "rmq._index", "rmq._hash"}
+STORE_CORE = {"rmq._store", "rmq._mapped_file", "rmq._commit_log", "rmq._consume_queue", "rmq._group_commit",
+              "rmq._index", "rmq._hash"}
 ROLES = {"store", "namesrv", "broker", "client", "cli"}
 # what each layer or role may import besides itself
 ALLOWED = {

@@ -1,27 +1,22 @@
-# The compiled store core (SPEC.md section 5): StoreCore and the results of its puts and gets, over
-# rooms with .pxd files of their own: rmq.protocol._record (the record), rmq._mapped_file,
-# rmq._consume_queue (ConsumeQueue, checkpoint), rmq._index.
+# The compiled store's facade (SPEC.md section 5): StoreCore ties the rooms together, and the
+# results of its puts and gets. The rooms, each with its own .pxd:
+#
+#   rmq.protocol._record   the CommitLog record codec (layout, writers, checks, msgIds)
+#   rmq._mapped_file       MappedFile, MappedFileQueue
+#   rmq._commit_log        CommitLog: appends, roll-over, records by offset; PutStatus
+#   rmq._consume_queue     ConsumeQueue, StoreCheckpoint
+#   rmq._group_commit      the SYNC_FLUSH group commit and its GIL-free flush thread
+#   rmq._index             the IndexFile
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
+from rmq._commit_log cimport CommitLog
 from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
+from rmq._group_commit cimport GroupCommit
 from rmq._index cimport IndexService
-from rmq._mapped_file cimport MappedFile, MappedFileQueue
+from rmq._mapped_file cimport MappedFile
 
 
-# PutMessageStatus / GetMessageStatus values (names in rmq.store.status, same order as RocketMQ).
-cdef enum PutStatus:
-    PUT_OK = 0
-    FLUSH_DISK_TIMEOUT = 1
-    FLUSH_SLAVE_TIMEOUT = 2
-    SLAVE_NOT_AVAILABLE = 3
-    SERVICE_NOT_AVAILABLE = 4
-    CREATE_MAPPED_FILE_FAILED = 5
-    MESSAGE_ILLEGAL = 6
-    PROPERTIES_SIZE_EXCEEDED = 7
-    OS_PAGECACHE_BUSY = 8
-    UNKNOWN_ERROR = 9
-
-
+# GetMessageStatus values (names in rmq.store.status, same order as RocketMQ).
 cdef enum GetStatus:
     FOUND = 0
     NO_MATCHED_MESSAGE = 1
@@ -44,41 +39,6 @@ cdef struct PropertySpans:
     Py_ssize_t uniq_key_len
     const unsigned char* delay
     Py_ssize_t delay_len
-
-
-cdef extern from "<pthread.h>" nogil:
-    ctypedef struct pthread_mutex_t:
-        pass
-    ctypedef struct pthread_cond_t:
-        pass
-
-
-# The SYNC_FLUSH group commit, shared by the thread that puts (holding the GIL) and the flush
-# thread (never holding it). Every field is guarded by ``mutex``.
-cdef enum:
-    # CommitLog files the flush thread can see: the newest ones (a flush never lags further behind)
-    COMMIT_FILE_REFS = 8
-
-cdef struct CommitFileRef:
-    unsigned char* base
-    int64_t from_offset
-    int64_t size
-
-cdef struct GroupCommit:
-    pthread_mutex_t mutex
-    pthread_cond_t wake                 # the flush thread waits on it when it has nothing to do
-    int64_t written                     # CommitLog end after the newest put
-    int64_t written_timestamp           # store timestamp of that put
-    int64_t requested                   # a put waits for the disk up to here
-    int64_t flushed                     # everything below is on disk
-    int64_t flushed_timestamp
-    int64_t flush_count
-    int error                           # errno of a failed msync, until the completer has seen it
-    bint idle                           # the flush thread is waiting on ``wake``
-    bint stopping
-    int event_fd                        # counts flush rounds: the completer polls it
-    int n_files
-    CommitFileRef files[COMMIT_FILE_REFS]
 
 
 cdef class PutMessageResult:
@@ -110,7 +70,7 @@ cdef class GetMessageResult:
 
 cdef class StoreCore:
     cdef readonly str store_path
-    cdef readonly MappedFileQueue commit_log
+    cdef readonly CommitLog commit_log
     cdef readonly dict consume_queue_table
     cdef readonly IndexService index_service
     cdef readonly StoreCheckpoint checkpoint
@@ -126,20 +86,17 @@ cdef class StoreCore:
     cdef bint _busy
     # SYNC_FLUSH puts waiting for the disk (PutMessageResults in offset order), and the group commit
     cdef object _commit_requests
-    cdef GroupCommit* _gc
+    cdef GroupCommit _group_commit
     cdef int64_t _completed_flushed
     cdef bint _kicks_rounds
     # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
     cdef readonly int64_t last_store_timestamp
-    cdef int64_t _last_roll_check
 
     cdef int _lock(self) except -1
     cdef void _unlock(self) noexcept
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
-    cdef MappedFile _writable_file(self, Py_ssize_t size, int* status)
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
     cdef void _publish_put(self, PutMessageResult result, object callback)
-    cdef void _publish_files(self)
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
                        ConsumeQueue queue) except -1
     cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,

@@ -4,6 +4,7 @@ from typing import Any, Callable, Final, Iterable, Optional
 
 from typing_extensions import disjoint_base
 
+from rmq._commit_log import CommitLog
 from rmq._consume_queue import ConsumeQueue as ConsumeQueue
 from rmq._consume_queue import StoreCheckpoint as StoreCheckpoint
 from rmq._index import IndexService
@@ -60,7 +61,7 @@ class TagFilter:
 @disjoint_base
 class StoreCore:
     store_path: str
-    commit_log: MappedFileQueue
+    commit_log: CommitLog
     consume_queue_table: dict[str, dict[int, ConsumeQueue]]
     index_service: IndexService
     checkpoint: StoreCheckpoint

@@ -1,15 +1,24 @@
 # cython: cdivision=True
-# The compiled store core: the CommitLog appends, dispatch, gets, recovery and the SYNC_FLUSH group
-# commit, over rooms of their own: the record is rmq.protocol._record's, the mapped files are
-# rmq._mapped_file's, the ConsumeQueue and the checkpoint rmq._consume_queue's (each opens with the
-# layout it implements).
+# The compiled store's facade: StoreCore puts records into the CommitLog, dispatches them to their
+# ConsumeQueue and the index, and reads them back. Each part of the store is a room of its own
+# (see _store.pxd for the list); a put goes through them in this order:
+#
+#   put_message(topic, queue_id, body, properties)
+#     |  check limits, BODYCRC                             rmq.protocol._record
+#     |  ---------------------------------------- put lock ----------------------------------------
+#     |  ConsumeQueue.reserve (files exist first)          rmq._consume_queue
+#     |  CommitLog.writable_file (roll over: EOF marker)   rmq._commit_log  over  rmq._mapped_file
+#     |  write_record at the file's end, record_appended     rmq._commit_log
+#     |  dispatch: ConsumeQueue.put_entry, IndexService.build_index        rmq._index
+#     |  ---------------------------------------- put lock ----------------------------------------
+#     v  SYNC_FLUSH: GroupCommit.publish_put               rmq._group_commit
+#        PutMessageResult (pending until complete_commits calls its callback)
 #
 # Concurrency: one put lock serialises writers (puts, truncation, file deletion) and readers that
 # walk mapped memory (gets). Flush threads never take it: the ASYNC_FLUSH one reads positions under
 # the GIL and releases the GIL only around msync; the SYNC_FLUSH group commit's never holds the GIL
-# and sees only what the put path publishes under a C mutex (GroupCommit, below). Mapped memory
-# stays valid while any memoryview handed out still references its mmap object (rmq._mapped_file; and
-# the group commit only flushes above its watermark, far from the oldest files that retention deletes).
+# and sees only what the put path publishes under a C mutex (rmq._group_commit). Mapped memory
+# stays valid while any memoryview handed out still references its mmap object (rmq._mapped_file).
 import logging
 from collections import deque
 import os
@@ -17,24 +26,24 @@ import os
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
-from libc.errno cimport EIO, errno
-from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy, memset, strerror
+from libc.errno cimport EIO
+from libc.stdint cimport int32_t, int64_t, uint32_t
+from libc.string cimport memcmp, strerror
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
-from posix.unistd cimport close as c_close, read as c_read, usleep, write as c_write
+from posix.unistd cimport usleep
 
-from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
-from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
 from rmq._endian cimport load_be32, load_be64
 from rmq._hash cimport java_string_hash
+from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, MESSAGE_ILLEGAL, PROPERTIES_SIZE_EXCEEDED,
+                              PUT_OK, SERVICE_NOT_AVAILABLE, SLAVE_NOT_AVAILABLE, CommitLog, record_appended)
+from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
+from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
+from rmq._group_commit cimport GroupCommit
 from rmq._index cimport IndexService
-from rmq._mapped_file cimport PAGE_SIZE, PREFAULT_CHUNK, MappedFile, MappedFileQueue
-from rmq.protocol._record cimport (CHECK_EMPTY, CHECK_END_OF_FILE, END_FILE_MIN_BLANK_LENGTH, MESSAGE_MAGIC_CODE,
-                                   PROPERTIES_MAX_BYTES, REC_FIXED_OVERHEAD, REC_MAGIC, REC_QUEUEID,
-                                   REC_QUEUEOFFSET, REC_STORETIMESTAMP, REC_TOTALSIZE, TOPIC_MAX_BYTES, body_crc_of,
-                                   check_record_c, encode_msg_id_c, record_properties, write_end_of_file,
-                                   write_record)
+from rmq._mapped_file cimport MappedFile
+from rmq.protocol._record cimport (CHECK_EMPTY, CHECK_END_OF_FILE, PROPERTIES_MAX_BYTES, REC_FIXED_OVERHEAD,
+                                   REC_QUEUEID, REC_QUEUEOFFSET, REC_STORETIMESTAMP, TOPIC_MAX_BYTES, body_crc_of,
+                                   check_record_c, encode_msg_id_c, record_properties, write_record)
 
 from rmq import _consume_queue, _mapped_file
 from rmq.protocol import _record
@@ -42,30 +51,6 @@ from rmq.protocol import message as _message
 from rmq.protocol.message import encode_properties, topic_error
 
 log = logging.getLogger("rmq.store")
-
-cdef extern from "<sys/mman.h>" nogil:
-    int msync(void* addr, size_t length, int flags)
-    int MS_SYNC
-
-cdef extern from "<pthread.h>" nogil:
-    ctypedef struct pthread_condattr_t:
-        pass
-    int pthread_mutex_init(pthread_mutex_t* mutex, void* attr)
-    int pthread_mutex_destroy(pthread_mutex_t* mutex)
-    int pthread_mutex_lock(pthread_mutex_t* mutex)
-    int pthread_mutex_unlock(pthread_mutex_t* mutex)
-    int pthread_condattr_init(pthread_condattr_t* attr)
-    int pthread_condattr_setclock(pthread_condattr_t* attr, int clock_id)
-    int pthread_condattr_destroy(pthread_condattr_t* attr)
-    int pthread_cond_init(pthread_cond_t* cond, pthread_condattr_t* attr)
-    int pthread_cond_destroy(pthread_cond_t* cond)
-    int pthread_cond_signal(pthread_cond_t* cond)
-    int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime)
-
-cdef extern from "<sys/eventfd.h>" nogil:
-    int eventfd(unsigned int initval, int flags)
-    int EFD_NONBLOCK
-    int EFD_CLOEXEC
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
@@ -285,126 +270,23 @@ cdef class TagFilter:
 
 
 # ---------------------------------------------------------------------------------------------
-# the SYNC_FLUSH group commit's flush thread: C only, it never takes the GIL
-#
-#   put (GIL held)          flush thread (no GIL)                  completer (GIL held)
-#   write the record        wait until requested > flushed
-#   publish written,   -->  take [flushed, written), msync it,
-#   requested, wake         publish flushed, count a round   -->   complete the puts below flushed
-#
-# The put path publishes under ``mutex`` and signals only an idle flush thread, so the msync of
-# one round runs while the next puts are written: the rounds overlap instead of taking turns with
-# the GIL. The completer (the broker's event loop, or a store thread) polls ``event_fd``.
-
-cdef inline void deadline_after(timespec* ts, double seconds) noexcept nogil:
-    clock_gettime(CLOCK_MONOTONIC, ts)
-    ts.tv_sec += <long>seconds
-    ts.tv_nsec += <long>((seconds - <long>seconds) * 1e9)
-    if ts.tv_nsec >= 1000000000:
-        ts.tv_sec += 1
-        ts.tv_nsec -= 1000000000
-
-
-cdef inline void request_round(GroupCommit* gc, int64_t offset) noexcept nogil:
-    """Ask for a flush round up to ``offset`` (``gc.mutex`` held), waking an idle flush thread."""
-    if offset > gc.requested:
-        gc.requested = offset
-        if gc.idle:
-            gc.idle = False     # one signal per wait
-            pthread_cond_signal(&gc.wake)
-
-
-cdef int flush_range(CommitFileRef* files, int n_files, int64_t start, int64_t end) noexcept nogil:
-    """msync the CommitLog bytes [start, end) through the mappings in ``files``: 0 or an errno."""
-    cdef int i
-    cdef int64_t lo, hi
-    for i in range(n_files):
-        lo = files[i].from_offset
-        hi = lo + files[i].size
-        if hi <= start or lo >= end:
-            continue
-        lo = (start if start > lo else lo) - files[i].from_offset
-        hi = (end if end < hi else hi) - files[i].from_offset
-        lo &= ~(<int64_t>PAGE_SIZE - 1)
-        if msync(files[i].base + lo, hi - lo, MS_SYNC) != 0:
-            return errno
-    return 0
-
-
-cdef void run_flusher(GroupCommit* gc, double interval) noexcept nogil:
-    """Flush rounds until ``gc.stopping``: at once when a put waits, else every ``interval`` s
-    (puts that do not wait are durable within it)."""
-    cdef timespec until
-    cdef CommitFileRef files[COMMIT_FILE_REFS]
-    cdef int n_files, rc
-    cdef int64_t start, target, target_timestamp
-    cdef uint64_t one = 1
-    pthread_mutex_lock(&gc.mutex)
-    while not gc.stopping:
-        if gc.requested <= gc.flushed or gc.error:
-            deadline_after(&until, interval)
-            gc.idle = True
-            pthread_cond_timedwait(&gc.wake, &gc.mutex, &until)
-            gc.idle = False
-            if gc.stopping or gc.error or gc.written <= gc.flushed:
-                continue
-        start = gc.flushed
-        target = gc.written
-        target_timestamp = gc.written_timestamp
-        n_files = gc.n_files
-        memcpy(files, gc.files, n_files * sizeof(CommitFileRef))
-        pthread_mutex_unlock(&gc.mutex)
-        rc = flush_range(files, n_files, start, target)
-        pthread_mutex_lock(&gc.mutex)
-        if rc == 0:
-            gc.flushed = target
-            gc.flushed_timestamp = target_timestamp
-            gc.flush_count += 1
-        else:
-            gc.error = rc
-        pthread_mutex_unlock(&gc.mutex)
-        c_write(gc.event_fd, &one, sizeof(one))
-        pthread_mutex_lock(&gc.mutex)
-    pthread_mutex_unlock(&gc.mutex)
-
-
-# ---------------------------------------------------------------------------------------------
-# the store core: CommitLog appends, dispatch, reads
+# the store core: puts, dispatch, gets, recovery
 
 cdef class StoreCore:
     """CommitLog + ConsumeQueues + dispatch to the IndexService. The hot put/get paths live here;
     rmq.store.MessageStore adds lifecycle, recovery orchestration, flush services and retention."""
 
     def __cinit__(self):
-        cdef pthread_condattr_t attr
-        self._gc = <GroupCommit*>PyMem_Malloc(sizeof(GroupCommit))
-        if self._gc == NULL:
-            raise MemoryError()
-        memset(self._gc, 0, sizeof(GroupCommit))
-        self._gc.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)
-        if self._gc.event_fd < 0:
-            PyMem_Free(self._gc)
-            self._gc = NULL
-            raise OSError(errno, f"eventfd: {strerror(errno).decode()}")
-        pthread_mutex_init(&self._gc.mutex, NULL)
-        pthread_condattr_init(&attr)
-        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
-        pthread_cond_init(&self._gc.wake, &attr)
-        pthread_condattr_destroy(&attr)
-
-    def __dealloc__(self):
-        if self._gc != NULL:
-            pthread_cond_destroy(&self._gc.wake)
-            pthread_mutex_destroy(&self._gc.mutex)
-            c_close(self._gc.event_fd)
-            PyMem_Free(self._gc)
+        # before __init__: a subclass may ask for commit_event_fd first
+        self._group_commit = GroupCommit()
 
     def __init__(self, str store_path, *, Py_ssize_t mapped_file_size_commit_log,
                  Py_ssize_t mapped_file_size_consume_queue, int64_t max_message_size,
                  str store_ip, int32_t store_port, bint sync_flush, double sync_flush_timeout,
                  delay_level_ms):
         self.store_path = store_path
-        self.commit_log = MappedFileQueue(os.path.join(store_path, "commitlog"), mapped_file_size_commit_log)
+        self.commit_log = CommitLog(os.path.join(store_path, "commitlog"), mapped_file_size_commit_log,
+                                    self._group_commit if sync_flush else None)
         self.consume_queue_table = {}
         self.mapped_file_size_consume_queue = mapped_file_size_consume_queue
         self.max_message_size = max_message_size
@@ -535,35 +417,6 @@ cdef class StoreCore:
                 log.exception("index build failed at offset %d", phy_offset)
         return 0
 
-    cdef MappedFile _writable_file(self, Py_ssize_t size, int* status):
-        """The file the next ``size`` bytes go to, rolling over (EOF marker) when they do not fit.
-        Every record leaves room for an EOF marker behind it."""
-        cdef MappedFile mf = self.commit_log.last_file()
-        cdef MappedFile next_file
-        cdef Py_ssize_t remaining
-        if size + END_FILE_MIN_BLANK_LENGTH > self.commit_log.mapped_file_size:
-            status[0] = MESSAGE_ILLEGAL
-            return None
-        try:
-            if mf is None:
-                mf = self.commit_log.create_file(0)
-                self._publish_files()
-                return mf
-            if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size:
-                return mf
-            # create the next file before marking this one full: if the disk is full, nothing changes
-            next_file = self.commit_log.create_file(mf.file_from_offset + mf.file_size)
-        except OSError as e:
-            log.error("cannot create a CommitLog file: %s", e)
-            status[0] = CREATE_MAPPED_FILE_FAILED
-            return None
-        self._publish_files()
-        remaining = mf.file_size - mf.wrote_position
-        if remaining > 0:
-            write_end_of_file(mf.base + mf.wrote_position, <int32_t>remaining)
-        mf.wrote_position = mf.file_size
-        return next_file
-
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1:
         try:
             queue.reserve(entries)
@@ -576,53 +429,12 @@ cdef class StoreCore:
         """SYNC_FLUSH: tell the flush thread how far the CommitLog goes. With a ``callback`` the put
         waits for the disk: the flush thread is woken if it sleeps, or (``kick_rounds_myself``)
         the caller's next ``kick_group_commit`` asks for the round."""
-        cdef GroupCommit* gc = self._gc
         if callback is not None:
             result._callback = callback
             result._deadline = monotonic() + self.sync_flush_timeout
             self._commit_requests.append(result)
-        pthread_mutex_lock(&gc.mutex)
-        if result.next_offset > gc.written:
-            gc.written = result.next_offset
-            gc.written_timestamp = result.store_timestamp
-        if callback is not None and not self._kicks_rounds:
-            request_round(gc, result.next_offset)
-        pthread_mutex_unlock(&gc.mutex)
-
-    cdef void _publish_files(self):
-        """Show the flush thread the mappings of the newest CommitLog files (after any change).
-        A file that drops out of its view unflushed (many roll-overs within one round) is flushed
-        here, so no byte the flush thread reports durable was skipped."""
-        cdef GroupCommit* gc = self._gc
-        cdef list files = self.commit_log.files
-        cdef Py_ssize_t first = max(0, len(files) - COMMIT_FILE_REFS), i
-        cdef int64_t flushed
-        cdef MappedFile mf
-        if not self.sync_flush:
-            return
-        pthread_mutex_lock(&gc.mutex)
-        flushed = gc.flushed
-        pthread_mutex_unlock(&gc.mutex)
-        for i in range(first - 1, -1, -1):
-            mf = files[i]
-            if mf.file_from_offset + mf.file_size <= flushed:
-                break
-            try:
-                mf.flush_to(mf.wrote_position)
-            except OSError as e:
-                log.error("CommitLog flush failed: %s", e)
-                pthread_mutex_lock(&gc.mutex)
-                gc.error = e.errno or EIO
-                pthread_mutex_unlock(&gc.mutex)
-        pthread_mutex_lock(&gc.mutex)
-        gc.n_files = 0
-        for i in range(first, len(files)):
-            mf = files[i]
-            gc.files[gc.n_files].base = mf.base
-            gc.files[gc.n_files].from_offset = mf.file_from_offset
-            gc.files[gc.n_files].size = mf.file_size
-            gc.n_files += 1
-        pthread_mutex_unlock(&gc.mutex)
+        self._group_commit.publish_put(result.next_offset, result.store_timestamp,
+                                       callback is not None and not self._kicks_rounds)
 
     def put_message(self, str topic, int queue_id, body, properties=b"", int sys_flag=0,
                     int64_t born_timestamp=0, int flag=0, int reconsume_times=0,
@@ -680,7 +492,7 @@ cdef class StoreCore:
                 self._reserve_queue(queue, 1, &status)
                 if status != PUT_OK:
                     return put_failure(status)
-                mf = self._writable_file(total, &status)
+                mf = self.commit_log.writable_file(total, &status)
                 if mf is None:
                     return put_failure(status)
                 store_timestamp = now_ms()
@@ -692,10 +504,7 @@ cdef class StoreCore:
                              store_timestamp, self.store_ip, self.store_port, reconsume_times,
                              prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
                              props_ptr, props_len)
-                if (mf.wrote_position + total) // PREFAULT_CHUNK != mf.wrote_position // PREFAULT_CHUNK:
-                    mf.prefault(mf.wrote_position + total)
-                mf.wrote_position += total
-                mf.last_store_timestamp = store_timestamp
+                record_appended(mf, total, store_timestamp)
                 self.last_store_timestamp = store_timestamp
                 self._dispatch(p, phy_offset, <int32_t>total, queue)
             finally:
@@ -766,7 +575,7 @@ cdef class StoreCore:
             self._reserve_queue(queue, n, &status)
             if status != PUT_OK:
                 return put_failure(status)
-            mf = self._writable_file(total, &status)
+            mf = self.commit_log.writable_file(total, &status)
             if mf is None:
                 return put_failure(status)
             store_timestamp = now_ms()
@@ -783,10 +592,9 @@ cdef class StoreCore:
                              born_port, store_timestamp, self.store_ip, self.store_port, 0, 0,
                              <const unsigned char*>PyBytes_AS_STRING(body), len(body), topic_ptr, topic_len,
                              <const unsigned char*>PyBytes_AS_STRING(props), len(props))
-                mf.wrote_position += size
+                record_appended(mf, size, store_timestamp)
                 self._dispatch(p, phy_offset, <int32_t>size, queue)
                 offsets.append(phy_offset)
-            mf.last_store_timestamp = store_timestamp
             self.last_store_timestamp = store_timestamp
         finally:
             self._unlock()
@@ -816,28 +624,18 @@ cdef class StoreCore:
 
     def start_group_commit(self):
         """Ready the group commit for the CommitLog as recovered (before ``run_group_commit``)."""
-        cdef GroupCommit* gc = self._gc
         cdef int64_t end = self.commit_log.max_offset()
-        pthread_mutex_lock(&gc.mutex)
-        gc.written = gc.requested = gc.flushed = end
-        gc.written_timestamp = gc.flushed_timestamp = 0
-        gc.error = 0
-        gc.stopping = False
-        pthread_mutex_unlock(&gc.mutex)
+        self._group_commit.start(end)
         self._completed_flushed = end
-        self._publish_files()
+        self.commit_log.publish_files()
 
     def run_group_commit(self, double interval):
         """The flush thread's body: flush rounds, without the GIL, until ``stop_group_commit``."""
-        with nogil:
-            run_flusher(self._gc, interval)
+        self._group_commit.run(interval)
 
     def stop_group_commit(self):
         """Make ``run_group_commit`` return after its current round."""
-        pthread_mutex_lock(&self._gc.mutex)
-        self._gc.stopping = True
-        pthread_cond_signal(&self._gc.wake)
-        pthread_mutex_unlock(&self._gc.mutex)
+        self._group_commit.stop()
 
     def kick_rounds_myself(self):
         """Puts that wait for the disk no longer start a flush round themselves: the caller calls
@@ -847,26 +645,22 @@ cdef class StoreCore:
 
     def kick_group_commit(self):
         """Ask for a flush round covering every put so far (if some of them wait for the disk)."""
-        cdef GroupCommit* gc = self._gc
-        if not self._commit_requests:
-            return
-        pthread_mutex_lock(&gc.mutex)
-        request_round(gc, gc.written)
-        pthread_mutex_unlock(&gc.mutex)
+        if self._commit_requests:
+            self._group_commit.kick()
 
     def commit_files_changed(self):
         """CommitLog files were deleted or truncated: the flush thread must not keep their mappings."""
-        self._publish_files()
+        self.commit_log.publish_files()
 
     @property
     def commit_event_fd(self):
         """Readable (an eventfd) after each flush round: then call ``complete_commits``."""
-        return self._gc.event_fd
+        return self._group_commit.state.event_fd
 
     @property
     def group_commit_flushes(self):
         """Flush rounds made by the group commit (benchmarks report fsyncs per second)."""
-        return self._gc.flush_count
+        return self._group_commit.state.flush_count
 
     def complete_commits(self):
         """Complete every waiting put now durable (PUT_OK), or past its deadline or hit by a failed
@@ -875,21 +669,13 @@ cdef class StoreCore:
         Run by whoever owns the completions (the broker's event loop; a store thread otherwise)
         when ``commit_event_fd`` is readable, and on a timer so deadlines pass while a msync hangs.
         """
-        cdef GroupCommit* gc = self._gc
         cdef int64_t flushed, flushed_timestamp
         cdef int error
-        cdef uint64_t counter
         cdef PutMessageResult r
         cdef MappedFile mf
         cdef double now
         cdef Py_ssize_t done = 0
-        c_read(gc.event_fd, &counter, sizeof(counter))
-        pthread_mutex_lock(&gc.mutex)
-        flushed = gc.flushed
-        flushed_timestamp = gc.flushed_timestamp
-        error = gc.error
-        gc.error = 0
-        pthread_mutex_unlock(&gc.mutex)
+        error = self._group_commit.take_round(&flushed, &flushed_timestamp)
         if error:
             log.error("CommitLog flush failed: %s", strerror(error).decode())
         if flushed > self._completed_flushed:
@@ -925,21 +711,13 @@ cdef class StoreCore:
 
     def finish_group_commit(self):
         """After ``run_group_commit`` returned: flush what is left and complete every waiting put."""
-        cdef GroupCommit* gc = self._gc
         cdef int error = 0
         try:
             self.commit_log.flush(0)
         except OSError as e:
             error = e.errno or EIO
-        pthread_mutex_lock(&gc.mutex)
-        if error:
-            gc.error = error
-        else:
-            gc.flushed = gc.written = self.commit_log.flushed_where
-            gc.flushed_timestamp = self.last_store_timestamp
-        pthread_mutex_unlock(&gc.mutex)
+        self._group_commit.finish(error, self.commit_log.flushed_where, self.last_store_timestamp)
         return self.complete_commits()
-
 
     # -- get ---------------------------------------------------------------------------------
 
@@ -1041,36 +819,15 @@ cdef class StoreCore:
 
     def look_message_by_offset(self, int64_t phy_offset, Py_ssize_t size=-1):
         """The whole stored record at a CommitLog offset (zero-copy view), or None."""
-        cdef MappedFile mf
-        cdef Py_ssize_t pos
-        cdef int32_t total
         self._lock()
         try:
-            mf = self.commit_log.find_by_offset(phy_offset)
-            if mf is None:
-                return None
-            pos = phy_offset - mf.file_from_offset
-            if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
-                return None
-            total = load_be32(mf.base + pos + REC_TOTALSIZE)                      # 1 TOTALSIZE
-            if (<uint32_t>load_be32(mf.base + pos + REC_MAGIC) != MESSAGE_MAGIC_CODE  # 2 MAGIC
-                    or total < REC_FIXED_OVERHEAD or pos + total > mf.wrote_position
-                    or (size >= 0 and size != total)):
-                return None
-            return mf.view(pos, total)
+            return self.commit_log.look_message(phy_offset, size)
         finally:
             self._unlock()
 
     def store_timestamp_at(self, int64_t phy_offset):
         """STORETIMESTAMP of the record at a CommitLog offset, or -1."""
-        cdef MappedFile mf = self.commit_log.find_by_offset(phy_offset)
-        cdef Py_ssize_t pos
-        if mf is None:
-            return -1
-        pos = phy_offset - mf.file_from_offset
-        if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
-            return -1
-        return load_be64(mf.base + pos + REC_STORETIMESTAMP)                      # 11 STORETIMESTAMP
+        return self.commit_log.store_timestamp_at(phy_offset)
 
     def offset_in_queue_by_time(self, str topic, int queue_id, int64_t timestamp):
         """Smallest queue offset whose message was stored at or after ``timestamp`` (ms); the max
@@ -1089,7 +846,7 @@ cdef class StoreCore:
                 e = queue.entry(mid)
                 ts = -1
                 if e != NULL and load_be32(e + CQ_SIZE) != CQ_BLANK_SIZE:
-                    ts = self.store_timestamp_at(load_be64(e + CQ_COMMITLOG_OFFSET))
+                    ts = self.commit_log.store_timestamp_at(load_be64(e + CQ_COMMITLOG_OFFSET))
                 if ts < timestamp:
                     lo = mid + 1
                 else:

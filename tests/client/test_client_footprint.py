@@ -9,8 +9,9 @@ import sys
 from pathlib import Path
 
 SCRIPT = Path(__file__).parent / "scripts" / "produce_consume.py"
-# the compiled store: its core, the core's rooms and the IndexFile
-STORE_CORE = {"rmq._store", "rmq._mapped_file", "rmq._consume_queue", "rmq._index"}
+# the compiled store: StoreCore, its rooms and the IndexFile
+STORE_CORE = {"rmq._store", "rmq._mapped_file", "rmq._commit_log", "rmq._consume_queue", "rmq._group_commit",
+              "rmq._index"}
 
 
 def test_producer_and_consumer_never_load_the_store(cluster):

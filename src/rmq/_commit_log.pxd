@@ -1,0 +1,42 @@
+# The CommitLog: every topic's records back to back in one log of mapped files (the drawing opens
+# _commit_log.pyx; the record itself is rmq.protocol._record's). What every put runs is ``cdef
+# inline`` here, compiled into the caller: a call into another extension module is a pointer call.
+from libc.stdint cimport int64_t
+
+from rmq._group_commit cimport GroupCommit
+from rmq._mapped_file cimport PREFAULT_CHUNK, MappedFile, MappedFileQueue
+
+
+# PutMessageStatus values (names in rmq.store.status, same order as RocketMQ).
+cdef enum PutStatus:
+    PUT_OK = 0
+    FLUSH_DISK_TIMEOUT = 1
+    FLUSH_SLAVE_TIMEOUT = 2
+    SLAVE_NOT_AVAILABLE = 3
+    SERVICE_NOT_AVAILABLE = 4
+    CREATE_MAPPED_FILE_FAILED = 5
+    MESSAGE_ILLEGAL = 6
+    PROPERTIES_SIZE_EXCEEDED = 7
+    OS_PAGECACHE_BUSY = 8
+    UNKNOWN_ERROR = 9
+
+
+cdef class CommitLog(MappedFileQueue):
+    # SYNC_FLUSH: the group commit shown the newest files whenever they change; None otherwise
+    cdef readonly GroupCommit group_commit
+
+    cdef MappedFile writable_file(self, Py_ssize_t size, int* status)
+    cdef void publish_files(self)
+    cdef object look_message(self, int64_t phy_offset, Py_ssize_t size)
+    cdef int64_t store_timestamp_at(self, int64_t phy_offset)
+
+
+cdef inline void record_appended(MappedFile mf, Py_ssize_t size, int64_t store_timestamp) noexcept:
+    """The record of ``size`` bytes just written at the end of ``mf`` (by the put lock's holder)
+    joins the CommitLog. Only once it is whole: a flush thread msyncs up to ``wrote_position``
+    whenever it holds the GIL, and the prefault below releases the GIL."""
+    cdef Py_ssize_t chunk_mask = ~(<Py_ssize_t>PREFAULT_CHUNK - 1)
+    if (mf.wrote_position + size) & chunk_mask != mf.wrote_position & chunk_mask:   # into the next chunk
+        mf.prefault(mf.wrote_position + size)
+    mf.wrote_position += size
+    mf.last_store_timestamp = store_timestamp

@@ -1,0 +1,12 @@
+# Stub of the compiled CommitLog (rmq/_commit_log.pyx); its appends are called from C.
+from typing import Optional
+
+from typing_extensions import disjoint_base
+
+from rmq._group_commit import GroupCommit
+from rmq._mapped_file import MappedFileQueue
+
+@disjoint_base
+class CommitLog(MappedFileQueue):
+    group_commit: Optional[GroupCommit]
+    def __init__(self, store_path: str, mapped_file_size: int, group_commit: Optional[GroupCommit] = None) -> None: ...

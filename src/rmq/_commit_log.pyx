@@ -1,0 +1,96 @@
+# cython: cdivision=True, auto_pickle=False
+# The CommitLog (SPEC.md section 5): every topic's records appended back to back, sequential writes
+# only, into mapped files of mappedFileSizeCommitLog bytes. A record is rmq.protocol._record's.
+#
+#   CommitLog file k: S bytes, named by its start offset kS as 20 digits
+#   +----------+----------+-----+----------+-------------------------------------+
+#   | record   | record   | ... | record   | [i32 remaining][i32 0xCBD43194] ... |
+#   +----------+----------+-----+----------+-------------------------------------+
+#   kS         each record's PHYSICALOFFSET is kS + its position    EOF marker: the next record did
+#                                                                   not fit, it opens file k + 1
+#
+# Every record leaves room for an EOF marker behind it, so a roll-over always has room to write one.
+# Appends and roll-overs run under the store's put lock (rmq._store.StoreCore._lock).
+import logging
+
+from libc.stdint cimport int32_t, int64_t, uint32_t
+
+from rmq._endian cimport load_be32, load_be64
+from rmq._group_commit cimport GroupCommit
+from rmq._mapped_file cimport MappedFile, MappedFileQueue
+from rmq.protocol._record cimport (END_FILE_MIN_BLANK_LENGTH, MESSAGE_MAGIC_CODE, REC_FIXED_OVERHEAD, REC_MAGIC,
+                                   REC_STORETIMESTAMP, REC_TOTALSIZE, write_end_of_file)
+
+log = logging.getLogger("rmq.store")
+
+
+cdef class CommitLog(MappedFileQueue):
+    """The CommitLog's files: appends that roll over to a new file with an EOF marker, and records
+    found by their physical offset."""
+
+    def __init__(self, str store_path, Py_ssize_t mapped_file_size, GroupCommit group_commit=None):
+        MappedFileQueue.__init__(self, store_path, mapped_file_size)
+        self.group_commit = group_commit
+
+    cdef MappedFile writable_file(self, Py_ssize_t size, int* status):
+        """The file the next ``size`` bytes go to, rolling over (EOF marker) when they do not fit;
+        None, with ``status`` set, when there is none."""
+        cdef MappedFile mf = self.last_file()
+        cdef MappedFile next_file
+        cdef Py_ssize_t remaining
+        if size + END_FILE_MIN_BLANK_LENGTH > self.mapped_file_size:
+            status[0] = MESSAGE_ILLEGAL
+            return None
+        try:
+            if mf is None:
+                mf = self.create_file(0)
+                self.publish_files()
+                return mf
+            if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size:
+                return mf
+            # create the next file before marking this one full: if the disk is full, nothing changes
+            next_file = self.create_file(mf.file_from_offset + mf.file_size)
+        except OSError as e:
+            log.error("cannot create a CommitLog file: %s", e)
+            status[0] = CREATE_MAPPED_FILE_FAILED
+            return None
+        self.publish_files()
+        remaining = mf.file_size - mf.wrote_position
+        if remaining > 0:
+            write_end_of_file(mf.base + mf.wrote_position, <int32_t>remaining)
+        mf.wrote_position = mf.file_size
+        return next_file
+
+    cdef void publish_files(self):
+        """The files changed (a roll-over, retention, truncation): show the group commit the new ones."""
+        if self.group_commit is not None:
+            self.group_commit.publish_files(self.files)
+
+    cdef object look_message(self, int64_t phy_offset, Py_ssize_t size):
+        """The whole stored record at ``phy_offset`` (zero-copy view), or None. ``size`` >= 0 must
+        match its TOTALSIZE."""
+        cdef MappedFile mf = self.find_by_offset(phy_offset)
+        cdef Py_ssize_t pos
+        cdef int32_t total
+        if mf is None:
+            return None
+        pos = phy_offset - mf.file_from_offset
+        if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
+            return None
+        total = load_be32(mf.base + pos + REC_TOTALSIZE)                          # 1 TOTALSIZE
+        if (<uint32_t>load_be32(mf.base + pos + REC_MAGIC) != MESSAGE_MAGIC_CODE      # 2 MAGIC
+                or total < REC_FIXED_OVERHEAD or pos + total > mf.wrote_position
+                or (size >= 0 and size != total)):
+            return None
+        return mf.view(pos, total)
+
+    cdef int64_t store_timestamp_at(self, int64_t phy_offset):
+        """STORETIMESTAMP of the record at ``phy_offset``, or -1."""
+        cdef MappedFile mf = self.find_by_offset(phy_offset)
+        cdef Py_ssize_t pos
+        if mf is None:
+            return -1
+        pos = phy_offset - mf.file_from_offset
+        if pos + REC_FIXED_OVERHEAD > mf.wrote_position:
+            return -1
+        return load_be64(mf.base + pos + REC_STORETIMESTAMP)                      # 11 STORETIMESTAMP

@@ -1,0 +1,49 @@
+# The SYNC_FLUSH group commit: state shared by the put path (GIL held) and a flush thread that
+# never holds the GIL (the drawing opens _group_commit.pyx).
+from libc.stdint cimport int64_t
+
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_mutex_t:
+        pass
+    ctypedef struct pthread_cond_t:
+        pass
+
+
+cdef enum:
+    # CommitLog files the flush thread can see: the newest ones (a flush never lags further behind)
+    COMMIT_FILE_REFS = 8
+
+cdef struct CommitFileRef:
+    unsigned char* base
+    int64_t from_offset
+    int64_t size
+
+# Every field is guarded by ``mutex``.
+cdef struct GroupCommitState:
+    pthread_mutex_t mutex
+    pthread_cond_t wake                 # the flush thread waits on it when it has nothing to do
+    int64_t written                     # CommitLog end after the newest put
+    int64_t written_timestamp           # store timestamp of that put
+    int64_t requested                   # a put waits for the disk up to here
+    int64_t flushed                     # everything below is on disk
+    int64_t flushed_timestamp
+    int64_t flush_count
+    int error                           # errno of a failed msync, until the completer has seen it
+    bint idle                           # the flush thread is waiting on ``wake``
+    bint stopping
+    int event_fd                        # counts flush rounds: the completer polls it
+    int n_files
+    CommitFileRef files[COMMIT_FILE_REFS]
+
+
+cdef class GroupCommit:
+    cdef GroupCommitState* state
+
+    cdef void start(self, int64_t end) noexcept
+    cdef void publish_put(self, int64_t next_offset, int64_t store_timestamp, bint wait) noexcept
+    cdef void publish_files(self, list files)
+    cdef void kick(self) noexcept
+    cdef void stop(self) noexcept
+    cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp) noexcept
+    cdef void finish(self, int error, int64_t flushed, int64_t flushed_timestamp) noexcept

@@ -1,0 +1,262 @@
+# cython: cdivision=True, auto_pickle=False
+# The SYNC_FLUSH group commit (SPEC.md section 6): every put that waits for the disk joins the next
+# flush round, and one msync serves them all. The flush thread is C only: it never takes the GIL.
+#
+#   put (GIL held)          flush thread (no GIL)                  completer (GIL held)
+#   write the record        wait until requested > flushed
+#   publish written,   -->  take [flushed, written), msync it,
+#   requested, wake         publish flushed, count a round   -->   complete the puts below flushed
+#
+#   GroupCommitState (C, every field guarded by ``mutex``)
+#   +---------+-----------+-----------+---------+-------+------+----------+----------------------+
+#   | written | requested | flushed   | error   | idle  | stop | event_fd | files[8]: the newest |
+#   | (+ ts)  |           | (+ ts)    | (errno) |       |      | (rounds) | CommitLog mappings   |
+#   +---------+-----------+-----------+---------+-------+------+----------+----------------------+
+#
+# The put path publishes under ``mutex`` and signals only an idle flush thread, so the msync of
+# one round runs while the next puts are written: the rounds overlap instead of taking turns with
+# the GIL. The completer (the broker's event loop, or a store thread) polls ``event_fd`` and
+# completes the waiting puts (rmq._store.StoreCore.complete_commits).
+#
+# The flush thread msyncs through raw pointers to the mappings of the newest CommitLog files
+# (``files``), republished under the mutex whenever the files change: it only flushes above its
+# watermark, far from the oldest files that retention deletes.
+import logging
+
+from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from libc.errno cimport EIO, errno
+from libc.stdint cimport int64_t, uint64_t
+from libc.string cimport memcpy, memset, strerror
+from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
+from posix.unistd cimport close as c_close, read as c_read, write as c_write
+
+from rmq._mapped_file cimport PAGE_SIZE, MappedFile
+
+log = logging.getLogger("rmq.store")
+
+cdef extern from "<sys/mman.h>" nogil:
+    int msync(void* addr, size_t length, int flags)
+    int MS_SYNC
+
+cdef extern from "<pthread.h>" nogil:
+    ctypedef struct pthread_condattr_t:
+        pass
+    int pthread_mutex_init(pthread_mutex_t* mutex, void* attr)
+    int pthread_mutex_destroy(pthread_mutex_t* mutex)
+    int pthread_mutex_lock(pthread_mutex_t* mutex)
+    int pthread_mutex_unlock(pthread_mutex_t* mutex)
+    int pthread_condattr_init(pthread_condattr_t* attr)
+    int pthread_condattr_setclock(pthread_condattr_t* attr, int clock_id)
+    int pthread_condattr_destroy(pthread_condattr_t* attr)
+    int pthread_cond_init(pthread_cond_t* cond, pthread_condattr_t* attr)
+    int pthread_cond_destroy(pthread_cond_t* cond)
+    int pthread_cond_signal(pthread_cond_t* cond)
+    int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime)
+
+cdef extern from "<sys/eventfd.h>" nogil:
+    int eventfd(unsigned int initval, int flags)
+    int EFD_NONBLOCK
+    int EFD_CLOEXEC
+
+
+cdef inline void deadline_after(timespec* ts, double seconds) noexcept nogil:
+    clock_gettime(CLOCK_MONOTONIC, ts)
+    ts.tv_sec += <long>seconds
+    ts.tv_nsec += <long>((seconds - <long>seconds) * 1e9)
+    if ts.tv_nsec >= 1000000000:
+        ts.tv_sec += 1
+        ts.tv_nsec -= 1000000000
+
+
+cdef inline void request_round(GroupCommitState* gc, int64_t offset) noexcept nogil:
+    """Ask for a flush round up to ``offset`` (``gc.mutex`` held), waking an idle flush thread."""
+    if offset > gc.requested:
+        gc.requested = offset
+        if gc.idle:
+            gc.idle = False     # one signal per wait
+            pthread_cond_signal(&gc.wake)
+
+
+cdef int flush_range(CommitFileRef* files, int n_files, int64_t start, int64_t end) noexcept nogil:
+    """msync the CommitLog bytes [start, end) through the mappings in ``files``: 0 or an errno."""
+    cdef int i
+    cdef int64_t lo, hi
+    for i in range(n_files):
+        lo = files[i].from_offset
+        hi = lo + files[i].size
+        if hi <= start or lo >= end:
+            continue
+        lo = (start if start > lo else lo) - files[i].from_offset
+        hi = (end if end < hi else hi) - files[i].from_offset
+        lo &= ~(<int64_t>PAGE_SIZE - 1)
+        if msync(files[i].base + lo, hi - lo, MS_SYNC) != 0:
+            return errno
+    return 0
+
+
+cdef void run_flusher(GroupCommitState* gc, double interval) noexcept nogil:
+    """Flush rounds until ``gc.stopping``: at once when a put waits, else every ``interval`` s
+    (puts that do not wait are durable within it)."""
+    cdef timespec until
+    cdef CommitFileRef files[COMMIT_FILE_REFS]
+    cdef int n_files, rc
+    cdef int64_t start, target, target_timestamp
+    cdef uint64_t one = 1
+    pthread_mutex_lock(&gc.mutex)
+    while not gc.stopping:
+        if gc.requested <= gc.flushed or gc.error:
+            deadline_after(&until, interval)
+            gc.idle = True
+            pthread_cond_timedwait(&gc.wake, &gc.mutex, &until)
+            gc.idle = False
+            if gc.stopping or gc.error or gc.written <= gc.flushed:
+                continue
+        start = gc.flushed
+        target = gc.written
+        target_timestamp = gc.written_timestamp
+        n_files = gc.n_files
+        memcpy(files, gc.files, n_files * sizeof(CommitFileRef))
+        pthread_mutex_unlock(&gc.mutex)
+        rc = flush_range(files, n_files, start, target)
+        pthread_mutex_lock(&gc.mutex)
+        if rc == 0:
+            gc.flushed = target
+            gc.flushed_timestamp = target_timestamp
+            gc.flush_count += 1
+        else:
+            gc.error = rc
+        pthread_mutex_unlock(&gc.mutex)
+        c_write(gc.event_fd, &one, sizeof(one))
+        pthread_mutex_lock(&gc.mutex)
+    pthread_mutex_unlock(&gc.mutex)
+
+
+cdef class GroupCommit:
+    """The state a SYNC_FLUSH store shares with its flush thread, and the calls either side makes.
+
+    The store calls ``publish_put`` after each put, ``publish_files`` after the CommitLog files
+    changed, and ``take_round`` to learn what a flush round made durable; the flush thread runs
+    ``run`` until ``stop``."""
+
+    def __cinit__(self):
+        cdef pthread_condattr_t attr
+        self.state = <GroupCommitState*>PyMem_Malloc(sizeof(GroupCommitState))
+        if self.state == NULL:
+            raise MemoryError()
+        memset(self.state, 0, sizeof(GroupCommitState))
+        self.state.event_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC)
+        if self.state.event_fd < 0:
+            PyMem_Free(self.state)
+            self.state = NULL
+            raise OSError(errno, f"eventfd: {strerror(errno).decode()}")
+        pthread_mutex_init(&self.state.mutex, NULL)
+        pthread_condattr_init(&attr)
+        pthread_condattr_setclock(&attr, CLOCK_MONOTONIC)
+        pthread_cond_init(&self.state.wake, &attr)
+        pthread_condattr_destroy(&attr)
+
+    def __dealloc__(self):
+        if self.state != NULL:
+            pthread_cond_destroy(&self.state.wake)
+            pthread_mutex_destroy(&self.state.mutex)
+            c_close(self.state.event_fd)
+            PyMem_Free(self.state)
+
+    cdef void start(self, int64_t end) noexcept:
+        """Rounds start from the CommitLog as recovered: everything below ``end`` is on disk."""
+        cdef GroupCommitState* gc = self.state
+        pthread_mutex_lock(&gc.mutex)
+        gc.written = gc.requested = gc.flushed = end
+        gc.written_timestamp = gc.flushed_timestamp = 0
+        gc.error = 0
+        gc.stopping = False
+        pthread_mutex_unlock(&gc.mutex)
+
+    def run(self, double interval):
+        """The flush thread's body: flush rounds, without the GIL, until ``stop``."""
+        with nogil:
+            run_flusher(self.state, interval)
+
+    cdef void publish_put(self, int64_t next_offset, int64_t store_timestamp, bint wait) noexcept:
+        """Tell the flush thread how far the CommitLog goes after a put; ``wait``: that put waits
+        for the disk, so ask for a round now (waking the flush thread if it sleeps)."""
+        cdef GroupCommitState* gc = self.state
+        pthread_mutex_lock(&gc.mutex)
+        if next_offset > gc.written:
+            gc.written = next_offset
+            gc.written_timestamp = store_timestamp
+        if wait:
+            request_round(gc, next_offset)
+        pthread_mutex_unlock(&gc.mutex)
+
+    cdef void publish_files(self, list files):
+        """Show the flush thread the mappings of the newest CommitLog ``files`` (after any change).
+        A file that drops out of its view unflushed (many roll-overs within one round) is flushed
+        here, so no byte the flush thread reports durable was skipped."""
+        cdef GroupCommitState* gc = self.state
+        cdef Py_ssize_t first = max(0, len(files) - COMMIT_FILE_REFS), i
+        cdef int64_t flushed
+        cdef MappedFile mf
+        pthread_mutex_lock(&gc.mutex)
+        flushed = gc.flushed
+        pthread_mutex_unlock(&gc.mutex)
+        for i in range(first - 1, -1, -1):
+            mf = files[i]
+            if mf.file_from_offset + mf.file_size <= flushed:
+                break
+            try:
+                mf.flush_to(mf.wrote_position)
+            except OSError as e:
+                log.error("CommitLog flush failed: %s", e)
+                pthread_mutex_lock(&gc.mutex)
+                gc.error = e.errno or EIO
+                pthread_mutex_unlock(&gc.mutex)
+        pthread_mutex_lock(&gc.mutex)
+        gc.n_files = 0
+        for i in range(first, len(files)):
+            mf = files[i]
+            gc.files[gc.n_files].base = mf.base
+            gc.files[gc.n_files].from_offset = mf.file_from_offset
+            gc.files[gc.n_files].size = mf.file_size
+            gc.n_files += 1
+        pthread_mutex_unlock(&gc.mutex)
+
+    cdef void kick(self) noexcept:
+        """Ask for a round covering every put so far."""
+        pthread_mutex_lock(&self.state.mutex)
+        request_round(self.state, self.state.written)
+        pthread_mutex_unlock(&self.state.mutex)
+
+    cdef void stop(self) noexcept:
+        """Make ``run`` return after its current round."""
+        pthread_mutex_lock(&self.state.mutex)
+        self.state.stopping = True
+        pthread_cond_signal(&self.state.wake)
+        pthread_mutex_unlock(&self.state.mutex)
+
+    cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp) noexcept:
+        """After a round (``event_fd`` readable) or on a timer: how far the CommitLog is on disk,
+        and the errno of a failed msync since the last call (0 if none)."""
+        cdef GroupCommitState* gc = self.state
+        cdef uint64_t counter
+        cdef int error
+        c_read(gc.event_fd, &counter, sizeof(counter))
+        pthread_mutex_lock(&gc.mutex)
+        flushed[0] = gc.flushed
+        flushed_timestamp[0] = gc.flushed_timestamp
+        error = gc.error
+        gc.error = 0
+        pthread_mutex_unlock(&gc.mutex)
+        return error
+
+    cdef void finish(self, int error, int64_t flushed, int64_t flushed_timestamp) noexcept:
+        """After ``run`` returned and the store flushed the rest itself: record the outcome, so
+        ``take_round`` completes every waiting put."""
+        cdef GroupCommitState* gc = self.state
+        pthread_mutex_lock(&gc.mutex)
+        if error:
+            gc.error = error
+        else:
+            gc.flushed = gc.written = flushed
+            gc.flushed_timestamp = flushed_timestamp
+        pthread_mutex_unlock(&gc.mutex)
