@@ -34,6 +34,7 @@ setup(
     ext_modules=cythonize(
         EXTENSIONS,
         language_level=3,
-        compiler_directives={"linetrace": DEBUG, "embedsignature": True},
+        # autotestdict off: no ``__test__`` dict of docstrings in every module (nothing runs them as doctests)
+        compiler_directives={"linetrace": DEBUG, "embedsignature": True, "autotestdict": False},
     ),
 )

@@ -2,6 +2,8 @@
 
 from typing import Final
 
+from typing_extensions import disjoint_base
+
 LAYOUT: Final[dict[str, int]]
 FILE_NAME_FORMAT: Final[str]
 
@@ -9,6 +11,7 @@ def index_file_size(hash_slot_num: int, index_num: int) -> int: ...
 def java_hash(text: str) -> int: ...
 def index_key_hash(topic: str, key: str) -> int: ...
 
+@disjoint_base
 class IndexFile:
     path: str
     hash_slot_num: int
@@ -32,6 +35,7 @@ class IndexFile:
     def is_full(self) -> bool: ...
     def destroy(self) -> None: ...
 
+@disjoint_base
 class IndexService:
     store_path: str
     max_hash_slot_num: int

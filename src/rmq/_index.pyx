@@ -1,3 +1,4 @@
+# cython: auto_pickle=False
 """The IndexFile: query messages by key (SPEC.md section 5), byte for byte as RocketMQ 4.x writes it.
 
 One file, all integers big-endian, S = hash slots (default 5,000,000), N = entries (20,000,000):
@@ -48,7 +49,7 @@ from rmq._endian cimport load_be32, load_be64, store_be32, store_be64
 from rmq._hash cimport java_hash_update, java_string_hash
 
 from rmq.errors import StoreError
-from rmq.protocol.message import KEY_SEPARATOR
+from rmq.protocol.message import KEY_SEPARATOR as _KEY_SEPARATOR
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +75,7 @@ LAYOUT = {
 
 FILE_NAME_FORMAT = "%Y%m%d%H%M%S"   # + 3 digits of milliseconds
 _FILE_NAME = re.compile(r"^\d{17}$")
-cdef unsigned char KEY_SEPARATOR_BYTE = ord(KEY_SEPARATOR)   # between the keys of KEYS
+cdef unsigned char KEY_SEPARATOR_BYTE = ord(_KEY_SEPARATOR)   # between the keys of KEYS
 
 
 def index_file_size(int32_t hash_slot_num, int32_t index_num):

@@ -1,4 +1,4 @@
-# cython: cdivision=True
+# cython: cdivision=True, auto_pickle=False
 # The compiled store's facade: StoreCore puts records into the CommitLog, dispatches them to their
 # ConsumeQueue and the index, and reads them back. Each part of the store is a room of its own
 # (see _store.pxd for the list); a put goes through them in this order:
