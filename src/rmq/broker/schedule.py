@@ -30,7 +30,7 @@ from rmq.broker.delay import delay_level_to_queue_id
 from rmq.errors import StoreError
 from rmq.protocol.message import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, MessageProperty
 from rmq.protocol.record import decode_record
-from rmq.store.config import parse_delay_levels
+from rmq.settings import parse_delay_levels
 
 log = logging.getLogger("rmq.broker")
 
