@@ -199,15 +199,15 @@ class Text(Kind):
             return None
         if not isinstance(value, str):
             raise self.refuse(value)
-        value = value.strip()
-        if not value:
+        text = value.strip()
+        if not text:
             if self.optional:
                 return None
-            raise self.refuse(value)
-        reason = self.validate(value) if self.validate is not None else None
+            raise self.refuse(text)
+        reason = self.validate(text) if self.validate is not None else None
         if reason is not None:
             raise Invalid(reason)
-        return value
+        return text
 
 
 def _topic_name(value: str) -> str | None:
@@ -491,7 +491,7 @@ class SettingsView:
 
     @classmethod
     def settings_fields(cls) -> list[dataclasses.Field[Any]]:
-        return [f for f in dataclasses.fields(cls) if "setting" in f.metadata]  # type: ignore[arg-type]
+        return [f for f in dataclasses.fields(cls) if "setting" in f.metadata]
 
     @classmethod
     def from_settings(cls: type[_View], loaded: LoadedSettings, **fixed: Any) -> _View:

@@ -30,7 +30,8 @@ def run_broker(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     (["--set", "longPollingEnable=yes"], "longPollingEnable must be true or false, got 'yes' (from --set)"),
     (["--set", "maxMessageSize=4 megs"],
      "maxMessageSize must be a size in bytes, like 1073741824 or 1g, got '4 megs' (from --set)"),
-    (["-c", "/nonexistent/broker.conf"], "cannot read config file '/nonexistent/broker.conf': No such file or directory"),
+    (["-c", "/nonexistent/broker.conf"],
+     "cannot read config file '/nonexistent/broker.conf': No such file or directory"),
     (["-n", "ns1"], "namesrvAddr must be addresses host:port separated by ';', got 'ns1' ('ns1' is not one) (from -n)"),
 ])
 def test_a_setting_it_cannot_use_stops_it_with_one_line_and_exit_2(args, line, tmp_path):

@@ -127,7 +127,7 @@ def first_non_loopback_ipv4() -> str:
     candidates: list[str] = []
     try:
         infos = socket.getaddrinfo(socket.gethostname(), None, socket.AF_INET, socket.SOCK_STREAM)
-        candidates.extend(info[4][0] for info in infos)
+        candidates.extend(str(info[4][0]) for info in infos)
     except OSError:
         pass
     try:
