@@ -31,8 +31,13 @@ import orjson
 from report import JSON_HELP, Report
 
 from rmq.net.codec import RemotingCommand, encode
-from rmq.protocol.codes import RequestCode
-from rmq.protocol.message import encode_properties
+
+try:
+    from rmq.protocol.codes import RequestCode
+    from rmq.protocol.message import encode_properties
+except ImportError:  # a build from before rmq.protocol (e78e7a7), as perf/compare_revisions.py may measure
+    from rmq.message import encode_properties
+    from rmq.net.codes import RequestCode
 
 TOPIC = "BenchTopic"
 QUEUES = 4
@@ -198,10 +203,12 @@ def admin(port: int, request: RemotingCommand, with_body: bool = False):
         pipe.close()
 
 
-def flush_rounds(port: int) -> int:
-    """CommitLog msyncs so far (SYNC_FLUSH: group commit rounds), from GET_BROKER_RUNTIME_INFO."""
+def flush_rounds(port: int) -> int | None:
+    """CommitLog msyncs so far (SYNC_FLUSH: group commit rounds), from GET_BROKER_RUNTIME_INFO; None
+    from a broker that does not count them (before 46e21b4), so that its sends are still measured."""
     _header, body = admin(port, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), with_body=True)
-    return int(orjson.loads(body)["table"]["commitLogFlushRounds"])
+    rounds = orjson.loads(body)["table"].get("commitLogFlushRounds")
+    return None if rounds is None else int(rounds)
 
 
 def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
@@ -260,9 +267,10 @@ def main() -> int:
                     kind = f"batch {BATCH}" if batch else "single  "
                     name = f"{flush} send {kind.strip()} in flight {depth}"
                     with report.section(name):
-                        rounds, started = flush_rounds(port), time.perf_counter()
+                        rounds_before, started = flush_rounds(port), time.perf_counter()
                         rates = [sends_per_second(port, depth, batch, args.seconds) for _ in range(args.repeat)]
-                        rounds, elapsed = flush_rounds(port) - rounds, time.perf_counter() - started
+                        rounds_after, elapsed = flush_rounds(port), time.perf_counter() - started
+                        rounds = rounds_after - rounds_before if rounds_before is not None else 0
                         report.figure(name, statistics.median(rates), "msgs/s")
                         line = f"{flush:11s} send {kind} in flight {depth:3d}: {statistics.median(rates):12,.0f} msgs/s"
                         if flush == "SYNC_FLUSH" and rounds:
