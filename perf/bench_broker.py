@@ -24,7 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import orjson
 
@@ -236,8 +236,9 @@ def running_broker(flush: str) -> Iterator[tuple[int, int]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def median_of(repeat: int, fn) -> float:
-    return statistics.median(fn() for _ in range(repeat))
+def median_of(repeat: int, fn, *args) -> float:
+    """The median of `repeat` calls of fn(*args); arguments, not a closure, so a loop can pass its variables."""
+    return statistics.median(fn(*args) for _ in range(repeat))
 
 
 def main() -> None:
@@ -269,7 +270,7 @@ def main() -> None:
                                                              {"topic": TOPIC, "queueId": str(q)}))
                 max_offsets.append(int(answer["extFields"]["offset"]))
             for depth in (1, 16):
-                rate = median_of(args.repeat, lambda: pulls_per_second(port, depth, args.seconds, max_offsets))
+                rate = median_of(args.repeat, pulls_per_second, port, depth, args.seconds, max_offsets)
                 print(f"{flush:11s} pull 32 per request in flight {depth:3d}: {rate:12,.0f} msgs/s", flush=True)
 
 
