@@ -28,7 +28,7 @@ import concurrent.futures
 import logging
 import select
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from rmq._service import Scheduler
 from rmq.broker.client_manager import ClientManager
@@ -153,7 +153,7 @@ class BrokerController:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> "BrokerController":
+    def start(self) -> BrokerController:
         for manager in (self.topic_config_manager, self.consumer_offset_manager,
                         self.subscription_group_manager, self.delay_offset_manager):
             if not manager.load():
@@ -210,7 +210,7 @@ class BrokerController:
     def wait_stopped(self, timeout: float | None = None) -> bool:
         return self._stopped.wait(timeout)
 
-    def __enter__(self) -> "BrokerController":
+    def __enter__(self) -> BrokerController:
         return self.start()
 
     def __exit__(self, *exc) -> None:

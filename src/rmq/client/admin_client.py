@@ -16,7 +16,8 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rmq.errors import AdminError, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
@@ -106,7 +107,7 @@ class AdminClient:
         self.timeout = timeout
         self.client = RemotingClient(connect_timeout=min(timeout, 3.0), name="rmq-admin-client")
 
-    def __enter__(self) -> "AdminClient":
+    def __enter__(self) -> AdminClient:
         self.client.start()
         return self
 
@@ -207,7 +208,7 @@ class AdminClient:
 
     def topic_stats(self, topic: str) -> list[QueueStats]:
         rows = []
-        for name, addr in self.topic_masters(topic).items():
+        for addr in self.topic_masters(topic).values():
             body = loads_mq_tables(self.invoke(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}).body)
             for mq, o in body["offsetTable"].items():
                 rows.append(QueueStats(mq.broker_name, mq.queue_id, int(o["minOffset"]), int(o["maxOffset"]),

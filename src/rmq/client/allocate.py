@@ -12,7 +12,8 @@ More consumers than queues: the extra ones get nothing.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from rmq.errors import ClientError
 

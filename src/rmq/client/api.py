@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
 
 from rmq.client.message import decode_messages
 from rmq.client.results import PullResult, PullStatus

@@ -17,8 +17,9 @@ import enum
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from rmq._clock import now_ms
 from rmq._service import PeriodicHandle

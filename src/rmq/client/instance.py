@@ -138,7 +138,9 @@ class ClientInstance:
     def __init__(self, config: ClientConfig):
         self.config = config
         self.client_id = config.client_id
-        self.remoting = RemotingClient(connect_timeout=config.request_timeout, name=f"rmq-client-{config.instance_name}")
+        self.remoting = RemotingClient(
+            connect_timeout=config.request_timeout, name=f"rmq-client-{config.instance_name}"
+        )
         self.api = ClientAPI(self.remoting)
         self.scheduler = Scheduler(f"rmq-client-timer-{config.instance_name}")
         self._namesrv_addrs = config.namesrv_addrs()

@@ -28,8 +28,9 @@ import concurrent.futures
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rmq._clock import now_ms
 from rmq.client.fault import LatencyFaultTolerance

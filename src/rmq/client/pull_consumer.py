@@ -21,8 +21,9 @@ from __future__ import annotations
 import logging
 import queue
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from rmq.client.consumer import ConsumerBase, ConsumerConfig
 from rmq.client.message import MessageExt

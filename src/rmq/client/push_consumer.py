@@ -16,12 +16,13 @@
     consumer.start()
 
 Concurrent listeners run on a pool of ``consume_thread_max`` threads (``rmq-consume-<group>_<n>``,
-docs/threads.md), ``consume_message_batch_max_size`` messages per call. RECONSUME_LATER, or an exception (logged), sends the messages back to the broker
-(CONSUMER_SEND_MSG_BACK): they return through ``%RETRY%<group>`` (subscribed automatically in
-clustering mode) after a delay, and go to ``%DLQ%<group>`` after ``max_reconsume_times``. Listeners
-registered with ``orderly=True`` get each queue's messages in order, one thread per queue, on queues
-locked on the broker (LOCK_BATCH_MQ, renewed every 20 s); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the
-same messages after ``suspend_current_queue_time``.
+docs/threads.md), ``consume_message_batch_max_size`` messages per call. RECONSUME_LATER, or an
+exception (logged), sends the messages back to the broker (CONSUMER_SEND_MSG_BACK): they return
+through ``%RETRY%<group>`` (subscribed automatically in clustering mode) after a delay, and go to
+``%DLQ%<group>`` after ``max_reconsume_times``. Listeners registered with ``orderly=True`` get each
+queue's messages in order, one thread per queue, on queues locked on the broker (LOCK_BATCH_MQ,
+renewed every 20 s); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the same messages after
+``suspend_current_queue_time``.
 """
 
 from __future__ import annotations
@@ -29,8 +30,9 @@ from __future__ import annotations
 import concurrent.futures
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rmq._clock import now_ms
 from rmq._service import PeriodicHandle

@@ -16,8 +16,8 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from itertools import islice
-from typing import Callable, Optional
 
 from rmq.errors import (
     ProtocolError,
@@ -35,9 +35,9 @@ from rmq.protocol.codes import ResponseCode
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[["Channel", RemotingCommand], Optional[RemotingCommand]]
+Handler = Callable[["Channel", RemotingCommand], RemotingCommand | None]
 # Called on the loop thread with (response, None) or (None, error).
-ResponseCallback = Callable[[Optional[RemotingCommand], Optional[BaseException]], None]
+ResponseCallback = Callable[[RemotingCommand | None, BaseException | None], None]
 
 # Default unsent-output limit past which a connection is no longer read (back-pressure).
 MAX_PENDING_OUTPUT_DEFAULT = 8 * 1024 * 1024

@@ -15,7 +15,7 @@ import select
 import threading
 import time
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from rmq._service import PeriodicHandle, TimerHandle, TimerQueue, run_callbacks
 

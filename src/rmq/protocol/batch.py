@@ -18,12 +18,12 @@ MESSAGE_ILLEGAL, naming the record and what does not add up.
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Union
+from collections.abc import Iterable
 
 from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 RECORD_HEAD = struct.Struct(">iiiii")  # total, magic, bodyCRC, flag, bodyLen
 PROPS_LEN = struct.Struct(">h")

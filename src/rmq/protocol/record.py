@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-from typing import Union
 
 from rmq.errors import RecordError
 from rmq.protocol import layout
@@ -33,7 +32,7 @@ encode_msg_id = implementation.encode_msg_id
 int_to_ipv4 = implementation.int_to_ipv4
 ipv4_to_int = implementation.ipv4_to_int
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 __all__ = [
     "CHECK_RESULTS", "StoredMessage", "body_crc", "check_record", "decode_msg_id", "decode_record",

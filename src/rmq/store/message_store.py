@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from rmq._index import IndexService
 from rmq._service import ServiceThread
@@ -82,7 +82,7 @@ class MessageStore(StoreCore):
     def abort_path(self) -> str:
         return os.path.join(self.store_path, "abort")
 
-    def start(self) -> "MessageStore":
+    def start(self) -> MessageStore:
         """Lock the directory, recover, start the services and accept puts."""
         os.makedirs(self.store_path, exist_ok=True)
         self._take_lock_file()
@@ -135,7 +135,7 @@ class MessageStore(StoreCore):
         os.unlink(self.abort_path)
         self._release_lock_file()
 
-    def __enter__(self) -> "MessageStore":
+    def __enter__(self) -> MessageStore:
         return self.start()
 
     def __exit__(self, *exc) -> None:
