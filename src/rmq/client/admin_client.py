@@ -21,7 +21,7 @@ from typing import Any
 
 from rmq.errors import AdminError, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
-from rmq.net.codec import RemotingCommand
+from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_java_json, loads_mq_tables
 from rmq.protocol.message import (
@@ -137,7 +137,11 @@ class AdminClient:
 
     @staticmethod
     def _json(response: RemotingCommand) -> Any:
-        return loads_java_json(bytes(response.body or b"{}").decode())
+        return loads_java_json((body_bytes(response.body) or b"{}").decode())
+
+    def _mq_tables(self, addr: str, code: int, ext: dict[str, Any]) -> dict[str, Any]:
+        """The answer's JSON body, its maps keyed by queues read as ``{MessageQueue: value}``."""
+        return loads_mq_tables(body_bytes(self.invoke(addr, code, ext).body))
 
     # -- name server ----------------------------------------------------------------------------
 
@@ -209,7 +213,7 @@ class AdminClient:
     def topic_stats(self, topic: str) -> list[QueueStats]:
         rows = []
         for addr in self.topic_masters(topic).values():
-            body = loads_mq_tables(self.invoke(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}).body)
+            body = self._mq_tables(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
             for mq, o in body["offsetTable"].items():
                 rows.append(QueueStats(mq.broker_name, mq.queue_id, int(o["minOffset"]), int(o["maxOffset"]),
                                        int(o.get("lastUpdateTimestamp", 0))))
@@ -232,7 +236,7 @@ class AdminClient:
         ext = {"consumerGroup": group, "topic": topic or ""}
         masters = self.topic_masters(topic) if topic else self._group_masters(group)
         for addr in masters.values():
-            body = loads_mq_tables(self.invoke(addr, RequestCode.GET_CONSUME_STATS, ext).body)
+            body = self._mq_tables(addr, RequestCode.GET_CONSUME_STATS, ext)
             for mq, o in body["offsetTable"].items():
                 rows.append(QueueProgress(mq.topic, mq.broker_name, mq.queue_id, int(o["brokerOffset"]),
                                           int(o["consumerOffset"]), int(o.get("lastTimestamp", 0))))
@@ -265,7 +269,7 @@ class AdminClient:
         rows = []
         ext = {"topic": topic, "group": group, "timestamp": timestamp, "isForce": force}
         for addr in self.topic_masters(topic).values():
-            body = loads_mq_tables(self.invoke(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext).body)
+            body = self._mq_tables(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
             rows += [QueueOffset(mq.topic, mq.broker_name, mq.queue_id, int(offset))
                      for mq, offset in body["offsetTable"].items()]
         return sorted(rows, key=lambda r: (r.broker_name, r.queue_id))
@@ -280,7 +284,7 @@ class AdminClient:
             raise AdminError(f"{msg_id!r} is not a broker message id (32 hex digits: store ip, port, "
                              f"CommitLog offset): {e}") from None
         response = self.invoke(f"{ip}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
-        messages = _records(bytes(response.body))
+        messages = _records(body_bytes(response.body))
         if len(messages) != 1:
             raise AdminError(f"the broker at {ip}:{port} answered {len(messages)} records for one id")
         return messages[0]
@@ -313,11 +317,11 @@ class AdminClient:
             response = self.invoke(addr, RequestCode.QUERY_MESSAGE, ext,
                                    accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
             if response.code == ResponseCode.SUCCESS:
-                found += _records(bytes(response.body))
+                found += _records(body_bytes(response.body))
         return sorted(found, key=lambda m: m.store_timestamp)[:max_num]
 
     def broker_runtime_info(self, addr: str) -> dict[str, str]:
-        return json.loads(bytes(self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO).body))["table"]
+        return json.loads(body_bytes(self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO).body))["table"]
 
 
 def _master_of(broker_data: dict[str, Any]) -> str | None:

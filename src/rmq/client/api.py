@@ -16,6 +16,7 @@ from rmq.client.message import decode_messages
 from rmq.client.results import PullResult, PullStatus
 from rmq.errors import ResponseError
 from rmq.net import RemotingClient, RemotingCommand
+from rmq.net.codec import body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message_queue import MessageQueue
 
@@ -55,7 +56,8 @@ def pull_result_from(response: RemotingCommand, addr: str, mq: MessageQueue) -> 
     status = _PULL_STATUS.get(response.code)
     if status is None:
         raise ResponseError(response.code, response.remark, addr)
-    messages = decode_messages(response.body, mq.broker_name) if status is PullStatus.FOUND and response.body else []
+    body = body_bytes(response.body)
+    messages = decode_messages(body, mq.broker_name) if status is PullStatus.FOUND and body else []
     return PullResult(
         status,
         _ext_int(response, addr, "nextBeginOffset"),
@@ -85,7 +87,7 @@ class ClientAPI:
                               ok_codes=(ResponseCode.TOPIC_NOT_EXIST,))
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
-        return bytes(response.body)
+        return body_bytes(response.body)
 
     # -- clients --------------------------------------------------------------------------------
 
@@ -99,7 +101,7 @@ class ClientAPI:
 
     def get_consumer_id_list(self, addr: str, group: str, timeout: float) -> list[str]:
         response = self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, timeout)
-        return list(json.loads(response.body or b"{}").get("consumerIdList") or [])
+        return list(json.loads(body_bytes(response.body) or b"{}").get("consumerIdList") or [])
 
     # -- offsets --------------------------------------------------------------------------------
 
@@ -160,7 +162,8 @@ class ClientAPI:
         body = json.dumps({"consumerGroup": group, "clientId": client_id,
                            "mqSet": [mq.to_json() for mq in mqs]}).encode()
         response = self._call(addr, RequestCode.LOCK_BATCH_MQ, {}, timeout, body)
-        return {MessageQueue.from_json(o) for o in json.loads(response.body or b"{}").get("lockOKMQSet") or []}
+        locked = json.loads(body_bytes(response.body) or b"{}").get("lockOKMQSet") or []
+        return {MessageQueue.from_json(o) for o in locked}
 
     def unlock_batch(self, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue],
                      timeout: float) -> None:
