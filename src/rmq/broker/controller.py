@@ -132,7 +132,9 @@ class BrokerController:
         self._started = False
         self._stopped = threading.Event()
         self._shutdown_lock = threading.Lock()
-        self._store_ip = ipv4_to_int(self.config.broker_ip1)
+        broker_ip = self.config.broker_ip1
+        assert broker_ip is not None, "BrokerConfig.resolve() sets brokerIP1"
+        self._store_ip = ipv4_to_int(broker_ip)
         self.processors = [cls(self) for cls in PROCESSORS]
         for processor in self.processors:
             for code, handler in processor.handlers().items():

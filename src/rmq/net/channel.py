@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from itertools import islice
 
+from rmq._service import TimerHandle
 from rmq.errors import (
     ProtocolError,
     RemotingConnectError,
@@ -130,7 +131,7 @@ class Endpoint:
     def __init__(self) -> None:
         self._processors: dict[int, Handler] = {}
         self._default_processor: Handler | None = None
-        self._closed_callbacks: list[Callable[[Channel], None]] = []
+        self._closed_callbacks: list[Callable[[Channel], object]] = []
 
     def register_processor(self, code: int, handler: Handler) -> None:
         """``handler(channel, request)`` answers requests of ``code``: it returns the response, or
@@ -142,8 +143,8 @@ class Endpoint:
         """The handler for request codes without a processor of their own."""
         self._default_processor = handler
 
-    def on_channel_closed(self, callback: Callable[[Channel], None]) -> None:
-        """Call ``callback(channel)`` on the loop thread whenever a channel closes."""
+    def on_channel_closed(self, callback: Callable[[Channel], object]) -> None:
+        """Call ``callback(channel)`` on the loop thread whenever a channel closes (its result is ignored)."""
         self._closed_callbacks.append(callback)
 
     def _channel_closed(self, channel: Channel) -> None:
@@ -200,7 +201,7 @@ class Channel:
         self._decoder = FrameDecoder(max_frame_size)
         self._out = OutputBuffer()
         self._max_pending_output = max_pending_output
-        self._pending: dict[int, tuple[ResponseCallback, object]] = {}
+        self._pending: dict[int, tuple[ResponseCallback, TimerHandle | None]] = {}
         self._state = _CONNECTING if connecting else _ACTIVE
         self._reading = True
         # Requests read but not yet handed to processors, held while the peer does not read.

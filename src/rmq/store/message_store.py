@@ -238,10 +238,11 @@ class MessageStore(StoreCore):
             return self.put_message(topic, queue_id, body, encode_properties(props), **fields)
         return self.put_message_and_wait(topic, queue_id, body, encode_properties(props), **fields)
 
-    def put_message_and_wait(self, *args, **kwargs) -> PutMessageResult:
+    def put_message_and_wait(self, topic: str, queue_id: int, body: bytes, properties: bytes,
+                             **fields: int) -> PutMessageResult:
         """``put_message`` that blocks until the record is durable (SYNC_FLUSH) or at once (ASYNC)."""
         done = threading.Event()
-        result = self.put_message(*args, callback=lambda _: done.set(), **kwargs)
+        result = self.put_message(topic, queue_id, body, properties, callback=lambda _: done.set(), **fields)
         if result.pending:
             done.wait(self.config.sync_flush_timeout / 1000 + 5)
         return result
