@@ -46,7 +46,7 @@ def decode_batch(body: Buffer) -> list[tuple[bytes, bytes, int]]:
     when the body is malformed."""
     view = memoryview(body)
     size = len(view)
-    out = []
+    out: list[tuple[bytes, bytes, int]] = []
     pos = 0
     while pos < size:
         if pos + RECORD_HEAD.size > size:

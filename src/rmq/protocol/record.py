@@ -22,7 +22,7 @@ else:
     try:
         from rmq.protocol import _record as implementation  # type: ignore[no-redef]
     except ImportError:  # a checkout whose extensions are not built
-        from rmq.protocol import record_py as implementation  # type: ignore[no-redef]
+        from rmq.protocol import record_py as implementation
 
 CHECK_RESULTS = implementation.CHECK_RESULTS
 body_crc = implementation.body_crc
