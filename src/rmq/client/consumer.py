@@ -101,7 +101,7 @@ class ConsumerBase(InstanceMember):
         self.topic_queues: dict[str, list[MessageQueue]] = {}
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.next_offsets: dict[MessageQueue, int] = {}
-        self.offset_store: OffsetStore | None = None
+        self._offset_store: OffsetStore | None = None
         self._running = False
         self._rebalance_lock = threading.Lock()
         self._rebalance_timer: PeriodicHandle | None = None
@@ -132,14 +132,21 @@ class ConsumerBase(InstanceMember):
     def clustering(self) -> bool:
         return self.config.message_model is MessageModel.CLUSTERING
 
+    @property
+    def offset_store(self) -> OffsetStore:
+        """Where the group's offsets are kept: the brokers (clustering) or a local file (broadcasting)."""
+        if self._offset_store is None:
+            raise ClientError(f"consumer {self.group} is not started: call start() or use it in a with block")
+        return self._offset_store
+
     def start(self) -> Any:
         if self._instance is not None:
             return self
         instance = self._join()
         if self.clustering:
-            self.offset_store = RemoteOffsetStore(self.group, instance)
+            self._offset_store = RemoteOffsetStore(self.group, instance)
         else:
-            self.offset_store = LocalFileOffsetStore(self.group, self.config.offset_store_dir, instance.client_id)
+            self._offset_store = LocalFileOffsetStore(self.group, self.config.offset_store_dir, instance.client_id)
         self._on_start()
         self._running = True
         for topic in list(self.subscriptions):
@@ -202,7 +209,7 @@ class ConsumerBase(InstanceMember):
         }
 
     def persist_offsets(self) -> None:
-        store = self.offset_store
+        store = self._offset_store
         if store is not None:
             store.persist(list(self.process_queues))
 
