@@ -111,12 +111,12 @@ class AdminClient:
         self.client.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.client.shutdown()
 
     # -- transport ------------------------------------------------------------------------------
 
-    def invoke(self, addr: str, code: int, ext: dict | None = None, body: bytes = b"",
+    def invoke(self, addr: str, code: int, ext: dict[str, Any] | None = None, body: bytes = b"",
                accept: Iterable[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
         """One request; ResponseError unless the answer's code is in ``accept``."""
         response = self.client.invoke_sync(addr, RemotingCommand.request(code, ext or {}, body), self.timeout)
@@ -124,7 +124,7 @@ class AdminClient:
             raise ResponseError(response.code, response.remark, addr)
         return response
 
-    def invoke_namesrv(self, code: int, ext: dict | None = None,
+    def invoke_namesrv(self, code: int, ext: dict[str, Any] | None = None,
                        accept: Iterable[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
         """Ask the name servers in order; the first that answers decides."""
         errors = []
@@ -136,8 +136,10 @@ class AdminClient:
         raise RemotingError("no name server answered: " + "; ".join(errors))
 
     @staticmethod
-    def _json(response: RemotingCommand) -> Any:
-        return loads_java_json((body_bytes(response.body) or b"{}").decode())
+    def _json(response: RemotingCommand) -> dict[str, Any]:
+        """The answer's JSON object body."""
+        data: dict[str, Any] = loads_java_json((body_bytes(response.body) or b"{}").decode())
+        return data
 
     def _mq_tables(self, addr: str, code: int, ext: dict[str, Any]) -> dict[str, Any]:
         """The answer's JSON body, its maps keyed by queues read as ``{MessageQueue: value}``."""
@@ -321,9 +323,11 @@ class AdminClient:
         return sorted(found, key=lambda m: m.store_timestamp)[:max_num]
 
     def broker_runtime_info(self, addr: str) -> dict[str, str]:
-        return json.loads(body_bytes(self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO).body))["table"]
+        response = self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        table: dict[str, str] = json.loads(body_bytes(response.body))["table"]
+        return table
 
 
 def _master_of(broker_data: dict[str, Any]) -> str | None:
     addrs = broker_data.get("brokerAddrs") or {}
-    return addrs.get(str(MASTER_ID), addrs.get(MASTER_ID))  # type: ignore[call-overload]
+    return addrs.get(str(MASTER_ID), addrs.get(MASTER_ID))

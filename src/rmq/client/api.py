@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Iterable
+from typing import Any
 
 from rmq.client.message import decode_messages
 from rmq.client.results import PullResult, PullStatus
@@ -28,7 +29,7 @@ PULL_FLAG_SUSPEND = 0x2
 PULL_FLAG_SUBSCRIPTION = 0x4
 PULL_FLAG_CLASS_FILTER = 0x8
 
-_PULL_STATUS = {
+_PULL_STATUS: dict[int, PullStatus] = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
@@ -45,10 +46,12 @@ def check_response(response: RemotingCommand, addr: str, *ok_codes: int) -> Remo
 
 def _ext_int(response: RemotingCommand, addr: str, key: str) -> int:
     value = response.ext_fields.get(key)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ResponseError(response.code, f"answer has no integer {key!r} (got {value!r})", addr) from None
+    if value is not None:
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise ResponseError(response.code, f"answer has no integer {key!r} (got {value!r})", addr)
 
 
 def pull_result_from(response: RemotingCommand, addr: str, mq: MessageQueue) -> PullResult:
@@ -74,7 +77,7 @@ class ClientAPI:
     def __init__(self, remoting: RemotingClient):
         self.remoting = remoting
 
-    def _call(self, addr: str, code: int, ext: dict, timeout: float, body: bytes = b"",
+    def _call(self, addr: str, code: int, ext: dict[str, Any], timeout: float, body: bytes = b"",
               ok_codes: Iterable[int] = ()) -> RemotingCommand:
         response = self.remoting.invoke_sync(addr, RemotingCommand.request(code, ext, body), timeout)
         return check_response(response, addr, *ok_codes)
@@ -133,12 +136,12 @@ class ClientAPI:
 
     # -- consuming ------------------------------------------------------------------------------
 
-    def pull_async(self, addr: str, ext: dict, timeout: float, mq: MessageQueue,
+    def pull_async(self, addr: str, ext: dict[str, Any], timeout: float, mq: MessageQueue,
                    callback: Callable[[PullResult | None, BaseException | None], None]) -> None:
         """PULL_MESSAGE; ``callback(result, None)`` or ``callback(None, error)`` on the loop thread."""
 
         def done(response: RemotingCommand | None, error: BaseException | None) -> None:
-            if error is None:
+            if response is not None:
                 try:
                     result = pull_result_from(response, addr, mq)
                 except Exception as exc:

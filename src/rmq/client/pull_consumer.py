@@ -53,6 +53,7 @@ class PullConsumer(ConsumerBase):
 
     consume_type = ConsumeType.CONSUME_ACTIVELY
     config_class = PullConsumerConfig
+    config: PullConsumerConfig
 
     def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
         super().__init__(group, namesrv_addr, **options)
@@ -102,7 +103,7 @@ class PullConsumer(ConsumerBase):
             raise ClientError(f"consumer {self.group} is not started")
         deadline = time.monotonic() + timeout
         while True:
-            if self._leftover:
+            if self._leftover and self._leftover_from is not None:
                 mq, pq = self._leftover_from
                 msgs = self._leftover
             else:
