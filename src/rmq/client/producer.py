@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import threading
 import time
@@ -347,12 +348,7 @@ class Producer(InstanceMember):
                 job.errors.append(f"{mq.broker_name}: no master address")
                 job.last_broker = mq.broker_name
                 continue
-            began = time.monotonic()
-
-            def on_answer(response: RemotingCommand | None, error: BaseException | None,
-                          mq: MessageQueue = mq, addr: str = addr, began: float = began) -> None:
-                self._on_answer(job, mq, addr, began, response, error)
-
+            on_answer = functools.partial(self._on_answer, job, mq, addr, time.monotonic())
             instance.remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
             return
 
