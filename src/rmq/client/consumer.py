@@ -144,7 +144,7 @@ class ConsumerBase(InstanceMember):
     def offset_store(self) -> OffsetStore:
         """Where the group's offsets are kept: the brokers (clustering) or a local file (broadcasting)."""
         if self._offset_store is None:
-            raise ClientError(f"consumer {self.group} is not started: call start() or use it in a with block")
+            raise self._not_started()
         return self._offset_store
 
     def start(self) -> Self:

@@ -83,8 +83,11 @@ class InstanceMember:
     @property
     def instance(self) -> ClientInstance:
         if self._instance is None:
-            raise ClientError(f"{self.kind} {self.group} is not started: call start() or use it in a with block")
+            raise self._not_started()
         return self._instance
+
+    def _not_started(self) -> ClientError:
+        return ClientError(f"{self.kind} {self.group} is not started: call start() or use it in a with block")
 
     def _join(self) -> ClientInstance:
         instance = acquire_instance(self.config)
