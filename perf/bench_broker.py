@@ -25,7 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import orjson
 from report import JSON_HELP, Report
@@ -245,8 +245,9 @@ def running_broker(flush: str) -> Iterator[tuple[int, int]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def median_of(repeat: int, fn) -> float:
-    return statistics.median(fn() for _ in range(repeat))
+def median_of(repeat: int, fn, *args) -> float:
+    """The median of `repeat` calls of fn(*args); arguments, not a closure, so a loop can pass its variables."""
+    return statistics.median(fn(*args) for _ in range(repeat))
 
 
 def main() -> int:
@@ -287,7 +288,7 @@ def main() -> int:
             for depth in (1, 16):
                 name = f"{flush} pull 32 per request in flight {depth}"
                 with report.section(name):
-                    rate = median_of(args.repeat, lambda: pulls_per_second(port, depth, args.seconds, max_offsets))
+                    rate = median_of(args.repeat, pulls_per_second, port, depth, args.seconds, max_offsets)
                     report.figure(name, rate, "msgs/s")
                     report.line(f"{flush:11s} pull 32 per request in flight {depth:3d}: {rate:12,.0f} msgs/s")
     return report.finish()

@@ -36,7 +36,7 @@ QUEUES = 8
 
 
 def properties(n: int) -> list[bytes]:
-    return [encode_properties({"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": "7F00000100002A9F%016X" % i})
+    return [encode_properties({"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": f"7F00000100002A9F{i:016X}"})
             for i in range(n)]
 
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.helpers
 
-import rmq.broker.processor.send as send_module  # noqa: E402
+import rmq.broker.processor.send as send_module
 
 marks: dict[int, dict[str, float]] = {}
 

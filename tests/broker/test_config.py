@@ -9,6 +9,7 @@ from rmq.errors import ConfigError
 from rmq.settings import parse_properties, parse_set_options
 from rmq.store import FlushDiskType
 
+# the trailing blanks after listenPort are written \x20 so that editors and linters keep them
 BROKER_CONF = """\
 # RocketMQ's conf/2m-2s-sync/broker-a.properties, roughly
 brokerClusterName=DefaultCluster
@@ -23,7 +24,7 @@ namesrvAddr=10.0.0.1:9876;\\
             10.0.0.2:9876
 storePathRootDir : /data/store
 autoCreateTopicEnable false
-listenPort=10921   
+listenPort=10921\x20\x20\x20
 messageDelayLevel=1s 5s 10s
 """
 
