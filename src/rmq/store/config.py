@@ -34,7 +34,7 @@ class MessageStoreConfig(SettingsView):
     max_index_num: int = setting("maxIndexNum")
     message_delay_level: str = setting("messageDelayLevel")
     # the store host written in every record and in msgIds: brokerIP1 and the broker's listenPort
-    broker_ip1: str | None = setting("brokerIP1")
+    broker_ip1: str = setting("brokerIP1")  # declared optional (None until a broker resolves it)
     listen_port: int = setting("listenPort")
 
     def __post_init__(self) -> None:
