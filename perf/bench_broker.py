@@ -2,13 +2,14 @@
 16 and 64 requests in flight, single (SEND_MESSAGE_V2) and batched (SEND_BATCH_MESSAGE, 32 per
 request), under ASYNC_FLUSH and SYNC_FLUSH; then pull throughput (PULL_MESSAGE, 32 per pull).
 
-    PYTHONPATH=src python perf/bench_broker.py [--seconds 3] [--repeat 3] [--flush ASYNC_FLUSH,SYNC_FLUSH]
+    PYTHONPATH=src python perf/bench_broker.py [--seconds 3] [--repeat 3] [--flush ASYNC_FLUSH,SYNC_FLUSH] [--json]
 
 The load comes from a minimal pipelined client on a raw socket (pre-encoded frames, answers
 counted from their length prefix, their code read from the header), so that the figures measure the
 broker and not a Python client; only answers with code 0 count. Each figure is the median of
 ``--repeat`` runs. For scale: Redis Streams with fsync on every write and a 16-deep pipeline takes
-~136,000 1 KiB messages/s on the reference machine.
+~136,000 1 KiB messages/s on the reference machine. ``--json`` prints the figures as one object for
+perf/compare_revisions.py (see perf/report.py).
 """
 
 from __future__ import annotations
@@ -24,13 +25,19 @@ import subprocess
 import sys
 import tempfile
 import time
-from typing import Iterator
+from collections.abc import Iterator
 
 import orjson
+from report import JSON_HELP, Report
 
 from rmq.net.codec import RemotingCommand, encode
-from rmq.protocol.codes import RequestCode
-from rmq.protocol.message import encode_properties
+
+try:
+    from rmq.protocol.codes import RequestCode
+    from rmq.protocol.message import encode_properties
+except ImportError:  # a build from before rmq.protocol (e78e7a7), as perf/compare_revisions.py may measure
+    from rmq.message import encode_properties
+    from rmq.net.codes import RequestCode
 
 TOPIC = "BenchTopic"
 QUEUES = 4
@@ -196,10 +203,12 @@ def admin(port: int, request: RemotingCommand, with_body: bool = False):
         pipe.close()
 
 
-def flush_rounds(port: int) -> int:
-    """CommitLog msyncs so far (SYNC_FLUSH: group commit rounds), from GET_BROKER_RUNTIME_INFO."""
+def flush_rounds(port: int) -> int | None:
+    """CommitLog msyncs so far (SYNC_FLUSH: group commit rounds), from GET_BROKER_RUNTIME_INFO; None
+    from a broker that does not count them (before 46e21b4), so that its sends are still measured."""
     _header, body = admin(port, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), with_body=True)
-    return int(orjson.loads(body)["table"]["commitLogFlushRounds"])
+    rounds = orjson.loads(body)["table"].get("commitLogFlushRounds")
+    return None if rounds is None else int(rounds)
 
 
 def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
@@ -236,42 +245,54 @@ def running_broker(flush: str) -> Iterator[tuple[int, int]]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def median_of(repeat: int, fn) -> float:
-    return statistics.median(fn() for _ in range(repeat))
+def median_of(repeat: int, fn, *args) -> float:
+    """The median of `repeat` calls of fn(*args); arguments, not a closure, so a loop can pass its variables."""
+    return statistics.median(fn(*args) for _ in range(repeat))
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is printed)")
     parser.add_argument("--flush", default="ASYNC_FLUSH,SYNC_FLUSH", help="flushDiskType values to run")
     parser.add_argument("--in-flight", default="1,16,64", help="requests in flight")
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parser.parse_args()
     depths = [int(d) for d in args.in_flight.split(",")]
-    print(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}")
+    report = Report(args.json)
+    report.line(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}")
     for flush in args.flush.split(","):
-        with running_broker(flush) as (port, _namesrv_port):
+        with report.section(f"{flush} broker"), running_broker(flush) as (port, _namesrv_port):
             for batch in (False, True):
                 for depth in depths:
-                    rounds, started = flush_rounds(port), time.perf_counter()
-                    rates = [sends_per_second(port, depth, batch, args.seconds) for _ in range(args.repeat)]
-                    rounds, elapsed = flush_rounds(port) - rounds, time.perf_counter() - started
                     kind = f"batch {BATCH}" if batch else "single  "
-                    line = f"{flush:11s} send {kind} in flight {depth:3d}: {statistics.median(rates):12,.0f} msgs/s"
-                    if flush == "SYNC_FLUSH" and rounds:
-                        # over all the repeats: how often the disk was asked, and for how many messages
-                        line += (f"  ({rounds / elapsed:,.0f} flushes/s, "
-                                 f"{sum(rates) * args.seconds / rounds:.1f} msgs per flush)")
-                    print(line, flush=True)
+                    name = f"{flush} send {kind.strip()} in flight {depth}"
+                    with report.section(name):
+                        rounds_before, started = flush_rounds(port), time.perf_counter()
+                        rates = [sends_per_second(port, depth, batch, args.seconds) for _ in range(args.repeat)]
+                        rounds_after, elapsed = flush_rounds(port), time.perf_counter() - started
+                        rounds = rounds_after - rounds_before if rounds_before is not None else 0
+                        report.figure(name, statistics.median(rates), "msgs/s")
+                        line = f"{flush:11s} send {kind} in flight {depth:3d}: {statistics.median(rates):12,.0f} msgs/s"
+                        if flush == "SYNC_FLUSH" and rounds:
+                            # over all the repeats: how often the disk was asked, and for how many messages
+                            report.figure(f"{name}, flushes", rounds / elapsed, "flushes/s")
+                            line += (f"  ({rounds / elapsed:,.0f} flushes/s, "
+                                     f"{sum(rates) * args.seconds / rounds:.1f} msgs per flush)")
+                        report.line(line)
             max_offsets = []
             for q in range(QUEUES):
                 answer = admin(port, RemotingCommand.request(RequestCode.GET_MAX_OFFSET,
                                                              {"topic": TOPIC, "queueId": str(q)}))
                 max_offsets.append(int(answer["extFields"]["offset"]))
             for depth in (1, 16):
-                rate = median_of(args.repeat, lambda: pulls_per_second(port, depth, args.seconds, max_offsets))
-                print(f"{flush:11s} pull 32 per request in flight {depth:3d}: {rate:12,.0f} msgs/s", flush=True)
+                name = f"{flush} pull 32 per request in flight {depth}"
+                with report.section(name):
+                    rate = median_of(args.repeat, pulls_per_second, port, depth, args.seconds, max_offsets)
+                    report.figure(name, rate, "msgs/s")
+                    report.line(f"{flush:11s} pull 32 per request in flight {depth:3d}: {rate:12,.0f} msgs/s")
+    return report.finish()
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -140,7 +140,7 @@ def latency_run(producer: Producer, namesrv: str, topic: str, group: str, rate: 
     pad = b"x" * (BODY_SIZE - STAMP_DIGITS)
     with consumer:
         # the consumer owns every queue and its pulls are parked on the broker before the clock starts
-        for q in range(QUEUES):
+        for _ in range(QUEUES):
             producer.send(Message(topic, b"warm"))
         if not warm.wait(30):
             raise RuntimeError("the latency consumer never got its warm-up message")
@@ -184,7 +184,7 @@ def main() -> None:
                 topic = f"BenchSend_{mode}"
                 create_topic(port, topic)
                 producer.send(Message(topic, b"route warm-up"))
-                rate = median_of(args.repeat, lambda: producer_rate(producer, topic, mode, args.seconds))
+                rate = median_of(args.repeat, producer_rate, producer, topic, mode, args.seconds)
                 print(f"producer {label:27s} {rate:10,.0f} msgs/s", flush=True)
 
             create_topic(port, "BenchDrain")

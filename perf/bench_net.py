@@ -66,13 +66,17 @@ def codec_frames_per_second(impl, seconds: float) -> float:
     return frames / (time.perf_counter() - started)
 
 
+def route_request() -> RemotingCommand:
+    return RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC})
+
+
 def round_trips_per_second(client: RemotingClient, addr: str, in_flight: int, seconds: float) -> float:
     if in_flight == 1:
         count = 0
         deadline = time.perf_counter() + seconds
         started = time.perf_counter()
         while time.perf_counter() < deadline:
-            answer = client.invoke_sync(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}), 3.0)
+            answer = client.invoke_sync(addr, route_request(), 3.0)
             if answer.code != ResponseCode.SUCCESS:
                 raise RuntimeError(f"route request failed: {answer.code} {answer.remark}")
             count += 1
@@ -95,18 +99,19 @@ def round_trips_per_second(client: RemotingClient, addr: str, in_flight: int, se
             if state["in_flight"] == 0:
                 done.set()
             return
-        client.invoke_callback(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}), 3.0, on_answer)
+        client.invoke_callback(addr, route_request(), 3.0, on_answer)
 
     state["in_flight"] = in_flight
     started = time.perf_counter()
     for _ in range(in_flight):
-        client.invoke_callback(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": TOPIC}), 3.0, on_answer)
+        client.invoke_callback(addr, route_request(), 3.0, on_answer)
     done.wait()
     return state["answered"] / (time.perf_counter() - started)
 
 
-def median_of(repeat: int, fn) -> float:
-    return statistics.median(fn() for _ in range(repeat))
+def median_of(repeat: int, fn, *args) -> float:
+    """The median of `repeat` calls of fn(*args); arguments, not a closure, so a loop can pass its variables."""
+    return statistics.median(fn(*args) for _ in range(repeat))
 
 
 def main() -> None:
@@ -116,7 +121,7 @@ def main() -> None:
     args = parser.parse_args()
 
     for impl in (codec_py, _codec):
-        rate = median_of(args.repeat, lambda: codec_frames_per_second(impl, args.seconds))
+        rate = median_of(args.repeat, codec_frames_per_second, impl, args.seconds)
         print(f"codec {impl.__name__:16s} decode+encode: {rate:12,.0f} frames/s")
 
     port = free_port()
@@ -135,7 +140,7 @@ def main() -> None:
                         raise
                     time.sleep(0.05)
             for in_flight in (1, 64):
-                rate = median_of(args.repeat, lambda: round_trips_per_second(client, addr, in_flight, args.seconds))
+                rate = median_of(args.repeat, round_trips_per_second, client, addr, in_flight, args.seconds)
                 print(f"GET_ROUTEINFO round trips, {in_flight:2d} in flight: {rate:12,.0f} requests/s")
     finally:
         proc.terminate()

@@ -1,8 +1,9 @@
-"""Store benchmarks (not part of the test suite): python perf/bench_store.py [--rounds N].
+"""Store benchmarks (not part of the test suite): python perf/bench_store.py [--rounds N] [--json].
 
 1 KiB bodies with realistic properties (TAGS, KEYS, UNIQ_KEY) so dispatch is included. Each figure
 is the median of ``--rounds`` runs after one warm-up run (on a VM the first touch of fresh memory
 costs several times more than reused page cache; the warm-up absorbs it).
+``--json`` prints the figures as one object for perf/compare_revisions.py (see perf/report.py).
 """
 
 from __future__ import annotations
@@ -20,9 +21,14 @@ import threading
 import time
 
 import isal.isal_zlib as isal_zlib
+from report import JSON_HELP, Report
 
-from rmq.protocol.message import encode_properties
 from rmq.store import MessageStore, MessageStoreConfig
+
+try:
+    from rmq.protocol.message import encode_properties
+except ImportError:  # a build from before rmq.protocol (e78e7a7), as perf/compare_revisions.py may measure
+    from rmq.message import encode_properties
 
 BODY = b"x" * 1024
 TOPIC = "BenchTopic"
@@ -30,7 +36,7 @@ QUEUES = 8
 
 
 def properties(n: int) -> list[bytes]:
-    return [encode_properties({"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": "7F00000100002A9F%016X" % i})
+    return [encode_properties({"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": f"7F00000100002A9F{i:016X}"})
             for i in range(n)]
 
 
@@ -149,15 +155,17 @@ def bench_recovery(root: str) -> tuple[float, float, str]:
     return size / elapsed / 1e9, i / elapsed, report
 
 
-def main() -> None:
+def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--messages", type=int, default=400_000)
     parser.add_argument("--dir", default=None, help="where the stores go (default: a temp dir)")
     parser.add_argument("--only", choices=["put", "sync", "get", "recovery"], help="run one benchmark")
+    parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parser.parse_args()
     props = properties(args.messages)
     results: dict[str, list] = {}
+    report = Report(args.json)
 
     def run(name, fn, *fn_args):
         values = []
@@ -173,26 +181,45 @@ def main() -> None:
         return values
 
     if args.only in (None, "put"):
-        run("naive", bench_naive_append, props)
-        run("async", bench_put_async, props)
-        run("async_tags_only", bench_put_async, [encode_properties({"TAGS": "TagA"})] * len(props))
-        print(f"put ASYNC_FLUSH, 1 thread:       {statistics.median(results['async']):>12,.0f} msgs/s "
-              f"(naive pure-Python append, same run: {statistics.median(results['naive']):,.0f} msgs/s; "
-              f"TAGS only, no index keys: {statistics.median(results['async_tags_only']):,.0f} msgs/s)")
+        with report.section("put"):
+            run("naive", bench_naive_append, props)
+            run("async", bench_put_async, props)
+            run("async_tags_only", bench_put_async, [encode_properties({"TAGS": "TagA"})] * len(props))
+            put_async, naive = statistics.median(results["async"]), statistics.median(results["naive"])
+            tags_only = statistics.median(results["async_tags_only"])
+            report.figure("put ASYNC_FLUSH, 1 thread", put_async, "msgs/s")
+            report.figure("put naive pure-Python append", naive, "msgs/s")
+            report.figure("put ASYNC_FLUSH, TAGS only", tags_only, "msgs/s")
+            report.line(f"put ASYNC_FLUSH, 1 thread:       {put_async:>12,.0f} msgs/s "
+                        f"(naive pure-Python append, same run: {naive:,.0f} msgs/s; "
+                        f"TAGS only, no index keys: {tags_only:,.0f} msgs/s)")
     if args.only in (None, "sync"):
-        sync = run("sync", bench_put_sync, props[:200_000])
-        print(f"put SYNC_FLUSH, 256 in flight:   {statistics.median(s[0] for s in sync):>12,.0f} msgs/s, "
-              f"{statistics.median(s[1] for s in sync):,.0f} flushes/s")
+        with report.section("sync"):
+            sync = run("sync", bench_put_sync, props[:200_000])
+            rate, flushes = statistics.median(s[0] for s in sync), statistics.median(s[1] for s in sync)
+            report.figure("put SYNC_FLUSH, 256 in flight", rate, "msgs/s")
+            report.figure("put SYNC_FLUSH, 256 in flight, flushes", flushes, "flushes/s")
+            report.line(f"put SYNC_FLUSH, 256 in flight:   {rate:>12,.0f} msgs/s, {flushes:,.0f} flushes/s")
     if args.only in (None, "get"):
-        run("get", bench_get, props)
-        print(f"get, batches of 32:              {statistics.median(results['get']):>12,.0f} msgs/s")
+        with report.section("get"):
+            run("get", bench_get, props)
+            get = statistics.median(results["get"])
+            report.figure("get, batches of 32", get, "msgs/s")
+            report.line(f"get, batches of 32:              {get:>12,.0f} msgs/s")
     if args.only in (None, "recovery"):
-        root = tempfile.mkdtemp(prefix="rmq-bench-", dir=args.dir)
-        try:
-            gbps, rps, report = bench_recovery(root)
-        finally:
-            shutil.rmtree(root, ignore_errors=True)
-        print(f"crash recovery of a 1 GiB CommitLog: {gbps:.2f} GB/s, {rps:,.0f} records/s ({report})")
+        with report.section("recovery"):
+            root = tempfile.mkdtemp(prefix="rmq-bench-", dir=args.dir)
+            try:
+                gbps, rps, recovery_report = bench_recovery(root)
+            finally:
+                shutil.rmtree(root, ignore_errors=True)
+            # one run, not a median: a 1 GiB file is written for it
+            report.figure("crash recovery of a 1 GiB CommitLog", gbps, "GB/s")
+            report.figure("crash recovery of a 1 GiB CommitLog, records", rps, "records/s")
+            report.line(f"crash recovery of a 1 GiB CommitLog: {gbps:.2f} GB/s, {rps:,.0f} records/s "
+                        f"({recovery_report})")
+    return report.finish()
+
 
 if __name__ == "__main__":
     sys.exit(main())

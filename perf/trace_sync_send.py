@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.helpers
 
-import rmq.broker.processor.send as send_module  # noqa: E402
+import rmq.broker.processor.send as send_module
 
 marks: dict[int, dict[str, float]] = {}
 
@@ -55,7 +55,6 @@ def main() -> None:
     from rmq.broker.config import load_broker_config
     from rmq.cli.broker import BrokerStartup
     from rmq.net import RemotingClient
-    from rmq.store import MessageStoreConfig
     from tests.helpers import free_port
     from tests.helpers.requests import send_request
 
@@ -63,8 +62,7 @@ def main() -> None:
                                        "maxHashSlotNum": "1024", "maxIndexNum": "4096"}
     settings = {"brokerIP1": "127.0.0.1", "listenPort": str(free_port()), "namesrvListenPort": str(free_port()),
                 "storePathRootDir": tempfile.mkdtemp(prefix="rmq-trace-"), "flushDiskType": "SYNC_FLUSH", **sizes}
-    broker_config, rest = load_broker_config(None, settings)
-    startup = BrokerStartup(broker_config, MessageStoreConfig.from_properties(broker_config.store_properties(rest)))
+    startup = BrokerStartup(*load_broker_config(None, settings))
     controller = startup.start().controller
     try:
         with RemotingClient() as client:

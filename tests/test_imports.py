@@ -4,7 +4,8 @@
               rmq._endian (big-endian loads and stores, for any format)
     protocol  rmq.protocol                                              + neutral
     net       rmq.net                                                   + protocol
-    roles     store, namesrv, broker, client, cli                       + net (and all below)
+    settings  rmq.settings (every setting's declaration)                + protocol
+    roles     store, namesrv, broker, client, cli                       + net, settings (and all below)
               broker may also use store; cli may use any role; no other role crosses to another
 
 The store role includes its compiled core: StoreCore (rmq._store), its rooms (_mapped_file, _commit_log,
@@ -31,11 +32,12 @@ ALLOWED = {
     "neutral": {"neutral"},
     "protocol": {"neutral"},
     "net": {"neutral", "protocol"},
-    "store": {"neutral", "protocol", "net"},
-    "namesrv": {"neutral", "protocol", "net"},
-    "client": {"neutral", "protocol", "net"},
-    "broker": {"neutral", "protocol", "net", "store"},
-    "cli": {"neutral", "protocol", "net"} | ROLES,
+    "settings": {"neutral", "protocol"},
+    "store": {"neutral", "protocol", "net", "settings"},
+    "namesrv": {"neutral", "protocol", "net", "settings"},
+    "client": {"neutral", "protocol", "net", "settings"},
+    "broker": {"neutral", "protocol", "net", "settings", "store"},
+    "cli": {"neutral", "protocol", "net", "settings"} | ROLES,
 }
 # `from rmq.x import y` / `cimport rmq.x` / `from rmq.x cimport y` in Cython sources
 _CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+(rmq[\w.]*)\s+c?import|c?import\s+(rmq[\w.]*))", re.M)
@@ -47,6 +49,8 @@ def area(module: str) -> str:
         return "neutral"
     if module in STORE_CORE:
         return "store"
+    if module == "rmq.settings":
+        return "settings"
     parts = module.split(".")
     if len(parts) > 1 and parts[1] in ROLES | {"protocol", "net"}:
         return parts[1]

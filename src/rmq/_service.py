@@ -22,7 +22,8 @@ import logging
 import threading
 import time
 from collections import deque
-from typing import Any, Callable, Protocol
+from collections.abc import Callable
+from typing import Any, Protocol
 
 log = logging.getLogger("rmq")
 
@@ -151,7 +152,9 @@ class ServiceThread:
 
     def __init__(self, name: str) -> None:
         if not name.startswith("rmq-"):
-            raise ValueError(f"service thread name {name!r} must start with 'rmq-' (the tests' leak check looks for it)")
+            raise ValueError(
+                f"service thread name {name!r} must start with 'rmq-' (the tests' leak check looks for it)"
+            )
         self.name = name
         self._stopped = False
         self._wakeup = threading.Event()

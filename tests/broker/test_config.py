@@ -1,18 +1,15 @@
-"""broker.conf parsing, --set overrides, typed values and clear errors."""
+"""broker.conf parsing, --set overrides, typed values and clear errors, for the broker and its store."""
 
 import ipaddress
 
 import pytest
 
-from rmq.broker.config import (
-    BrokerConfig,
-    BrokerRole,
-    load_broker_config,
-    parse_properties,
-    parse_set_options,
-)
+from rmq.broker.config import BrokerConfig, BrokerRole, load_broker_config
 from rmq.errors import ConfigError
+from rmq.settings import parse_properties, parse_set_options
+from rmq.store import FlushDiskType
 
+# the trailing blanks after listenPort are written \x20 so that editors and linters keep them
 BROKER_CONF = """\
 # RocketMQ's conf/2m-2s-sync/broker-a.properties, roughly
 brokerClusterName=DefaultCluster
@@ -27,15 +24,15 @@ namesrvAddr=10.0.0.1:9876;\\
             10.0.0.2:9876
 storePathRootDir : /data/store
 autoCreateTopicEnable false
-listenPort=10921   
+listenPort=10921\x20\x20\x20
 messageDelayLevel=1s 5s 10s
 """
 
 
-def test_broker_conf_with_the_store_keys_left_over(tmp_path):
+def test_broker_conf_sets_the_broker_and_its_store(tmp_path):
     path = tmp_path / "broker.conf"
     path.write_text(BROKER_CONF)
-    config, rest = load_broker_config(path, parse_set_options(["brokerIP1=127.0.0.1"]))
+    config, store = load_broker_config(path, parse_set_options(["brokerIP1=127.0.0.1"]))
     assert config.broker_name == "broker-b"
     assert config.broker_role is BrokerRole.SYNC_MASTER
     assert config.namesrv_addr_list == ["10.0.0.1:9876", "10.0.0.2:9876"]
@@ -43,16 +40,10 @@ def test_broker_conf_with_the_store_keys_left_over(tmp_path):
     assert config.listen_port == 10921
     assert config.broker_addr == "127.0.0.1:10921"
     assert config.ha_server_addr == "127.0.0.1:10912"
-    assert rest == {
-        "deleteWhen": "04",
-        "fileReservedTime": "48",
-        "flushDiskType": "SYNC_FLUSH",
-        "storePathRootDir": "/data/store",
-        "messageDelayLevel": "1s 5s 10s",
-    }
-    store = config.store_properties(rest)
-    assert store["brokerIP1"] == "127.0.0.1" and store["listenPort"] == 10921
-    assert store["brokerRole"] == "SYNC_MASTER" and store["flushDiskType"] == "SYNC_FLUSH"
+    assert (store.delete_when, store.file_reserved_time, store.flush_disk_type) == ("04", 48, FlushDiskType.SYNC_FLUSH)
+    assert (store.store_path_root_dir, store.message_delay_level) == ("/data/store", "1s 5s 10s")
+    # the store writes the broker's address into every record
+    assert store.broker_ip1 == "127.0.0.1" and store.listen_port == 10921
 
 
 def test_set_overrides_the_file(tmp_path):
@@ -64,8 +55,7 @@ def test_set_overrides_the_file(tmp_path):
 
 
 def test_defaults_are_rocketmqs():
-    config, rest = load_broker_config()
-    assert rest == {}
+    config, _ = load_broker_config()
     assert (config.broker_cluster_name, config.broker_id, config.listen_port) == ("DefaultCluster", 0, 10911)
     assert config.broker_role is BrokerRole.ASYNC_MASTER
     assert config.default_topic_queue_nums == 8 and config.broker_permission == 6
@@ -89,6 +79,13 @@ def test_broker_ip_defaults_to_a_host_address_with_a_remote_name_server():
     ("brokerPermission", "9", "brokerPermission must be a perm bit set 0-7, got 9"),
     ("defaultTopicQueueNums", "0", "defaultTopicQueueNums must be at least 1, got 0"),
     ("brokerName", "my broker", "brokerName is used as a topic name: topic name 'my broker' has characters"),
+    ("flushDiskType", "SYNC", "flushDiskType must be one of ASYNC_FLUSH, SYNC_FLUSH, got 'SYNC' (from --set)"),
+    ("deleteWhen", "4am", "deleteWhen must be hours of the day 0-23 separated by ';' (like 04 or 04;16), got '4am'"),
+    ("mappedFileSizeCommitLog", "big", "mappedFileSizeCommitLog must be a size in bytes, like 1073741824 or 1g"),
+    ("mappedFileSizeCommitLog", "1k", "mappedFileSizeCommitLog must be a size of at least 4096 bytes, got 1024"),
+    ("flushDiskTypo", "SYNC_FLUSH", "flushDiskTypo is not a setting (from --set): did you mean flushDiskType?"),
+    ("listenport", "1", "listenport is not a setting (from --set): did you mean listenPort?"),
+    ("namesrvAddr", "ns1", "namesrvAddr must be addresses host:port separated by ';', got 'ns1'"),
 ])
 def test_bad_values_are_refused_clearly(key, value, message):
     with pytest.raises(ConfigError) as e:
@@ -106,7 +103,7 @@ def test_slave_and_master_ids_must_agree_with_the_role():
 
 
 def test_missing_file_and_bad_set_option():
-    with pytest.raises(ConfigError, match="cannot read broker config file"):
+    with pytest.raises(ConfigError, match="cannot read config file '/nonexistent/broker.conf'"):
         load_broker_config("/nonexistent/broker.conf")
     with pytest.raises(ConfigError, match="--set expects key=value, got 'listenPort'"):
         parse_set_options(["listenPort"])
@@ -120,9 +117,8 @@ def test_java_properties_syntax():
 
 
 def test_to_properties_round_trips():
-    config = BrokerConfig(broker_name="x", broker_ip1="127.0.0.1")
-    again, rest = BrokerConfig.from_properties(config.to_properties())
-    assert again == config and rest == {}
+    config = BrokerConfig(broker_name="x", broker_ip1="127.0.0.1", broker_role=BrokerRole.SYNC_MASTER)
+    assert BrokerConfig.from_properties(config.to_properties()) == config
 
 
 def test_unset_command_line_options_keep_the_defaults():
@@ -133,5 +129,5 @@ def test_unset_command_line_options_keep_the_defaults():
 def test_latin1_file_as_java_reads_it(tmp_path):
     path = tmp_path / "broker.conf"
     path.write_bytes("storePathRootDir=/data/\xe9t\xe9\nbrokerIP1=127.0.0.1\n".encode("latin-1"))
-    _, rest = load_broker_config(path)
-    assert rest == {"storePathRootDir": "/data/\xe9t\xe9"}
+    _, store = load_broker_config(path)
+    assert store.store_path_root_dir == "/data/\xe9t\xe9"

@@ -11,7 +11,7 @@ from rmq.broker.delay import (
     queue_id_to_delay_level,
 )
 from rmq.errors import ConfigError
-from rmq.store.config import parse_delay_levels
+from rmq.settings import parse_delay_levels
 
 
 def test_rocketmqs_eighteen_levels():

@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
+
 from rmq.client import Message, Producer, PullConsumer
+from rmq.errors import ClientError
+from rmq.protocol.message_queue import MessageQueue
 
 
 def test_pull_consumer_commit_and_seek(cluster):
@@ -31,3 +35,10 @@ def test_pull_consumer_commit_and_seek(cluster):
     with PullConsumer("cg-pull", cluster.namesrv_addr, instance_name="pull-c2", auto_commit=False) as consumer:
         consumer.assign([mq])
         assert consumer.poll(timeout=5)[0].queue_offset == 16
+
+
+def test_committed_before_start_says_the_consumer_is_not_started():
+    # it used to fail inside with AttributeError: the offset store is made by start()
+    consumer = PullConsumer("cg-unstarted", "127.0.0.1:9876")
+    with pytest.raises(ClientError, match="cg-unstarted is not started"):
+        consumer.committed(MessageQueue("Pulled", "broker-a", 0))

@@ -13,7 +13,7 @@ from rmq.cli.broker import BrokerStartup
 from rmq.net import RemotingClient
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.record import StoredMessage, decode_record
-from rmq.store import MessageStoreConfig, PutMessageResult
+from rmq.store import PutMessageResult
 from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.requests import call, send_request
 
@@ -33,8 +33,7 @@ def broker_settings(store_dir: Path, **overrides: str) -> dict[str, str]:
 
 def new_startup(store_dir: Path, **overrides: str) -> BrokerStartup:
     """An in-process broker and its embedded name server, as ``rmq-broker`` puts them together."""
-    broker_config, rest = load_broker_config(None, broker_settings(store_dir, **overrides))
-    return BrokerStartup(broker_config, MessageStoreConfig.from_properties(broker_config.store_properties(rest)))
+    return BrokerStartup(*load_broker_config(None, broker_settings(store_dir, **overrides)))
 
 
 class InProcessBrokers:

@@ -23,9 +23,13 @@ def test_route_is_the_spec_json():
     m = RouteInfoManager()
     register(m)
     assert m.pickup_topic_route("TopicTest") == {
-        "brokerDatas": [{"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a", "cluster": "DefaultCluster"}],
+        "brokerDatas": [
+            {"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a", "cluster": "DefaultCluster"}
+        ],
         "filterServerTable": {},
-        "queueDatas": [{"brokerName": "broker-a", "perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}],
+        "queueDatas": [
+            {"brokerName": "broker-a", "perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}
+        ],
     }
     assert m.pickup_topic_route("NoSuchTopic") is None
 

@@ -63,7 +63,7 @@ def test_timeout_names_the_address(server, client):
 def test_connect_error_names_the_address(client):
     with socket.socket() as s:
         s.bind((LOOPBACK, 0))
-        addr = "%s:%d" % s.getsockname()  # bound, not listening: refused
+        addr = "{}:{}".format(*s.getsockname())  # bound, not listening: refused
         with pytest.raises(RemotingConnectError, match=addr):
             client.invoke_sync(addr, route_request(), timeout=3.0)
     with pytest.raises(RemotingConnectError, match="invalid address"):
@@ -83,10 +83,15 @@ def test_pending_requests_fail_when_the_connection_drops_and_next_use_reconnects
 
 def test_server_to_client_request_reaches_the_client_processor(server, client):
     channels = []
-    server.register_processor(RequestCode.HEART_BEAT, lambda channel, request: channels.append(channel) or RemotingCommand.response_to(request, 0))
+    server.register_processor(
+        RequestCode.HEART_BEAT,
+        lambda channel, request: channels.append(channel) or RemotingCommand.response_to(request, 0),
+    )
     client.register_processor(
         RequestCode.CHECK_TRANSACTION_STATE,
-        lambda channel, request: RemotingCommand.response_to(request, 0, ext_fields={"seen": request.ext_fields["msgId"]}),
+        lambda channel, request: RemotingCommand.response_to(
+            request, 0, ext_fields={"seen": request.ext_fields["msgId"]}
+        ),
     )
     notified = threading.Event()
     client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, lambda channel, request: notified.set())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 
 import pytest
@@ -37,7 +38,7 @@ def test_arbitrary_bytes_give_commands_or_protocol_error(impl, data, cuts):
     decoder = impl.FrameDecoder(max_frame_size=SMALL_MAX)
     bounds = sorted({0, len(data), *(c for c in cuts if c <= len(data))})
     try:
-        for start, end in zip(bounds, bounds[1:]):
+        for start, end in itertools.pairwise(bounds):
             for cmd in decoder.feed(data[start:end]):
                 assert all(type(v) is str for v in cmd.ext_fields.values())
             assert decoder.buffered <= SMALL_MAX + 4
@@ -57,7 +58,7 @@ def test_encoded_commands_decode_to_themselves(impl, fields, chunk):
     for i in range(0, len(stream), chunk):
         got += decoder.feed(stream[i : i + chunk])
     assert len(got) == len(sent)
-    for before, after in zip(sent, got):
+    for before, after in zip(sent, got, strict=True):
         assert (after.code, after.opaque, after.flag, after.remark, after.body) == (
             before.code, before.opaque, before.flag, before.remark, before.body)
         expected_ext = {k: codec_py.ext_value_text(v) for k, v in before.ext_fields.items()}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import struct
 import time
 
@@ -21,8 +22,8 @@ def test_roll_over_writes_an_eof_marker_and_continues_in_the_next_file(open_stor
     files = store.commit_log.mapped_files
     assert len(files) >= 3
     assert [f.file_from_offset for f in files] == [i * FILE for i in range(len(files))]
-    assert all(f.path.endswith("%020d" % f.file_from_offset) for f in files)
-    for before, after in zip(results, results[1:]):
+    assert all(f.path.endswith(f"{f.file_from_offset:020d}") for f in files)
+    for before, after in itertools.pairwise(results):
         if after.wrote_offset // FILE != before.wrote_offset // FILE:
             # the gap to the file end holds [remaining][0xCBD43194]
             end = before.wrote_offset + before.wrote_bytes
@@ -38,7 +39,7 @@ def test_roll_over_writes_an_eof_marker_and_continues_in_the_next_file(open_stor
         if got.status is not GetMessageStatus.FOUND:
             break
         offsets += got.queue_offsets
-        for view, qo in zip(got.messages, got.queue_offsets):
+        for view, qo in zip(got.messages, got.queue_offsets, strict=True):
             assert decode_record(view).body.startswith(b"%05d" % qo)
         next_offset = got.next_begin_offset
     assert offsets == list(range(200))

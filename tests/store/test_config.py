@@ -1,10 +1,10 @@
-"""MessageStoreConfig from a broker config file's camelCase string values."""
+"""MessageStoreConfig from a broker config file's camelCase string values, or typed values."""
 
 import pytest
 
-from rmq.errors import ConfigError, StoreError
+from rmq.errors import ConfigError
+from rmq.settings import camel_to_snake, parse_delay_levels
 from rmq.store import FlushDiskType, MessageStoreConfig
-from rmq.store.config import camel_to_snake, parse_delay_levels
 
 
 def test_from_properties_accepts_rocketmq_names_and_strings():
@@ -30,12 +30,15 @@ def test_defaults_are_rocketmqs():
 
 
 def test_bad_values_say_what_was_expected():
-    with pytest.raises(StoreError, match="expected int"):
+    with pytest.raises(ConfigError, match="maxMessageSize must be a size in bytes, like 1073741824 or 1g, got 'big'"):
         MessageStoreConfig.from_properties({"maxMessageSize": "big"})
     with pytest.raises(ConfigError, match="level 2 is '5x'"):
         parse_delay_levels("1s 5x")
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError, match="flushDiskType must be one of ASYNC_FLUSH, SYNC_FLUSH, got 'SOMETIMES'"):
         MessageStoreConfig(flush_disk_type="SOMETIMES")
+    # typed values from Python code are checked as strictly as text from a file
+    with pytest.raises(ConfigError, match="diskMaxUsedSpaceRatio must be an integer from 0 to 100, got 101"):
+        MessageStoreConfig(disk_max_used_space_ratio=101)
 
 
 @pytest.mark.parametrize("camel, snake", [("storePathRootDir", "store_path_root_dir"), ("brokerIP1", "broker_ip1"),

@@ -24,7 +24,7 @@ def test_get_statuses(open_store):
 
 def test_byte_limit_returns_at_least_one_message(open_store):
     store = open_store()
-    for i in range(4):
+    for _ in range(4):
         store.put("TopicA", b"x" * 1000)
     got = store.get_message("g", "TopicA", 0, 0, 32, max_total_bytes=2500)
     assert len(got.messages) == 2 and got.next_begin_offset == 2

@@ -72,7 +72,7 @@ def verify(store_dir: Path, acked: dict[tuple[int, int], str], checked: dict[tup
                 got = store.get_message("g", "CrashTopic", queue_id, offset, 32)
                 if got.status is not GetMessageStatus.FOUND:
                     break
-                for view, queue_offset in zip(got.messages, got.queue_offsets):
+                for view, queue_offset in zip(got.messages, got.queue_offsets, strict=True):
                     present.add((queue_id, queue_offset))
                     if not decode_all and (queue_id, queue_offset) in checked:
                         continue

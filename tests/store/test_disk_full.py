@@ -4,8 +4,8 @@ writes resume once space returns. Runs on a tiny tmpfs mounted for the test."""
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator
 
 import pytest
 

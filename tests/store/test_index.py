@@ -65,8 +65,9 @@ def fill(svc: IndexService, n: int, keys: int = 5) -> dict[str, list[int]]:
 
 
 def test_python_layout_mirrors_the_pxd():
-    assert {name: getattr(rmq.store.index, name) for name in LAYOUT} == LAYOUT
-    assert index_file_size(rmq.store.index.DEFAULT_MAX_HASH_SLOT_NUM, rmq.store.index.DEFAULT_MAX_INDEX_NUM) == 420_000_040
+    index = rmq.store.index
+    assert {name: getattr(index, name) for name in LAYOUT} == LAYOUT
+    assert index_file_size(index.DEFAULT_MAX_HASH_SLOT_NUM, index.DEFAULT_MAX_INDEX_NUM) == 420_000_040
 
 
 def test_golden_bytes_header_slots_and_chained_entries(service, index_dir):
@@ -267,7 +268,8 @@ def test_garbage_in_the_index_directory_does_not_stop_load(service, index_dir, c
         assert svc.query("TopicA", "k1", 100, *FOREVER)
     finally:
         svc.shutdown()
-    assert sorted(os.listdir(index_dir)) == sorted([os.path.basename(p) for p in good] + ["20000101000000004", "notes.txt"])
+    kept = [os.path.basename(p) for p in good] + ["20000101000000004", "notes.txt"]
+    assert sorted(os.listdir(index_dir)) == sorted(kept)
     assert "notes.txt" in caplog.text and "20000101000000001" in caplog.text
 
 
@@ -290,7 +292,8 @@ def test_delete_expired_files_never_deletes_the_newest(service):
     newest = service.files[-1]
     assert service.delete_expired_files(2**62) == 2
     assert service.files == [newest] and os.listdir(os.path.dirname(newest)) == [os.path.basename(newest)]
-    assert service.query("TopicA", "k0", 100, *FOREVER) == [1000 + 100 * i for i in range(4 * PER_FILE - 1, 3 * PER_FILE - 1, -1) if i % 5 == 0]
+    newest_first = range(4 * PER_FILE - 1, 3 * PER_FILE - 1, -1)
+    assert service.query("TopicA", "k0", 100, *FOREVER) == [1000 + 100 * i for i in newest_first if i % 5 == 0]
 
 
 @pytest.mark.parametrize("slots, entries", [(0, 16), (4, 1)])

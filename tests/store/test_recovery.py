@@ -94,7 +94,7 @@ def test_corrupt_record_cuts_it_and_its_consume_queue_entries(open_store, store_
     results = fill(store, 40)
     store.shutdown()
     victim = results[30]
-    path = store_dir / "commitlog" / ("%020d" % (victim.wrote_offset // FILE * FILE))
+    path = store_dir / "commitlog" / f"{victim.wrote_offset // FILE * FILE:020d}"
     with open(path, "r+b") as f:
         f.seek(victim.wrote_offset % FILE + 88)
         byte = f.read(1)
@@ -133,13 +133,13 @@ def test_garbage_and_truncated_files_at_start(open_store, store_dir):
     # the last file cut short, a stray file, a next file full of noise, a ConsumeQueue file cut mid-entry
     os.truncate(files[-1], (results[-1].next_offset % FILE) // 2)
     (store_dir / "commitlog" / "notes.txt").write_text("hello")
-    (store_dir / "commitlog" / ("%020d" % (len(files) * FILE))).write_bytes(os.urandom(FILE))
+    (store_dir / "commitlog" / f"{len(files) * FILE:020d}").write_bytes(os.urandom(FILE))
     cq = sorted((store_dir / "consumequeue" / "TopicA" / "0").iterdir())[-1]
     os.truncate(cq, 13)
     (store_dir / "abort").touch()
     store = open_store()
     end = store.commit_log.get_max_offset()
-    assert files[-1].name == "%020d" % (end // FILE * FILE)
+    assert files[-1].name == f"{end // FILE * FILE:020d}"
     survivors = [r for r in results if r.next_offset <= end]
     assert len(survivors) < 150 and end == survivors[-1].next_offset
     assert all_bodies(store) == [b"m%04d" % i for i in range(len(survivors))]

@@ -6,7 +6,8 @@ Channels are the net layer's connection objects, opaque here: compared by identi
 from __future__ import annotations
 
 import dataclasses
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from rmq._clock import now_ms
 

@@ -40,7 +40,7 @@ class DataVersion:
     counter: int = 0
 
     @classmethod
-    def new(cls) -> "DataVersion":
+    def new(cls) -> DataVersion:
         return cls(now_ms(), 0)
 
     def next_version(self) -> None:
@@ -51,7 +51,7 @@ class DataVersion:
         return {"timestamp": self.timestamp, "counter": self.counter}
 
     @classmethod
-    def from_json(cls, obj: Any) -> "DataVersion":
+    def from_json(cls, obj: Any) -> DataVersion:
         if not isinstance(obj, dict):
             return cls.new()
         return cls(int(obj.get("timestamp", 0)), int(obj.get("counter", 0)))

@@ -11,7 +11,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import Any, Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from rmq._clock import now_ms
 from rmq.broker.client_channel import (

@@ -28,7 +28,7 @@ import concurrent.futures
 import logging
 import select
 import threading
-from typing import Callable
+from collections.abc import Callable
 
 from rmq._service import Scheduler
 from rmq.broker.client_manager import ClientManager
@@ -132,7 +132,9 @@ class BrokerController:
         self._started = False
         self._stopped = threading.Event()
         self._shutdown_lock = threading.Lock()
-        self._store_ip = ipv4_to_int(self.config.broker_ip1)
+        broker_ip = self.config.broker_ip1
+        assert broker_ip is not None, "BrokerConfig.resolve() sets brokerIP1"
+        self._store_ip = ipv4_to_int(broker_ip)
         self.processors = [cls(self) for cls in PROCESSORS]
         for processor in self.processors:
             for code, handler in processor.handlers().items():
@@ -153,7 +155,7 @@ class BrokerController:
 
     # -- lifecycle ------------------------------------------------------------------------------
 
-    def start(self) -> "BrokerController":
+    def start(self) -> BrokerController:
         for manager in (self.topic_config_manager, self.consumer_offset_manager,
                         self.subscription_group_manager, self.delay_offset_manager):
             if not manager.load():
@@ -210,7 +212,7 @@ class BrokerController:
     def wait_stopped(self, timeout: float | None = None) -> bool:
         return self._stopped.wait(timeout)
 
-    def __enter__(self) -> "BrokerController":
+    def __enter__(self) -> BrokerController:
         return self.start()
 
     def __exit__(self, *exc) -> None:

@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable, Optional
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, Optional
 
 from rmq.net.loop import EventLoop, TimerHandle
 
@@ -29,7 +30,7 @@ class ParkedPull:
                  "timeout_ms", "suggest_broker_id", "deadline", "timer", "done")
 
     def __init__(self, channel: Any, request: RemotingCommand, group: str, topic: str, queue_id: int,
-                 queue_offset: int, max_msgs: int, tag_filter: Optional[TagFilter], timeout_ms: int,
+                 queue_offset: int, max_msgs: int, tag_filter: TagFilter | None, timeout_ms: int,
                  suggest_broker_id: int):
         self.channel = channel
         self.request = request

@@ -15,6 +15,7 @@ on a loop (start-up, shutdown).
 from __future__ import annotations
 
 import concurrent.futures
+import functools
 import logging
 from typing import Any
 
@@ -51,7 +52,7 @@ class NamesrvApi:
         for addr in namesrv_addrs:
             request = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body)
             future = self.client.invoke_async(addr, request, self.timeout)
-            future.add_done_callback(lambda f, addr=addr: _log_outcome("register with", addr, f))
+            future.add_done_callback(functools.partial(_log_outcome, "register with", addr))
             futures.append(future)
         if wait:
             concurrent.futures.wait(futures, self.timeout + 1)
@@ -66,7 +67,7 @@ class NamesrvApi:
         for addr in namesrv_addrs:
             future = self.client.invoke_async(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, dict(ext)),
                                               self.timeout)
-            future.add_done_callback(lambda f, addr=addr: _log_outcome("unregister from", addr, f))
+            future.add_done_callback(functools.partial(_log_outcome, "unregister from", addr))
             futures.append(future)
         concurrent.futures.wait(futures, self.timeout + 1)
 

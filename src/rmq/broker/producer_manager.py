@@ -9,7 +9,8 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rmq._clock import now_ms
 from rmq.broker.client_channel import (

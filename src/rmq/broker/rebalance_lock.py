@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import threading
-from typing import Iterable
+from collections.abc import Iterable
 
 from rmq._clock import now_ms
 from rmq.protocol.message_queue import MessageQueue

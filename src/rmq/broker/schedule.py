@@ -6,9 +6,9 @@ order (same delay, increasing store time), so each level is a cursor: deliver en
 level's offset while they are due, stop at the first that is not. A due message is put again to
 REAL_TOPIC / REAL_QID without DELAY, REAL_TOPIC and REAL_QID, and parked pulls are woken.
 
-One service thread, ``rmq-broker-delay`` (docs/threads.md), runs every level's cursor; it sleeps until the earliest head entry is due, and
-at most ``tick`` seconds, so new delayed messages are seen within a tick and delivered within a few
-milliseconds of their deliver time.
+One service thread, ``rmq-broker-delay`` (docs/threads.md), runs every level's cursor; it sleeps
+until the earliest head entry is due, and at most ``tick`` seconds, so new delayed messages are seen
+within a tick and delivered within a few milliseconds of their deliver time.
 
 Progress (level -> next offset) goes to the DelayOffsetManager (``config/delayOffset.json``), but
 only up to re-puts the CommitLog has flushed: offsets are snapshotted with the CommitLog end, and a
@@ -30,7 +30,7 @@ from rmq.broker.delay import delay_level_to_queue_id
 from rmq.errors import StoreError
 from rmq.protocol.message import SCHEDULE_TOPIC, TRANS_HALF_TOPIC, MessageProperty
 from rmq.protocol.record import decode_record
-from rmq.store.config import parse_delay_levels
+from rmq.settings import parse_delay_levels
 
 log = logging.getLogger("rmq.broker")
 

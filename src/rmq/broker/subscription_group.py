@@ -71,7 +71,7 @@ class SubscriptionGroupConfig:
         return {json_name: getattr(self, name) for name, json_name in _JSON_NAMES.items()}
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "SubscriptionGroupConfig":
+    def from_json(cls, obj: dict[str, Any]) -> SubscriptionGroupConfig:
         kwargs: dict[str, Any] = {}
         for field in dataclasses.fields(cls):
             json_name = _JSON_NAMES[field.name]

@@ -13,7 +13,8 @@ from __future__ import annotations
 import dataclasses
 import logging
 import os
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from rmq.broker.config import BrokerConfig
 from rmq.broker.config_manager import VersionedTableManager
@@ -75,7 +76,7 @@ class TopicConfig:
         }
 
     @classmethod
-    def from_json(cls, obj: dict[str, Any]) -> "TopicConfig":
+    def from_json(cls, obj: dict[str, Any]) -> TopicConfig:
         return cls(
             topic_name=str(obj["topicName"]),
             read_queue_nums=int(obj.get("readQueueNums", DEFAULT_QUEUE_NUMS)),

@@ -16,7 +16,8 @@ import datetime
 import functools
 import json
 import sys
-from typing import Any, Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
 
 import click
 
@@ -54,7 +55,8 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     numeric = [all(r[i].lstrip("-").isdigit() for r in rows) and bool(rows) for i in range(len(headers))]
 
     def line(cells: Sequence[str]) -> str:
-        return "  ".join(c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric)).rstrip()
+        padded = (c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric, strict=True))
+        return "  ".join(padded).rstrip()
 
     return "\n".join([line(headers)] + [line(r) for r in rows])
 
@@ -346,8 +348,10 @@ def consumer_connections(admin: AdminClient, as_json: bool, group: str) -> None:
         clients = render_table(["Client ID", "Address", "Language", "Version"],
                                [[c["clientId"], c.get("clientAddr", "-"), c.get("language", "-"), c.get("version", "-")]
                                 for c in sorted(data["connectionSet"], key=lambda c: c["clientId"])])
-        subscriptions = render_table(["Topic", "Expression"],
-                                     [[t, s.get("subString", "*")] for t, s in sorted(data["subscriptionTable"].items())])
+        subscriptions = render_table(
+            ["Topic", "Expression"],
+            [[t, s.get("subString", "*")] for t, s in sorted(data["subscriptionTable"].items())],
+        )
         return (f"{clients}\n\n{subscriptions}\n\nConsume type: {data.get('consumeType')}, "
                 f"model: {data.get('messageModel')}, from: {data.get('consumeFromWhere')}")
 

@@ -2,6 +2,10 @@
 
     rmq-broker                                  # embedded name server on 9876, store in ~/store
     rmq-broker -c broker.conf -n "ns1:9876;ns2:9876" --set flushDiskType=SYNC_FLUSH
+    rmq-broker -c broker.conf --print-config    # every effective setting and where it came from
+
+Settings are checked before anything starts: an unknown key, a bad value or an unreadable ``-c``
+file stops the command with exit code 2 and one line naming the key, the value and what is expected.
 
 Logs go to stderr and to ``<storePathRootDir>/logs/broker.log``. With no name server configured
 (``namesrvAddr``, ``-n``), ``BrokerStartup`` runs one in the same process first, on
@@ -20,10 +24,11 @@ import threading
 
 import click
 
-from rmq.broker.config import BrokerConfig, load_broker_config, parse_set_options
+from rmq.broker.config import BrokerConfig, load_broker_settings
 from rmq.broker.controller import BrokerController
-from rmq.errors import RmqError
+from rmq.errors import ConfigError, RmqError
 from rmq.namesrv import NameServer, NamesrvConfig
+from rmq.settings import SETTINGS, LoadedSettings, parse_set_options
 from rmq.store import MessageStoreConfig
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
@@ -86,24 +91,52 @@ class BrokerStartup:
         self.shutdown()
 
 
+class SettingsRefused(click.ClickException):
+    """A setting that cannot be used: one line, exit code 2 (a usage error), no traceback."""
+
+    exit_code = 2
+
+
+def print_config(loaded: LoadedSettings, configs: tuple[BrokerConfig, MessageStoreConfig]) -> None:
+    """Every setting as ``key=value``, with where its value came from (RocketMQ's ``mqbroker -p``)."""
+    effective: dict[str, str] = {}
+    for config in configs:
+        effective.update(config.to_properties())
+    rows = []
+    for key, declared in SETTINGS.items():
+        value = effective.get(key, declared.format(declared.default))
+        source = loaded.source(key)
+        if key not in loaded.values and value != declared.format(declared.default):
+            source = "derived"  # brokerIP1 from the host or the embedded name server
+        rows.append((f"{key}={value}", source))
+    width = max(len(line) for line, _ in rows)
+    for line, source in rows:
+        click.echo(f"{line:<{width}}  # {source}")
+
+
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-c", "--config", "config_file", type=click.Path(dir_okay=False),
+@click.option("-c", "--config", "config_file", metavar="FILE",
               help="broker.conf (Java properties, RocketMQ's key names).")
 @click.option("-n", "--namesrv-addr", help='Name servers, "host:port;host:port". Absent: run an embedded one.')
 @click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
               help="Override one setting (repeatable), e.g. --set listenPort=20911.")
+@click.option("-p", "--print-config", "print_only", is_flag=True,
+              help="Print every effective setting and where it came from (default, file, --set, -n), then exit.")
 @click.option("--log-level", default="INFO", show_default=True,
               type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
-def main(config_file: str | None, namesrv_addr: str | None, settings: tuple[str, ...], log_level: str) -> None:
+def main(config_file: str | None, namesrv_addr: str | None, settings: tuple[str, ...], print_only: bool,
+         log_level: str) -> None:
     """Run an rmq broker: RocketMQ 4.x clients produce to and consume from it."""
     try:
-        overrides = parse_set_options(settings)
-        if namesrv_addr:
-            overrides["namesrvAddr"] = namesrv_addr
-        broker_config, rest = load_broker_config(config_file, overrides)
-        store_config = MessageStoreConfig.from_properties(broker_config.store_properties(rest))
-    except RmqError as e:
-        raise click.ClickException(str(e)) from None
+        namesrv = [("-n", {"namesrvAddr": namesrv_addr})] if namesrv_addr else []
+        loaded = load_broker_settings(config_file, parse_set_options(settings), namesrv)
+        broker_config = BrokerConfig.from_settings(loaded).resolve()
+        store_config = broker_config.store_config(loaded)
+    except ConfigError as e:
+        raise SettingsRefused(str(e)) from None
+    if print_only:
+        print_config(loaded, (broker_config, store_config))
+        return
     log_file = setup_logging(store_config.store_path_root_dir, log_level.upper())
     startup = BrokerStartup(broker_config, store_config)
     stop = threading.Event()
@@ -116,10 +149,10 @@ def main(config_file: str | None, namesrv_addr: str | None, settings: tuple[str,
         raise click.ClickException(f"broker failed to start: {e}") from None
     controller = startup.controller
     assert controller is not None
-    namesrv = (f"embedded name server on port {startup.namesrv.port}" if startup.namesrv is not None
-               else f"name servers {';'.join(controller.namesrv_addrs)}")
+    namesrv_text = (f"embedded name server on port {startup.namesrv.port}" if startup.namesrv is not None
+                    else f"name servers {';'.join(controller.namesrv_addrs)}")
     click.echo(f"rmq-broker {broker_config.broker_name} listening on port {controller.server.port} "
-               f"(address {controller.broker_addr}), {namesrv}, store {controller.store.store_path} "
+               f"(address {controller.broker_addr}), {namesrv_text}, store {controller.store.store_path} "
                f"({store_config.flush_disk_type.value}), log {log_file}", err=True)
     while not stop.wait(3600):
         pass

@@ -16,11 +16,12 @@ from __future__ import annotations
 import dataclasses
 import json
 import zlib
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rmq.errors import AdminError, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
-from rmq.net.codec import RemotingCommand
+from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_java_json, loads_mq_tables
 from rmq.protocol.message import (
@@ -106,16 +107,16 @@ class AdminClient:
         self.timeout = timeout
         self.client = RemotingClient(connect_timeout=min(timeout, 3.0), name="rmq-admin-client")
 
-    def __enter__(self) -> "AdminClient":
+    def __enter__(self) -> AdminClient:
         self.client.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.client.shutdown()
 
     # -- transport ------------------------------------------------------------------------------
 
-    def invoke(self, addr: str, code: int, ext: dict | None = None, body: bytes = b"",
+    def invoke(self, addr: str, code: int, ext: dict[str, Any] | None = None, body: bytes = b"",
                accept: Iterable[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
         """One request; ResponseError unless the answer's code is in ``accept``."""
         response = self.client.invoke_sync(addr, RemotingCommand.request(code, ext or {}, body), self.timeout)
@@ -123,7 +124,7 @@ class AdminClient:
             raise ResponseError(response.code, response.remark, addr)
         return response
 
-    def invoke_namesrv(self, code: int, ext: dict | None = None,
+    def invoke_namesrv(self, code: int, ext: dict[str, Any] | None = None,
                        accept: Iterable[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
         """Ask the name servers in order; the first that answers decides."""
         errors = []
@@ -135,8 +136,14 @@ class AdminClient:
         raise RemotingError("no name server answered: " + "; ".join(errors))
 
     @staticmethod
-    def _json(response: RemotingCommand) -> Any:
-        return loads_java_json(bytes(response.body or b"{}").decode())
+    def _json(response: RemotingCommand) -> dict[str, Any]:
+        """The answer's JSON object body."""
+        data: dict[str, Any] = loads_java_json((body_bytes(response.body) or b"{}").decode())
+        return data
+
+    def _mq_tables(self, addr: str, code: int, ext: dict[str, Any]) -> dict[str, Any]:
+        """The answer's JSON body, its maps keyed by queues read as ``{MessageQueue: value}``."""
+        return loads_mq_tables(body_bytes(self.invoke(addr, code, ext).body))
 
     # -- name server ----------------------------------------------------------------------------
 
@@ -207,8 +214,8 @@ class AdminClient:
 
     def topic_stats(self, topic: str) -> list[QueueStats]:
         rows = []
-        for name, addr in self.topic_masters(topic).items():
-            body = loads_mq_tables(self.invoke(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}).body)
+        for addr in self.topic_masters(topic).values():
+            body = self._mq_tables(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
             for mq, o in body["offsetTable"].items():
                 rows.append(QueueStats(mq.broker_name, mq.queue_id, int(o["minOffset"]), int(o["maxOffset"]),
                                        int(o.get("lastUpdateTimestamp", 0))))
@@ -231,7 +238,7 @@ class AdminClient:
         ext = {"consumerGroup": group, "topic": topic or ""}
         masters = self.topic_masters(topic) if topic else self._group_masters(group)
         for addr in masters.values():
-            body = loads_mq_tables(self.invoke(addr, RequestCode.GET_CONSUME_STATS, ext).body)
+            body = self._mq_tables(addr, RequestCode.GET_CONSUME_STATS, ext)
             for mq, o in body["offsetTable"].items():
                 rows.append(QueueProgress(mq.topic, mq.broker_name, mq.queue_id, int(o["brokerOffset"]),
                                           int(o["consumerOffset"]), int(o.get("lastTimestamp", 0))))
@@ -264,7 +271,7 @@ class AdminClient:
         rows = []
         ext = {"topic": topic, "group": group, "timestamp": timestamp, "isForce": force}
         for addr in self.topic_masters(topic).values():
-            body = loads_mq_tables(self.invoke(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext).body)
+            body = self._mq_tables(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
             rows += [QueueOffset(mq.topic, mq.broker_name, mq.queue_id, int(offset))
                      for mq, offset in body["offsetTable"].items()]
         return sorted(rows, key=lambda r: (r.broker_name, r.queue_id))
@@ -279,7 +286,7 @@ class AdminClient:
             raise AdminError(f"{msg_id!r} is not a broker message id (32 hex digits: store ip, port, "
                              f"CommitLog offset): {e}") from None
         response = self.invoke(f"{ip}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
-        messages = _records(bytes(response.body))
+        messages = _records(body_bytes(response.body))
         if len(messages) != 1:
             raise AdminError(f"the broker at {ip}:{port} answered {len(messages)} records for one id")
         return messages[0]
@@ -312,13 +319,15 @@ class AdminClient:
             response = self.invoke(addr, RequestCode.QUERY_MESSAGE, ext,
                                    accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
             if response.code == ResponseCode.SUCCESS:
-                found += _records(bytes(response.body))
+                found += _records(body_bytes(response.body))
         return sorted(found, key=lambda m: m.store_timestamp)[:max_num]
 
     def broker_runtime_info(self, addr: str) -> dict[str, str]:
-        return json.loads(bytes(self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO).body))["table"]
+        response = self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
+        table: dict[str, str] = json.loads(body_bytes(response.body))["table"]
+        return table
 
 
 def _master_of(broker_data: dict[str, Any]) -> str | None:
     addrs = broker_data.get("brokerAddrs") or {}
-    return addrs.get(str(MASTER_ID), addrs.get(MASTER_ID))  # type: ignore[call-overload]
+    return addrs.get(str(MASTER_ID), addrs.get(MASTER_ID))

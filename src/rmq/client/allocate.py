@@ -12,13 +12,16 @@ More consumers than queues: the extra ones get nothing.
 
 from __future__ import annotations
 
-from typing import Callable, Sequence, TypeVar
+from collections.abc import Callable, Sequence
+from typing import TypeVar
 
 from rmq.errors import ClientError
+from rmq.protocol.message_queue import MessageQueue
 
 Q = TypeVar("Q")
 
-AllocateStrategy = Callable[[str, Sequence[Q], Sequence[str]], list]
+# (current client id, every queue, every client id) -> the current client's queues
+AllocateStrategy = Callable[[str, Sequence[Q], Sequence[str]], list[Q]]
 
 
 def _check(current_cid: str, mq_all: Sequence[Q], cid_all: Sequence[str]) -> bool:
@@ -53,7 +56,7 @@ def allocate_average_by_circle(current_cid: str, mq_all: Sequence[Q], cid_all: S
     return list(mq_all[index::len(cid_all)])
 
 
-STRATEGIES: dict[str, AllocateStrategy] = {
+STRATEGIES: dict[str, AllocateStrategy[MessageQueue]] = {
     "average": allocate_average,
     "average_by_circle": allocate_average_by_circle,
     # RocketMQ's getName() spellings
@@ -62,7 +65,7 @@ STRATEGIES: dict[str, AllocateStrategy] = {
 }
 
 
-def strategy(name_or_fn: str | AllocateStrategy) -> AllocateStrategy:
+def strategy(name_or_fn: str | AllocateStrategy[MessageQueue]) -> AllocateStrategy[MessageQueue]:
     """A strategy by name ("average", "average_by_circle") or a callable of the same shape."""
     if callable(name_or_fn):
         return name_or_fn

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 import logging
-from typing import Callable, Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 from rmq.client.message import decode_messages
 from rmq.client.results import PullResult, PullStatus
 from rmq.errors import ResponseError
 from rmq.net import RemotingClient, RemotingCommand
+from rmq.net.codec import body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message_queue import MessageQueue
 
@@ -27,7 +29,7 @@ PULL_FLAG_SUSPEND = 0x2
 PULL_FLAG_SUBSCRIPTION = 0x4
 PULL_FLAG_CLASS_FILTER = 0x8
 
-_PULL_STATUS = {
+_PULL_STATUS: dict[int, PullStatus] = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,
     ResponseCode.PULL_RETRY_IMMEDIATELY: PullStatus.NO_MATCHED_MSG,
@@ -44,10 +46,12 @@ def check_response(response: RemotingCommand, addr: str, *ok_codes: int) -> Remo
 
 def _ext_int(response: RemotingCommand, addr: str, key: str) -> int:
     value = response.ext_fields.get(key)
-    try:
-        return int(value)
-    except (TypeError, ValueError):
-        raise ResponseError(response.code, f"answer has no integer {key!r} (got {value!r})", addr) from None
+    if value is not None:
+        try:
+            return int(value)
+        except ValueError:
+            pass
+    raise ResponseError(response.code, f"answer has no integer {key!r} (got {value!r})", addr)
 
 
 def pull_result_from(response: RemotingCommand, addr: str, mq: MessageQueue) -> PullResult:
@@ -55,7 +59,8 @@ def pull_result_from(response: RemotingCommand, addr: str, mq: MessageQueue) -> 
     status = _PULL_STATUS.get(response.code)
     if status is None:
         raise ResponseError(response.code, response.remark, addr)
-    messages = decode_messages(response.body, mq.broker_name) if status is PullStatus.FOUND and response.body else []
+    body = body_bytes(response.body)
+    messages = decode_messages(body, mq.broker_name) if status is PullStatus.FOUND and body else []
     return PullResult(
         status,
         _ext_int(response, addr, "nextBeginOffset"),
@@ -72,7 +77,7 @@ class ClientAPI:
     def __init__(self, remoting: RemotingClient):
         self.remoting = remoting
 
-    def _call(self, addr: str, code: int, ext: dict, timeout: float, body: bytes = b"",
+    def _call(self, addr: str, code: int, ext: dict[str, Any], timeout: float, body: bytes = b"",
               ok_codes: Iterable[int] = ()) -> RemotingCommand:
         response = self.remoting.invoke_sync(addr, RemotingCommand.request(code, ext, body), timeout)
         return check_response(response, addr, *ok_codes)
@@ -85,7 +90,7 @@ class ClientAPI:
                               ok_codes=(ResponseCode.TOPIC_NOT_EXIST,))
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
-        return bytes(response.body)
+        return body_bytes(response.body)
 
     # -- clients --------------------------------------------------------------------------------
 
@@ -99,7 +104,7 @@ class ClientAPI:
 
     def get_consumer_id_list(self, addr: str, group: str, timeout: float) -> list[str]:
         response = self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, timeout)
-        return list(json.loads(response.body or b"{}").get("consumerIdList") or [])
+        return list(json.loads(body_bytes(response.body) or b"{}").get("consumerIdList") or [])
 
     # -- offsets --------------------------------------------------------------------------------
 
@@ -131,12 +136,12 @@ class ClientAPI:
 
     # -- consuming ------------------------------------------------------------------------------
 
-    def pull_async(self, addr: str, ext: dict, timeout: float, mq: MessageQueue,
+    def pull_async(self, addr: str, ext: dict[str, Any], timeout: float, mq: MessageQueue,
                    callback: Callable[[PullResult | None, BaseException | None], None]) -> None:
         """PULL_MESSAGE; ``callback(result, None)`` or ``callback(None, error)`` on the loop thread."""
 
         def done(response: RemotingCommand | None, error: BaseException | None) -> None:
-            if error is None:
+            if response is not None:
                 try:
                     result = pull_result_from(response, addr, mq)
                 except Exception as exc:
@@ -160,7 +165,8 @@ class ClientAPI:
         body = json.dumps({"consumerGroup": group, "clientId": client_id,
                            "mqSet": [mq.to_json() for mq in mqs]}).encode()
         response = self._call(addr, RequestCode.LOCK_BATCH_MQ, {}, timeout, body)
-        return {MessageQueue.from_json(o) for o in json.loads(response.body or b"{}").get("lockOKMQSet") or []}
+        locked = json.loads(body_bytes(response.body) or b"{}").get("lockOKMQSet") or []
+        return {MessageQueue.from_json(o) for o in locked}
 
     def unlock_batch(self, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue],
                      timeout: float) -> None:

@@ -17,8 +17,9 @@ import enum
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rmq._clock import now_ms
 from rmq._service import PeriodicHandle
@@ -39,6 +40,9 @@ from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, topic_error
 from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.subscription import SubscriptionData, build_subscription_data
+
+if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
 
 log = logging.getLogger("rmq.client")
 
@@ -67,7 +71,10 @@ class ConsumerConfig(ClientConfig):
     offset_store_dir: str = "~/.rmq_offsets"
 
 
-def parse_enum_option(kind: type[enum.IntEnum], value: Any, prefix: str = "") -> Any:
+E = TypeVar("E", bound=enum.IntEnum)
+
+
+def parse_enum_option(kind: type[E], value: Any, prefix: str = "") -> E:
     """An enum member from itself, its name, or its name without ``prefix`` ("FIRST_OFFSET")."""
     if isinstance(value, kind):
         return value
@@ -85,6 +92,7 @@ class ConsumerBase(InstanceMember):
     kind = "consumer"
     consume_type = ConsumeType.CONSUME_PASSIVELY
     config_class: type[ConsumerConfig] = ConsumerConfig
+    config: ConsumerConfig
 
     def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
         check_group(group)
@@ -100,7 +108,7 @@ class ConsumerBase(InstanceMember):
         self.topic_queues: dict[str, list[MessageQueue]] = {}
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.next_offsets: dict[MessageQueue, int] = {}
-        self.offset_store: OffsetStore | None = None
+        self._offset_store: OffsetStore | None = None
         self._running = False
         self._rebalance_lock = threading.Lock()
         self._rebalance_timer: PeriodicHandle | None = None
@@ -120,9 +128,10 @@ class ConsumerBase(InstanceMember):
         except RequestRefused as exc:
             raise ClientError(exc.remark) from None
         if self._running:
-            self._instance.update_route(topic)
-            self._instance.scheduler.run_soon(self._instance.send_heartbeat_to_all)
-            self._instance.scheduler.run_soon(self.rebalance)
+            instance = self.instance
+            instance.update_route(topic)
+            instance.scheduler.run_soon(instance.send_heartbeat_to_all)
+            instance.scheduler.run_soon(self.rebalance)
 
     def unsubscribe(self, topic: str) -> None:
         self.subscriptions.pop(topic, None)
@@ -131,14 +140,21 @@ class ConsumerBase(InstanceMember):
     def clustering(self) -> bool:
         return self.config.message_model is MessageModel.CLUSTERING
 
-    def start(self) -> Any:
+    @property
+    def offset_store(self) -> OffsetStore:
+        """Where the group's offsets are kept: the brokers (clustering) or a local file (broadcasting)."""
+        if self._offset_store is None:
+            raise self._not_started()
+        return self._offset_store
+
+    def start(self) -> Self:
         if self._instance is not None:
             return self
         instance = self._join()
         if self.clustering:
-            self.offset_store = RemoteOffsetStore(self.group, instance)
+            self._offset_store = RemoteOffsetStore(self.group, instance)
         else:
-            self.offset_store = LocalFileOffsetStore(self.group, self.config.offset_store_dir, instance.client_id)
+            self._offset_store = LocalFileOffsetStore(self.group, self.config.offset_store_dir, instance.client_id)
         self._on_start()
         self._running = True
         for topic in list(self.subscriptions):
@@ -201,7 +217,7 @@ class ConsumerBase(InstanceMember):
         }
 
     def persist_offsets(self) -> None:
-        store = self.offset_store
+        store = self._offset_store
         if store is not None:
             store.persist(list(self.process_queues))
 
@@ -250,18 +266,18 @@ class ConsumerBase(InstanceMember):
                 self.next_offsets.pop(mq, None)
                 log.info("consumer %s: gave up %s", self.group, mq)
         for mq in sorted(mine - set(self.process_queues)):
-            pq = self._new_process_queue(mq)
-            if pq is None:
+            new_pq = self._new_process_queue(mq)
+            if new_pq is None:
                 continue
             self.offset_store.remove(mq)
             offset = self.compute_pull_from_where(mq)
             if offset < 0:
                 log.warning("consumer %s: no start offset for %s; will retry at the next rebalance", self.group, mq)
                 continue
-            self.process_queues[mq] = pq
+            self.process_queues[mq] = new_pq
             self.next_offsets[mq] = offset
             log.info("consumer %s: took %s from offset %d", self.group, mq, offset)
-            self._pull(mq, pq)
+            self._pull(mq, new_pq)
 
     def _new_process_queue(self, mq: MessageQueue) -> ProcessQueue | None:
         """Subclass hook: orderly consumers take a queue only once its broker lock is theirs (None)."""
@@ -288,7 +304,9 @@ class ConsumerBase(InstanceMember):
         if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
             if retry:
                 return api.get_max_offset(addr, mq, timeout)
-            return api.search_offset(addr, mq, self.config.consume_timestamp, timeout)
+            timestamp = self.config.consume_timestamp
+            assert timestamp is not None, "__init__ gave consume_timestamp its default"
+            return api.search_offset(addr, mq, timestamp, timeout)
         # LAST_OFFSET (and the deprecated variants RocketMQ treats alike); a retry topic from its
         # start, so nothing sent back before this consumer started is skipped.
         return 0 if retry else api.get_max_offset(addr, mq, timeout)
@@ -351,7 +369,7 @@ class ConsumerBase(InstanceMember):
                    result: PullResult | None, error: BaseException | None) -> None:
         if pq.dropped or not self._running:
             return
-        if error is not None:
+        if result is None:
             log.warning("consumer %s: pull of %s failed: %s", self.group, mq, error)
             self._later(PULL_DELAY_WHEN_EXCEPTION, self._pull, mq, pq)
             return

@@ -12,8 +12,8 @@ from __future__ import annotations
 import itertools
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Sequence
 
 # (latency threshold ms, not-available duration ms), largest threshold last.
 LATENCY_STEPS: tuple[tuple[int, int], ...] = (

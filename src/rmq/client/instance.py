@@ -21,8 +21,8 @@ import logging
 import os
 import random
 import threading
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from rmq._service import Scheduler
 from rmq.client.api import ClientAPI
@@ -36,6 +36,8 @@ from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.route import MASTER_ID
 
 if TYPE_CHECKING:
+    from typing_extensions import Self  # typing.Self from Python 3.11
+
     from rmq.net.channel import Channel
 
 log = logging.getLogger("rmq.client")
@@ -81,8 +83,11 @@ class InstanceMember:
     @property
     def instance(self) -> ClientInstance:
         if self._instance is None:
-            raise ClientError(f"{self.kind} {self.group} is not started: call start() or use it in a with block")
+            raise self._not_started()
         return self._instance
+
+    def _not_started(self) -> ClientError:
+        return ClientError(f"{self.kind} {self.group} is not started: call start() or use it in a with block")
 
     def _join(self) -> ClientInstance:
         instance = acquire_instance(self.config)
@@ -100,7 +105,7 @@ class InstanceMember:
             instance.unregister(self, self.kind)
             instance.release()
 
-    def start(self) -> Any:
+    def start(self) -> Self:
         raise NotImplementedError
 
     def shutdown(self) -> None:
@@ -112,16 +117,19 @@ class InstanceMember:
     def on_route_changed(self, topic: str, route: TopicRouteData) -> None:
         raise NotImplementedError
 
-    def __enter__(self) -> Any:
+    def __enter__(self) -> Self:
         return self.start()
 
     def __exit__(self, *exc_info: Any) -> None:
         self.shutdown()
 
 
-def option_fields(config_cls: type, options: dict[str, Any]) -> Any:
+C = TypeVar("C", bound=ClientConfig)
+
+
+def option_fields(config_cls: type[C], options: dict[str, Any]) -> C:
     """``config_cls(**options)`` with a clear error naming an unknown option."""
-    known = set(config_cls.__dataclass_fields__)
+    known = {f.name for f in fields(config_cls)}
     unknown = sorted(set(options) - known)
     if unknown:
         raise ClientError(f"unknown option(s) {', '.join(unknown)}; known: {', '.join(sorted(known))}")
@@ -138,7 +146,9 @@ class ClientInstance:
     def __init__(self, config: ClientConfig):
         self.config = config
         self.client_id = config.client_id
-        self.remoting = RemotingClient(connect_timeout=config.request_timeout, name=f"rmq-client-{config.instance_name}")
+        self.remoting = RemotingClient(
+            connect_timeout=config.request_timeout, name=f"rmq-client-{config.instance_name}"
+        )
         self.api = ClientAPI(self.remoting)
         self.scheduler = Scheduler(f"rmq-client-timer-{config.instance_name}")
         self._namesrv_addrs = config.namesrv_addrs()
@@ -195,7 +205,7 @@ class ClientInstance:
                                   f"{self.client_id}; give the second one another instance_name")
             table[member.group] = member
 
-    def unregister(self, member: Any, kind: str) -> None:
+    def unregister(self, member: InstanceMember, kind: str) -> None:
         """Forget ``member`` and tell every broker (UNREGISTER_CLIENT), so its group rebalances now."""
         with self._lock:
             table = self.producers if kind == "producer" else self.consumers
@@ -235,6 +245,7 @@ class ClientInstance:
                 self._namesrv_index = index
                 log.info("name server %s answers; now using it", addr)
             return None if body is None else TopicRouteData.from_json(body)
+        assert last_error is not None, "config.namesrv_addrs() has at least one address"
         raise type(last_error)(f"no name server answered the route of {topic!r}: {'; '.join(errors)}") from last_error
 
     def update_route(self, topic: str) -> TopicRouteData | None:
@@ -323,7 +334,7 @@ class ClientInstance:
             self.scheduler.run_soon(consumer.rebalance)
 
     def _on_consumer_ids_changed(self, channel: Channel, request: RemotingCommand) -> None:
-        group = request.ext_fields.get("consumerGroup")
+        group = request.ext_fields.get("consumerGroup", "")
         log.info("broker %s: consumers of group %s changed; rebalancing", channel.remote_address, group)
         consumer = self.consumers.get(group)
         if consumer is not None:

@@ -9,7 +9,7 @@ singly (sysFlag bit0), as the Java client does; batches are never compressed.
 from __future__ import annotations
 
 import zlib
-from typing import Iterable, Mapping
+from collections.abc import Iterable, Mapping
 
 from rmq.errors import ClientError, RecordError
 from rmq.protocol import batch

@@ -16,8 +16,9 @@ import json
 import logging
 import os
 import threading
+from collections.abc import Iterable
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING
 
 from rmq._files import backup_path, write_file_atomically
 from rmq.errors import ClientError, RemotingError, ResponseError

@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import logging
 import threading
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Callable, Sequence
+from typing import Any
 
 from rmq._clock import now_ms
 from rmq.client.fault import LatencyFaultTolerance
@@ -67,7 +69,7 @@ __all__ = ["Producer", "ProducerConfig", "MessageQueueSelector", "select_by_hash
 RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
                                   ResponseCode.SYSTEM_ERROR, ResponseCode.NO_PERMISSION})
 
-_SEND_STATUS = {
+_SEND_STATUS: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
     ResponseCode.FLUSH_DISK_TIMEOUT: SendStatus.FLUSH_DISK_TIMEOUT,
     ResponseCode.FLUSH_SLAVE_TIMEOUT: SendStatus.FLUSH_SLAVE_TIMEOUT,
@@ -112,7 +114,7 @@ class _SendJob:
     info: TopicPublishInfo
     deadline: float
     max_attempts: int
-    future: concurrent.futures.Future
+    future: concurrent.futures.Future[SendResult]
     fixed_queue: MessageQueue | None = None
     attempt: int = 0
     last_broker: str | None = None
@@ -171,7 +173,7 @@ class Producer(InstanceMember):
         return self._wait(self.send_async(msg, timeout, _retries=self.config.retry_times_when_send_failed))
 
     def send_async(self, msg: Message, timeout: float | None = None, *, _retries: int | None = None
-                   ) -> concurrent.futures.Future:
+                   ) -> concurrent.futures.Future[SendResult]:
         """Send without waiting: a Future of the SendResult (or of the error)."""
         retries = self.config.retry_times_when_send_async_failed if _retries is None else _retries
         job = self._job_for(msg, timeout, 1 + retries)
@@ -194,11 +196,13 @@ class Producer(InstanceMember):
         in one queue, in order. ``msg_id`` of the result joins their ids with commas."""
         return self._wait(self.send_batch_async(msgs, timeout))
 
-    def send_batch_async(self, msgs: Sequence[Message], timeout: float | None = None) -> concurrent.futures.Future:
+    def send_batch_async(self, msgs: Sequence[Message], timeout: float | None = None
+                         ) -> concurrent.futures.Future[SendResult]:
         msgs = list(msgs)
         if not msgs:
             raise ClientError("cannot send an empty batch")
         topic = msgs[0].topic
+        msg_ids = []
         for msg in msgs:
             validate_message(msg, self.config.max_message_size)
             if msg.topic != topic:
@@ -207,15 +211,13 @@ class Producer(InstanceMember):
                 raise ClientError("messages of a batch cannot have a delay level")
             if msg.topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 raise ClientError(f"cannot send a batch to the retry topic {msg.topic!r}")
-            if msg.uniq_key is None:
-                msg.put_property(MessageProperty.UNIQ_KEY, create_uniq_id())
+            msg_ids.append(_uniq_key(msg))
         body = encode_batch(msgs)
         if len(body) > self.config.max_message_size:
             raise ClientError(f"the batch is {len(body)} bytes encoded, more than the maximum message "
                               f"size {self.config.max_message_size}: split it")
         ext = self._header(topic, 0, 0, {}, batch=True)
-        job = self._new_job(topic, RequestCode.SEND_BATCH_MESSAGE, body, ext,
-                            ",".join(m.uniq_key for m in msgs), timeout,
+        job = self._new_job(topic, RequestCode.SEND_BATCH_MESSAGE, body, ext, ",".join(msg_ids), timeout,
                             1 + self.config.retry_times_when_send_failed)
         self._dispatch(job)
         return job.future
@@ -239,7 +241,7 @@ class Producer(InstanceMember):
 
     # -- internals ------------------------------------------------------------------------------
 
-    def _wait(self, future: concurrent.futures.Future) -> SendResult:
+    def _wait(self, future: concurrent.futures.Future[SendResult]) -> SendResult:
         # The job itself ends by its deadline; the margin only covers the loop reporting it.
         try:
             return future.result(self.config.send_msg_timeout + 5)
@@ -262,13 +264,12 @@ class Producer(InstanceMember):
 
     def _job_for(self, msg: Message, timeout: float | None, max_attempts: int) -> _SendJob:
         validate_message(msg, self.config.max_message_size)
-        if msg.uniq_key is None:
-            msg.put_property(MessageProperty.UNIQ_KEY, create_uniq_id())
+        msg_id = _uniq_key(msg)
         body, sys_flag = compress_body(msg.body, self.config.compress_msg_body_over_howmuch, self.config.compress_level)
         if msg.get_property(MessageProperty.TRANSACTION_PREPARED) == "true":
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         ext = self._header(msg.topic, sys_flag, msg.flag, msg.properties)
-        return self._new_job(msg.topic, RequestCode.SEND_MESSAGE_V2, body, ext, msg.uniq_key, timeout, max_attempts)
+        return self._new_job(msg.topic, RequestCode.SEND_MESSAGE_V2, body, ext, msg_id, timeout, max_attempts)
 
     def _new_job(self, topic: str, code: int, body: bytes, ext: dict[str, Any], msg_id: str,
                  timeout: float | None, max_attempts: int) -> _SendJob:
@@ -316,10 +317,10 @@ class Producer(InstanceMember):
         if fallback is not None:
             return fallback
         least_bad = self.fault.pick_one_at_least()
-        count = info.write_queue_nums(least_bad) if least_bad else 0
-        if count:
-            return MessageQueue(info.topic, least_bad, info.next_index() % count)
         if least_bad:
+            count = info.write_queue_nums(least_bad)
+            if count:
+                return MessageQueue(info.topic, least_bad, info.next_index() % count)
             self.fault.remove(least_bad)
         return info.select_one(last_broker)
 
@@ -347,19 +348,14 @@ class Producer(InstanceMember):
                 job.errors.append(f"{mq.broker_name}: no master address")
                 job.last_broker = mq.broker_name
                 continue
-            began = time.monotonic()
-
-            def on_answer(response: RemotingCommand | None, error: BaseException | None,
-                          mq: MessageQueue = mq, addr: str = addr, began: float = began) -> None:
-                self._on_answer(job, mq, addr, began, response, error)
-
+            on_answer = functools.partial(self._on_answer, job, mq, addr, time.monotonic())
             instance.remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
             return
 
     def _on_answer(self, job: _SendJob, mq: MessageQueue, addr: str, began: float,
                    response: RemotingCommand | None, error: BaseException | None) -> None:
         latency_ms = (time.monotonic() - began) * 1000
-        if error is None:
+        if response is not None:
             status = _SEND_STATUS.get(response.code)
             if status is not None:
                 self.fault.update(mq.broker_name, latency_ms)
@@ -418,6 +414,15 @@ class Producer(InstanceMember):
         else:
             error = ClientError(what)
         job.future.set_exception(error)
+
+
+def _uniq_key(msg: Message) -> str:
+    """The client message id (UNIQ_KEY) of ``msg``; a new one is set first when it has none."""
+    key = msg.uniq_key
+    if key is None:
+        key = create_uniq_id()
+        msg.put_property(MessageProperty.UNIQ_KEY, key)
+    return key
 
 
 def _capped(route: TopicRouteData, queue_nums: int) -> TopicRouteData:

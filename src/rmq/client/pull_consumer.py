@@ -21,8 +21,9 @@ from __future__ import annotations
 import logging
 import queue
 import time
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 from rmq.client.consumer import ConsumerBase, ConsumerConfig
 from rmq.client.message import MessageExt
@@ -52,6 +53,7 @@ class PullConsumer(ConsumerBase):
 
     consume_type = ConsumeType.CONSUME_ACTIVELY
     config_class = PullConsumerConfig
+    config: PullConsumerConfig
 
     def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
         super().__init__(group, namesrv_addr, **options)
@@ -101,7 +103,7 @@ class PullConsumer(ConsumerBase):
             raise ClientError(f"consumer {self.group} is not started")
         deadline = time.monotonic() + timeout
         while True:
-            if self._leftover:
+            if self._leftover and self._leftover_from is not None:
                 mq, pq = self._leftover_from
                 msgs = self._leftover
             else:

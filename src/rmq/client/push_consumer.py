@@ -16,21 +16,24 @@
     consumer.start()
 
 Concurrent listeners run on a pool of ``consume_thread_max`` threads (``rmq-consume-<group>_<n>``,
-docs/threads.md), ``consume_message_batch_max_size`` messages per call. RECONSUME_LATER, or an exception (logged), sends the messages back to the broker
-(CONSUMER_SEND_MSG_BACK): they return through ``%RETRY%<group>`` (subscribed automatically in
-clustering mode) after a delay, and go to ``%DLQ%<group>`` after ``max_reconsume_times``. Listeners
-registered with ``orderly=True`` get each queue's messages in order, one thread per queue, on queues
-locked on the broker (LOCK_BATCH_MQ, renewed every 20 s); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the
-same messages after ``suspend_current_queue_time``.
+docs/threads.md), ``consume_message_batch_max_size`` messages per call. RECONSUME_LATER, or an
+exception (logged), sends the messages back to the broker (CONSUMER_SEND_MSG_BACK): they return
+through ``%RETRY%<group>`` (subscribed automatically in clustering mode) after a delay, and go to
+``%DLQ%<group>`` after ``max_reconsume_times``. Listeners registered with ``orderly=True`` get each
+queue's messages in order, one thread per queue, on queues locked on the broker (LOCK_BATCH_MQ,
+renewed every 20 s); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the same messages after
+``suspend_current_queue_time``.
 """
 
 from __future__ import annotations
 
 import concurrent.futures
+import enum
 import logging
 import time
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, TypeVar
 
 from rmq._clock import now_ms
 from rmq._service import PeriodicHandle
@@ -60,6 +63,8 @@ ORDERLY_LOCK_RETRY_DELAY = 0.1
 MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
 
 Listener = Callable[[list[MessageExt]], Any]
+# a listener's outcome: ConsumeConcurrentlyStatus or ConsumeOrderlyStatus
+S = TypeVar("S", bound=enum.Enum)
 
 
 @dataclass
@@ -79,6 +84,7 @@ class PushConsumer(ConsumerBase):
     PushConsumerConfig (``message_model``, ``consume_from_where``, ``consume_thread_max``...)."""
 
     config_class = PushConsumerConfig
+    config: PushConsumerConfig
 
     def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
         super().__init__(group, namesrv_addr, **options)
@@ -175,9 +181,11 @@ class PushConsumer(ConsumerBase):
                 msg.topic = original
             msg.put_property(MessageProperty.CONSUME_START_TIMESTAMP, start)
 
-    def _call_listener(self, msgs: list[MessageExt], success: Any, failure: Any) -> Any:
+    def _call_listener(self, msgs: list[MessageExt], success: S, failure: S) -> S:
+        listener = self.listener
+        assert listener is not None, "start() refuses a consumer without a listener"
         try:
-            status = self.listener(msgs)
+            status = listener(msgs)
         except Exception:
             log.exception("consumer %s: listener raised on %d message(s) (first %s); counted as %s",
                           self.group, len(msgs), msgs[0].msg_id, failure.name)

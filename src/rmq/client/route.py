@@ -14,8 +14,8 @@ Producers write only to masters (id 0) of writable queue data; consumers read ev
 from __future__ import annotations
 
 import itertools
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
 
 from rmq.errors import ClientError
 from rmq.protocol.java_json import loads_java_json
@@ -68,11 +68,11 @@ class TopicPublishInfo:
     topic: str
     message_queues: list[MessageQueue]
     order_topic: bool = False
-    _counter: Any = field(default_factory=lambda: itertools.count(), repr=False)
+    _counter: Iterator[int] = field(default_factory=itertools.count, repr=False)
 
     @classmethod
     def from_route(cls, topic: str, route: TopicRouteData) -> TopicPublishInfo:
-        queues = []
+        queues: list[MessageQueue] = []
         for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
             if not is_writeable(qd.perm):
                 continue

@@ -53,7 +53,7 @@ class NameServer:
         host = "127.0.0.1" if self.config.listen_host in ("0.0.0.0", "") else self.config.listen_host
         return f"{host}:{self.port}"
 
-    def start(self) -> "NameServer":
+    def start(self) -> NameServer:
         """Listen and serve on a background thread; returns once the port accepts connections."""
         self.server.schedule_periodic(self.config.scan_not_active_broker_interval,
                                       self.route_info.scan_not_active_broker)
@@ -66,7 +66,7 @@ class NameServer:
         self.server.shutdown()
         log.info("name server on port %d stopped", self.port)
 
-    def __enter__(self) -> "NameServer":
+    def __enter__(self) -> NameServer:
         return self.start()
 
     def __exit__(self, *exc) -> None:

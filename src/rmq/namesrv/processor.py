@@ -13,7 +13,7 @@ import orjson
 
 from rmq.namesrv.routeinfo import RouteInfoManager
 from rmq.net.channel import Handler
-from rmq.net.codec import RemotingCommand
+from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.crc import crc32
 from rmq.protocol.fields import BadRequest, bool_field, int_field, json_body, str_field
@@ -34,13 +34,13 @@ class NamesrvProcessor:
         }
 
     def register_broker(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
-        body = bytes(request.body or b"")
+        body = body_bytes(request.body)
         expected_crc = int_field(request.ext_fields, "bodyCrc32", 0)
         if expected_crc and crc32(body) != expected_crc:
             return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark="crc32 not match")
         if bool_field(request.ext_fields, "compressed"):
             raise BadRequest("compressed registration bodies are not supported: register with compressed=false")
-        decoded = json_body(request.body) or {}
+        decoded = json_body(body) or {}
         if not isinstance(decoded, dict):
             raise BadRequest("body must be a JSON object")
         # 4.x brokers wrap the topic configs in a RegisterBrokerBody; very old ones send the wrapper bare.
@@ -57,7 +57,7 @@ class NamesrvProcessor:
             broker_addr=str_field(request.ext_fields, "brokerAddr"),
             broker_name=str_field(request.ext_fields, "brokerName"),
             broker_id=int_field(request.ext_fields, "brokerId"),
-            ha_server_addr=str_field(request.ext_fields, "haServerAddr", None) or "",
+            ha_server_addr=str_field(request.ext_fields, "haServerAddr", ""),
             topic_config_wrapper=wrapper,
             filter_server_list=filter_servers if isinstance(filter_servers, list) else None,
             channel=channel,
@@ -79,7 +79,7 @@ class NamesrvProcessor:
     def query_data_version(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """Apache 4.x brokers ask this before re-registering: "has my topic config changed for you?"."""
         broker_addr = str_field(request.ext_fields, "brokerAddr")
-        data_version = json_body(request.body)
+        data_version = json_body(body_bytes(request.body))
         changed = self.route_info.is_broker_topic_config_changed(broker_addr, data_version)
         if not changed:
             self.route_info.touch_broker(broker_addr)

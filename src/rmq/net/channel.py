@@ -16,9 +16,10 @@ import socket
 import threading
 import time
 from collections import deque
+from collections.abc import Callable
 from itertools import islice
-from typing import Callable, Optional
 
+from rmq._service import TimerHandle
 from rmq.errors import (
     ProtocolError,
     RemotingConnectError,
@@ -35,9 +36,9 @@ from rmq.protocol.codes import ResponseCode
 
 log = logging.getLogger(__name__)
 
-Handler = Callable[["Channel", RemotingCommand], Optional[RemotingCommand]]
+Handler = Callable[["Channel", RemotingCommand], RemotingCommand | None]
 # Called on the loop thread with (response, None) or (None, error).
-ResponseCallback = Callable[[Optional[RemotingCommand], Optional[BaseException]], None]
+ResponseCallback = Callable[[RemotingCommand | None, BaseException | None], None]
 
 # Default unsent-output limit past which a connection is no longer read (back-pressure).
 MAX_PENDING_OUTPUT_DEFAULT = 8 * 1024 * 1024
@@ -130,7 +131,7 @@ class Endpoint:
     def __init__(self) -> None:
         self._processors: dict[int, Handler] = {}
         self._default_processor: Handler | None = None
-        self._closed_callbacks: list[Callable[[Channel], None]] = []
+        self._closed_callbacks: list[Callable[[Channel], object]] = []
 
     def register_processor(self, code: int, handler: Handler) -> None:
         """``handler(channel, request)`` answers requests of ``code``: it returns the response, or
@@ -142,8 +143,8 @@ class Endpoint:
         """The handler for request codes without a processor of their own."""
         self._default_processor = handler
 
-    def on_channel_closed(self, callback: Callable[[Channel], None]) -> None:
-        """Call ``callback(channel)`` on the loop thread whenever a channel closes."""
+    def on_channel_closed(self, callback: Callable[[Channel], object]) -> None:
+        """Call ``callback(channel)`` on the loop thread whenever a channel closes (its result is ignored)."""
         self._closed_callbacks.append(callback)
 
     def _channel_closed(self, channel: Channel) -> None:
@@ -200,7 +201,7 @@ class Channel:
         self._decoder = FrameDecoder(max_frame_size)
         self._out = OutputBuffer()
         self._max_pending_output = max_pending_output
-        self._pending: dict[int, tuple[ResponseCallback, object]] = {}
+        self._pending: dict[int, tuple[ResponseCallback, TimerHandle | None]] = {}
         self._state = _CONNECTING if connecting else _ACTIVE
         self._reading = True
         # Requests read but not yet handed to processors, held while the peer does not read.

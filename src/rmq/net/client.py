@@ -209,7 +209,9 @@ class RemotingClient(Endpoint):
     def _connect_timed_out(self, channel: Channel) -> None:
         if not channel.is_active:  # still connecting (a closed channel ignores _close)
             channel._close(
-                RemotingConnectError(f"cannot connect to {channel.remote_address}: no answer within {self.connect_timeout}s")
+                RemotingConnectError(
+                    f"cannot connect to {channel.remote_address}: no answer within {self.connect_timeout}s"
+                )
             )
 
     def _channel_closed(self, channel: Channel) -> None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import os
 
+from rmq.net.codec_py import body_bytes
+
 if os.environ.get("RMQ_NO_EXTENSIONS") == "1":
     from rmq.net import codec_py as implementation
 else:
@@ -19,4 +21,13 @@ encode_into = implementation.encode_into
 encode_head = implementation.encode_head
 decode_frames = implementation.decode_frames
 
-__all__ = ["RemotingCommand", "FrameDecoder", "encode", "encode_into", "encode_head", "decode_frames", "implementation"]
+__all__ = [
+    "RemotingCommand",
+    "FrameDecoder",
+    "body_bytes",
+    "encode",
+    "encode_into",
+    "encode_head",
+    "decode_frames",
+    "implementation",
+]

@@ -194,6 +194,14 @@ def body_parts(body) -> tuple[list, int]:
     return [body], len(body)
 
 
+def body_bytes(body: Body | None) -> bytes:
+    """``body`` as one bytes object: a decoded command's body already is one (returned as is); the
+    parts of a command built to be sent are joined."""
+    if type(body) is bytes:
+        return body
+    return b"".join(body_parts(body)[0])
+
+
 # ---------------------------------------------------------------------------------------------
 
 class RemotingCommand:

@@ -15,7 +15,7 @@ import select
 import threading
 import time
 from collections import deque
-from typing import Callable
+from collections.abc import Callable
 
 from rmq._service import PeriodicHandle, TimerHandle, TimerQueue, run_callbacks
 
@@ -33,7 +33,7 @@ class EventLoop:
     def __init__(self, name: str = "rmq-net"):
         self.name = name
         self._epoll = select.epoll()
-        self._handlers: dict[int, Callable[[int], None]] = {}
+        self._handlers: dict[int, Callable[[int], object]] = {}
         self._timers = TimerQueue()
         self._ready: deque = deque()
         self._dirty: list = []  # objects with a _flush() to call at the end of this iteration
@@ -49,7 +49,7 @@ class EventLoop:
 
     # -- registration of file descriptors (loop thread, or before the loop runs) ----------------
 
-    def add_handler(self, fd: int, events: int, handler: Callable[[int], None]) -> None:
+    def add_handler(self, fd: int, events: int, handler: Callable[[int], object]) -> None:
         """Call ``handler(events)`` whenever ``fd`` is ready for ``events`` (level-triggered)."""
         self._epoll.register(fd, events)
         self._handlers[fd] = handler
@@ -205,7 +205,7 @@ class EventLoop:
         try:
             events = self._epoll.poll(timeout)
         except InterruptedError:
-            events = ()
+            events = []
         handlers = self._handlers
         for fd, mask in events:
             handler = handlers.get(fd)

@@ -21,7 +21,7 @@ import select
 import socket
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from rmq.net.channel import (
     MAX_PENDING_OUTPUT_DEFAULT,

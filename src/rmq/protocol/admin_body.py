@@ -16,7 +16,8 @@ The broker writes them, the admin client reads them back with ``java_json.loads_
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rmq.protocol.java_json import COMPACT, dumps_mq_table
 from rmq.protocol.message_queue import MessageQueue

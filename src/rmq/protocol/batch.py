@@ -18,12 +18,12 @@ MESSAGE_ILLEGAL, naming the record and what does not add up.
 from __future__ import annotations
 
 import struct
-from typing import Iterable, Union
+from collections.abc import Iterable
 
 from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 RECORD_HEAD = struct.Struct(">iiiii")  # total, magic, bodyCRC, flag, bodyLen
 PROPS_LEN = struct.Struct(">h")
@@ -46,7 +46,7 @@ def decode_batch(body: Buffer) -> list[tuple[bytes, bytes, int]]:
     when the body is malformed."""
     view = memoryview(body)
     size = len(view)
-    out = []
+    out: list[tuple[bytes, bytes, int]] = []
     pos = 0
     while pos < size:
         if pos + RECORD_HEAD.size > size:

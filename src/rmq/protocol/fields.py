@@ -7,13 +7,14 @@ The refusal (``BadRequest``) becomes the response; the connection goes on.
 from __future__ import annotations
 
 import json
-from typing import Any, Mapping, TypeVar, Union, overload
+from collections.abc import Mapping
+from typing import Any, TypeVar, overload
 
 from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
 
 T = TypeVar("T")
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 
 class BadRequest(RequestRefused):

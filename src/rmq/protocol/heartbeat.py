@@ -17,7 +17,7 @@ from __future__ import annotations
 import dataclasses
 import enum
 import json
-from typing import Any
+from typing import Any, TypeVar
 
 from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
@@ -74,7 +74,10 @@ def _refuse(reason: str) -> RequestRefused:
     return RequestRefused(ResponseCode.SYSTEM_ERROR, f"malformed heartbeat: {reason}")
 
 
-def parse_enum(kind: type[enum.IntEnum], value: Any, field: str) -> enum.IntEnum:
+E = TypeVar("E", bound=enum.IntEnum)
+
+
+def parse_enum(kind: type[E], value: Any, field: str) -> E:
     """An enum member from its ordinal (int or digit string) or its name."""
     try:
         if isinstance(value, bool):
@@ -85,7 +88,7 @@ def parse_enum(kind: type[enum.IntEnum], value: Any, field: str) -> enum.IntEnum
         if text.lstrip("-").isdigit():
             return kind(int(text))
         alias = _ALIASES.get(kind, {}).get(text.upper())
-        return alias if alias is not None else kind[text.upper()]
+        return kind(alias) if alias is not None else kind[text.upper()]
     except (ValueError, KeyError):
         names = ", ".join(m.name for m in kind)
         raise _refuse(f"{field} must be one of {names} or their ordinals 0-{len(kind) - 1}, "

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from rmq.protocol.message_queue import MessageQueue
 
@@ -51,7 +52,8 @@ def loads_mq_tables(data: bytes | str) -> dict[str, Any]:
     ``{MessageQueue: value}``; everything else as plain JSON."""
     text = data.decode() if isinstance(data, (bytes, bytearray, memoryview)) else data
     quoted = _OBJECT_KEY.sub(lambda m: json.dumps(m.group(1)) + ":", text)
-    return _queue_keys(json.loads(quoted))
+    tables: dict[str, Any] = _queue_keys(json.loads(quoted))
+    return tables
 
 
 def _queue_keys(value: Any) -> Any:

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
 from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
@@ -24,7 +25,7 @@ class MessageQueue:
         return {"topic": self.topic, "brokerName": self.broker_name, "queueId": self.queue_id}
 
     @classmethod
-    def from_json(cls, obj: Any) -> "MessageQueue":
+    def from_json(cls, obj: Any) -> MessageQueue:
         return cls(str(obj["topic"]), str(obj["brokerName"]), int(obj["queueId"]))
 
 

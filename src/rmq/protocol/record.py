@@ -11,7 +11,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import socket
-from typing import Union
 
 from rmq.errors import RecordError
 from rmq.protocol import layout
@@ -23,7 +22,7 @@ else:
     try:
         from rmq.protocol import _record as implementation  # type: ignore[no-redef]
     except ImportError:  # a checkout whose extensions are not built
-        from rmq.protocol import record_py as implementation  # type: ignore[no-redef]
+        from rmq.protocol import record_py as implementation
 
 CHECK_RESULTS = implementation.CHECK_RESULTS
 body_crc = implementation.body_crc
@@ -33,7 +32,7 @@ encode_msg_id = implementation.encode_msg_id
 int_to_ipv4 = implementation.int_to_ipv4
 ipv4_to_int = implementation.ipv4_to_int
 
-Buffer = Union[bytes, bytearray, memoryview]
+Buffer = bytes | bytearray | memoryview
 
 __all__ = [
     "CHECK_RESULTS", "StoredMessage", "body_crc", "check_record", "decode_msg_id", "decode_record",

@@ -24,7 +24,7 @@ _INT64 = struct.Struct(">q")
 _MSGID = struct.Struct(">4siq")
 
 
-def check_record(data, expected_offset: int = -1, check_crc: bool = True) -> int:
+def check_record(data: bytes | bytearray | memoryview, expected_offset: int = -1, check_crc: bool = True) -> int:
     """Validate the stored record at the start of ``data`` (any buffer).
 
     Returns its size (> 0) when valid, else a check outcome <= 0 (see CHECK_RESULTS).
@@ -34,6 +34,7 @@ def check_record(data, expected_offset: int = -1, check_crc: bool = True) -> int
     avail = len(view)
     if avail < layout.END_FILE_MIN_BLANK_LENGTH:
         return layout.CHECK_EMPTY
+    total: int
     total, magic = _HEAD.unpack_from(view, layout.REC_TOTALSIZE)                    # 1 TOTALSIZE, 2 MAGIC
     if magic == layout.BLANK_MAGIC_CODE and total == avail:
         return layout.CHECK_END_OF_FILE

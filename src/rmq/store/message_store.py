@@ -18,7 +18,7 @@ import logging
 import os
 import threading
 import time
-from typing import Callable
+from collections.abc import Callable
 
 from rmq._index import IndexService
 from rmq._service import ServiceThread
@@ -82,7 +82,7 @@ class MessageStore(StoreCore):
     def abort_path(self) -> str:
         return os.path.join(self.store_path, "abort")
 
-    def start(self) -> "MessageStore":
+    def start(self) -> MessageStore:
         """Lock the directory, recover, start the services and accept puts."""
         os.makedirs(self.store_path, exist_ok=True)
         self._take_lock_file()
@@ -135,7 +135,7 @@ class MessageStore(StoreCore):
         os.unlink(self.abort_path)
         self._release_lock_file()
 
-    def __enter__(self) -> "MessageStore":
+    def __enter__(self) -> MessageStore:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -238,10 +238,11 @@ class MessageStore(StoreCore):
             return self.put_message(topic, queue_id, body, encode_properties(props), **fields)
         return self.put_message_and_wait(topic, queue_id, body, encode_properties(props), **fields)
 
-    def put_message_and_wait(self, *args, **kwargs) -> PutMessageResult:
+    def put_message_and_wait(self, topic: str, queue_id: int, body: bytes, properties: bytes,
+                             **fields: int) -> PutMessageResult:
         """``put_message`` that blocks until the record is durable (SYNC_FLUSH) or at once (ASYNC)."""
         done = threading.Event()
-        result = self.put_message(*args, callback=lambda _: done.set(), **kwargs)
+        result = self.put_message(topic, queue_id, body, properties, callback=lambda _: done.set(), **fields)
         if result.pending:
             done.wait(self.config.sync_flush_timeout / 1000 + 5)
         return result

@@ -29,7 +29,7 @@ class GroupCommitService(ServiceThread):
 
     interval = 0.01
 
-    def __init__(self, store: "MessageStore") -> None:
+    def __init__(self, store: MessageStore) -> None:
         super().__init__("rmq-store-group-commit")
         self.store = store
 
@@ -57,7 +57,7 @@ class CommitCompletionService(ServiceThread):
 
     interval = 0.1
 
-    def __init__(self, store: "MessageStore") -> None:
+    def __init__(self, store: MessageStore) -> None:
         super().__init__("rmq-store-commit-completion")
         self.store = store
 
@@ -73,7 +73,7 @@ class FlushRealTimeService(ServiceThread):
     """ASYNC_FLUSH: flush every flushIntervalCommitLog ms when enough pages are dirty, and
     everything at least every flushCommitLogThoroughInterval ms."""
 
-    def __init__(self, store: "MessageStore") -> None:
+    def __init__(self, store: MessageStore) -> None:
         super().__init__("rmq-store-flush")
         self.store = store
         self.interval = store.config.flush_interval_commit_log / 1000
@@ -95,7 +95,7 @@ class FlushRealTimeService(ServiceThread):
 class FlushConsumeQueueService(ServiceThread):
     """Flush ConsumeQueues and the index on their own timer, then the checkpoint."""
 
-    def __init__(self, store: "MessageStore") -> None:
+    def __init__(self, store: MessageStore) -> None:
         super().__init__("rmq-store-flush-logics")
         self.store = store
         self.interval = store.config.flush_interval_consume_queue / 1000
@@ -111,7 +111,7 @@ class FlushConsumeQueueService(ServiceThread):
 class CleanCommitLogService(ServiceThread):
     """Retention: delete expired files at deleteWhen o'clock or when the disk fills up."""
 
-    def __init__(self, store: "MessageStore") -> None:
+    def __init__(self, store: MessageStore) -> None:
         super().__init__("rmq-store-clean")
         self.store = store
         self.interval = store.config.clean_resource_interval / 1000

@@ -37,7 +37,7 @@ def test_send_then_pull_round_trip(broker, client, code):
 
 def test_batch_send_gets_consecutive_offsets_and_joined_msg_ids(broker, client):
     addr = broker.broker_addr
-    body = batch_body([(b"m%d" % i, {"TAGS": "b", "UNIQ_KEY": "K%d" % i}) for i in range(32)])
+    body = batch_body([(b"m%d" % i, {"TAGS": "b", "UNIQ_KEY": f"K{i}"}) for i in range(32)])
     request = send_request("Batched", body, code=RequestCode.SEND_BATCH_MESSAGE, queue_id=2)
     r = call(client, addr, request)
     assert r.code == ResponseCode.SUCCESS, r.remark

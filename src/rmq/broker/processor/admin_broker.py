@@ -101,8 +101,11 @@ class AdminBrokerProcessor(Processor):
             "commitLogMaxOffset": store.get_max_phy_offset(),
             "commitLogDiskRatio": f"{store.disk_used_ratio():.4f}",
             "earliestMessageTimeStamp": store.get_earliest_message_time(),
-            # msyncs of the CommitLog so far (SYNC_FLUSH: group commit rounds), not a RocketMQ key
-            "commitLogFlushRounds": store.group_commit_flushes if store.sync_flush else store.commit_log.flush_count,
+            # msyncs of the CommitLog so far (SYNC_FLUSH: group commit rounds), not a RocketMQ key;
+            # MappedFileQueue.flush_count is a readonly attribute that _store.pyi does not declare yet
+            "commitLogFlushRounds": (
+                store.group_commit_flushes if store.sync_flush else store.commit_log.flush_count  # type: ignore[attr-defined]
+            ),
         }
         for level, offset in c.delay_offset_manager.offset_table().items():
             max_offset = store.get_max_offset_in_queue(SCHEDULE_TOPIC, delay_level_to_queue_id(level))

@@ -33,7 +33,7 @@ class Processor:
         raise NotImplementedError
 
 
-def require_writeable_broker(controller: "BrokerController") -> None:
+def require_writeable_broker(controller: BrokerController) -> None:
     """Refuse (NO_PERMISSION) when the broker's own permission forbids writes (brokerPermission)."""
     permission = controller.config.broker_permission
     if not is_writeable(permission):

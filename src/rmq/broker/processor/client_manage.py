@@ -9,7 +9,7 @@ A consumer's heartbeat creates its group's config (autoCreateSubscriptionGroup) 
 from __future__ import annotations
 
 from rmq.broker.processor.base import Processor, success
-from rmq.net.codec import RemotingCommand
+from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.codes import RequestCode
 from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.protocol.message import retry_topic
@@ -25,7 +25,7 @@ class ClientManageProcessor(Processor):
 
     def heart_beat(self, channel, request: RemotingCommand):
         controller = self.controller
-        heartbeat = parse_heartbeat(request.body)
+        heartbeat = parse_heartbeat(body_bytes(request.body))
         for consumer in heartbeat.consumer_data_set:
             group_config = controller.subscription_group_manager.find_subscription_group_config(consumer.group_name)
             if group_config is not None:

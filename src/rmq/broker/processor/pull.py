@@ -91,7 +91,7 @@ class PullProcessor(Processor):
             # Refusals carry the four fields too: offsets unchanged, so a client that reads them
             # anyway does not jump.
             offset = ext.get("queueOffset", "0")
-            return pull_response(request, e.code, offset if offset.lstrip("-").isdigit() else 0, 0, 0,
+            return pull_response(request, e.code, int(offset) if offset.lstrip("-").isdigit() else 0, 0, 0,
                                  remark=e.remark)
         return self.execute(pull, allow_suspend=True)
 

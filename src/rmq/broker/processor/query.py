@@ -36,8 +36,8 @@ class QueryMessageProcessor(Processor):
         result = self.controller.store.query_message(
             str_field(ext, "topic"), str_field(ext, "key"), max(1, min(max_num, QUERY_MAX_NUM_LIMIT)),
             int_field(ext, "beginTimestamp", 0), int_field(ext, "endTimestamp", INT64_MAX))
-        index = {"indexLastUpdateTimestamp": result.index_last_update_timestamp,
-               "indexLastUpdatePhyoffset": result.index_last_update_phy_offset}
+        index = {"indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
+                 "indexLastUpdatePhyoffset": str(result.index_last_update_phy_offset)}
         if not result.messages:
             return RemotingCommand.response_to(request, ResponseCode.QUERY_NOT_FOUND, ext_fields=index,
                                                remark="can not find message, maybe time range not correct")

@@ -218,7 +218,7 @@ class SendProcessor(Processor):
                 f"batch bodies are {total} bytes, more than maxMessageSize {self.max_message_size}")
         # The batch header's own properties (if any) are appended to every message's, as RocketMQ does.
         extra = properties.encode()
-        messages = []
+        messages: list[tuple[bytes, bytes | dict[str, str], int]] = []
         for body, props, flag in records:
             if extra:
                 props = props + extra if not props or props.endswith(b"\x02") else props + b"\x02" + extra
@@ -240,8 +240,9 @@ class SendProcessor(Processor):
         round asked for and the reply left to the completion."""
         if result.status_code == _PUT_OK and self._hold.has_parked:
             self._hold.notify_message_arriving(topic, queue_id)
-        if result.pending:
-            self._request_flush_round()
+        if result.pending:  # only under SYNC_FLUSH, where the controller has a flush round kicker
+            if self._request_flush_round is not None:
+                self._request_flush_round()
             return None
         return _put_response(request, result, queue_id)
 

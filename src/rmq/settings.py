@@ -1,0 +1,592 @@
+"""Every setting of rmq, declared once: key (RocketMQ's name), type, default, allowed values, help.
+
+How settings are read and checked, and where each one came from:
+
+    loaded = load_settings("broker.conf", [("--set", {"flushDiskType": "SYNC_FLUSH"})])
+    broker_config = BrokerConfig.from_settings(loaded)         # rmq.broker.config
+    store_config = MessageStoreConfig.from_settings(loaded)    # rmq.store.config
+    loaded.source("flushDiskType")                             # '--set'
+
+Strict, the way a new user needs it: an unknown key (with a "did you mean"), a value of the wrong
+type or out of range, an unreadable file: each a ``ConfigError`` whose one line names the key, the
+value, what was expected and where it came from. What can be checked here is not left to fail later
+on some service thread.
+
+A role's config is a dataclass of ``SettingsView`` whose fields are declared ``setting(KEY)``: the
+field's default and checks come from the declaration below, and ``tests/test_settings.py`` checks
+that every declared key is a field of some config and every field names a declared key. A new
+setting (replication, ACL, perf) is one ``Setting(...)`` line here and one field there.
+
+Keys are RocketMQ's camelCase names (``brokerIP1``); their snake_case attribute names
+(``broker_ip1``) are accepted too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import enum
+import ipaddress
+import os
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
+
+from rmq.errors import ConfigError
+from rmq.protocol.message import MAX_MESSAGE_SIZE, topic_error
+from rmq.protocol.perm import PERM_ALL, PERM_READ, PERM_WRITE
+from rmq.protocol.route import MASTER_ID
+
+DEFAULT_SOURCE = "default"
+KiB = 1 << 10
+MiB = 1 << 20
+GiB = 1 << 30
+
+
+class BrokerRole(str, enum.Enum):
+    """brokerRole: a master answers sends after its own flush (ASYNC) or after a slave acked (SYNC)."""
+
+    ASYNC_MASTER = "ASYNC_MASTER"
+    SYNC_MASTER = "SYNC_MASTER"
+    SLAVE = "SLAVE"
+
+
+class FlushDiskType(str, enum.Enum):
+    """flushDiskType: answer a send once its bytes are in the page cache (ASYNC) or on disk (SYNC)."""
+
+    ASYNC_FLUSH = "ASYNC_FLUSH"
+    SYNC_FLUSH = "SYNC_FLUSH"
+
+
+def camel_to_snake(name: str) -> str:
+    """``storePathRootDir`` -> ``store_path_root_dir``, ``brokerIP1`` -> ``broker_ip1``."""
+    name = re.sub(r"([a-z0-9])([A-Z])", r"\1_\2", name)
+    name = re.sub(r"([A-Z]+)([A-Z][a-z])", r"\1_\2", name)
+    return name.lower()
+
+
+# -- kinds: how a value is read from text and checked ----------------------------------------------
+
+
+class Invalid(Exception):
+    """A value a kind refuses; the message continues "<key> ...", e.g. "must be an integer, got 'x'"."""
+
+
+class Kind:
+    """How one type of setting is read from text (``parse``), checked when typed (``check``) and
+    written back (``format``)."""
+
+    #: what a value must be, as the error and --print-config say it ("an integer", "true or false")
+    expected: str = "a value"
+
+    def parse(self, text: str) -> Any:
+        return self.check(text.strip())
+
+    def check(self, value: Any) -> Any:
+        return value
+
+    def format(self, value: Any) -> str:
+        return str(value)
+
+    def refuse(self, value: Any, expected: str | None = None) -> Invalid:
+        shown = repr(value) if isinstance(value, str) else str(value)
+        return Invalid(f"must be {expected or self.expected}, got {shown}")
+
+
+class Int(Kind):
+    """An integer, optionally bounded."""
+
+    def __init__(self, minimum: int | None = None, maximum: int | None = None, expected: str | None = None):
+        self.minimum = minimum
+        self.maximum = maximum
+        if expected is not None:
+            self.expected = expected
+        elif minimum is not None and maximum is not None:
+            self.expected = f"an integer from {minimum} to {maximum}"
+        elif minimum is not None:
+            self.expected = f"at least {minimum}"
+        else:
+            self.expected = "an integer"
+
+    def parse(self, text: str) -> int:
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise self.refuse(text, "an integer") from None
+        return self.check(value)
+
+    def check(self, value: Any) -> int:
+        if isinstance(value, str):
+            return self.parse(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise self.refuse(value, "an integer")
+        if (self.minimum is not None and value < self.minimum) or (self.maximum is not None and value > self.maximum):
+            raise self.refuse(value)
+        return value
+
+
+class Size(Int):
+    """A number of bytes: ``1073741824``, or with a unit, ``64k``, ``512m``, ``1g`` (also KiB/MiB/GiB)."""
+
+    _UNITS = {"": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": MiB, "mb": MiB, "mib": MiB,
+              "g": GiB, "gb": GiB, "gib": GiB}
+    _PATTERN = re.compile(r"^(\d+)\s*([a-z]*)$")
+
+    def __init__(self, minimum: int = 0):
+        super().__init__(minimum, None, f"a size of at least {minimum} bytes")
+
+    def parse(self, text: str) -> int:
+        match = self._PATTERN.match(text.strip().lower())
+        if match is None or match.group(2) not in self._UNITS:
+            raise self.refuse(text, "a size in bytes, like 1073741824 or 1g")
+        return self.check(int(match.group(1)) * self._UNITS[match.group(2)])
+
+
+class Bool(Kind):
+    # Java's Boolean.parseBoolean reads anything but "true" as false; a typo must not silently turn a
+    # feature off.
+    expected = "true or false"
+
+    def parse(self, text: str) -> bool:
+        lowered = text.strip().lower()
+        if lowered not in ("true", "false"):
+            raise self.refuse(text)
+        return lowered == "true"
+
+    def check(self, value: Any) -> bool:
+        if isinstance(value, str):
+            return self.parse(value)
+        if not isinstance(value, bool):
+            raise self.refuse(value)
+        return value
+
+    def format(self, value: Any) -> str:
+        return "true" if value else "false"
+
+
+class Choice(Kind):
+    """One member of a string enum, by value."""
+
+    def __init__(self, enum_type: type[enum.Enum]):
+        self.enum_type = enum_type
+        self.expected = "one of " + ", ".join(str(m.value) for m in enum_type)
+
+    def check(self, value: Any) -> enum.Enum:
+        if isinstance(value, self.enum_type):
+            return value
+        try:
+            return self.enum_type(str(value).strip())
+        except ValueError:
+            raise self.refuse(value) from None
+
+    def format(self, value: Any) -> str:
+        return str(value.value)
+
+
+class Text(Kind):
+    """A string; empty means unset (None) when ``optional``. ``validate`` returns why a value is
+    refused (the rest of the message after the key), or None."""
+
+    def __init__(self, optional: bool = False, validate: Callable[[str], str | None] | None = None,
+                 expected: str = "a string"):
+        self.optional = optional
+        self.validate = validate
+        self.expected = expected
+
+    def check(self, value: Any) -> str | None:
+        if value is None and self.optional:
+            return None
+        if not isinstance(value, str):
+            raise self.refuse(value)
+        text = value.strip()
+        if not text:
+            if self.optional:
+                return None
+            raise self.refuse(text)
+        reason = self.validate(text) if self.validate is not None else None
+        if reason is not None:
+            raise Invalid(reason)
+        return text
+
+
+def _topic_name(value: str) -> str | None:
+    # brokerClusterName and brokerName become topics of their own (a producer may address either).
+    reason = topic_error(value)
+    return None if reason is None else f"is used as a topic name: {reason}"
+
+
+def _ipv4(value: str) -> str | None:
+    try:
+        ipaddress.IPv4Address(value)
+    except ValueError:
+        return f"must be an IPv4 address, got {value!r}"
+    return None
+
+
+def _addresses(value: str) -> str | None:
+    for part in value.split(";"):
+        host, sep, port = part.strip().rpartition(":")
+        if part.strip() and (not sep or not host or not port.isdigit() or not 0 < int(port) <= 65535):
+            return f"must be addresses host:port separated by ';', got {value!r} ({part.strip()!r} is not one)"
+    return None
+
+
+def _hours(value: str) -> str | None:
+    hours = [h.strip() for h in value.split(";")]
+    if not all(h.isdigit() and 0 <= int(h) <= 23 for h in hours):
+        return f"must be hours of the day 0-23 separated by ';' (like 04 or 04;16), got {value!r}"
+    return None
+
+
+DELAY_UNIT_MS = {"s": 1000, "m": 60_000, "h": 3_600_000, "d": 86_400_000}
+DEFAULT_DELAY_LEVELS = "1s 5s 10s 30s 1m 2m 3m 4m 5m 6m 7m 8m 9m 10m 20m 30m 1h 2h"
+
+
+def parse_delay_levels(levels: str) -> dict[int, int]:
+    """``"1s 5s 1m"`` -> ``{1: 1000, 2: 5000, 3: 60000}`` (delay level -> delay in ms).
+
+    The one parser of ``messageDelayLevel``: the store uses it for the deliver time of delayed
+    messages, the broker for its schedule service.
+    """
+    table: dict[int, int] = {}
+    for level, token in enumerate(levels.split(), start=1):
+        unit = DELAY_UNIT_MS.get(token[-1:])
+        if unit is None or not token[:-1].isdigit():
+            raise ConfigError(f"messageDelayLevel {levels!r}: level {level} is {token!r}, "
+                              "expected digits followed by one of s, m, h, d")
+        table[level] = int(token[:-1]) * unit
+    if not table:
+        raise ConfigError("messageDelayLevel is empty: expected delays like '1s 5s 10s'")
+    return table
+
+
+def _delay_levels(value: str) -> str | None:
+    try:
+        parse_delay_levels(value)
+    except ConfigError as e:
+        return f"must be delays like '1s 5s 10s' (digits, then s, m, h or d): {e}"
+    return None
+
+
+# -- the declarations --------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass(frozen=True)
+class Setting:
+    """One setting: its RocketMQ key, how it is read, its default and a line of help."""
+
+    key: str
+    kind: Kind
+    default: Any
+    help: str
+    section: str = ""
+
+    @property
+    def attr(self) -> str:
+        """The attribute name of the setting in the config classes (snake_case)."""
+        return camel_to_snake(self.key)
+
+    def check(self, value: Any, source: str = "") -> Any:
+        """``value`` (text or typed) as this setting's type, or a ConfigError naming the key."""
+        try:
+            return self.kind.parse(value) if isinstance(value, str) else self.kind.check(value)
+        except Invalid as e:
+            where = f" (from {source})" if source else ""
+            raise ConfigError(f"{self.key} {e}{where}") from None
+
+    def format(self, value: Any) -> str:
+        return "" if value is None else self.kind.format(value)
+
+
+SETTINGS: dict[str, Setting] = {}
+
+
+def _section(name: str, *settings: Setting) -> None:
+    for s in settings:
+        assert s.key not in SETTINGS, f"setting {s.key} declared twice"
+        SETTINGS[s.key] = dataclasses.replace(s, section=name)
+
+
+_PORT = Int(0, 65535, "a TCP port (0-65535)")
+_POSITIVE_MS = Int(1)
+
+_section(
+    "broker",
+    Setting("brokerClusterName", Text(validate=_topic_name), "DefaultCluster",
+            "the cluster this broker registers in"),
+    # RocketMQ defaults to the host name; a fixed name keeps a single-machine quick start predictable.
+    Setting("brokerName", Text(validate=_topic_name), "broker-a",
+            "the name a master and its slaves share"),
+    Setting("brokerId", Int(0), MASTER_ID, "0 for the master, greater than 0 for a slave"),
+    Setting("brokerRole", Choice(BrokerRole), BrokerRole.ASYNC_MASTER,
+            "ASYNC_MASTER, SYNC_MASTER (sends wait for a slave) or SLAVE"),
+    Setting("namesrvAddr", Text(optional=True, validate=_addresses, expected="host:port;host:port"), None,
+            "name servers, 'host:port;host:port'; unset: the broker runs one embedded"),
+    Setting("listenPort", _PORT, 10911, "the port clients connect to"),
+    Setting("namesrvListenPort", _PORT, 9876,
+            "the port of the embedded name server (rmq only; used when namesrvAddr is unset)"),
+    # None until BrokerConfig.resolve(): 127.0.0.1 with an embedded name server, else the host's
+    # first non-loopback IPv4 (RocketMQ's only default).
+    Setting("brokerIP1", Text(optional=True, validate=_ipv4), None,
+            "the address registered with name servers and written into every record (msgIds carry it)"),
+    Setting("brokerIP2", Text(optional=True, validate=_ipv4), None,
+            "the address slaves use to reach this master's HA port; default brokerIP1"),
+    Setting("haListenPort", _PORT, 10912, "the port slaves replicate from"),
+    Setting("brokerPermission", Int(0, PERM_ALL, "a perm bit set 0-7"), PERM_READ | PERM_WRITE,
+            "perm bits of the whole broker: 4 read, 2 write"),
+    Setting("defaultTopicQueueNums", Int(1), 8, "queues of an auto-created topic"),
+    Setting("autoCreateTopicEnable", Bool(), True, "create a topic on its first send (through TBW102)"),
+    Setting("clusterTopicEnable", Bool(), True, "a topic named after the cluster"),
+    Setting("brokerTopicEnable", Bool(), True, "a topic named after the broker"),
+    Setting("autoCreateSubscriptionGroup", Bool(), True, "create a consumer group on its first use"),
+    Setting("traceTopicEnable", Bool(), False, "create the message trace topic"),
+    Setting("msgTraceTopicName", Text(validate=_topic_name), "RMQ_SYS_TRACE_TOPIC", "the message trace topic"),
+    Setting("registerBrokerTimeoutMills", _POSITIVE_MS, 6000, "ms a registration with a name server may take"),
+    Setting("registerNameServerPeriod", Int(1000), 30_000, "ms between registrations with the name servers"),
+    Setting("longPollingEnable", Bool(), True, "park pulls that find nothing until a message arrives"),
+    Setting("shortPollingTimeMills", _POSITIVE_MS, 1000, "ms a pull is parked without long polling"),
+    Setting("notifyConsumerIdsChangedEnable", Bool(), True, "tell a group's consumers when members change"),
+    Setting("slaveReadEnable", Bool(), False, "let consumers read from slaves"),
+    Setting("waitTimeMillsInSendQueue", _POSITIVE_MS, 200,
+            "ms a send may wait before being served; longer is answered SYSTEM_BUSY"),
+    Setting("flushConsumerOffsetInterval", _POSITIVE_MS, 5000, "ms between writes of consumerOffset.json"),
+    # RocketMQ reads this one from the system property rocketmq.broker.rebalance.lockMaxLiveTime.
+    Setting("rebalanceLockMaxLiveTime", _POSITIVE_MS, 60_000, "ms a queue lock of an orderly consumer lives"),
+    Setting("rejectTransactionMessage", Bool(), False, "refuse transactional (prepared) messages"),
+    Setting("transactionTimeOut", _POSITIVE_MS, 6000, "ms before a half message is checked back"),
+    Setting("transactionCheckMax", Int(1), 15, "check-backs before a half message is given up"),
+    # SPEC.md section 8 (30 s); RocketMQ 4.9 defaults to 60 s.
+    Setting("transactionCheckInterval", _POSITIVE_MS, 30_000, "ms between transaction check rounds"),
+)
+
+_section(
+    "store",
+    Setting("storePathRootDir", Text(), os.path.join(os.path.expanduser("~"), "store"),
+            "the store's directory: commitlog/, consumequeue/, index/, config/, logs/"),
+    Setting("mappedFileSizeCommitLog", Size(4096), GiB, "bytes of one CommitLog file"),
+    Setting("mappedFileSizeConsumeQueue", Size(20), 300_000 * 20,
+            "bytes of one ConsumeQueue file (20-byte entries)"),
+    Setting("flushDiskType", Choice(FlushDiskType), FlushDiskType.ASYNC_FLUSH,
+            "ASYNC_FLUSH (flush in the background) or SYNC_FLUSH (a send waits for its group commit)"),
+    Setting("flushIntervalCommitLog", _POSITIVE_MS, 500, "ms between ASYNC_FLUSH rounds"),
+    Setting("flushCommitLogLeastPages", Int(0), 4, "dirty pages an ASYNC_FLUSH round needs before it flushes"),
+    Setting("flushCommitLogThoroughInterval", _POSITIVE_MS, 10_000,
+            "ms after which an ASYNC_FLUSH round flushes whatever is dirty"),
+    Setting("flushIntervalConsumeQueue", _POSITIVE_MS, 1000, "ms between ConsumeQueue and index flushes"),
+    Setting("syncFlushTimeout", Int(0), 5000,
+            "ms a SYNC_FLUSH send waits for its group commit before FLUSH_DISK_TIMEOUT"),
+    Setting("fileReservedTime", Int(0), 72, "hours a CommitLog file is kept"),
+    Setting("deleteWhen", Text(validate=_hours), "04", "hours of the day (';'-separated) when expired files go"),
+    Setting("diskMaxUsedSpaceRatio", Int(0, 100), 75,
+            "percent of the disk above which the oldest files are deleted at once"),
+    Setting("cleanResourceInterval", _POSITIVE_MS, 10_000, "ms between retention checks"),
+    Setting("maxMessageSize", Size(1), MAX_MESSAGE_SIZE, "bytes of the largest message body accepted"),
+    Setting("maxHashSlotNum", Int(1), 5_000_000, "hash slots of an IndexFile"),
+    Setting("maxIndexNum", Int(1), 20_000_000, "entries of an IndexFile"),
+    Setting("messageDelayLevel", Text(validate=_delay_levels), DEFAULT_DELAY_LEVELS,
+            "the delay of each delay level, '1s 5s 10s ...'"),
+)
+
+_BY_ATTR = {s.attr: s for s in SETTINGS.values()}
+
+
+def lookup(key: str, source: str = "") -> Setting:
+    """The setting named ``key`` (RocketMQ's camelCase or the snake_case attribute), or a
+    ConfigError with a "did you mean" for a misspelt one."""
+    found = SETTINGS.get(key) or _BY_ATTR.get(key)
+    if found is not None:
+        return found
+    where = f" (from {source})" if source else ""
+    by_lower = {k.lower(): k for k in SETTINGS}
+    close = difflib.get_close_matches(key.lower().replace("_", ""), list(by_lower), n=1, cutoff=0.75)
+    hint = f"did you mean {by_lower[close[0]]}?" if close else "rmq-broker --print-config lists every setting"
+    raise ConfigError(f"{key} is not a setting{where}: {hint}")
+
+
+# -- loading -------------------------------------------------------------------------------------------
+
+
+@dataclasses.dataclass
+class LoadedSettings:
+    """Typed values of the settings that were given, and where each came from; defaults for the rest."""
+
+    values: dict[str, Any] = dataclasses.field(default_factory=dict)
+    sources: dict[str, str] = dataclasses.field(default_factory=dict)
+
+    def value(self, key: str) -> Any:
+        return self.values[key] if key in self.values else SETTINGS[key].default
+
+    def source(self, key: str) -> str:
+        return self.sources.get(key, DEFAULT_SOURCE)
+
+    def apply(self, source: str, properties: Mapping[str, Any]) -> None:
+        """Check ``properties`` (text or typed values) and lay them over what is loaded.
+        A None value (an unset command-line option) keeps what was there."""
+        for key, value in properties.items():
+            setting = lookup(key, source)
+            if value is None:
+                continue
+            self.values[setting.key] = setting.check(value, source)
+            self.sources[setting.key] = source
+
+
+def load_settings(config_file: str | os.PathLike[str] | None = None,
+                  layers: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> LoadedSettings:
+    """Read ``config_file`` (Java properties, RocketMQ's broker.conf) if given, then each
+    ``(source, properties)`` layer over it (``--set``, ``-n``), checking every key and value."""
+    loaded = LoadedSettings()
+    if config_file is not None:
+        loaded.apply(f"file {config_file}", read_properties_file(config_file))
+    for source, properties in layers:
+        loaded.apply(source, properties)
+    return loaded
+
+
+def read_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise ConfigError(f"cannot read config file {str(path)!r}: {e.strerror}") from None
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        # Java's Properties.load(InputStream) reads ISO-8859-1, so RocketMQ's own files may be in it.
+        text = data.decode("latin-1")
+    return parse_properties(text)
+
+
+def parse_set_options(options: Iterable[str]) -> dict[str, str]:
+    """``["key=value", ...]`` from ``--set`` options into a dict (the last one of a key wins)."""
+    result = {}
+    for option in options:
+        key, sep, value = option.partition("=")
+        if not sep or not key.strip():
+            raise ConfigError(f"--set expects key=value, got {option!r}")
+        result[key.strip()] = value.strip()
+    return result
+
+
+# -- the config classes' base ---------------------------------------------------------------------------
+
+
+def setting(key: str) -> Any:
+    """A dataclass field of a SettingsView: the declared setting ``key``, with its default."""
+    return dataclasses.field(default=SETTINGS[key].default, metadata={"setting": SETTINGS[key]})
+
+
+_View = TypeVar("_View", bound="SettingsView")
+
+
+class SettingsView:
+    """Base of the config dataclasses (BrokerConfig, MessageStoreConfig): fields made with
+    ``setting(KEY)`` are checked on construction, however the config was made."""
+
+    __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+
+    def __post_init__(self) -> None:
+        for field in self.settings_fields():
+            s: Setting = field.metadata["setting"]
+            setattr(self, field.name, s.check(getattr(self, field.name)))
+
+    @classmethod
+    def settings_fields(cls) -> list[dataclasses.Field[Any]]:
+        return [f for f in dataclasses.fields(cls) if "setting" in f.metadata]
+
+    @classmethod
+    def from_settings(cls: type[_View], loaded: LoadedSettings, **fixed: Any) -> _View:
+        """This config from loaded settings; ``fixed`` values (by attribute) win."""
+        kwargs = {f.name: loaded.value(f.metadata["setting"].key) for f in cls.settings_fields()}
+        kwargs.update(fixed)
+        return cls(**kwargs)
+
+    @classmethod
+    def from_properties(cls: type[_View], properties: Mapping[str, Any]) -> _View:
+        """This config from ``{key: value}`` (text or typed); every key must be a setting."""
+        return cls.from_settings(load_settings(layers=[("properties", properties)]))
+
+    def to_properties(self) -> dict[str, str]:
+        """Every setting of this config that has a value, as ``{key: text}``."""
+        result = {}
+        for field in self.settings_fields():
+            value = getattr(self, field.name)
+            if value is not None:
+                result[field.metadata["setting"].key] = field.metadata["setting"].format(value)
+        return result
+
+
+# -- Java properties -------------------------------------------------------------------------------
+
+_ESCAPES = {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}
+
+
+def parse_properties(text: str) -> dict[str, str]:
+    """Parse Java ``.properties`` text as ``java.util.Properties.load`` does.
+
+    ``#`` / ``!`` comment lines, blank lines, ``key=value`` / ``key:value`` / ``key value``, leading
+    whitespace ignored, a line ending in an odd number of backslashes continues on the next
+    (whose leading whitespace is dropped), escapes ``\\t \\n \\r \\f \\uXXXX`` and ``\\x`` -> ``x``.
+    """
+    result: dict[str, str] = {}
+    lines = text.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i].lstrip(" \t\f")
+        i += 1
+        if not line or line[0] in "#!":
+            continue
+        while _continues(line) and i < len(lines):
+            line = line[:-1] + lines[i].lstrip(" \t\f")
+            i += 1
+        if _continues(line):
+            line = line[:-1]
+        key, value = _split_key_value(line)
+        result[_unescape(key)] = _unescape(value)
+    return result
+
+
+def _continues(line: str) -> bool:
+    backslashes = len(line) - len(line.rstrip("\\"))
+    return backslashes % 2 == 1
+
+
+def _split_key_value(line: str) -> tuple[str, str]:
+    """The key ends at the first unescaped ``=``, ``:`` or whitespace; one separator is consumed."""
+    pos = 0
+    while pos < len(line):
+        ch = line[pos]
+        if ch == "\\":
+            pos += 2
+            continue
+        if ch in "=: \t\f":
+            break
+        pos += 1
+    key = line[:pos]
+    rest = line[pos:].lstrip(" \t\f")
+    if rest[:1] in ("=", ":"):
+        rest = rest[1:].lstrip(" \t\f")
+    return key, rest
+
+
+def _unescape(text: str) -> str:
+    if "\\" not in text:
+        return text
+    out = []
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if ch != "\\" or i + 1 >= len(text):
+            out.append(ch)
+            i += 1
+            continue
+        nxt = text[i + 1]
+        if nxt == "u" and i + 6 <= len(text):
+            try:
+                out.append(chr(int(text[i + 2:i + 6], 16)))
+                i += 6
+                continue
+            except ValueError:
+                raise ConfigError(f"malformed \\uXXXX escape in {text!r}") from None
+        out.append(_ESCAPES.get(nxt, nxt))
+        i += 2
+    return "".join(out)

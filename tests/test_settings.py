@@ -1,0 +1,78 @@
+"""rmq.settings: every setting declared once, read strictly, with where each value came from."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from rmq.broker.config import BrokerConfig
+from rmq.errors import ConfigError
+from rmq.settings import SETTINGS, load_settings, lookup
+from rmq.store import FlushDiskType, MessageStoreConfig
+
+CONFIGS = (BrokerConfig, MessageStoreConfig)
+
+
+def test_every_declared_setting_is_a_field_and_every_field_is_declared():
+    used = set()
+    for config in CONFIGS:
+        for field in dataclasses.fields(config):
+            declared = field.metadata["setting"]
+            assert SETTINGS[declared.key] is declared, f"{config.__name__}.{field.name}"
+            assert field.name == declared.attr, f"{config.__name__}.{field.name} should be {declared.attr}"
+            used.add(declared.key)
+    assert used == set(SETTINGS), f"declared but used by no config: {set(SETTINGS) - used}"
+
+
+@pytest.mark.parametrize("key", sorted(SETTINGS))
+def test_every_default_passes_its_own_check_and_has_help(key):
+    setting = SETTINGS[key]
+    assert setting.check(setting.default) == setting.default
+    assert setting.help and setting.section in ("broker", "store")
+
+
+def test_later_layers_win_and_say_where_they_came_from(tmp_path):
+    conf = tmp_path / "broker.conf"
+    conf.write_text("listenPort=10921\nflushDiskType=SYNC_FLUSH\nbrokerName=from-file\n")
+    loaded = load_settings(conf, [("--set", {"listen_port": "20911"}), ("-n", {"namesrvAddr": "127.0.0.1:9876"})])
+    assert loaded.value("listenPort") == 20911 and loaded.source("listenPort") == "--set"
+    assert loaded.value("flushDiskType") is FlushDiskType.SYNC_FLUSH
+    assert loaded.source("flushDiskType") == f"file {conf}"
+    assert loaded.source("namesrvAddr") == "-n"
+    assert loaded.value("fileReservedTime") == 72 and loaded.source("fileReservedTime") == "default"
+
+
+@pytest.mark.parametrize("text, size", [("4096", 4096), ("64k", 64 << 10), ("512m", 512 << 20), ("1g", 1 << 30),
+                                        ("2GiB", 2 << 30), (" 1 MB ", 1 << 20)])
+def test_sizes_take_units(text, size):
+    assert load_settings(layers=[("--set", {"mappedFileSizeCommitLog": text})]).value("mappedFileSizeCommitLog") == size
+
+
+@pytest.mark.parametrize("key, hint", [
+    ("flushDiskTypo", "did you mean flushDiskType?"),
+    ("FLUSHDISKTYPE", "did you mean flushDiskType?"),
+    ("delete_when_hours", "did you mean deleteWhen?"),
+    ("colour", "rmq-broker --print-config lists every setting"),
+])
+def test_unknown_keys_are_refused_with_a_hint(key, hint):
+    with pytest.raises(ConfigError) as e:
+        lookup(key, "--set")
+    assert str(e.value) == f"{key} is not a setting (from --set): {hint}"
+
+
+@pytest.mark.parametrize("value", ["04", "04;16", "0;23"])
+def test_delete_when_takes_hours_of_the_day(value):
+    assert MessageStoreConfig(delete_when=value).delete_when == value
+
+
+@pytest.mark.parametrize("value", ["4am", "24", "04;", "-1"])
+def test_delete_when_refuses_what_is_not_hours(value):
+    with pytest.raises(ConfigError, match="deleteWhen must be hours of the day 0-23"):
+        MessageStoreConfig(delete_when=value)
+
+
+def test_the_store_config_round_trips_through_properties():
+    config = MessageStoreConfig(flush_disk_type=FlushDiskType.SYNC_FLUSH, mapped_file_size_commit_log=1 << 20,
+                                delete_when="03;15", store_path_root_dir="/data/store")
+    assert MessageStoreConfig.from_properties(config.to_properties()) == config
