@@ -1,5 +1,4 @@
 # Stub of the compiled CommitLog (rmq/_commit_log.pyx); its appends are called from C.
-from typing import Optional
 
 from typing_extensions import disjoint_base
 
@@ -8,5 +7,5 @@ from rmq._mapped_file import MappedFileQueue
 
 @disjoint_base
 class CommitLog(MappedFileQueue):
-    group_commit: Optional[GroupCommit]
-    def __init__(self, store_path: str, mapped_file_size: int, group_commit: Optional[GroupCommit] = None) -> None: ...
+    group_commit: GroupCommit | None
+    def __init__(self, store_path: str, mapped_file_size: int, group_commit: GroupCommit | None = None) -> None: ...

@@ -1,8 +1,8 @@
 # Stub of the compiled record codec (rmq/protocol/_record.pyx); record_py.py is the same API in
 # pure Python. Layout: rmq/protocol/layout.py.
-from typing import Final, Union
+from typing import Final
 
-_Buffer = Union[bytes, bytearray, memoryview]
+_Buffer = bytes | bytearray | memoryview
 
 LAYOUT: Final[dict[str, int]]
 CHECK_RESULTS: Final[dict[int, str]]
