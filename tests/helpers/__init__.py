@@ -10,6 +10,7 @@ other test modules or conftests (tests/test_tree.py checks it).
     tests.helpers.processes  real rmq-namesrv / rmq-broker processes, and a Cluster of both
     tests.helpers.threads    what the leak checks look at: rmq threads, open descriptors
     tests.helpers.compat     third-party RocketMQ clients: installs, families, a runner of their scripts
+    tests.helpers.twins      which twin of a codec (compiled or pure Python) a module picks
 """
 
 from __future__ import annotations

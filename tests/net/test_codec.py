@@ -4,10 +4,7 @@ against both codec implementations."""
 from __future__ import annotations
 
 import json
-import os
 import struct
-import subprocess
-import sys
 
 import pytest
 
@@ -16,6 +13,7 @@ from rmq.net import _codec, codec_py
 from rmq.net.frame import FLAG_ONEWAY, FLAG_RESPONSE, LANGUAGE, VERSION
 from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.helpers.frames import raw_frame
+from tests.helpers.twins import chosen_implementation
 
 # A GET_ROUTEINFO_BY_TOPIC request the way a Java client writes it: keys sorted, numeric and boolean
 # ext values, ACL keys nobody asked for, no remark, a trailing newline after the JSON.
@@ -232,7 +230,4 @@ def test_incomplete_frame_is_buffered(codec):
 
 @pytest.mark.parametrize("flag, expected", [("1", "codec_py"), ("", "_codec")])
 def test_environment_chooses_the_implementation(flag, expected):
-    code = "from rmq.net import codec; print(codec.implementation.__name__.rsplit('.', 1)[1])"
-    env = dict(os.environ, RMQ_NO_EXTENSIONS=flag)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == expected
+    assert chosen_implementation("rmq.net.codec", flag) == expected

@@ -3,17 +3,15 @@ msgIds and decoding of records built byte by byte from SPEC.md section 5."""
 
 from __future__ import annotations
 
-import os
 import socket
 import struct
-import subprocess
-import sys
 
 import pytest
 
 from rmq.errors import RecordError, StoreError
 from rmq.protocol import _record, layout, record, record_py
 from tests.helpers.golden import spec_record
+from tests.helpers.twins import chosen_implementation
 
 TWINS = [pytest.param(record_py, id="pure"), pytest.param(_record, id="compiled")]
 
@@ -109,7 +107,4 @@ def test_layout_constants_match_the_compiled_codec():
 
 @pytest.mark.parametrize("flag, expected", [("1", "record_py"), ("", "_record")])
 def test_environment_chooses_the_implementation(flag, expected):
-    code = "from rmq.protocol import record; print(record.implementation.__name__.rsplit('.', 1)[1])"
-    env = dict(os.environ, RMQ_NO_EXTENSIONS=flag)
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == expected
+    assert chosen_implementation("rmq.protocol.record", flag) == expected
