@@ -1,9 +1,15 @@
 # Stub of the compiled frame codec; codec_py.py is the same API in pure Python.
 
+from typing_extensions import disjoint_base
+
 from rmq.net.codec_py import Body
+from rmq.net.frame import LANGUAGE as LANGUAGE
+from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT as MAX_FRAME_SIZE_DEFAULT
+from rmq.net.frame import VERSION as VERSION
 
 LAYOUT: dict[str, int]
 
+@disjoint_base
 class RemotingCommand:
     code: int
     language: str
@@ -42,6 +48,7 @@ class RemotingCommand:
     @property
     def is_oneway(self) -> bool: ...
 
+@disjoint_base
 class FrameDecoder:
     max_frame_size: int
     def __init__(self, max_frame_size: int = ...) -> None: ...

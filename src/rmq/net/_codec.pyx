@@ -1,4 +1,4 @@
-# cython: boundscheck=False, wraparound=False, cdivision=True
+# cython: boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
 """Remoting frame codec, compiled: the twin of ``rmq.net.codec_py`` (one API, same tests).
 
 Frame layout (SPEC.md section 2; every integer big-endian)::
