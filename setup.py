@@ -2,6 +2,7 @@
 
 RMQ_DEBUG=1 builds with -O0 -g and Cython line tracing (for gdb, coverage and profilers).
 """
+
 import os
 
 from Cython.Build import cythonize

@@ -86,13 +86,19 @@ class Pipeline:
         out = []
         pos = 0
         while len(buf) - pos >= 8:
-            total = int.from_bytes(buf[pos:pos + 4], "big")
+            total = int.from_bytes(buf[pos : pos + 4], "big")
             if len(buf) - pos - 4 < total:
                 break
-            header_len = int.from_bytes(buf[pos + 4:pos + 8], "big") & 0xFFFFFF
-            header = bytes(buf[pos + 8:pos + 8 + header_len])
-            out.append((header, memoryview(buf)[pos + 8 + header_len:pos + 4 + total].tobytes()
-                        if total - 4 - header_len else b""))
+            header_len = int.from_bytes(buf[pos + 4 : pos + 8], "big") & 0xFFFFFF
+            header = bytes(buf[pos + 8 : pos + 8 + header_len])
+            out.append(
+                (
+                    header,
+                    memoryview(buf)[pos + 8 + header_len : pos + 4 + total].tobytes()
+                    if total - 4 - header_len
+                    else b"",
+                )
+            )
             pos += 4 + total
         del buf[:pos]
         return out
@@ -123,11 +129,24 @@ class Pipeline:
 
 
 def send_frame(queue_id: int, batch: bool) -> bytes:
-    ext = {"a": "bench-producer", "b": TOPIC, "c": "TBW102", "d": "4", "e": str(queue_id), "f": "0",
-           "g": str(int(time.time() * 1000)), "h": "0", "i": "", "j": "0", "k": "false", "m": "false"}
+    ext = {
+        "a": "bench-producer",
+        "b": TOPIC,
+        "c": "TBW102",
+        "d": "4",
+        "e": str(queue_id),
+        "f": "0",
+        "g": str(int(time.time() * 1000)),
+        "h": "0",
+        "i": "",
+        "j": "0",
+        "k": "false",
+        "m": "false",
+    }
     if not batch:
-        ext["i"] = encode_properties({"TAGS": "bench", "UNIQ_KEY": "0A00000100002A9F0000000000000000",
-                                      "WAIT": "true"}).decode()
+        ext["i"] = encode_properties(
+            {"TAGS": "bench", "UNIQ_KEY": "0A00000100002A9F0000000000000000", "WAIT": "true"}
+        ).decode()
         return encode(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, BODY))
     ext["m"] = "true"
     body = bytearray()
@@ -167,10 +186,24 @@ def pulls_per_second(port: int, in_flight: int, seconds: float, max_offsets: lis
         turn[0] += 1
         offset = cursors[q]
         cursors[q] = offset + PULL_BATCH if offset + 2 * PULL_BATCH <= max_offsets[q] else 0
-        return encode(RemotingCommand.request(RequestCode.PULL_MESSAGE, {
-            "consumerGroup": "bench-consumer", "topic": TOPIC, "queueId": str(q), "queueOffset": str(offset),
-            "maxMsgNums": str(PULL_BATCH), "sysFlag": "4", "commitOffset": "0", "suspendTimeoutMillis": "0",
-            "subscription": "*", "subVersion": "0", "expressionType": "TAG"}))
+        return encode(
+            RemotingCommand.request(
+                RequestCode.PULL_MESSAGE,
+                {
+                    "consumerGroup": "bench-consumer",
+                    "topic": TOPIC,
+                    "queueId": str(q),
+                    "queueOffset": str(offset),
+                    "maxMsgNums": str(PULL_BATCH),
+                    "sysFlag": "4",
+                    "commitOffset": "0",
+                    "suspendTimeoutMillis": "0",
+                    "subscription": "*",
+                    "subVersion": "0",
+                    "expressionType": "TAG",
+                },
+            )
+        )
 
     record_size = None
 
@@ -197,7 +230,7 @@ def admin(port: int, request: RemotingCommand, with_body: bool = False):
     pipe = Pipeline(port)
     try:
         pipe.sock.sendall(encode(request))
-        (header, body), = pipe._answers() or pipe._answers()
+        ((header, body),) = pipe._answers() or pipe._answers()
         return (orjson.loads(header), body) if with_body else orjson.loads(header)
     finally:
         pipe.close()
@@ -212,17 +245,34 @@ def flush_rounds(port: int) -> int | None:
 
 
 def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
-    answer = admin(port, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {
-        "topic": topic, "readQueueNums": str(queues), "writeQueueNums": str(queues), "perm": "6",
-        "topicFilterType": "SINGLE_TAG", "topicSysFlag": "0", "order": "false"}))
+    answer = admin(
+        port,
+        RemotingCommand.request(
+            RequestCode.UPDATE_AND_CREATE_TOPIC,
+            {
+                "topic": topic,
+                "readQueueNums": str(queues),
+                "writeQueueNums": str(queues),
+                "perm": "6",
+                "topicFilterType": "SINGLE_TAG",
+                "topicSysFlag": "0",
+                "order": "false",
+            },
+        ),
+    )
     assert answer["code"] == 0, answer
 
 
 def start_broker(store: str, flush: str) -> tuple[subprocess.Popen, int, int]:
     """An ``rmq-broker`` process (embedded name server) holding TOPIC: (process, port, name server port)."""
     port, namesrv_port = free_port(), free_port()
-    settings = {"brokerIP1": "127.0.0.1", "listenPort": port, "namesrvListenPort": namesrv_port,
-                "storePathRootDir": store, "flushDiskType": flush}
+    settings = {
+        "brokerIP1": "127.0.0.1",
+        "listenPort": port,
+        "namesrvListenPort": namesrv_port,
+        "storePathRootDir": store,
+        "flushDiskType": flush,
+    }
     args = [sys.executable, "-m", "rmq.cli.broker", "--log-level", "WARNING"]
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
@@ -277,13 +327,16 @@ def main() -> int:
                         if flush == "SYNC_FLUSH" and rounds:
                             # over all the repeats: how often the disk was asked, and for how many messages
                             report.figure(f"{name}, flushes", rounds / elapsed, "flushes/s")
-                            line += (f"  ({rounds / elapsed:,.0f} flushes/s, "
-                                     f"{sum(rates) * args.seconds / rounds:.1f} msgs per flush)")
+                            line += (
+                                f"  ({rounds / elapsed:,.0f} flushes/s, "
+                                f"{sum(rates) * args.seconds / rounds:.1f} msgs per flush)"
+                            )
                         report.line(line)
             max_offsets = []
             for q in range(QUEUES):
-                answer = admin(port, RemotingCommand.request(RequestCode.GET_MAX_OFFSET,
-                                                             {"topic": TOPIC, "queueId": str(q)}))
+                answer = admin(
+                    port, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": str(q)})
+                )
                 max_offsets.append(int(answer["extFields"]["offset"]))
             for depth in (1, 16):
                 name = f"{flush} pull 32 per request in flight {depth}"

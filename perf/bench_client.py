@@ -119,8 +119,9 @@ def pull_drain_rate(namesrv: str, topic: str, group: str, count: int) -> float:
     return count / elapsed
 
 
-def latency_run(producer: Producer, namesrv: str, topic: str, group: str, rate: float,
-                seconds: float) -> tuple[float, float, float]:
+def latency_run(
+    producer: Producer, namesrv: str, topic: str, group: str, rate: float, seconds: float
+) -> tuple[float, float, float]:
     """(p50 ms, p99 ms, achieved send rate) for sends paced at ``rate``/s for ``seconds``."""
     latencies: list[int] = []
     record = latencies.append
@@ -179,8 +180,11 @@ def main() -> None:
     with running_broker("ASYNC_FLUSH") as (port, namesrv_port):
         namesrv = f"127.0.0.1:{namesrv_port}"
         with Producer("bench-client-p", namesrv, instance_name="bench-p") as producer:
-            for mode, label in (("sync", "send (sync)"), ("async", f"send_async, {IN_FLIGHT} in flight"),
-                                ("batch", f"send_batch of {BATCH}")):
+            for mode, label in (
+                ("sync", "send (sync)"),
+                ("async", f"send_async, {IN_FLIGHT} in flight"),
+                ("batch", f"send_batch of {BATCH}"),
+            ):
                 topic = f"BenchSend_{mode}"
                 create_topic(port, topic)
                 producer.send(Message(topic, b"route warm-up"))
@@ -190,22 +194,26 @@ def main() -> None:
             create_topic(port, "BenchDrain")
             fill(producer, "BenchDrain", args.drain)
             runs = itertools.count()
-            rate = median_of(args.repeat, lambda: push_drain_rate(namesrv, "BenchDrain", f"bench-push-{next(runs)}",
-                                                                  args.drain))
+            rate = median_of(
+                args.repeat, lambda: push_drain_rate(namesrv, "BenchDrain", f"bench-push-{next(runs)}", args.drain)
+            )
             print(f"consumer PushConsumer drain {args.drain:<10,d}  {rate:10,.0f} msgs/s", flush=True)
-            rate = median_of(args.repeat, lambda: pull_drain_rate(namesrv, "BenchDrain", f"bench-pull-{next(runs)}",
-                                                                  args.drain))
+            rate = median_of(
+                args.repeat, lambda: pull_drain_rate(namesrv, "BenchDrain", f"bench-pull-{next(runs)}", args.drain)
+            )
             print(f"consumer PullConsumer poll  {args.drain:<10,d}  {rate:10,.0f} msgs/s", flush=True)
 
             results = []
             for run in range(args.repeat):
                 topic = f"BenchLatency_{run}"
                 create_topic(port, topic)
-                results.append(latency_run(producer, namesrv, topic, f"bench-latency-{run}", args.rate,
-                                           args.seconds))
+                results.append(latency_run(producer, namesrv, topic, f"bench-latency-{run}", args.rate, args.seconds))
             p50, p99, achieved = (statistics.median(r[i] for r in results) for i in range(3))
-            print(f"end-to-end latency at {args.rate:,.0f} msgs/s: p50 {p50:.2f} ms, p99 {p99:.2f} ms "
-                  f"(achieved {achieved:,.0f} msgs/s sent)", flush=True)
+            print(
+                f"end-to-end latency at {args.rate:,.0f} msgs/s: p50 {p50:.2f} ms, p99 {p99:.2f} ms "
+                f"(achieved {achieved:,.0f} msgs/s sent)",
+                flush=True,
+            )
 
 
 if __name__ == "__main__":

@@ -77,13 +77,17 @@ def main() -> None:
     random.seed(1)
     keys = uniq_keys(args.keys)
     results = [run_once(keys, args.py_keys, args.queries) for _ in range(args.runs)]
-    print(f"{args.runs} runs, {args.keys:,} keys via build_index, {args.py_keys:,} via put_key, "
-          f"{args.queries:,} queries; median (min..max):")
+    print(
+        f"{args.runs} runs, {args.keys:,} keys via build_index, {args.py_keys:,} via put_key, "
+        f"{args.queries:,} queries; median (min..max):"
+    )
     for name in results[0]:
         values = [r[name] for r in results]
         fmt = "{:,.0f}" if "/s" in name else "{:.3f}"
-        print(f"  {name:30s} {fmt.format(statistics.median(values)):>14s}  "
-              f"({fmt.format(min(values))}..{fmt.format(max(values))})")
+        print(
+            f"  {name:30s} {fmt.format(statistics.median(values)):>14s}  "
+            f"({fmt.format(min(values))}..{fmt.format(max(values))})"
+        )
 
 
 if __name__ == "__main__":

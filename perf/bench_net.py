@@ -40,13 +40,37 @@ def free_port() -> int:
 
 
 def register_broker(client: RemotingClient, addr: str) -> None:
-    body = json.dumps({"topicConfigSerializeWrapper": {
-        "topicConfigTable": {TOPIC: {"topicName": TOPIC, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6,
-                                     "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}},
-        "dataVersion": {"timestamp": 0, "counter": 1}}, "filterServerList": []}).encode()
-    request = RemotingCommand.request(RequestCode.REGISTER_BROKER, ext_fields={
-        "brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911", "clusterName": "DefaultCluster",
-        "haServerAddr": "127.0.0.1:10912", "brokerId": "0", "compressed": "false"}, body=body)
+    body = json.dumps(
+        {
+            "topicConfigSerializeWrapper": {
+                "topicConfigTable": {
+                    TOPIC: {
+                        "topicName": TOPIC,
+                        "readQueueNums": 4,
+                        "writeQueueNums": 4,
+                        "perm": 6,
+                        "topicFilterType": "SINGLE_TAG",
+                        "topicSysFlag": 0,
+                        "order": False,
+                    }
+                },
+                "dataVersion": {"timestamp": 0, "counter": 1},
+            },
+            "filterServerList": [],
+        }
+    ).encode()
+    request = RemotingCommand.request(
+        RequestCode.REGISTER_BROKER,
+        ext_fields={
+            "brokerName": "broker-a",
+            "brokerAddr": "127.0.0.1:10911",
+            "clusterName": "DefaultCluster",
+            "haServerAddr": "127.0.0.1:10912",
+            "brokerId": "0",
+            "compressed": "false",
+        },
+        body=body,
+    )
     answer = client.invoke_sync(addr, request, 3.0)
     assert answer.code == ResponseCode.SUCCESS, answer.remark
 
@@ -125,8 +149,9 @@ def main() -> None:
         print(f"codec {impl.__name__:16s} decode+encode: {rate:12,.0f} frames/s")
 
     port = free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "rmq.cli.namesrv", "--host", "127.0.0.1", "--port", str(port),
-                             "--log-level", "WARNING"])
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "rmq.cli.namesrv", "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING"]
+    )
     try:
         addr = f"127.0.0.1:{port}"
         with RemotingClient() as client:

@@ -36,8 +36,10 @@ QUEUES = 8
 
 
 def properties(n: int) -> list[bytes]:
-    return [encode_properties({"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": f"7F00000100002A9F{i:016X}"})
-            for i in range(n)]
+    return [
+        encode_properties({"TAGS": "TagA", "KEYS": f"order-{i}", "UNIQ_KEY": f"7F00000100002A9F{i:016X}"})
+        for i in range(n)
+    ]
 
 
 def open_store(root: str, **settings) -> MessageStore:
@@ -71,10 +73,33 @@ def bench_naive_append(root: str, props: list[bytes]) -> float:
         q = i & 7
         total = 91 + len(BODY) + len(topic) + len(p)
         now = int(time.time() * 1000)
-        record = (head.pack(total, 0xDAA320A7, isal_zlib.crc32(BODY) & 0x7FFFFFFF, q, 0, queue_offsets[q], pos, 0,
-                            now, 0x7F000001, 0, now, 0x7F000001, 10911, 0, 0, len(BODY))
-                  + BODY + bytes([len(topic)]) + topic + len(p).to_bytes(2, "big") + p)
-        m[pos:pos + total] = record
+        record = (
+            head.pack(
+                total,
+                0xDAA320A7,
+                isal_zlib.crc32(BODY) & 0x7FFFFFFF,
+                q,
+                0,
+                queue_offsets[q],
+                pos,
+                0,
+                now,
+                0x7F000001,
+                0,
+                now,
+                0x7F000001,
+                10911,
+                0,
+                0,
+                len(BODY),
+            )
+            + BODY
+            + bytes([len(topic)])
+            + topic
+            + len(p).to_bytes(2, "big")
+            + p
+        )
+        m[pos : pos + total] = record
         queue_offsets[q] += 1
         pos += total
     rate = len(props) / (time.perf_counter() - t)
@@ -190,9 +215,11 @@ def main() -> int:
             report.figure("put ASYNC_FLUSH, 1 thread", put_async, "msgs/s")
             report.figure("put naive pure-Python append", naive, "msgs/s")
             report.figure("put ASYNC_FLUSH, TAGS only", tags_only, "msgs/s")
-            report.line(f"put ASYNC_FLUSH, 1 thread:       {put_async:>12,.0f} msgs/s "
-                        f"(naive pure-Python append, same run: {naive:,.0f} msgs/s; "
-                        f"TAGS only, no index keys: {tags_only:,.0f} msgs/s)")
+            report.line(
+                f"put ASYNC_FLUSH, 1 thread:       {put_async:>12,.0f} msgs/s "
+                f"(naive pure-Python append, same run: {naive:,.0f} msgs/s; "
+                f"TAGS only, no index keys: {tags_only:,.0f} msgs/s)"
+            )
     if args.only in (None, "sync"):
         with report.section("sync"):
             sync = run("sync", bench_put_sync, props[:200_000])
@@ -216,8 +243,9 @@ def main() -> int:
             # one run, not a median: a 1 GiB file is written for it
             report.figure("crash recovery of a 1 GiB CommitLog", gbps, "GB/s")
             report.figure("crash recovery of a 1 GiB CommitLog, records", rps, "records/s")
-            report.line(f"crash recovery of a 1 GiB CommitLog: {gbps:.2f} GB/s, {rps:,.0f} records/s "
-                        f"({recovery_report})")
+            report.line(
+                f"crash recovery of a 1 GiB CommitLog: {gbps:.2f} GB/s, {rps:,.0f} records/s ({recovery_report})"
+            )
     return report.finish()
 
 

@@ -59,8 +59,8 @@ class Build:
     """One side of the comparison: a tree with ``src/rmq`` built in place."""
 
     side: str
-    rev: str                # as given, or "working tree"
-    commit: str | None      # None: the working tree as it is
+    rev: str  # as given, or "working tree"
+    commit: str | None  # None: the working tree as it is
     tree: Path
 
     @property
@@ -113,8 +113,7 @@ def tail(text: str, lines: int = TAIL_LINES) -> str:
 def export(commit: str, into: Path) -> None:
     """The tree of ``commit`` in ``into``, without touching this repository's worktrees or index."""
     into.mkdir(parents=True)
-    archive = subprocess.Popen(["git", "-C", str(CHECKOUT), "archive", "--format=tar", commit],
-                               stdout=subprocess.PIPE)
+    archive = subprocess.Popen(["git", "-C", str(CHECKOUT), "archive", "--format=tar", commit], stdout=subprocess.PIPE)
     untar = subprocess.run(["tar", "-x", "-C", str(into)], stdin=archive.stdout, capture_output=True, text=True)
     archive.stdout.close()
     if archive.wait() or untar.returncode:
@@ -123,8 +122,9 @@ def export(commit: str, into: Path) -> None:
 
 def build_extensions(build: Build) -> None:
     started = time.monotonic()
-    done = subprocess.run([sys.executable, "setup.py", "build_ext", "--inplace", "-q"],
-                          cwd=build.tree, capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "setup.py", "build_ext", "--inplace", "-q"], cwd=build.tree, capture_output=True, text=True
+    )
     if done.returncode:
         raise SystemExit(f"building {build.title} in {build.tree} failed: {tail(done.stdout + done.stderr)}")
     progress(f"built {build.side} {build.title} in {time.monotonic() - started:.0f} s")
@@ -132,15 +132,22 @@ def build_extensions(build: Build) -> None:
 
 def check_imports(build: Build, run_dir: Path) -> None:
     """Refuse to measure a build the children would not load (an editable install elsewhere, say)."""
-    done = subprocess.run([sys.executable, "-c", "import rmq, rmq._store; print(rmq.__file__); "
-                           "print(rmq._store.__file__)"], cwd=run_dir, env=build.env(), capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-c", "import rmq, rmq._store; print(rmq.__file__); print(rmq._store.__file__)"],
+        cwd=run_dir,
+        env=build.env(),
+        capture_output=True,
+        text=True,
+    )
     if done.returncode:
         raise SystemExit(f"rmq does not import from {build.title}: {tail(done.stderr)}")
     src = (build.tree / "src").resolve()
     for path in done.stdout.split():
         if not Path(path).resolve().is_relative_to(src):
-            raise SystemExit(f"with PYTHONPATH={src} a child imports {path}, not the {build.side} build "
-                             f"{build.title} (no src/rmq in that tree, or something ahead of PYTHONPATH on sys.path?)")
+            raise SystemExit(
+                f"with PYTHONPATH={src} a child imports {path}, not the {build.side} build "
+                f"{build.title} (no src/rmq in that tree, or something ahead of PYTHONPATH on sys.path?)"
+            )
     progress(f"{build.side} {build.title}: rmq from {done.stdout.split()[0]}")
 
 
@@ -153,7 +160,7 @@ def bench_scripts(names: str) -> dict[str, Path]:
     for name in filter(None, (n.strip() for n in names.split(","))):
         script = PERF / f"bench_{name}.py"
         if not script.exists() or "--json" not in script.read_text():
-            usable = sorted(p.stem[len("bench_"):] for p in PERF.glob("bench_*.py") if "--json" in p.read_text())
+            usable = sorted(p.stem[len("bench_") :] for p in PERF.glob("bench_*.py") if "--json" in p.read_text())
             raise SystemExit(f"no perf/bench_{name}.py with a --json flag; benches that have one: {', '.join(usable)}")
         scripts[name] = script
     if not scripts:
@@ -178,8 +185,13 @@ def bench_arguments(specs: list[str], names: list[str]) -> dict[str, list[str]]:
 
 def run_bench(script: Path, arguments: list[str], build: Build, run_dir: Path) -> tuple[dict, str | None]:
     """One run of a benchmark script against ``build``: its figures and, if it failed, why."""
-    done = subprocess.run([sys.executable, str(script), *arguments, "--json"],
-                          cwd=run_dir, env=build.env(), capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, str(script), *arguments, "--json"],
+        cwd=run_dir,
+        env=build.env(),
+        capture_output=True,
+        text=True,
+    )
     figures = {}
     lines = done.stdout.strip().splitlines()
     if lines:
@@ -208,13 +220,23 @@ def table(figures: list[Figure]) -> str:
     rows = [header]
     for figure in figures:
         ratio = figure.ratio()
-        rows.append([figure.label, figure.unit, *cells(figure, "base"), *cells(figure, "head"),
-                     "" if ratio is None else f"{ratio:.3f}"])
+        rows.append(
+            [
+                figure.label,
+                figure.unit,
+                *cells(figure, "base"),
+                *cells(figure, "head"),
+                "" if ratio is None else f"{ratio:.3f}",
+            ]
+        )
     widths = [max(len(row[i]) for row in rows) for i in range(len(header))]
     out = []
     for row in rows:  # names and units to the left, numbers to the right
-        out.append("  ".join(cell.ljust(w) if i < 2 else cell.rjust(w)
-                             for i, (cell, w) in enumerate(zip(row, widths, strict=True))))
+        out.append(
+            "  ".join(
+                cell.ljust(w) if i < 2 else cell.rjust(w) for i, (cell, w) in enumerate(zip(row, widths, strict=True))
+            )
+        )
     out.insert(1, "-" * len(out[0]))
     return "\n".join(out)
 
@@ -225,14 +247,27 @@ def as_json(builds: dict[str, Build], args, figures: list[Figure], failures: lis
             return None
         return {"median": statistics.median(values), "min": min(values), "max": max(values), "values": values}
 
-    return json.dumps({
-        "base": {"rev": builds["base"].rev, "commit": builds["base"].commit},
-        "head": {"rev": builds["head"].rev, "commit": builds["head"].commit},
-        "rounds": args.rounds, "bench_args": args.bench_args,
-        "figures": [{"bench": f.bench, "name": f.name, "unit": f.unit, "base": side(f.values["base"]),
-                     "head": side(f.values["head"]), "ratio": f.ratio()} for f in figures],
-        "failures": [vars(f) for f in failures],
-    }, indent=2)
+    return json.dumps(
+        {
+            "base": {"rev": builds["base"].rev, "commit": builds["base"].commit},
+            "head": {"rev": builds["head"].rev, "commit": builds["head"].commit},
+            "rounds": args.rounds,
+            "bench_args": args.bench_args,
+            "figures": [
+                {
+                    "bench": f.bench,
+                    "name": f.name,
+                    "unit": f.unit,
+                    "base": side(f.values["base"]),
+                    "head": side(f.values["head"]),
+                    "ratio": f.ratio(),
+                }
+                for f in figures
+            ],
+            "failures": [vars(f) for f in failures],
+        },
+        indent=2,
+    )
 
 
 def prepare(args, work: Path) -> dict[str, Build]:
@@ -270,8 +305,10 @@ def measure(args, builds: dict[str, Build], run_dir: Path) -> tuple[list[Figure]
             for side in SIDES:  # base, head, base, head...: drift of the machine weighs on both alike
                 started = time.monotonic()
                 got, reason = run_bench(script, arguments[bench], builds[side], run_dir)
-                progress(f"round {round_}/{args.rounds} {bench:8s} {side}: {len(got)} figures "
-                         f"in {time.monotonic() - started:.1f} s" + (f"; FAILED, {reason}" if reason else ""))
+                progress(
+                    f"round {round_}/{args.rounds} {bench:8s} {side}: {len(got)} figures "
+                    f"in {time.monotonic() - started:.1f} s" + (f"; FAILED, {reason}" if reason else "")
+                )
                 if reason:
                     failures.append(Failure(round_, bench, side, reason))
                 for name, value in got.items():
@@ -286,15 +323,25 @@ def measure(args, builds: dict[str, Build], run_dir: Path) -> tuple[list[Figure]
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
-                                     epilog="See the module docstring (perf/compare_revisions.py) for details.")
+    parser = argparse.ArgumentParser(
+        description=__doc__.splitlines()[0], epilog="See the module docstring (perf/compare_revisions.py) for details."
+    )
     parser.add_argument("base_rev", metavar="BASE_REV", help="git revision measured as the base")
-    parser.add_argument("head_rev", metavar="HEAD_REV", nargs="?",
-                        help="git revision measured as the head (default: the working tree as it is)")
+    parser.add_argument(
+        "head_rev",
+        metavar="HEAD_REV",
+        nargs="?",
+        help="git revision measured as the head (default: the working tree as it is)",
+    )
     parser.add_argument("--bench", required=True, help="comma-separated names: perf/bench_<name>.py, e.g. store,broker")
     parser.add_argument("--rounds", type=int, default=3, help="alternations base, head (default 3)")
-    parser.add_argument("--bench-args", action="append", default=[], metavar="[NAME:]ARGS",
-                        help="arguments for every bench script, or for bench NAME only; repeatable")
+    parser.add_argument(
+        "--bench-args",
+        action="append",
+        default=[],
+        metavar="[NAME:]ARGS",
+        help="arguments for every bench script, or for bench NAME only; repeatable",
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON object instead of the table")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir of exports and builds")
     args = parser.parse_args()
@@ -314,16 +361,20 @@ def main() -> int:
     if args.json:
         print(as_json(builds, args, figures, failures))
     else:
-        print(f"base: {builds['base'].title}\nhead: {builds['head'].title}\n"
-              f"{args.rounds} rounds interleaved base, head; medians over rounds; "
-              f"bench args: {' '.join(map(shlex.quote, args.bench_args)) or 'none'}\n")
+        print(
+            f"base: {builds['base'].title}\nhead: {builds['head'].title}\n"
+            f"{args.rounds} rounds interleaved base, head; medians over rounds; "
+            f"bench args: {' '.join(map(shlex.quote, args.bench_args)) or 'none'}\n"
+        )
         print(table(figures))
         for failure in failures:
             print(f"round {failure.round} {failure.bench} {failure.side}: {failure.reason}")
     head_failed = any(f.side == "head" for f in failures)
     if head_failed or not figures:
-        print("error: " + ("a bench failed against the head build" if head_failed else "no figures at all"),
-              file=sys.stderr)
+        print(
+            "error: " + ("a bench failed against the head build" if head_failed else "no figures at all"),
+            file=sys.stderr,
+        )
         return 1
     return 0
 

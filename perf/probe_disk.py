@@ -21,8 +21,7 @@ import tempfile
 import time
 
 FILE_SIZE = 128 << 20
-VARIANTS = (("fallocated", "msync"), ("zero-filled", "msync"), ("fallocated", "O_DSYNC"),
-            ("zero-filled", "O_DSYNC"))
+VARIANTS = (("fallocated", "msync"), ("zero-filled", "msync"), ("fallocated", "O_DSYNC"), ("zero-filled", "O_DSYNC"))
 
 
 class Target:
@@ -46,13 +45,13 @@ class Target:
         pos = self.position
         if pos + len(data) > FILE_SIZE:
             pos = self.position = 0
-        self.map[pos:pos + len(data)] = data
+        self.map[pos : pos + len(data)] = data
         started = time.perf_counter()
         if how == "msync":
             start = pos & ~(mmap.PAGESIZE - 1)
             self.map.flush(start, pos + len(data) - start)
         else:
-            os.pwrite(self.dsync_fd, memoryview(self.map)[pos:pos + len(data)], pos)
+            os.pwrite(self.dsync_fd, memoryview(self.map)[pos : pos + len(data)], pos)
         self.position = pos + len(data)
         return time.perf_counter() - started
 
@@ -82,10 +81,12 @@ def main() -> None:
                 seconds[variant] += [target.durable_append(data, variant[1]) for _ in range(args.per_block)]
         print(f"durable {args.size}-byte appends, {args.blocks} x {args.per_block} per variant, interleaved")
         for (kind, how), taken in seconds.items():
-            first, settled = taken[:args.skip], taken[args.skip:] or taken
+            first, settled = taken[: args.skip], taken[args.skip :] or taken
             p90 = sorted(settled)[int(len(settled) * 0.9)]
-            print(f"  {how:8s} {kind:12s} first {len(first)}: median {statistics.median(first) * 1e6:5.0f} us"
-                  f"   then: median {statistics.median(settled) * 1e6:5.0f} us, p90 {p90 * 1e6:5.0f} us")
+            print(
+                f"  {how:8s} {kind:12s} first {len(first)}: median {statistics.median(first) * 1e6:5.0f} us"
+                f"   then: median {statistics.median(settled) * 1e6:5.0f} us, p90 {p90 * 1e6:5.0f} us"
+            )
     finally:
         for target in targets.values():
             target.close()

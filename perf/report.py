@@ -13,8 +13,10 @@ import sys
 import traceback
 from collections.abc import Iterator
 
-JSON_HELP = ("print one JSON object, figure name -> {median, unit}, on stdout (the usual lines go to stderr); "
-             "a figure that fails is left out and the exit status is 1")
+JSON_HELP = (
+    "print one JSON object, figure name -> {median, unit}, on stdout (the usual lines go to stderr); "
+    "a figure that fails is left out and the exit status is 1"
+)
 
 
 class Report:

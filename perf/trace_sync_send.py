@@ -40,6 +40,7 @@ def trace_send_processor() -> None:
         def on_durable(result):
             marks[request.opaque]["durable"] = time.perf_counter()
             inner(result)
+
         return on_durable
 
     processor.send_message = traced_send
@@ -58,10 +59,24 @@ def main() -> None:
     from tests.helpers import free_port
     from tests.helpers.requests import send_request
 
-    sizes = {} if args.big_files else {"mappedFileSizeCommitLog": str(4 << 20), "mappedFileSizeConsumeQueue": "60000",
-                                       "maxHashSlotNum": "1024", "maxIndexNum": "4096"}
-    settings = {"brokerIP1": "127.0.0.1", "listenPort": str(free_port()), "namesrvListenPort": str(free_port()),
-                "storePathRootDir": tempfile.mkdtemp(prefix="rmq-trace-"), "flushDiskType": "SYNC_FLUSH", **sizes}
+    sizes = (
+        {}
+        if args.big_files
+        else {
+            "mappedFileSizeCommitLog": str(4 << 20),
+            "mappedFileSizeConsumeQueue": "60000",
+            "maxHashSlotNum": "1024",
+            "maxIndexNum": "4096",
+        }
+    )
+    settings = {
+        "brokerIP1": "127.0.0.1",
+        "listenPort": str(free_port()),
+        "namesrvListenPort": str(free_port()),
+        "storePathRootDir": tempfile.mkdtemp(prefix="rmq-trace-"),
+        "flushDiskType": "SYNC_FLUSH",
+        **sizes,
+    }
     startup = BrokerStartup(*load_broker_config(None, settings))
     controller = startup.start().controller
     try:
@@ -73,17 +88,19 @@ def main() -> None:
                 marks.setdefault(request.opaque, {}).update(sent=sent, got=time.perf_counter())
     finally:
         startup.shutdown()
-    rows = [m for m in marks.values() if len(m) == 5][args.sends // 10:]  # skip the warm-up tenth
+    rows = [m for m in marks.values() if len(m) == 5][args.sends // 10 :]  # skip the warm-up tenth
 
     def median_us(a: str, b: str) -> float:
         return statistics.median((m[b] - m[a]) * 1e6 for m in rows)
 
     print(f"{len(rows)} SYNC_FLUSH sends, 1 KiB, 1 in flight; medians in microseconds")
-    for label, a, b in (("client send -> handler entered", "sent", "enter"),
-                        ("handler (the put)", "enter", "leave"),
-                        ("handler returned -> loop answers (flushed)", "leave", "durable"),
-                        ("loop answers -> client has it", "durable", "got"),
-                        ("whole round trip", "sent", "got")):
+    for label, a, b in (
+        ("client send -> handler entered", "sent", "enter"),
+        ("handler (the put)", "enter", "leave"),
+        ("handler returned -> loop answers (flushed)", "leave", "durable"),
+        ("loop answers -> client has it", "durable", "got"),
+        ("whole round trip", "sent", "got"),
+    ):
         print(f"  {label:42s} {median_us(a, b):7.0f}")
 
 

@@ -24,8 +24,15 @@ import pytest
 SRC = Path(__file__).resolve().parent.parent / "src"
 
 NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._endian"}
-STORE_CORE = {"rmq._store", "rmq._mapped_file", "rmq._commit_log", "rmq._consume_queue", "rmq._group_commit",
-              "rmq._index", "rmq._hash"}
+STORE_CORE = {
+    "rmq._store",
+    "rmq._mapped_file",
+    "rmq._commit_log",
+    "rmq._consume_queue",
+    "rmq._group_commit",
+    "rmq._index",
+    "rmq._hash",
+}
 ROLES = {"store", "namesrv", "broker", "client", "cli"}
 # what each layer or role may import besides itself
 ALLOWED = {
@@ -98,7 +105,8 @@ def test_imports_follow_the_rule(path: Path):
         theirs = area(imported)
         assert theirs == mine or theirs in ALLOWED[mine], (
             f"{module_name(path)} ({mine}) imports {imported} ({theirs}): {mine} may use only "
-            f"{', '.join(sorted(ALLOWED[mine]))}; put what two roles share in rmq.protocol or a neutral module")
+            f"{', '.join(sorted(ALLOWED[mine]))}; put what two roles share in rmq.protocol or a neutral module"
+        )
 
 
 def test_the_rule_catches_a_role_importing_another(tmp_path):

@@ -43,18 +43,23 @@ def test_later_layers_win_and_say_where_they_came_from(tmp_path):
     assert loaded.value("fileReservedTime") == 72 and loaded.source("fileReservedTime") == "default"
 
 
-@pytest.mark.parametrize("text, size", [("4096", 4096), ("64k", 64 << 10), ("512m", 512 << 20), ("1g", 1 << 30),
-                                        ("2GiB", 2 << 30), (" 1 MB ", 1 << 20)])
+@pytest.mark.parametrize(
+    "text, size",
+    [("4096", 4096), ("64k", 64 << 10), ("512m", 512 << 20), ("1g", 1 << 30), ("2GiB", 2 << 30), (" 1 MB ", 1 << 20)],
+)
 def test_sizes_take_units(text, size):
     assert load_settings(layers=[("--set", {"mappedFileSizeCommitLog": text})]).value("mappedFileSizeCommitLog") == size
 
 
-@pytest.mark.parametrize("key, hint", [
-    ("flushDiskTypo", "did you mean flushDiskType?"),
-    ("FLUSHDISKTYPE", "did you mean flushDiskType?"),
-    ("delete_when_hours", "did you mean deleteWhen?"),
-    ("colour", "rmq-broker --print-config lists every setting"),
-])
+@pytest.mark.parametrize(
+    "key, hint",
+    [
+        ("flushDiskTypo", "did you mean flushDiskType?"),
+        ("FLUSHDISKTYPE", "did you mean flushDiskType?"),
+        ("delete_when_hours", "did you mean deleteWhen?"),
+        ("colour", "rmq-broker --print-config lists every setting"),
+    ],
+)
 def test_unknown_keys_are_refused_with_a_hint(key, hint):
     with pytest.raises(ConfigError) as e:
         lookup(key, "--set")
@@ -73,6 +78,10 @@ def test_delete_when_refuses_what_is_not_hours(value):
 
 
 def test_the_store_config_round_trips_through_properties():
-    config = MessageStoreConfig(flush_disk_type=FlushDiskType.SYNC_FLUSH, mapped_file_size_commit_log=1 << 20,
-                                delete_when="03;15", store_path_root_dir="/data/store")
+    config = MessageStoreConfig(
+        flush_disk_type=FlushDiskType.SYNC_FLUSH,
+        mapped_file_size_commit_log=1 << 20,
+        delete_when="03;15",
+        store_path_root_dir="/data/store",
+    )
     assert MessageStoreConfig.from_properties(config.to_properties()) == config

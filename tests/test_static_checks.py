@@ -19,8 +19,14 @@ PURE_TWIN_TESTS = ["tests/net", "tests/protocol"]
 
 
 def run(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> None:
-    result = subprocess.run([sys.executable, "-m", *args], cwd=ROOT, capture_output=True, text=True,
-                            timeout=timeout, env={**os.environ, **(env or {})})
+    result = subprocess.run(
+        [sys.executable, "-m", *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env={**os.environ, **(env or {})},
+    )
     output = (result.stdout + result.stderr).strip()
     assert result.returncode == 0, f"{' '.join(args)} failed:\n{output[-6000:]}"
 

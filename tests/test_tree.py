@@ -37,7 +37,7 @@ def forbidden_imports(path: Path) -> list[str]:
     found = []
     for node in ast.walk(ast.parse(path.read_text())):
         if isinstance(node, ast.ImportFrom):
-            if node.level:     # relative: a sibling module
+            if node.level:  # relative: a sibling module
                 found.append("." * node.level + (node.module or node.names[0].name))
                 continue
             names = [node.module] if node.module else []
@@ -58,8 +58,10 @@ def forbidden_imports(path: Path) -> list[str]:
 
 def test_nothing_imports_a_test_module_or_a_conftest():
     bad = {str(p.relative_to(TESTS)): imports for p in python_files() if (imports := forbidden_imports(p))}
-    assert not bad, (f"test modules or conftests imported (file: imports): {bad}; move what is shared into "
-                     f"tests.helpers (a fixture: define it in a conftest that calls tests.helpers)")
+    assert not bad, (
+        f"test modules or conftests imported (file: imports): {bad}; move what is shared into "
+        f"tests.helpers (a fixture: define it in a conftest that calls tests.helpers)"
+    )
 
 
 def test_the_import_check_catches_each_kind(tmp_path):
@@ -72,9 +74,15 @@ def test_the_import_check_catches_each_kind(tmp_path):
         "    from test_codec import JAVA_HEADER\n"
         "    from . import sibling\n"
         "from tests.helpers import wait_until\n"
-        "from tests.helpers.requests import call\n")
+        "from tests.helpers.requests import call\n"
+    )
     assert forbidden_imports(probe) == [
-        "tests.conftest", "tests.broker.conftest", "tests.conftest", "test_codec", ".sibling"]
+        "tests.conftest",
+        "tests.broker.conftest",
+        "tests.conftest",
+        "test_codec",
+        ".sibling",
+    ]
 
 
 def mirroring_directories() -> list[Path]:

@@ -123,8 +123,10 @@ class TimerQueue:
     def cancelled_one(self) -> None:
         """Count a cancellation; compact the heap once cancelled timers are most of it."""
         self._cancelled += 1
-        if (self._cancelled > _MIN_CANCELLED_TO_COMPACT
-                and self._cancelled > len(self._heap) * _CANCELLED_SHARE_TO_COMPACT):
+        if (
+            self._cancelled > _MIN_CANCELLED_TO_COMPACT
+            and self._cancelled > len(self._heap) * _CANCELLED_SHARE_TO_COMPACT
+        ):
             self._heap = [t for t in self._heap if not t.cancelled]
             heapq.heapify(self._heap)
             self._cancelled = 0
@@ -238,8 +240,9 @@ class Scheduler(ServiceThread):
         """Run ``fn(*args)`` once, as soon as the thread is free."""
         return self.call_at(time.monotonic(), fn, *args)
 
-    def schedule_periodic(self, interval: float, fn: Callable[[], object],
-                          initial_delay: float | None = None) -> PeriodicHandle:
+    def schedule_periodic(
+        self, interval: float, fn: Callable[[], object], initial_delay: float | None = None
+    ) -> PeriodicHandle:
         """Run ``fn()`` every ``interval`` seconds, first after ``initial_delay`` (default: interval)."""
         return PeriodicHandle(self, interval, fn, interval if initial_delay is None else initial_delay)
 

@@ -74,10 +74,19 @@ class StoreCore:
     sync_flush_timeout: float
     running: bool
     last_store_timestamp: int
-    def __init__(self, store_path: str, *, mapped_file_size_commit_log: int,
-                 mapped_file_size_consume_queue: int, max_message_size: int, store_ip: str,
-                 store_port: int, sync_flush: bool, sync_flush_timeout: float,
-                 delay_level_ms: Iterable[int]) -> None: ...
+    def __init__(
+        self,
+        store_path: str,
+        *,
+        mapped_file_size_commit_log: int,
+        mapped_file_size_consume_queue: int,
+        max_message_size: int,
+        store_ip: str,
+        store_port: int,
+        sync_flush: bool,
+        sync_flush_timeout: float,
+        delay_level_ms: Iterable[int],
+    ) -> None: ...
     def attach(self, index_service: IndexService, checkpoint: StoreCheckpoint) -> None: ...
     def set_running(self, running: bool) -> None: ...
     def acquire_put_lock(self) -> None: ...
@@ -85,14 +94,32 @@ class StoreCore:
     def load_consume_queues(self) -> None: ...
     def find_consume_queue(self, topic: str, queue_id: int) -> ConsumeQueue | None: ...
     def consume_queues(self) -> list[ConsumeQueue]: ...
-    def put_message(self, topic: str, queue_id: int, body: Any, properties: bytes | dict[str, str] = b"",
-                    sys_flag: int = 0, born_timestamp: int = 0, flag: int = 0, reconsume_times: int = 0,
-                    born_host: int = 0, born_port: int = 0,
-                    callback: Callable[[PutMessageResult], None] | None = None,
-                    prepared_tx_offset: int = 0) -> PutMessageResult: ...
-    def put_messages(self, topic: str, queue_id: int, messages: list[tuple[Any, bytes | dict[str, str], int]],
-                     sys_flag: int = 0, born_timestamp: int = 0, born_host: int = 0, born_port: int = 0,
-                     callback: Callable[[PutMessageResult], None] | None = None) -> PutMessageResult: ...
+    def put_message(
+        self,
+        topic: str,
+        queue_id: int,
+        body: Any,
+        properties: bytes | dict[str, str] = b"",
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        flag: int = 0,
+        reconsume_times: int = 0,
+        born_host: int = 0,
+        born_port: int = 0,
+        callback: Callable[[PutMessageResult], None] | None = None,
+        prepared_tx_offset: int = 0,
+    ) -> PutMessageResult: ...
+    def put_messages(
+        self,
+        topic: str,
+        queue_id: int,
+        messages: list[tuple[Any, bytes | dict[str, str], int]],
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: int = 0,
+        born_port: int = 0,
+        callback: Callable[[PutMessageResult], None] | None = None,
+    ) -> PutMessageResult: ...
     def flush_commit_log(self, least_pages: int = 0) -> int: ...
     def start_group_commit(self) -> None: ...
     def run_group_commit(self, interval: float) -> None: ...
@@ -106,8 +133,16 @@ class StoreCore:
     @property
     def group_commit_flushes(self) -> int: ...
     def complete_commits(self) -> int: ...
-    def get_message(self, group: str, topic: str, queue_id: int, offset: int, max_msgs: int,
-                    max_total_bytes: int = 262144, tag_filter: TagFilter | None = None) -> GetMessageResult: ...
+    def get_message(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        offset: int,
+        max_msgs: int,
+        max_total_bytes: int = 262144,
+        tag_filter: TagFilter | None = None,
+    ) -> GetMessageResult: ...
     def look_message_by_offset(self, phy_offset: int, size: int = -1) -> memoryview | None: ...
     def store_timestamp_at(self, phy_offset: int) -> int: ...
     def offset_in_queue_by_time(self, topic: str, queue_id: int, timestamp: int) -> int: ...

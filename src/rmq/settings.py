@@ -129,8 +129,7 @@ class Int(Kind):
 class Size(Int):
     """A number of bytes: ``1073741824``, or with a unit, ``64k``, ``512m``, ``1g`` (also KiB/MiB/GiB)."""
 
-    _UNITS = {"": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": MiB, "mb": MiB, "mib": MiB,
-              "g": GiB, "gb": GiB, "gib": GiB}
+    _UNITS = {"": 1, "k": KiB, "kb": KiB, "kib": KiB, "m": MiB, "mb": MiB, "mib": MiB, "g": GiB, "gb": GiB, "gib": GiB}
     _PATTERN = re.compile(r"^(\d+)\s*([a-z]*)$")
 
     def __init__(self, minimum: int = 0):
@@ -188,8 +187,9 @@ class Text(Kind):
     """A string; empty means unset (None) when ``optional``. ``validate`` returns why a value is
     refused (the rest of the message after the key), or None."""
 
-    def __init__(self, optional: bool = False, validate: Callable[[str], str | None] | None = None,
-                 expected: str = "a string"):
+    def __init__(
+        self, optional: bool = False, validate: Callable[[str], str | None] | None = None, expected: str = "a string"
+    ):
         self.optional = optional
         self.validate = validate
         self.expected = expected
@@ -253,8 +253,10 @@ def parse_delay_levels(levels: str) -> dict[int, int]:
     for level, token in enumerate(levels.split(), start=1):
         unit = DELAY_UNIT_MS.get(token[-1:])
         if unit is None or not token[:-1].isdigit():
-            raise ConfigError(f"messageDelayLevel {levels!r}: level {level} is {token!r}, "
-                              "expected digits followed by one of s, m, h, d")
+            raise ConfigError(
+                f"messageDelayLevel {levels!r}: level {level} is {token!r}, "
+                "expected digits followed by one of s, m, h, d"
+            )
         table[level] = int(token[:-1]) * unit
     if not table:
         raise ConfigError("messageDelayLevel is empty: expected delays like '1s 5s 10s'")
@@ -308,6 +310,8 @@ def _section(name: str, *settings: Setting) -> None:
         SETTINGS[s.key] = dataclasses.replace(s, section=name)
 
 
+# The declarations read as a table, one setting a line or two: ruff format leaves them as written.
+# fmt: off
 _PORT = Int(0, 65535, "a TCP port (0-65535)")
 _POSITIVE_MS = Int(1)
 
@@ -388,6 +392,8 @@ _section(
             "the delay of each delay level, '1s 5s 10s ...'"),
 )
 
+# fmt: on
+
 _BY_ATTR = {s.attr: s for s in SETTINGS.values()}
 
 
@@ -431,8 +437,9 @@ class LoadedSettings:
             self.sources[setting.key] = source
 
 
-def load_settings(config_file: str | os.PathLike[str] | None = None,
-                  layers: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> LoadedSettings:
+def load_settings(
+    config_file: str | os.PathLike[str] | None = None, layers: Iterable[tuple[str, Mapping[str, Any]]] = ()
+) -> LoadedSettings:
     """Read ``config_file`` (Java properties, RocketMQ's broker.conf) if given, then each
     ``(source, properties)`` layer over it (``--set``, ``-n``), checking every key and value."""
     loaded = LoadedSettings()
@@ -582,7 +589,7 @@ def _unescape(text: str) -> str:
         nxt = text[i + 1]
         if nxt == "u" and i + 6 <= len(text):
             try:
-                out.append(chr(int(text[i + 2:i + 6], 16)))
+                out.append(chr(int(text[i + 2 : i + 6], 16)))
                 i += 6
                 continue
             except ValueError:

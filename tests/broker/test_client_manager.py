@@ -24,9 +24,15 @@ class Channel:
 
 
 def heartbeat(client_id, group="G", topics=("T",), producer_group=None, sub_version=1):
-    consumers = [ConsumerData(group, ConsumeType.CONSUME_PASSIVELY, MessageModel.CLUSTERING,
-                              ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
-                              [build_subscription_data(t, "*", sub_version=sub_version) for t in topics])]
+    consumers = [
+        ConsumerData(
+            group,
+            ConsumeType.CONSUME_PASSIVELY,
+            MessageModel.CLUSTERING,
+            ConsumeFromWhere.CONSUME_FROM_LAST_OFFSET,
+            [build_subscription_data(t, "*", sub_version=sub_version) for t in topics],
+        )
+    ]
     return HeartbeatData(client_id, consumers if group else [], [producer_group] if producer_group else [])
 
 
@@ -49,11 +55,15 @@ def test_join_renew_and_topic_changes():
 
 def test_both_enum_spellings_register_one_group():
     m = ClientManager()
-    ordinal = b'{"clientID":"cpp@1","consumerDataSet":[{"groupName":"G","consumeType":1,"messageModel":1,' \
-              b'"consumeFromWhere":0,"subscriptionDataSet":[{"topic":"T","subString":"*"}]}]}'
-    names = b'{"clientID":"java@1","consumerDataSet":[{"groupName":"G","consumeType":"CONSUME_PASSIVELY",' \
-            b'"messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",' \
-            b'"subscriptionDataSet":[{"topic":"T","subString":"*"}]}]}'
+    ordinal = (
+        b'{"clientID":"cpp@1","consumerDataSet":[{"groupName":"G","consumeType":1,"messageModel":1,'
+        b'"consumeFromWhere":0,"subscriptionDataSet":[{"topic":"T","subString":"*"}]}]}'
+    )
+    names = (
+        b'{"clientID":"java@1","consumerDataSet":[{"groupName":"G","consumeType":"CONSUME_PASSIVELY",'
+        b'"messageModel":"CLUSTERING","consumeFromWhere":"CONSUME_FROM_LAST_OFFSET",'
+        b'"subscriptionDataSet":[{"topic":"T","subString":"*"}]}]}'
+    )
     assert m.register_heartbeat(parse_heartbeat(ordinal), Channel("a"), "CPP") == {"G"}
     assert m.register_heartbeat(parse_heartbeat(names), Channel("b"), "JAVA") == {"G"}
     assert m.consumers.consumer_ids("G") == ["cpp@1", "java@1"]
@@ -125,7 +135,13 @@ def test_producers_for_transaction_checks():
 def test_registry_works_without_the_facade():
     m = ClientManager()
     info = ClientChannelInfo(Channel("a"), "c1", "CPP", 1)
-    assert m.consumers.register_consumer("G", info, ConsumeType.CONSUME_ACTIVELY, MessageModel.BROADCASTING,
-                                         ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET, [])
+    assert m.consumers.register_consumer(
+        "G",
+        info,
+        ConsumeType.CONSUME_ACTIVELY,
+        MessageModel.BROADCASTING,
+        ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET,
+        [],
+    )
     group = m.consumers.get_consumer_group_info("G")
     assert group.message_model is MessageModel.BROADCASTING and group.subscriptions == {}

@@ -71,22 +71,29 @@ def test_broker_ip_defaults_to_a_host_address_with_a_remote_name_server():
     assert config.broker_ip2 == config.broker_ip1
 
 
-@pytest.mark.parametrize("key, value, message", [
-    ("listenPort", "abc", "listenPort must be an integer, got 'abc'"),
-    ("autoCreateTopicEnable", "yes", "autoCreateTopicEnable must be true or false, got 'yes'"),
-    ("brokerRole", "MASTER", "brokerRole must be one of ASYNC_MASTER, SYNC_MASTER, SLAVE, got 'MASTER'"),
-    ("listenPort", "70000", "listenPort must be a TCP port (0-65535), got 70000"),
-    ("brokerPermission", "9", "brokerPermission must be a perm bit set 0-7, got 9"),
-    ("defaultTopicQueueNums", "0", "defaultTopicQueueNums must be at least 1, got 0"),
-    ("brokerName", "my broker", "brokerName is used as a topic name: topic name 'my broker' has characters"),
-    ("flushDiskType", "SYNC", "flushDiskType must be one of ASYNC_FLUSH, SYNC_FLUSH, got 'SYNC' (from --set)"),
-    ("deleteWhen", "4am", "deleteWhen must be hours of the day 0-23 separated by ';' (like 04 or 04;16), got '4am'"),
-    ("mappedFileSizeCommitLog", "big", "mappedFileSizeCommitLog must be a size in bytes, like 1073741824 or 1g"),
-    ("mappedFileSizeCommitLog", "1k", "mappedFileSizeCommitLog must be a size of at least 4096 bytes, got 1024"),
-    ("flushDiskTypo", "SYNC_FLUSH", "flushDiskTypo is not a setting (from --set): did you mean flushDiskType?"),
-    ("listenport", "1", "listenport is not a setting (from --set): did you mean listenPort?"),
-    ("namesrvAddr", "ns1", "namesrvAddr must be addresses host:port separated by ';', got 'ns1'"),
-])
+@pytest.mark.parametrize(
+    "key, value, message",
+    [
+        ("listenPort", "abc", "listenPort must be an integer, got 'abc'"),
+        ("autoCreateTopicEnable", "yes", "autoCreateTopicEnable must be true or false, got 'yes'"),
+        ("brokerRole", "MASTER", "brokerRole must be one of ASYNC_MASTER, SYNC_MASTER, SLAVE, got 'MASTER'"),
+        ("listenPort", "70000", "listenPort must be a TCP port (0-65535), got 70000"),
+        ("brokerPermission", "9", "brokerPermission must be a perm bit set 0-7, got 9"),
+        ("defaultTopicQueueNums", "0", "defaultTopicQueueNums must be at least 1, got 0"),
+        ("brokerName", "my broker", "brokerName is used as a topic name: topic name 'my broker' has characters"),
+        ("flushDiskType", "SYNC", "flushDiskType must be one of ASYNC_FLUSH, SYNC_FLUSH, got 'SYNC' (from --set)"),
+        (
+            "deleteWhen",
+            "4am",
+            "deleteWhen must be hours of the day 0-23 separated by ';' (like 04 or 04;16), got '4am'",
+        ),
+        ("mappedFileSizeCommitLog", "big", "mappedFileSizeCommitLog must be a size in bytes, like 1073741824 or 1g"),
+        ("mappedFileSizeCommitLog", "1k", "mappedFileSizeCommitLog must be a size of at least 4096 bytes, got 1024"),
+        ("flushDiskTypo", "SYNC_FLUSH", "flushDiskTypo is not a setting (from --set): did you mean flushDiskType?"),
+        ("listenport", "1", "listenport is not a setting (from --set): did you mean listenPort?"),
+        ("namesrvAddr", "ns1", "namesrvAddr must be addresses host:port separated by ';', got 'ns1'"),
+    ],
+)
 def test_bad_values_are_refused_clearly(key, value, message):
     with pytest.raises(ConfigError) as e:
         load_broker_config(overrides={key: value})
@@ -112,7 +119,14 @@ def test_missing_file_and_bad_set_option():
 def test_java_properties_syntax():
     text = "a=1\n  b : 2\nc 3\nd==4\ne=x\\\n   y\\\\\nf=\\u0041\\tB\n# g=5\nkey\\ with\\ space=v\nempty=\n"
     assert parse_properties(text) == {
-        "a": "1", "b": "2", "c": "3", "d": "=4", "e": "xy\\", "f": "A\tB", "key with space": "v", "empty": "",
+        "a": "1",
+        "b": "2",
+        "c": "3",
+        "d": "=4",
+        "e": "xy\\",
+        "f": "A\tB",
+        "key with space": "v",
+        "empty": "",
     }
 
 

@@ -32,7 +32,8 @@ def test_consumer_offset_json_in_rocketmqs_shape_survives_a_restart(store_dir):
 def test_reads_a_file_written_by_java_rocketmq(store_dir):
     (store_dir / "config").mkdir()
     (store_dir / "config" / "consumerOffset.json").write_text(
-        '{\n\t"offsetTable":{\n\t\t"TopicTest@please_rename_unique_group_name_4":{0:250,1:249,2:251,3:250}\n\t}\n}')
+        '{\n\t"offsetTable":{\n\t\t"TopicTest@please_rename_unique_group_name_4":{0:250,1:249,2:251,3:250}\n\t}\n}'
+    )
     m = ConsumerOffsetManager(store_dir)
     assert m.load()
     assert m.query_offset("please_rename_unique_group_name_4", "TopicTest", 2) == 251

@@ -23,12 +23,15 @@ def test_rocketmqs_eighteen_levels():
     assert delay_level_to_queue_id(1) == 0 and queue_id_to_delay_level(17) == 18
 
 
-@pytest.mark.parametrize("text, message", [
-    ("1s 5x", "level 2 is '5x'"),
-    ("1s s", "level 2 is 's'"),
-    ("1.5s", "level 1 is '1.5s'"),
-    ("", "messageDelayLevel is empty"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("1s 5x", "level 2 is '5x'"),
+        ("1s s", "level 2 is 's'"),
+        ("1.5s", "level 1 is '1.5s'"),
+        ("", "messageDelayLevel is empty"),
+    ],
+)
 def test_bad_levels_are_refused_clearly(text, message):
     with pytest.raises(ConfigError, match=message):
         parse_delay_levels(text)

@@ -59,7 +59,7 @@ def test_parked_pull_times_out_with_pull_not_found(broker, client):
     done, box = _parked_pull(client, addr, pull_request("Quiet", 0, 0, suspend_ms=300))
     assert done.wait(3.0)
     assert box[0].code == ResponseCode.PULL_NOT_FOUND
-    assert 0.25 < box[1] - started          # not before its suspend time
+    assert 0.25 < box[1] - started  # not before its suspend time
     assert set(box[0].ext_fields) == {"nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId"}
 
 
@@ -88,8 +88,12 @@ def test_a_send_answers_the_parked_pull_before_its_own_reply(broker, client):
         _wait_parked(broker)
         sent_at = time.perf_counter()
         replied = threading.Event()
-        client.invoke_callback(addr, send_request("Latency", b"m"), 5.0,
-                               lambda r, e, answers=answers, replied=replied: (answers.append("send"), replied.set()))
+        client.invoke_callback(
+            addr,
+            send_request("Latency", b"m"),
+            5.0,
+            lambda r, e, answers=answers, replied=replied: (answers.append("send"), replied.set()),
+        )
         assert done.wait(10.0) and replied.wait(10.0)
         assert box[0].code == ResponseCode.SUCCESS
         assert answers == ["pull", "send"], f"message {offset}: {answers}"
@@ -103,8 +107,11 @@ def test_put_inner_from_another_thread_wakes_parked_pulls(broker, client):
     create_topic(broker, "Inner")
     done, box = _parked_pull(client, addr, pull_request("Inner", 1, 0, suspend_ms=8000))
     _wait_parked(broker)
-    worker = threading.Thread(target=broker.put_inner, args=("Inner", 1, b"re-put", {"TAGS": "t"}),
-                              kwargs={"born_host": "127.0.0.1", "reconsume_times": 2})
+    worker = threading.Thread(
+        target=broker.put_inner,
+        args=("Inner", 1, b"re-put", {"TAGS": "t"}),
+        kwargs={"born_host": "127.0.0.1", "reconsume_times": 2},
+    )
     worker.start()
     worker.join()
     assert done.wait(10.0)

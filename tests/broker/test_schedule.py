@@ -30,14 +30,17 @@ def test_levels_one_to_three_arrive_after_their_delay_and_promptly(broker, clien
             answered[level] = (now_ms(), response if error is None else error)
             if len(answered) == len(DELAYS_MS):
                 done.set()
+
         return callback
 
-    for level in DELAYS_MS:     # a consumer's long poll parked on each real queue
-        client.invoke_callback(broker.broker_addr, pull_request("TopicD", level, 0, suspend_ms=20_000), 25.0,
-                               on_answer(level))
+    for level in DELAYS_MS:  # a consumer's long poll parked on each real queue
+        client.invoke_callback(
+            broker.broker_addr, pull_request("TopicD", level, 0, suspend_ms=20_000), 25.0, on_answer(level)
+        )
     wait_until(lambda: broker.pull_hold.parked_count == len(DELAYS_MS), 10, "the pulls parked")
-    sent = {level: put(broker, "TopicD", f"level{level}".encode(), level, TAGS="t", DELAY=str(level))
-            for level in DELAYS_MS}
+    sent = {
+        level: put(broker, "TopicD", f"level{level}".encode(), level, TAGS="t", DELAY=str(level)) for level in DELAYS_MS
+    }
     assert done.wait(15.0), f"answered only {sorted(answered)}"
 
     for level, delay_ms in DELAYS_MS.items():
@@ -51,7 +54,7 @@ def test_levels_one_to_three_arrive_after_their_delay_and_promptly(broker, clien
         for key in (MessageProperty.DELAY_TIME_LEVEL, MessageProperty.REAL_TOPIC, MessageProperty.REAL_QUEUE_ID):
             assert key not in message.properties
         entry = broker.store.find_consume_queue("TopicD", level).get_entry(0)
-        assert entry[2] == java_string_hash("t")    # tag filtering works on the delivered copy
+        assert entry[2] == java_string_hash("t")  # tag filtering works on the delivered copy
     # the cursor moves once the re-put returned, just after the pull saw the message
     wait_until(lambda: broker.schedule_message_service.offset_table()[1] == 1, 10, "level 1's cursor moved past it")
 
@@ -63,7 +66,7 @@ def test_progress_survives_a_restart_without_loss_or_duplicates(start_broker, st
     wait_for_message(broker, "TopicR", 3)
     for i in range(2):
         put(broker, "TopicR", f"late{i}".encode(), DELAY="1")
-    broker.shutdown()       # before the late ones are due
+    broker.shutdown()  # before the late ones are due
     saved = json.loads((store_dir / "config" / "delayOffset.json").read_text())
     assert saved["offsetTable"]["1"] == 3
 
@@ -80,7 +83,7 @@ def test_offsets_are_published_only_once_the_commit_log_is_flushed(start_broker)
     # the delivered offset stays unpublished until the re-put is on disk.
     broker = start_broker(messageDelayLevel="1s 1s", flushCommitLogThoroughInterval="600000")
     service = broker.schedule_message_service
-    service.persist_interval = 0    # every delivery round is followed by a publication round
+    service.persist_interval = 0  # every delivery round is followed by a publication round
     for _ in range(3):
         put(broker, "TopicF", b"x", DELAY="1")
     wait_for_message(broker, "TopicF", 3)

@@ -18,8 +18,12 @@ def test_groups_are_auto_created_with_rocketmqs_defaults(store_dir):
     version = m.data_version.counter
     config = m.find_subscription_group_config("GID_orders")
     assert config == SubscriptionGroupConfig("GID_orders")
-    assert (config.retry_queue_nums, config.retry_max_times, config.broker_id,
-            config.which_broker_when_consume_slowly) == (1, 16, 0, 1)
+    assert (
+        config.retry_queue_nums,
+        config.retry_max_times,
+        config.broker_id,
+        config.which_broker_when_consume_slowly,
+    ) == (1, 16, 0, 1)
     assert config.consume_enable and config.consume_broadcast_enable
     assert m.data_version.counter == version + 1
     assert m.find_subscription_group_config("GID_orders") is config
@@ -38,9 +42,16 @@ def test_subscription_group_json_survives_a_restart(store_dir):
     m.update_subscription_group_config(SubscriptionGroupConfig("G", retry_max_times=3, consume_broadcast_enable=False))
     on_disk = json.loads((store_dir / "config" / "subscriptionGroup.json").read_text())
     assert on_disk["subscriptionGroupTable"]["G"] == {
-        "groupName": "G", "consumeEnable": True, "consumeFromMinEnable": True, "consumeBroadcastEnable": False,
-        "retryQueueNums": 1, "retryMaxTimes": 3, "brokerId": 0, "whichBrokerWhenConsumeSlowly": 1,
-        "notifyConsumerIdsChangedEnable": True, "consumeMessageOrderly": False,
+        "groupName": "G",
+        "consumeEnable": True,
+        "consumeFromMinEnable": True,
+        "consumeBroadcastEnable": False,
+        "retryQueueNums": 1,
+        "retryMaxTimes": 3,
+        "brokerId": 0,
+        "whichBrokerWhenConsumeSlowly": 1,
+        "notifyConsumerIdsChangedEnable": True,
+        "consumeMessageOrderly": False,
     }
     m.disable_consume("G")
     again = manager(store_dir)

@@ -91,8 +91,13 @@ def test_topics_json_is_rocketmqs_shape_and_survives_a_restart(store_dir):
     m.update_topic_config(TopicConfig("TopicTest", 4, 4))
     on_disk = json.loads((store_dir / "config" / "topics.json").read_text())
     assert on_disk["topicConfigTable"]["TopicTest"] == {
-        "topicName": "TopicTest", "readQueueNums": 4, "writeQueueNums": 4, "perm": 6,
-        "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False,
+        "topicName": "TopicTest",
+        "readQueueNums": 4,
+        "writeQueueNums": 4,
+        "perm": 6,
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": 0,
+        "order": False,
     }
     assert on_disk["dataVersion"] == m.data_version.to_json()
     assert m.build_serialize_wrapper() == on_disk
@@ -104,8 +109,10 @@ def test_topics_json_is_rocketmqs_shape_and_survives_a_restart(store_dir):
     assert again.select_topic_config("TBW102") is not None
 
 
-@pytest.mark.parametrize("topic", ["TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster", "broker-a",
-                                   "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_anything"])
+@pytest.mark.parametrize(
+    "topic",
+    ["TBW102", "SCHEDULE_TOPIC_XXXX", "DefaultCluster", "broker-a", "RMQ_SYS_TRANS_HALF_TOPIC", "rmq_sys_anything"],
+)
 def test_system_topics_cannot_be_changed_by_users(store_dir, topic):
     m = manager(store_dir)
     with pytest.raises(RequestRefused, match="is a system topic") as e:

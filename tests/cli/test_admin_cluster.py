@@ -35,8 +35,17 @@ class AdminCli:
 
     def send(self, topic: str, body: bytes, queue_id: int, keys: str, uniq_key: str | None = None) -> str:
         properties = {"UNIQ_KEY": uniq_key} if uniq_key else None
-        answer = self.cluster.call(send_request(topic, body, code=RequestCode.SEND_MESSAGE, queue_id=queue_id,
-                                                tags="t", keys=keys, properties=properties))
+        answer = self.cluster.call(
+            send_request(
+                topic,
+                body,
+                code=RequestCode.SEND_MESSAGE,
+                queue_id=queue_id,
+                tags="t",
+                keys=keys,
+                properties=properties,
+            )
+        )
         assert answer.code == ResponseCode.SUCCESS, answer.remark
         return answer.ext_fields["msgId"]
 
@@ -63,13 +72,22 @@ def test_topic_lifecycle_progress_reset_and_lookup(cli):
     assert "broker-a" in cli.admin("topic", "route", "TopicCli")[1]
 
     client_ids = [f"7F000001{i:04X}0000000000000000{i:04X}" for i in range(3)]
-    ids = [cli.send("TopicCli", f"body-{i}".encode(), 0, keys=f"order-{i % 2}", uniq_key=client_ids[i])
-           for i in range(3)]
+    ids = [
+        cli.send("TopicCli", f"body-{i}".encode(), 0, keys=f"order-{i % 2}", uniq_key=client_ids[i]) for i in range(3)
+    ]
     status = cli.admin_json("topic", "status", "TopicCli")
     assert [(q["queueId"], q["minOffset"], q["maxOffset"]) for q in status] == [(0, 0, 3), (1, 0, 0)]
     code, out = cli.admin("topic", "status", "TopicCli")
-    assert code == 0 and out.splitlines()[0].split() == ["Broker", "Queue", "Min", "Offset", "Max", "Offset",
-                                                          "Last", "Updated"]
+    assert code == 0 and out.splitlines()[0].split() == [
+        "Broker",
+        "Queue",
+        "Min",
+        "Offset",
+        "Max",
+        "Offset",
+        "Last",
+        "Updated",
+    ]
 
     code, out = cli.admin("message", "id", ids[1])
     assert code == 0 and "Topic:            TopicCli" in out and "body-1" in out
@@ -124,7 +142,11 @@ def test_cluster_list_and_unknown_things(cli):
 
 
 def test_python_dash_m_runs_the_command(cli):
-    result = subprocess.run([sys.executable, "-m", "rmq.cli.admin", "cluster", "list", "-n", cli.namesrv,
-                             "--json"], capture_output=True, text=True, timeout=30)
+    result = subprocess.run(
+        [sys.executable, "-m", "rmq.cli.admin", "cluster", "list", "-n", cli.namesrv, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)[0]["addr"] == cli.broker_addr

@@ -23,8 +23,10 @@ def test_sigterm_exits_cleanly_and_saves_offsets(spawn, store_dir):
     proc, addr = start_broker_process(spawn, settings)
     with RemotingClient() as client:
         assert call(client, addr, send_request("Clean", b"x")).code == ResponseCode.SUCCESS
-        commit = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET,
-                                         {"consumerGroup": "G", "topic": "Clean", "queueId": 0, "commitOffset": 1})
+        commit = RemotingCommand.request(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            {"consumerGroup": "G", "topic": "Clean", "queueId": 0, "commitOffset": 1},
+        )
         assert call(client, addr, commit).code == ResponseCode.SUCCESS
     assert (store_dir / "abort").exists()
     proc.send_signal(signal.SIGTERM)
@@ -43,8 +45,10 @@ def test_sigkill_under_sync_flush_keeps_every_acknowledged_message(spawn, store_
 
     with RemotingClient() as client:
         assert call(client, addr, send_request("Durable", b"first")).code == ResponseCode.SUCCESS
-        commit = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET,
-                                         {"consumerGroup": "G", "topic": "Durable", "queueId": 0, "commitOffset": 1})
+        commit = RemotingCommand.request(
+            RequestCode.UPDATE_CONSUMER_OFFSET,
+            {"consumerGroup": "G", "topic": "Durable", "queueId": 0, "commitOffset": 1},
+        )
         assert call(client, addr, commit).code == ResponseCode.SUCCESS
 
         def sender():
@@ -58,8 +62,10 @@ def test_sigkill_under_sync_flush_keeps_every_acknowledged_message(spawn, store_
                 def done(response, error, body=body):
                     in_flight.release()
                     if error is None and response.code == ResponseCode.SUCCESS:
-                        acked.append((int(response.ext_fields["queueId"]), int(response.ext_fields["queueOffset"]),
-                                      body))
+                        acked.append(
+                            (int(response.ext_fields["queueId"]), int(response.ext_fields["queueOffset"]), body)
+                        )
+
                 try:
                     client.invoke_callback(addr, send_request("Durable", body, queue_id=n % 4), 3.0, done)
                 except Exception:
@@ -68,9 +74,12 @@ def test_sigkill_under_sync_flush_keeps_every_acknowledged_message(spawn, store_
         thread = threading.Thread(target=sender)
         thread.start()
         offsets = store_dir / "config" / "consumerOffset.json"
-        wait_until(lambda: offsets.exists() and '"Durable@G"' in offsets.read_text(), 10,
-                   "the committed offset persisted (every 300 ms)")
-        wait_until(lambda: len(acked) > 50, 20, "50 sends acknowledged")   # and sends keep going
+        wait_until(
+            lambda: offsets.exists() and '"Durable@G"' in offsets.read_text(),
+            10,
+            "the committed offset persisted (every 300 ms)",
+        )
+        wait_until(lambda: len(acked) > 50, 20, "50 sends acknowledged")  # and sends keep going
         proc.send_signal(signal.SIGKILL)
         proc.wait(timeout=10)
         stop.set()
@@ -91,6 +100,7 @@ def test_sigkill_under_sync_flush_keeps_every_acknowledged_message(spawn, store_
                 offset = int(r.ext_fields["nextBeginOffset"])
         missing = [body for _, _, body in acked if body not in stored]
         assert not missing, f"{len(missing)} acknowledged messages lost, e.g. {missing[:3]}"
-        query = RemotingCommand.request(RequestCode.QUERY_CONSUMER_OFFSET,
-                                        {"consumerGroup": "G", "topic": "Durable", "queueId": 0})
+        query = RemotingCommand.request(
+            RequestCode.QUERY_CONSUMER_OFFSET, {"consumerGroup": "G", "topic": "Durable", "queueId": 0}
+        )
         assert call(client, addr, query).ext_fields["offset"] == "1"

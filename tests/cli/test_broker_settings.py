@@ -15,25 +15,42 @@ BROKER = [sys.executable, "-m", "rmq.cli.broker"]
 
 def run_broker(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
     # HOME points at an empty directory: a broker that started anyway would create ~/store there.
-    return subprocess.run([*BROKER, *args], capture_output=True, text=True, timeout=60,
-                          env={**os.environ, "HOME": str(home)})
+    return subprocess.run(
+        [*BROKER, *args], capture_output=True, text=True, timeout=60, env={**os.environ, "HOME": str(home)}
+    )
 
 
-@pytest.mark.parametrize("args, line", [
-    (["--set", "flushDiskType=SYNC"],
-     "flushDiskType must be one of ASYNC_FLUSH, SYNC_FLUSH, got 'SYNC' (from --set)"),
-    (["--set", "flushDiskTypo=SYNC_FLUSH"],
-     "flushDiskTypo is not a setting (from --set): did you mean flushDiskType?"),
-    (["--set", "deleteWhen=4am"],
-     "deleteWhen must be hours of the day 0-23 separated by ';' (like 04 or 04;16), got '4am' (from --set)"),
-    (["--set", "listenPort=ten"], "listenPort must be an integer, got 'ten' (from --set)"),
-    (["--set", "longPollingEnable=yes"], "longPollingEnable must be true or false, got 'yes' (from --set)"),
-    (["--set", "maxMessageSize=4 megs"],
-     "maxMessageSize must be a size in bytes, like 1073741824 or 1g, got '4 megs' (from --set)"),
-    (["-c", "/nonexistent/broker.conf"],
-     "cannot read config file '/nonexistent/broker.conf': No such file or directory"),
-    (["-n", "ns1"], "namesrvAddr must be addresses host:port separated by ';', got 'ns1' ('ns1' is not one) (from -n)"),
-])
+@pytest.mark.parametrize(
+    "args, line",
+    [
+        (
+            ["--set", "flushDiskType=SYNC"],
+            "flushDiskType must be one of ASYNC_FLUSH, SYNC_FLUSH, got 'SYNC' (from --set)",
+        ),
+        (
+            ["--set", "flushDiskTypo=SYNC_FLUSH"],
+            "flushDiskTypo is not a setting (from --set): did you mean flushDiskType?",
+        ),
+        (
+            ["--set", "deleteWhen=4am"],
+            "deleteWhen must be hours of the day 0-23 separated by ';' (like 04 or 04;16), got '4am' (from --set)",
+        ),
+        (["--set", "listenPort=ten"], "listenPort must be an integer, got 'ten' (from --set)"),
+        (["--set", "longPollingEnable=yes"], "longPollingEnable must be true or false, got 'yes' (from --set)"),
+        (
+            ["--set", "maxMessageSize=4 megs"],
+            "maxMessageSize must be a size in bytes, like 1073741824 or 1g, got '4 megs' (from --set)",
+        ),
+        (
+            ["-c", "/nonexistent/broker.conf"],
+            "cannot read config file '/nonexistent/broker.conf': No such file or directory",
+        ),
+        (
+            ["-n", "ns1"],
+            "namesrvAddr must be addresses host:port separated by ';', got 'ns1' ('ns1' is not one) (from -n)",
+        ),
+    ],
+)
 def test_a_setting_it_cannot_use_stops_it_with_one_line_and_exit_2(args, line, tmp_path):
     result = run_broker(*args, home=tmp_path)
     assert result.returncode == 2
@@ -53,7 +70,8 @@ def test_an_unreadable_config_file_and_a_bad_line_in_one(tmp_path):
     result = run_broker("-c", str(conf), home=tmp_path)
     assert result.returncode == 2
     assert result.stderr.splitlines() == [
-        f"Error: fileReservedTime must be an integer, got 'two days' (from file {conf})"]
+        f"Error: fileReservedTime must be an integer, got 'two days' (from file {conf})"
+    ]
 
 
 def test_print_config_shows_every_setting_and_where_it_came_from(tmp_path):

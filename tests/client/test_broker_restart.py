@@ -25,8 +25,14 @@ def test_kill_and_restart_loses_nothing_acknowledged(cluster):
         with lock:
             received.update(m.body for m in msgs)
 
-    consumer = PushConsumer("cg-survivor", cluster.namesrv_addr, instance_name="survivor-c",
-                            consume_from_where="FIRST_OFFSET", rebalance_interval=1.0, **TIMERS)
+    consumer = PushConsumer(
+        "cg-survivor",
+        cluster.namesrv_addr,
+        instance_name="survivor-c",
+        consume_from_where="FIRST_OFFSET",
+        rebalance_interval=1.0,
+        **TIMERS,
+    )
     consumer.subscribe(topic)
     consumer.register_listener(on_messages)
 
@@ -61,8 +67,11 @@ def test_kill_and_restart_loses_nothing_acknowledged(cluster):
         assert not sender.is_alive(), "a send hung"
         with lock:
             expected = set(acked)
-        wait_until(lambda: expected <= received, 30,
-                   lambda: f"every acknowledged message consumed ({len(expected - received)} missing)")
+        wait_until(
+            lambda: expected <= received,
+            30,
+            lambda: f"every acknowledged message consumed ({len(expected - received)} missing)",
+        )
     assert failures, "the broker was down for a second: some sends must have failed"
     assert max(elapsed for elapsed, _ in failures) < 3.0  # each failed within its timeout
     lost = expected - received

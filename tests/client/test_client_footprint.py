@@ -10,18 +10,25 @@ from pathlib import Path
 
 SCRIPT = Path(__file__).parent / "scripts" / "produce_consume.py"
 # the compiled store: StoreCore, its rooms and the IndexFile
-STORE_CORE = {"rmq._store", "rmq._mapped_file", "rmq._commit_log", "rmq._consume_queue", "rmq._group_commit",
-              "rmq._index"}
+STORE_CORE = {
+    "rmq._store",
+    "rmq._mapped_file",
+    "rmq._commit_log",
+    "rmq._consume_queue",
+    "rmq._group_commit",
+    "rmq._index",
+}
 
 
 def test_producer_and_consumer_never_load_the_store(cluster):
     topic = cluster.create_topic("FootprintTopic")
-    done = subprocess.run([sys.executable, str(SCRIPT), cluster.namesrv_addr, topic, "20"],
-                          capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, str(SCRIPT), cluster.namesrv_addr, topic, "20"], capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     loaded = set(done.stdout.split())
-    assert "rmq.client" in loaded and "rmq.net" in loaded     # it did use the SDK
+    assert "rmq.client" in loaded and "rmq.net" in loaded  # it did use the SDK
     assert not loaded & STORE_CORE
     if os.environ.get("RMQ_NO_EXTENSIONS") != "1":
-        assert "rmq.protocol._record" in loaded     # the compiled record codec, without the store
+        assert "rmq.protocol._record" in loaded  # the compiled record codec, without the store
     assert not {name for name in loaded if name.split(".")[1:2] in (["store"], ["broker"], ["namesrv"])}

@@ -19,10 +19,27 @@ from rmq.protocol.record import encode_msg_id
 from tests.helpers.golden import spec_record
 
 
-def stored_record(*, topic: str, body: bytes, props: bytes, queue_id: int, queue_offset: int, phy: int,
-                  sys_flag: int = 0, reconsume: int = 0) -> bytes:
-    return spec_record(topic=topic, body=body, props=props, queue_id=queue_id, queue_offset=queue_offset,
-                       phy_offset=phy, sys_flag=sys_flag, reconsume=reconsume)
+def stored_record(
+    *,
+    topic: str,
+    body: bytes,
+    props: bytes,
+    queue_id: int,
+    queue_offset: int,
+    phy: int,
+    sys_flag: int = 0,
+    reconsume: int = 0,
+) -> bytes:
+    return spec_record(
+        topic=topic,
+        body=body,
+        props=props,
+        queue_id=queue_id,
+        queue_offset=queue_offset,
+        phy_offset=phy,
+        sys_flag=sys_flag,
+        reconsume=reconsume,
+    )
 
 
 def test_batch_body_golden_bytes():
@@ -30,11 +47,29 @@ def test_batch_body_golden_bytes():
     b = Message("T", b"xyz", tags="t", flag=7)
     expected = bytes.fromhex(
         # total=20+2+2+12=36, magic 0, crc 0, flag 0, bodyLen 2, "hi", propsLen 12, "UNIQ_KEY\x01A1\x02"
-        "00000024" "00000000" "00000000" "00000000" "00000002" "6869"
-        "000c" "554e49515f4b4559" "01" "4131" "02"
+        "00000024"
+        "00000000"
+        "00000000"
+        "00000000"
+        "00000002"
+        "6869"
+        "000c"
+        "554e49515f4b4559"
+        "01"
+        "4131"
+        "02"
         # total=20+3+2+7=32, flag 7, bodyLen 3, "xyz", propsLen 7, "TAGS\x01t\x02"
-        "00000020" "00000000" "00000000" "00000007" "00000003" "78797a"
-        "0007" "54414753" "01" "74" "02"
+        "00000020"
+        "00000000"
+        "00000000"
+        "00000007"
+        "00000003"
+        "78797a"
+        "0007"
+        "54414753"
+        "01"
+        "74"
+        "02"
     )
     assert encode_batch([a, b]) == expected
 
@@ -44,8 +79,16 @@ def test_pulled_records_decode_to_message_ext():
     big = b"compressible " * 1000
     props1 = b"TAGS\x01TagA\x02KEYS\x01k1 k2\x02UNIQ_KEY\x017F0000010001000000000000ABCD0001\x02"
     rec1 = stored_record(topic="TopicT", body=body1, props=props1, queue_id=3, queue_offset=41, phy=1000)
-    rec2 = stored_record(topic="%RETRY%g", body=zlib.compress(big), props=b"RETRY_TOPIC\x01TopicT\x02",
-                         queue_id=0, queue_offset=5, phy=1000 + len(rec1), sys_flag=1, reconsume=2)
+    rec2 = stored_record(
+        topic="%RETRY%g",
+        body=zlib.compress(big),
+        props=b"RETRY_TOPIC\x01TopicT\x02",
+        queue_id=0,
+        queue_offset=5,
+        phy=1000 + len(rec1),
+        sys_flag=1,
+        reconsume=2,
+    )
     m1, m2 = decode_messages(rec1 + rec2, broker_name="broker-a")
     assert (m1.topic, m1.body, m1.tags, m1.keys) == ("TopicT", body1, "TagA", ["k1", "k2"])
     assert m1.msg_id == "7F0000010001000000000000ABCD0001"
@@ -82,14 +125,17 @@ def test_message_properties():
     assert "DELAY" not in msg.properties
 
 
-@pytest.mark.parametrize("msg, reason", [
-    (Message("", b"x"), "topic name is empty"),
-    (Message("bad topic", b"x"), "characters outside"),
-    (Message("T" * 128, b"x"), "more than 127"),
-    (Message("SCHEDULE_TOPIC_XXXX", b"x"), "system topic"),
-    (Message("T", b""), "body is empty"),
-    (Message("T", b"x" * 101), "101 bytes, more than the maximum message size 100"),
-])
+@pytest.mark.parametrize(
+    "msg, reason",
+    [
+        (Message("", b"x"), "topic name is empty"),
+        (Message("bad topic", b"x"), "characters outside"),
+        (Message("T" * 128, b"x"), "more than 127"),
+        (Message("SCHEDULE_TOPIC_XXXX", b"x"), "system topic"),
+        (Message("T", b""), "body is empty"),
+        (Message("T", b"x" * 101), "101 bytes, more than the maximum message size 100"),
+    ],
+)
 def test_validation_refuses_before_sending(msg, reason):
     with pytest.raises(ClientError, match=reason):
         validate_message(msg, max_message_size=100)

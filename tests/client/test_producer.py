@@ -36,8 +36,9 @@ def test_sync_async_oneway_batch_sends_arrive_intact(cluster):
         compressed = producer.send(Message(topic, big, tags="Z"))
         ids = {sync.msg_id, aio.msg_id, compressed.msg_id, *batch.msg_id.split(","), *(r.msg_id for r in results)}
 
-    with PullConsumer("cg-kinds", cluster.namesrv_addr, consume_from_where="FIRST_OFFSET",
-                      instance_name="kinds-reader") as consumer:
+    with PullConsumer(
+        "cg-kinds", cluster.namesrv_addr, consume_from_where="FIRST_OFFSET", instance_name="kinds-reader"
+    ) as consumer:
         consumer.subscribe(topic, "*")
         got = poll_all(consumer, 29)
     bodies = sorted(m.body for m in got)
@@ -58,8 +59,10 @@ def test_sync_async_oneway_batch_sends_arrive_intact(cluster):
 def test_orderly_send_puts_one_key_on_one_queue(cluster):
     topic = cluster.create_topic("OrderlySend", queues=8)
     with Producer("pg-order", cluster.namesrv_addr, instance_name="order") as producer:
-        queues = {key: {producer.send_orderly(Message(topic, b"x"), sharding_key=key).message_queue
-                        for _ in range(5)} for key in ("order-1", "order-2", "order-3")}
+        queues = {
+            key: {producer.send_orderly(Message(topic, b"x"), sharding_key=key).message_queue for _ in range(5)}
+            for key in ("order-1", "order-2", "order-3")
+        }
     assert all(len(q) == 1 for q in queues.values())
 
 
@@ -70,8 +73,13 @@ def test_delay_level_holds_a_message_back(cluster):
     def on_messages(msgs):
         received.extend((time.monotonic(), m) for m in msgs)
 
-    consumer = PushConsumer("cg-delay", cluster.namesrv_addr, instance_name="delay",
-                            consume_from_where="FIRST_OFFSET", rebalance_interval=1.0)
+    consumer = PushConsumer(
+        "cg-delay",
+        cluster.namesrv_addr,
+        instance_name="delay",
+        consume_from_where="FIRST_OFFSET",
+        rebalance_interval=1.0,
+    )
     consumer.subscribe(topic)
     consumer.register_listener(on_messages)
     with consumer, Producer("pg-delay", cluster.namesrv_addr, instance_name="delay-p") as producer:
@@ -83,5 +91,5 @@ def test_delay_level_holds_a_message_back(cluster):
         assert {q: n for q, n in cluster.max_offsets(SCHEDULE_TOPIC).items() if n} == {5: 1}
         wait_until(lambda: len(received) >= 2, 20, lambda: f"both messages consumed (got {received})")
     arrival = {m.body: at - sent_at for at, m in received}
-    assert 1.8 <= arrival[b"later"], arrival      # never early
+    assert 1.8 <= arrival[b"later"], arrival  # never early
     assert [m for _, m in received if m.body == b"later"][0].topic == topic

@@ -25,12 +25,14 @@ def register_dead_broker(namesrv):
     """Register brokers whose address nothing listens on (the name server forgets a broker when
     the connection it registered on closes, so it stays open for the test)."""
     with RemotingClient() as client:
+
         def register(topic: str, broker_name: str) -> str:
             addr = f"127.0.0.1:{free_port()}"
             request = register_broker_request(addr, {topic: 4}, broker_name=broker_name)
             answer = client.invoke_sync(namesrv.address, request, 3.0)
             assert answer.code == 0, answer.remark
             return addr
+
         yield register
 
 

@@ -14,8 +14,14 @@ def test_pull_consumer_commit_and_seek(cluster):
     with Producer("pg-pull", cluster.namesrv_addr, instance_name="pull-p") as producer:
         sent = [producer.send(Message(topic, f"p{i}".encode())) for i in range(20)]
     mq = sent[0].message_queue
-    with PullConsumer("cg-pull", cluster.namesrv_addr, instance_name="pull-c", auto_commit=False,
-                      consume_from_where="FIRST_OFFSET", max_poll_records=4) as consumer:
+    with PullConsumer(
+        "cg-pull",
+        cluster.namesrv_addr,
+        instance_name="pull-c",
+        auto_commit=False,
+        consume_from_where="FIRST_OFFSET",
+        max_poll_records=4,
+    ) as consumer:
         consumer.assign([mq])
         got = []
         while len(got) < 10:

@@ -33,6 +33,7 @@ class Received:
             with self.lock:
                 self.by_consumer[name].extend(msgs)
             return status
+
         return on_messages
 
     def bodies(self, name: str | None = None) -> list[bytes]:
@@ -66,8 +67,11 @@ def test_group_shares_queues_through_a_join_and_a_leave_losing_nothing(cluster):
                 if i % 50 == 0:
                     time.sleep(0.1)  # let the stream overlap the rebalances
             expected = {f"m{i}".encode() for i in range(total)}
-            wait_until(lambda: expected <= set(received.bodies()), 30,
-                       lambda: f"every message consumed (lost {len(expected - set(received.bodies()))})")
+            wait_until(
+                lambda: expected <= set(received.bodies()),
+                30,
+                lambda: f"every message consumed (lost {len(expected - set(received.bodies()))})",
+            )
         finally:
             for c in (c1, c2, c3):
                 if c is not None:
@@ -83,16 +87,29 @@ def test_broadcasting_gives_every_consumer_everything(cluster, tmp_path):
     offsets_dir = str(tmp_path / "offsets")
     topic = cluster.create_topic("Broadcast", queues=3)
     received = Received()
-    consumers = [push_consumer(cluster, "cg-bcast", f"b{i}", received, topic,
-                               message_model=MessageModel.BROADCASTING, consume_from_where="FIRST_OFFSET",
-                               offset_store_dir=offsets_dir) for i in range(3)]
+    consumers = [
+        push_consumer(
+            cluster,
+            "cg-bcast",
+            f"b{i}",
+            received,
+            topic,
+            message_model=MessageModel.BROADCASTING,
+            consume_from_where="FIRST_OFFSET",
+            offset_store_dir=offsets_dir,
+        )
+        for i in range(3)
+    ]
     try:
         with Producer("pg-bcast", cluster.namesrv_addr, instance_name="bcast-p") as producer:
             for i in range(60):
                 producer.send(Message(topic, f"b{i}".encode()))
         expected = {f"b{i}".encode() for i in range(60)}
-        wait_until(lambda: all(expected <= set(received.bodies(f"b{i}")) for i in range(3)), 30,
-                   "every broadcasting consumer got every message")
+        wait_until(
+            lambda: all(expected <= set(received.bodies(f"b{i}")) for i in range(3)),
+            30,
+            "every broadcasting consumer got every message",
+        )
     finally:
         for c in consumers:
             c.shutdown()
@@ -119,8 +136,14 @@ def test_orderly_listener_sees_each_key_in_send_order(cluster):
             active.discard(queue_id)
         return ConsumeOrderlyStatus.SUCCESS
 
-    consumer = PushConsumer("cg-orderly", cluster.namesrv_addr, instance_name="o1",
-                            message_model="BROADCASTING", consume_from_where="FIRST_OFFSET", **FAST)
+    consumer = PushConsumer(
+        "cg-orderly",
+        cluster.namesrv_addr,
+        instance_name="o1",
+        message_model="BROADCASTING",
+        consume_from_where="FIRST_OFFSET",
+        **FAST,
+    )
     consumer.subscribe(topic)
     consumer.register_listener(on_messages, orderly=True)
     with consumer, Producer("pg-orderly", cluster.namesrv_addr, instance_name="orderly-p") as producer:
@@ -146,8 +169,9 @@ def test_orderly_clustering_two_consumers_keep_per_key_order(cluster):
 
     consumers = []
     for name in ("o1", "o2"):
-        c = PushConsumer("cg-ordered", cluster.namesrv_addr, instance_name=name,
-                         consume_from_where="FIRST_OFFSET", **FAST)
+        c = PushConsumer(
+            "cg-ordered", cluster.namesrv_addr, instance_name=name, consume_from_where="FIRST_OFFSET", **FAST
+        )
         c.subscribe(topic)
         c.register_listener(on_messages, orderly=True)
         consumers.append(c.start())
@@ -169,8 +193,9 @@ def test_orderly_clustering_two_consumers_keep_per_key_order(cluster):
 def test_tag_filter(cluster):
     topic = cluster.create_topic("Tagged", queues=2)
     received = Received()
-    consumer = push_consumer(cluster, "cg-tags", "t1", received, topic, consume_from_where="FIRST_OFFSET",
-                             expression="A || C")
+    consumer = push_consumer(
+        cluster, "cg-tags", "t1", received, topic, consume_from_where="FIRST_OFFSET", expression="A || C"
+    )
     try:
         with Producer("pg-tags", cluster.namesrv_addr, instance_name="tags-p") as producer:
             for i, tag in enumerate("ABCABC"):
@@ -197,8 +222,11 @@ def test_a_joining_consumer_gets_queues_when_the_broker_notifies_not_at_the_next
         second = push_consumer(cluster, "cg-notify", "n2", received, topic, **slow)
         try:
             owned = lambda c: {mq for mq in c.process_queues if mq.topic == topic}  # noqa: E731
-            wait_until(lambda: len(owned(first)) == 2 and len(owned(second)) == 2, 20,
-                       "the join was notified and the queues shared 2 + 2")
+            wait_until(
+                lambda: len(owned(first)) == 2 and len(owned(second)) == 2,
+                20,
+                "the join was notified and the queues shared 2 + 2",
+            )
             assert not owned(first) & owned(second)
         finally:
             second.shutdown()

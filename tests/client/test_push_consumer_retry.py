@@ -44,22 +44,30 @@ def test_reconsume_later_retries_then_dead_letters(cluster):
             raise RuntimeError("listener failure counts as RECONSUME_LATER")
         return ConsumeConcurrentlyStatus.RECONSUME_LATER
 
-    consumer = PushConsumer("cg-retry", cluster.namesrv_addr, instance_name="retry", max_reconsume_times=2,
-                            consume_from_where="FIRST_OFFSET", **FAST)
+    consumer = PushConsumer(
+        "cg-retry",
+        cluster.namesrv_addr,
+        instance_name="retry",
+        max_reconsume_times=2,
+        consume_from_where="FIRST_OFFSET",
+        **FAST,
+    )
     consumer.subscribe(topic)
     consumer.register_listener(failing)
     with consumer, Producer("pg-retry", cluster.namesrv_addr, instance_name="retry-p") as producer:
         sent = {body: producer.send(Message(topic, body.encode(), keys="k")) for body in ("fails", "raises")}
         wait_until(lambda: all(len(deliveries[b]) >= 3 for b in sent), 30, "three deliveries of each message")
-        wait_until(lambda: sum(cluster.max_offsets(dlq_topic("cg-retry")).values()) == 2, 30,
-                   "both messages in the DLQ")
+        wait_until(
+            lambda: sum(cluster.max_offsets(dlq_topic("cg-retry")).values()) == 2, 30, "both messages in the DLQ"
+        )
         # no fourth delivery: none is left to come
         wait_until(lambda: redeliveries_settled(cluster, "cg-retry", topic), 30, "the redeliveries settled")
     assert dict(deliveries) == {"fails": [0, 1, 2], "raises": [0, 1, 2]}
 
     dlq = MessageQueue(dlq_topic("cg-retry"), sent["fails"].message_queue.broker_name, 0)
-    with PullConsumer("cg-dlq-reader", cluster.namesrv_addr, instance_name="dlq",
-                      consume_from_where="FIRST_OFFSET") as reader:
+    with PullConsumer(
+        "cg-dlq-reader", cluster.namesrv_addr, instance_name="dlq", consume_from_where="FIRST_OFFSET"
+    ) as reader:
         reader.assign([dlq])
         dead = []
         wait_until(lambda: dead.extend(reader.poll(0.5)) or len(dead) >= 2, 10, "two messages read from the DLQ")
@@ -68,5 +76,3 @@ def test_reconsume_later_retries_then_dead_letters(cluster):
         original = sent[m.body.decode()]
         assert m.get_property(MessageProperty.ORIGIN_MESSAGE_ID) in (original.msg_id, original.offset_msg_id)
         assert m.keys == ["k"]
-
-

@@ -31,13 +31,23 @@ def test_route_with_unquoted_ids():
 def test_publish_queues_are_masters_write_queues():
     info = TopicPublishInfo.from_route("T", TopicRouteData.from_json(JAVA_ROUTE))
     assert [(q.broker_name, q.queue_id) for q in info.message_queues] == [
-        ("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]  # broker-c has no master
+        ("broker-a", 0),
+        ("broker-a", 1),
+        ("broker-b", 0),
+        ("broker-b", 1),
+    ]  # broker-c has no master
 
 
 def test_subscribe_queues_are_every_read_queue():
     queues = subscribe_queues("T", TopicRouteData.from_json(JAVA_ROUTE))
     assert [(q.broker_name, q.queue_id) for q in queues] == [
-        ("broker-a", 0), ("broker-a", 1), ("broker-a", 2), ("broker-b", 0), ("broker-b", 1), ("broker-c", 0)]
+        ("broker-a", 0),
+        ("broker-a", 1),
+        ("broker-a", 2),
+        ("broker-b", 0),
+        ("broker-b", 1),
+        ("broker-c", 0),
+    ]
 
 
 def test_round_robin_avoids_the_broker_that_failed():

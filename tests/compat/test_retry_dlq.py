@@ -33,14 +33,14 @@ def test_failed_message_is_retried_then_dead_lettered(ons_clients, cluster):
         def dead_lettered_or_consumer_gone() -> bool:
             try:
                 dead[:] = admin.query_by_key(dlq_topic(GROUP), "retry-key-0")
-            except ResponseError:    # TOPIC_NOT_EXIST until the DLQ is created
+            except ResponseError:  # TOPIC_NOT_EXIST until the DLQ is created
                 pass
             return bool(dead) or consumer.poll() is not None
 
         try:
             wait_until(dead_lettered_or_consumer_gone, 40, f"a message in {dlq_topic(GROUP)}", 0.2)
         except AssertionError:
-            pass    # told below, with what the consumer said
+            pass  # told below, with what the consumer said
         finally:
             consumer.terminate()
             out, err = consumer.communicate(timeout=15)

@@ -31,8 +31,10 @@ def test_sdk_producer_to_ali_ons_consumer(ons_clients, cluster):
         "big": Message(topic, big, tags="TagB", keys="sdk-big", properties=USER_PROPERTIES),
         "async": Message(topic, b"sdk-async", tags="TagA", keys="sdk-async", properties={"n": "3"}),
     }
-    batch = [Message(topic, f"sdk-batch-{i}".encode(), tags="TagC", keys=f"sdk-b{i}", properties={"i": str(i)})
-             for i in range(2)]
+    batch = [
+        Message(topic, f"sdk-batch-{i}".encode(), tags="TagC", keys=f"sdk-b{i}", properties={"i": str(i)})
+        for i in range(2)
+    ]
     with Producer("interop-sdk-p", namesrv, instance_name="interop-p") as producer:
         results = {name: producer.send(msg) for name, msg in messages.items() if name != "async"}
         results["async"] = producer.send_async(messages["async"]).result(10)
@@ -62,8 +64,18 @@ def test_ali_ons_producer_to_sdk_push_consumer(ons_clients, cluster):
     namesrv = cluster.namesrv_addr
     topic = cluster.create_topic("InteropOnsToSdk")
     count = 6
-    sent = ons_clients.run("ons_produce.js", namesrv, topic, "interop-ons-p", count, "TagA,TagB", "ons",
-                           json.dumps(USER_PROPERTIES), BIG_BODY_BYTES, timeout=60)
+    sent = ons_clients.run(
+        "ons_produce.js",
+        namesrv,
+        topic,
+        "interop-ons-p",
+        count,
+        "TagA,TagB",
+        "ons",
+        json.dumps(USER_PROPERTIES),
+        BIG_BODY_BYTES,
+        timeout=60,
+    )
     assert [s["status"] for s in sent] == ["SEND_OK"] * count
 
     received, lock, done = [], threading.Lock(), threading.Event()
@@ -74,8 +86,13 @@ def test_ali_ons_producer_to_sdk_push_consumer(ons_clients, cluster):
             if len(received) >= count:
                 done.set()
 
-    consumer = PushConsumer("interop-sdk-c", namesrv, consume_from_where="FIRST_OFFSET", instance_name="interop-c",
-                            persist_consumer_offset_interval=0.5)
+    consumer = PushConsumer(
+        "interop-sdk-c",
+        namesrv,
+        consume_from_where="FIRST_OFFSET",
+        instance_name="interop-c",
+        persist_consumer_offset_interval=0.5,
+    )
     consumer.subscribe(topic, "*")
     consumer.register_listener(on_messages)
     with consumer:

@@ -33,8 +33,7 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str],
-               interval: float = 0.01) -> T:
+def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str], interval: float = 0.01) -> T:
     """Poll ``predicate`` until it returns something true, and return that; fail naming ``what``
     (what should have happened; a callable is asked only then) once ``timeout`` seconds passed."""
     deadline = time.monotonic() + timeout

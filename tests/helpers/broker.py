@@ -18,15 +18,24 @@ from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.requests import call, send_request
 
 # Small files: tests write little, and sparse 1 GiB files are still work for the file system.
-SMALL_FILES = {"mappedFileSizeCommitLog": str(4 * 1024 * 1024), "mappedFileSizeConsumeQueue": str(20 * 3000),
-               "maxHashSlotNum": "1024", "maxIndexNum": "4096"}
+SMALL_FILES = {
+    "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(20 * 3000),
+    "maxHashSlotNum": "1024",
+    "maxIndexNum": "4096",
+}
 
 
 def broker_settings(store_dir: Path, **overrides: str) -> dict[str, str]:
     """``--set`` style settings of a test broker, in-process or a process: loopback only, free ports
     (its own and its embedded name server's), small files."""
-    settings = {"brokerIP1": LOOPBACK, "listenPort": str(free_port()), "namesrvListenPort": str(free_port()),
-                "storePathRootDir": str(store_dir), **SMALL_FILES}
+    settings = {
+        "brokerIP1": LOOPBACK,
+        "listenPort": str(free_port()),
+        "namesrvListenPort": str(free_port()),
+        "storePathRootDir": str(store_dir),
+        **SMALL_FILES,
+    }
     settings.update({k: str(v) for k, v in overrides.items()})
     return settings
 
@@ -72,11 +81,15 @@ def messages_in(broker: BrokerController, topic: str, queue_id: int = 0) -> list
     return [decode_record(m) for m in got.messages]
 
 
-def wait_for_message(broker: BrokerController, topic: str, count: int, timeout: float = 10.0,
-                     queue_id: int = 0) -> StoredMessage:
+def wait_for_message(
+    broker: BrokerController, topic: str, count: int, timeout: float = 10.0, queue_id: int = 0
+) -> StoredMessage:
     """The ``count``-th message of the queue, once it is there."""
-    found = wait_until(lambda: messages_in(broker, topic, queue_id)[count - 1:],
-                       timeout, f"message {count} of {topic} queue {queue_id} arrived")
+    found = wait_until(
+        lambda: messages_in(broker, topic, queue_id)[count - 1 :],
+        timeout,
+        f"message {count} of {topic} queue {queue_id} arrived",
+    )
     return found[0]
 
 

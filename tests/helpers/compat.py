@@ -47,8 +47,10 @@ def install_ali_ons() -> Path:
     package_json = prefix / "node_modules" / "ali-ons" / "package.json"
     if not package_json.exists() or json.loads(package_json.read_text())["version"] != ALI_ONS_VERSION:
         prefix.mkdir(parents=True, exist_ok=True)
-        _run_install(["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix),
-                      f"ali-ons@{ALI_ONS_VERSION}"], f"ali-ons@{ALI_ONS_VERSION}")
+        _run_install(
+            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), f"ali-ons@{ALI_ONS_VERSION}"],
+            f"ali-ons@{ALI_ONS_VERSION}",
+        )
     return prefix / "node_modules"
 
 
@@ -60,8 +62,10 @@ def install_rocketmq_python() -> Path:
     if not marker.exists():
         shutil.rmtree(env_dir, ignore_errors=True)
         venv.EnvBuilder(with_pip=True).create(env_dir)
-        _run_install([str(python), "-m", "pip", "install", "--quiet", f"rocketmq=={ROCKETMQ_PY_VERSION}"],
-                     f"rocketmq=={ROCKETMQ_PY_VERSION}")
+        _run_install(
+            [str(python), "-m", "pip", "install", "--quiet", f"rocketmq=={ROCKETMQ_PY_VERSION}"],
+            f"rocketmq=={ROCKETMQ_PY_VERSION}",
+        )
         marker.write_text(ROCKETMQ_PY_VERSION)
     return python
 
@@ -91,10 +95,24 @@ class ClientFamily:
         return int(seconds * self.idle_per_second)
 
 
-ALI_ONS = ClientFamily("ali-ons", "ons_produce.js", "ons_consume.js", send_ok="SEND_OK", idle_per_second=1000,
-                       creates_topics=False, keys=_keys_as_text)
-ROCKETMQ_CPP = ClientFamily("rocketmq-cpp", "cpp_produce.py", "cpp_consume.py", send_ok=0, idle_per_second=1,
-                            creates_topics=True, keys=lambda keys: keys)
+ALI_ONS = ClientFamily(
+    "ali-ons",
+    "ons_produce.js",
+    "ons_consume.js",
+    send_ok="SEND_OK",
+    idle_per_second=1000,
+    creates_topics=False,
+    keys=_keys_as_text,
+)
+ROCKETMQ_CPP = ClientFamily(
+    "rocketmq-cpp",
+    "cpp_produce.py",
+    "cpp_consume.py",
+    send_ok=0,
+    idle_per_second=1,
+    creates_topics=True,
+    keys=lambda keys: keys,
+)
 FAMILIES = (ALI_ONS, ROCKETMQ_CPP)
 
 
@@ -121,15 +139,22 @@ class ClientRunner:
         return [interpreter, str(SCRIPTS / script), *map(str, args)]
 
     def run(self, script: str, *args: object, timeout: float = 120) -> list[dict]:
-        done = subprocess.run(self.command(script, *args), capture_output=True, text=True, timeout=timeout,
-                              env=self._env(), cwd=self.home)
+        done = subprocess.run(
+            self.command(script, *args), capture_output=True, text=True, timeout=timeout, env=self._env(), cwd=self.home
+        )
         if done.returncode != 0:
             raise AssertionError(f"{script} exited {done.returncode}:\n{done.stderr[-3000:]}")
         return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
     def start(self, script: str, *args: object) -> subprocess.Popen:
-        return subprocess.Popen(self.command(script, *args), stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                                text=True, env=self._env(), cwd=self.home)
+        return subprocess.Popen(
+            self.command(script, *args),
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env=self._env(),
+            cwd=self.home,
+        )
 
     @staticmethod
     def wait_all(procs: dict[str, subprocess.Popen], timeout: float = 120) -> dict[str, list[dict]]:
@@ -149,24 +174,29 @@ class FamilyClients:
         self.family = family
         self.runner = runner
 
-    def produce(self, namesrv: str, topic: str, group: str, count: int, tags_csv: str,
-                prefix: str | None = None) -> list[dict]:
+    def produce(
+        self, namesrv: str, topic: str, group: str, count: int, tags_csv: str, prefix: str | None = None
+    ) -> list[dict]:
         """Send ``count`` messages: message i has tag i % len(tags), key <prefix>-key-<i>, body
         <prefix>-body-<i> (prefix: the script's own by default)."""
-        return self.runner.run(self.family.produce_script, namesrv, topic, group, count, tags_csv,
-                               *([prefix] if prefix else []))
+        return self.runner.run(
+            self.family.produce_script, namesrv, topic, group, count, tags_csv, *([prefix] if prefix else [])
+        )
 
-    def _consume_args(self, namesrv: str, topic: str, group: str, expression: str, count: int,
-                      idle_seconds: float) -> tuple:
+    def _consume_args(
+        self, namesrv: str, topic: str, group: str, expression: str, count: int, idle_seconds: float
+    ) -> tuple:
         return (self.family.consume_script, namesrv, topic, group, expression, count, self.family.idle(idle_seconds))
 
-    def consume(self, namesrv: str, topic: str, group: str, expression: str, count: int,
-                idle_seconds: float) -> list[dict]:
+    def consume(
+        self, namesrv: str, topic: str, group: str, expression: str, count: int, idle_seconds: float
+    ) -> list[dict]:
         """Consume until ``count`` messages arrived or ``idle_seconds`` passed without one."""
         return self.runner.run(*self._consume_args(namesrv, topic, group, expression, count, idle_seconds))
 
-    def start_consumer(self, namesrv: str, topic: str, group: str, expression: str, count: int,
-                       idle_seconds: float) -> subprocess.Popen:
+    def start_consumer(
+        self, namesrv: str, topic: str, group: str, expression: str, count: int, idle_seconds: float
+    ) -> subprocess.Popen:
         return self.runner.start(*self._consume_args(namesrv, topic, group, expression, count, idle_seconds))
 
 

@@ -56,8 +56,9 @@ def start_namesrv(spawn, *args: str) -> tuple[subprocess.Popen, str]:
     return proc, f"{LOOPBACK}:{port}"
 
 
-def start_broker_process(spawn, settings: dict[str, str], namesrv: str | None = None,
-                         extra_args: tuple[str, ...] = ()) -> tuple[subprocess.Popen, str]:
+def start_broker_process(
+    spawn, settings: dict[str, str], namesrv: str | None = None, extra_args: tuple[str, ...] = ()
+) -> tuple[subprocess.Popen, str]:
     """``rmq-broker`` with ``--set`` settings, registering with ``namesrv`` (``-n``) or, without
     one, with the name server it embeds on namesrvListenPort; (process, address) once routed."""
     argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
@@ -73,6 +74,7 @@ def start_broker_process(spawn, settings: dict[str, str], namesrv: str | None = 
 def wait_registered(namesrv: str, broker_addr: str, proc: subprocess.Popen, timeout: float = START_TIMEOUT) -> None:
     """Until ``namesrv`` lists ``broker_addr`` in its cluster table; fails when ``proc`` exits first."""
     with AdminClient(namesrv, timeout=2.0) as admin:
+
         def registered() -> bool:
             if proc.poll() is not None:
                 raise AssertionError(f"broker exited with {proc.returncode} before registering")
@@ -104,7 +106,7 @@ class Cluster:
         self.namesrv_proc: subprocess.Popen | None = None
         self.broker_proc: subprocess.Popen | None = None
         self.settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS, haListenPort=str(free_port()))
-        del self.settings["namesrvListenPort"]      # it has a name server of its own: nothing embedded
+        del self.settings["namesrvListenPort"]  # it has a name server of its own: nothing embedded
         self.broker_port = int(self.settings["listenPort"])
         self.broker_addr = f"{LOOPBACK}:{self.broker_port}"
         self.namesrv_addr = ""
@@ -119,8 +121,9 @@ class Cluster:
         self.client.shutdown()
 
     def start_broker(self) -> None:
-        self.broker_proc, _ = start_broker_process(self.spawn, self.settings, self.namesrv_addr,
-                                                   extra_args=("--log-level", "WARNING"))
+        self.broker_proc, _ = start_broker_process(
+            self.spawn, self.settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
+        )
 
     def kill_broker(self) -> None:
         self.broker_proc.send_signal(signal.SIGKILL)
@@ -159,12 +162,14 @@ class Cluster:
             for queue_id, max_offset in self.max_offsets(topic).items():
                 answer = self.call(offset_request(RequestCode.QUERY_CONSUMER_OFFSET, topic, queue_id, group))
                 committed = int(answer.ext_fields["offset"]) if answer.code == ResponseCode.SUCCESS else -1
-                pulled = self.call(pull_request(topic, queue_id, max(committed, 0), group=group,
-                                                subscription=expression))
+                pulled = self.call(
+                    pull_request(topic, queue_id, max(committed, 0), group=group, subscription=expression)
+                )
                 nothing_new = pulled.code == ResponseCode.PULL_NOT_FOUND or (
                     # nothing of the subscription up to the end
                     pulled.code == ResponseCode.PULL_RETRY_IMMEDIATELY
-                    and int(pulled.ext_fields["nextBeginOffset"]) >= max_offset)
+                    and int(pulled.ext_fields["nextBeginOffset"]) >= max_offset
+                )
                 if committed < 0 or not nothing_new:
                     behind[(topic, queue_id)] = (committed, max_offset)
         return behind
@@ -172,6 +177,11 @@ class Cluster:
     def wait_caught_up(self, group: str, *topics: str, subscription: str = "*", timeout: float = 30.0) -> None:
         """Until ``group`` has consumed and committed all of ``topics`` it subscribes to: then, with
         nothing new sent, none of its consumers has anything left to be given."""
-        wait_until(lambda: not self.lag(group, *topics, subscription=subscription), timeout,
-                   lambda: f"group {group} committed all of {', '.join(topics)} (behind, (topic, queue): "
-                           f"(committed, max)): {self.lag(group, *topics, subscription=subscription)}")
+        wait_until(
+            lambda: not self.lag(group, *topics, subscription=subscription),
+            timeout,
+            lambda: (
+                f"group {group} committed all of {', '.join(topics)} (behind, (topic, queue): "
+                f"(committed, max)): {self.lag(group, *topics, subscription=subscription)}"
+            ),
+        )

@@ -7,8 +7,12 @@ from pathlib import Path
 
 from rmq.store import MessageStoreConfig
 
-SMALL_FILES = dict(mapped_file_size_commit_log=64 * 1024, mapped_file_size_consume_queue=50 * 20,
-                   max_hash_slot_num=512, max_index_num=2048)
+SMALL_FILES = dict(
+    mapped_file_size_commit_log=64 * 1024,
+    mapped_file_size_consume_queue=50 * 20,
+    max_hash_slot_num=512,
+    max_index_num=2048,
+)
 COMMIT_LOG_FILE_SIZE = SMALL_FILES["mapped_file_size_commit_log"]
 
 

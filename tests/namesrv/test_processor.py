@@ -20,8 +20,9 @@ def namesrv(spawn, *args: str) -> str:
 
 
 def route(client: RemotingClient, addr: str, topic: str) -> RemotingCommand:
-    return client.invoke_sync(addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC,
-                                                            ext_fields={"topic": topic}), timeout=3.0)
+    return client.invoke_sync(
+        addr, RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, ext_fields={"topic": topic}), timeout=3.0
+    )
 
 
 def test_registration_visible_on_two_name_servers_then_expires(spawn, client):
@@ -34,22 +35,29 @@ def test_registration_visible_on_two_name_servers_then_expires(spawn, client):
         answer = route(client, ns, "TopicTest")
         assert answer.code == ResponseCode.SUCCESS
         assert json.loads(answer.body) == {
-            "brokerDatas": [{"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a",
-                             "cluster": "DefaultCluster"}],
+            "brokerDatas": [
+                {"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a", "cluster": "DefaultCluster"}
+            ],
             "filterServerTable": {},
-            "queueDatas": [{"brokerName": "broker-a", "perm": 6, "readQueueNums": 4, "topicSysFlag": 0,
-                            "writeQueueNums": 4}],
+            "queueDatas": [
+                {"brokerName": "broker-a", "perm": 6, "readQueueNums": 4, "topicSysFlag": 0, "writeQueueNums": 4}
+            ],
         }
     # Name servers never talk to each other: a broker that stops registering drops out of each.
     remaining = set(servers)
 
     def dropped_everywhere() -> bool:
         remaining.difference_update(
-            [ns for ns in remaining if route(client, ns, "TopicTest").code == ResponseCode.TOPIC_NOT_EXIST])
+            [ns for ns in remaining if route(client, ns, "TopicTest").code == ResponseCode.TOPIC_NOT_EXIST]
+        )
         return not remaining
 
-    wait_until(dropped_everywhere, 10, lambda: f"the broker dropped by every name server after its silence "
-                                                f"timeout (still routed by {remaining})", 0.1)
+    wait_until(
+        dropped_everywhere,
+        10,
+        lambda: f"the broker dropped by every name server after its silence timeout (still routed by {remaining})",
+        0.1,
+    )
 
 
 def test_slave_registration_answers_master_address(spawn, client):
@@ -67,16 +75,28 @@ def test_cluster_info_topic_list_unregister(spawn, client):
     client.invoke_sync(ns, register_broker_request("127.0.0.1:10911", {"A": 4, "B": 2}), timeout=3.0)
     info = client.invoke_sync(ns, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), timeout=3.0)
     assert json.loads(info.body) == {
-        "brokerAddrTable": {"broker-a": {"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a",
-                                         "cluster": "DefaultCluster"}},
+        "brokerAddrTable": {
+            "broker-a": {"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a", "cluster": "DefaultCluster"}
+        },
         "clusterAddrTable": {"DefaultCluster": ["broker-a"]},
     }
-    topics = client.invoke_sync(ns, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER),
-                                timeout=3.0)
+    topics = client.invoke_sync(
+        ns, RemotingCommand.request(RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER), timeout=3.0
+    )
     assert json.loads(topics.body) == {"topicList": ["A", "B"]}
-    answer = client.invoke_sync(ns, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, ext_fields={
-        "brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911", "clusterName": "DefaultCluster",
-        "brokerId": "0"}), timeout=3.0)
+    answer = client.invoke_sync(
+        ns,
+        RemotingCommand.request(
+            RequestCode.UNREGISTER_BROKER,
+            ext_fields={
+                "brokerName": "broker-a",
+                "brokerAddr": "127.0.0.1:10911",
+                "clusterName": "DefaultCluster",
+                "brokerId": "0",
+            },
+        ),
+        timeout=3.0,
+    )
     assert answer.code == ResponseCode.SUCCESS
     assert route(client, ns, "A").code == ResponseCode.TOPIC_NOT_EXIST
 
@@ -109,20 +129,31 @@ def test_query_data_version_keeps_a_broker_alive(spawn, client):
     ns = namesrv(spawn, "--scan-interval", "0.1", "--broker-expired", "1.5")
     client.invoke_sync(ns, register_broker_request("127.0.0.1:10911", {"T": 4}), timeout=3.0)
     # registered at the same time, silent afterwards: once it expired, so would have the other
-    client.invoke_sync(ns, register_broker_request("127.0.0.1:20911", {"U": 4}, broker_name="broker-silent"),
-                       timeout=3.0)
+    client.invoke_sync(
+        ns, register_broker_request("127.0.0.1:20911", {"U": 4}, broker_name="broker-silent"), timeout=3.0
+    )
     version = json.dumps({"timestamp": 1700000000000, "counter": 1}).encode()
 
     def keep_alive_until_the_silent_one_expired() -> bool:
-        answer = client.invoke_sync(ns, RemotingCommand.request(RequestCode.QUERY_DATA_VERSION, ext_fields={
-            "brokerName": "broker-a", "brokerAddr": "127.0.0.1:10911", "clusterName": "DefaultCluster",
-            "brokerId": "0"}, body=version), timeout=3.0)
+        answer = client.invoke_sync(
+            ns,
+            RemotingCommand.request(
+                RequestCode.QUERY_DATA_VERSION,
+                ext_fields={
+                    "brokerName": "broker-a",
+                    "brokerAddr": "127.0.0.1:10911",
+                    "clusterName": "DefaultCluster",
+                    "brokerId": "0",
+                },
+                body=version,
+            ),
+            timeout=3.0,
+        )
         assert answer.ext_fields["changed"] == "false"
         return route(client, ns, "U").code == ResponseCode.TOPIC_NOT_EXIST
 
     wait_until(keep_alive_until_the_silent_one_expired, 10, "the silent broker expired", interval=0.2)
     assert route(client, ns, "T").code == ResponseCode.SUCCESS
-
 
 
 def test_embedded_name_server(client):

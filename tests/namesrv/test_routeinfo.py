@@ -6,8 +6,15 @@ from rmq.namesrv.routeinfo import RouteInfoManager
 def wrapper(topics: dict[str, int], counter: int = 1) -> dict:
     return {
         "topicConfigTable": {
-            t: {"topicName": t, "readQueueNums": n, "writeQueueNums": n, "perm": 6,
-                "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+            t: {
+                "topicName": t,
+                "readQueueNums": n,
+                "writeQueueNums": n,
+                "perm": 6,
+                "topicFilterType": "SINGLE_TAG",
+                "topicSysFlag": 0,
+                "order": False,
+            }
             for t, n in topics.items()
         },
         "dataVersion": {"timestamp": 1700000000000, "counter": counter},
@@ -15,8 +22,16 @@ def wrapper(topics: dict[str, int], counter: int = 1) -> dict:
 
 
 def register(m, addr="127.0.0.1:10911", name="broker-a", broker_id=0, topics=None, counter=1, now_ms=1000):
-    return m.register_broker("DefaultCluster", addr, name, broker_id, addr.replace("10911", "10912"),
-                             wrapper(topics or {"TopicTest": 4}, counter), [], now_ms=now_ms)
+    return m.register_broker(
+        "DefaultCluster",
+        addr,
+        name,
+        broker_id,
+        addr.replace("10911", "10912"),
+        wrapper(topics or {"TopicTest": 4}, counter),
+        [],
+        now_ms=now_ms,
+    )
 
 
 def test_route_is_the_spec_json():
@@ -110,6 +125,8 @@ def test_encoded_route_follows_every_table_change():
     assert json.loads(m.topic_route_json("TopicTest"))["queueDatas"][0]["writeQueueNums"] == 8
     register(m, addr="127.0.0.1:20911", broker_id=1, now_ms=0)
     assert json.loads(m.topic_route_json("TopicTest"))["brokerDatas"][0]["brokerAddrs"] == {
-        "0": "127.0.0.1:10911", "1": "127.0.0.1:20911"}
+        "0": "127.0.0.1:10911",
+        "1": "127.0.0.1:20911",
+    }
     m.scan_not_active_broker(now_ms=200_000)
     assert m.topic_route_json("TopicTest") is None

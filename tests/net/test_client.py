@@ -53,7 +53,7 @@ def test_timeout_names_the_address(server, client):
     started = time.monotonic()
     with pytest.raises(RemotingTimeoutError, match=server.address):
         client.invoke_sync(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=0.2)
-    assert time.monotonic() - started < 5.0       # at its own timeout, not a later one
+    assert time.monotonic() - started < 5.0  # at its own timeout, not a later one
     future = client.invoke_async(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=0.1)
     assert isinstance(future.exception(2.0), RemotingTimeoutError)
     # the connection survives a timeout

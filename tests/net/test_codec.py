@@ -114,27 +114,43 @@ def without_first(fields: dict) -> dict:
     "remark, ext_fields, header",
     [
         # plain ASCII strings: the compiled codec writes these itself, byte for byte as orjson would
-        (None, {"msgId": "7F000001", "queueId": "1"},
-         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
-         b'"extFields":{"msgId":"7F000001","queueId":"1"}}'),
-        ("", {},
-         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,"remark":"","extFields":{}}'),
+        (
+            None,
+            {"msgId": "7F000001", "queueId": "1"},
+            b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+            b'"extFields":{"msgId":"7F000001","queueId":"1"}}',
+        ),
+        (
+            "",
+            {},
+            b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,"remark":"","extFields":{}}',
+        ),
         # a dict with deleted entries (a caller that removed a field before sending)
-        (None, without_first({"brokerName": "b", "brokerId": "0", "topic": "T"}),
-         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
-         b'"extFields":{"brokerId":"0","topic":"T"}}'),
+        (
+            None,
+            without_first({"brokerName": "b", "brokerId": "0", "topic": "T"}),
+            b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+            b'"extFields":{"brokerId":"0","topic":"T"}}',
+        ),
         # strings JSON must escape, and UTF-8: orjson writes them
-        ('say "hi"\\\n', {"k\x01": "\x1f"},
-         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
-         b'"remark":"say \\"hi\\"\\\\\\n","extFields":{"k\\u0001":"\\u001f"}}'),
-        ("caf\u00e9", {"\u20ac": "x"},
-         b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
-         b'"remark":"caf\xc3\xa9","extFields":{"\xe2\x82\xac":"x"}}'),
+        (
+            'say "hi"\\\n',
+            {"k\x01": "\x1f"},
+            b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+            b'"remark":"say \\"hi\\"\\\\\\n","extFields":{"k\\u0001":"\\u001f"}}',
+        ),
+        (
+            "caf\u00e9",
+            {"\u20ac": "x"},
+            b'{"code":%d,"language":"JAVA","version":-1,"opaque":-2147483648,"flag":1,'
+            b'"remark":"caf\xc3\xa9","extFields":{"\xe2\x82\xac":"x"}}',
+        ),
     ],
 )
 def test_header_strings_are_written_as_json_requires(codec, remark, ext_fields, header):
-    cmd = codec.RemotingCommand(2147483647, language="JAVA", version=-1, opaque=-2147483648, flag=1,
-                                remark=remark, ext_fields=ext_fields)
+    cmd = codec.RemotingCommand(
+        2147483647, language="JAVA", version=-1, opaque=-2147483648, flag=1, remark=remark, ext_fields=ext_fields
+    )
     header = header % 2147483647
     assert codec.encode(cmd) == struct.pack(">ii", 4 + len(header), len(header)) + header
 
@@ -142,11 +158,22 @@ def test_header_strings_are_written_as_json_requires(codec, remark, ext_fields, 
 @pytest.mark.parametrize(
     "value, expected",
     [
-        ("0", 0), ("-12", -12), ("1795298485299", 1795298485299), ("-123456789012345678", -123456789012345678),
+        ("0", 0),
+        ("-12", -12),
+        ("1795298485299", 1795298485299),
+        ("-123456789012345678", -123456789012345678),
         # beyond the compiled codec's own parser: read as int() reads them
-        ("12345678901234567890", 12345678901234567890), ("+5", 5), (" 7 ", 7), ("1_000", 1000), ("\u0663", 3),
-        (None, "default"), ("", "default"),
-        ("-", ValueError), ("1.5", ValueError), ("0x10", ValueError), ("--1", ValueError),
+        ("12345678901234567890", 12345678901234567890),
+        ("+5", 5),
+        (" 7 ", 7),
+        ("1_000", 1000),
+        ("\u0663", 3),
+        (None, "default"),
+        ("", "default"),
+        ("-", ValueError),
+        ("1.5", ValueError),
+        ("0x10", ValueError),
+        ("--1", ValueError),
     ],
 )
 def test_ext_int_reads_a_field_as_int_does(codec, value, expected):

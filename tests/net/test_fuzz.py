@@ -50,8 +50,17 @@ def test_arbitrary_bytes_give_commands_or_protocol_error(impl, data, cuts):
 @settings(max_examples=200, deadline=None)
 @given(fields=st.lists(commands, min_size=1, max_size=4), chunk=st.integers(1, 64))
 def test_encoded_commands_decode_to_themselves(impl, fields, chunk):
-    sent = [impl.RemotingCommand(f["code"], opaque=f["opaque"], flag=f["flag"], remark=f["remark"],
-                                 ext_fields=f["ext_fields"], body=f["body"]) for f in fields]
+    sent = [
+        impl.RemotingCommand(
+            f["code"],
+            opaque=f["opaque"],
+            flag=f["flag"],
+            remark=f["remark"],
+            ext_fields=f["ext_fields"],
+            body=f["body"],
+        )
+        for f in fields
+    ]
     stream = b"".join(impl.encode(cmd) for cmd in sent)
     decoder = impl.FrameDecoder()
     got = []
@@ -60,7 +69,12 @@ def test_encoded_commands_decode_to_themselves(impl, fields, chunk):
     assert len(got) == len(sent)
     for before, after in zip(sent, got, strict=True):
         assert (after.code, after.opaque, after.flag, after.remark, after.body) == (
-            before.code, before.opaque, before.flag, before.remark, before.body)
+            before.code,
+            before.opaque,
+            before.flag,
+            before.remark,
+            before.body,
+        )
         expected_ext = {k: codec_py.ext_value_text(v) for k, v in before.ext_fields.items()}
         assert after.ext_fields == expected_ext
     # the other implementation reads the same bytes the same way

@@ -99,7 +99,7 @@ def test_idle_connection_is_closed():
         with RawConnection(srv.port) as silent:
             started = time.monotonic()
             assert silent.is_closed_by_peer(timeout=3.0)
-            assert 0.25 < time.monotonic() - started      # not before its idle time
+            assert 0.25 < time.monotonic() - started  # not before its idle time
     finally:
         srv.shutdown()
 
@@ -143,7 +143,6 @@ def test_peer_that_never_reads_is_held_back():
         greedy.close()
     finally:
         srv.shutdown()
-
 
 
 def test_channel_closed_hook_and_remote_address(server):

@@ -16,16 +16,31 @@ from rmq.protocol.message import java_string_hash
 
 
 def body(consume_type, message_model, consume_from_where, sub_string="TagA || TagB", **extra):
-    return json.dumps({
-        "clientID": "127.0.0.1@1234",
-        "consumerDataSet": [{
-            "groupName": "G", "consumeType": consume_type, "messageModel": message_model,
-            "consumeFromWhere": consume_from_where, "unitMode": False,
-            "subscriptionDataSet": [{"topic": "T", "subString": sub_string, "subVersion": 1700000000000,
-                                     "tagsSet": ["TagA", "TagB"], "codeSet": [1, 2], **extra}],
-        }],
-        "producerDataSet": [{"groupName": "P"}, {"groupName": "CLIENT_INNER_PRODUCER"}],
-    }).encode()
+    return json.dumps(
+        {
+            "clientID": "127.0.0.1@1234",
+            "consumerDataSet": [
+                {
+                    "groupName": "G",
+                    "consumeType": consume_type,
+                    "messageModel": message_model,
+                    "consumeFromWhere": consume_from_where,
+                    "unitMode": False,
+                    "subscriptionDataSet": [
+                        {
+                            "topic": "T",
+                            "subString": sub_string,
+                            "subVersion": 1700000000000,
+                            "tagsSet": ["TagA", "TagB"],
+                            "codeSet": [1, 2],
+                            **extra,
+                        }
+                    ],
+                }
+            ],
+            "producerDataSet": [{"groupName": "P"}, {"groupName": "CLIENT_INNER_PRODUCER"}],
+        }
+    ).encode()
 
 
 def test_ordinals_and_names_give_the_same_heartbeat():
@@ -65,17 +80,20 @@ def test_sql92_subscription_is_registered_not_filtered():
     assert sub.expression_type == "SQL92" and sub.sub_string == "a > 1"
 
 
-@pytest.mark.parametrize("raw, message", [
-    (b"", "the body is empty"),
-    (b"{not json", "the body is not JSON"),
-    (b"[1]", "expected a JSON object, got list"),
-    (b'{"consumerDataSet":[]}', "clientID is missing"),
-    (body(7, 1, 0), "consumeType must be one of CONSUME_ACTIVELY, CONSUME_PASSIVELY or their ordinals 0-1, got 7"),
-    (body(1, "CLUSTER", 0), "messageModel must be one of BROADCASTING, CLUSTERING"),
-    (body(1, 1, 0, sub_string="||"), "names no tag"),
-    (b'{"clientID":"c","consumerDataSet":[{"consumeType":1}]}', "consumer data needs a groupName"),
-    (b'{"clientID":"c","producerDataSet":[{}]}', "producer data needs a groupName"),
-])
+@pytest.mark.parametrize(
+    "raw, message",
+    [
+        (b"", "the body is empty"),
+        (b"{not json", "the body is not JSON"),
+        (b"[1]", "expected a JSON object, got list"),
+        (b'{"consumerDataSet":[]}', "clientID is missing"),
+        (body(7, 1, 0), "consumeType must be one of CONSUME_ACTIVELY, CONSUME_PASSIVELY or their ordinals 0-1, got 7"),
+        (body(1, "CLUSTER", 0), "messageModel must be one of BROADCASTING, CLUSTERING"),
+        (body(1, 1, 0, sub_string="||"), "names no tag"),
+        (b'{"clientID":"c","consumerDataSet":[{"consumeType":1}]}', "consumer data needs a groupName"),
+        (b'{"clientID":"c","producerDataSet":[{}]}', "producer data needs a groupName"),
+    ],
+)
 def test_malformed_heartbeats_are_refused_clearly(raw, message):
     with pytest.raises(RequestRefused) as e:
         parse_heartbeat(raw)

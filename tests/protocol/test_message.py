@@ -26,8 +26,14 @@ def test_decode_tolerates_missing_trailing_separator():
 
 @pytest.mark.parametrize(
     "text, expected",
-    [("", 0), ("a", 97), ("TagA", 2598919), ("hello world", 1794106052), ("\u4e2d\u6587", 646394),
-     ("\U0001F600", 1772899)],
+    [
+        ("", 0),
+        ("a", 97),
+        ("TagA", 2598919),
+        ("hello world", 1794106052),
+        ("\u4e2d\u6587", 646394),
+        ("\U0001f600", 1772899),
+    ],
 )
 def test_java_string_hash_matches_java(text, expected):
     # expected values printed by Java 17 String.hashCode()

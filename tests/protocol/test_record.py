@@ -49,7 +49,7 @@ def test_check_record_outcomes(codec):
     assert results[codec.check_record(rec, expected_offset=0)].startswith("physical offset")
     assert results[codec.check_record(rec[:-1])] == "truncated"
     corrupt = bytearray(rec)
-    corrupt[90] ^= 1    # a body byte
+    corrupt[90] ^= 1  # a body byte
     assert results[codec.check_record(corrupt)] == "body CRC mismatch"
     assert codec.check_record(corrupt, check_crc=False) == len(rec)
     assert results[codec.check_record(b"\0" * 200)] == "empty"
@@ -57,7 +57,7 @@ def test_check_record_outcomes(codec):
     eof = struct.pack(">iI", 50, 0xCBD43194) + b"\0" * 42
     assert results[codec.check_record(eof)] == "end-of-file marker"
     lying = bytearray(rec)
-    lying[84:88] = struct.pack(">i", len(rec))   # BODYLEN past the record's end
+    lying[84:88] = struct.pack(">i", len(rec))  # BODYLEN past the record's end
     assert results[codec.check_record(lying)] == "lengths do not add up"
 
 
@@ -74,8 +74,18 @@ def test_both_twins_judge_every_prefix_and_flip_alike():
 
 def test_decode_record_reads_every_field():
     props = b"TAGS\x01TagA\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01AB12\x02"
-    rec = spec_record(topic="TopicT", body=b"payload", props=props, queue_id=3, flag=7, queue_offset=41,
-                      phy_offset=1000, sys_flag=1, reconsume=2, prepared=9)
+    rec = spec_record(
+        topic="TopicT",
+        body=b"payload",
+        props=props,
+        queue_id=3,
+        flag=7,
+        queue_offset=41,
+        phy_offset=1000,
+        sys_flag=1,
+        reconsume=2,
+        prepared=9,
+    )
     m = record.decode_record(rec + b"trailing bytes are not part of it")
     assert (m.topic, m.body, m.tags, m.keys, m.uniq_key) == ("TopicT", b"payload", "TagA", ["k1", "k2"], "AB12")
     assert (m.queue_id, m.flag, m.queue_offset, m.physical_offset) == (3, 7, 41, 1000)
@@ -92,8 +102,8 @@ def test_decode_records_splits_a_body_and_names_where_it_breaks():
     with pytest.raises(RecordError, match=f"at byte {len(a) + len(b)} of"):
         record.decode_records(a + b + a[:30])
     corrupt = bytearray(a)
-    corrupt[88] ^= 1    # the body's byte
-    with pytest.raises(StoreError):   # RecordError is a StoreError
+    corrupt[88] ^= 1  # the body's byte
+    with pytest.raises(StoreError):  # RecordError is a StoreError
         record.decode_record(corrupt)
 
 

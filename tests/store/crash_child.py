@@ -12,10 +12,16 @@ import threading
 from rmq.store import MessageStore, MessageStoreConfig, PutMessageStatus
 
 store_dir, round_no = sys.argv[1], int(sys.argv[2])
-store = MessageStore(MessageStoreConfig(store_path_root_dir=store_dir, flush_disk_type="SYNC_FLUSH",
-                                        mapped_file_size_commit_log=32 * 1024,
-                                        mapped_file_size_consume_queue=40 * 20,
-                                        max_hash_slot_num=512, max_index_num=4096))
+store = MessageStore(
+    MessageStoreConfig(
+        store_path_root_dir=store_dir,
+        flush_disk_type="SYNC_FLUSH",
+        mapped_file_size_commit_log=32 * 1024,
+        mapped_file_size_consume_queue=40 * 20,
+        max_hash_slot_num=512,
+        max_index_num=4096,
+    )
+)
 store.start()
 in_flight = threading.Semaphore(64)
 rng = random.Random(round_no)
@@ -35,6 +41,7 @@ while True:
     queue_id = i % 3
     key = f"r{round_no}-{i}-{queue_id}"
     body = key.encode() + b"|" + bytes([65 + i % 26]) * rng.randrange(0, 3000)
-    store.put_message("CrashTopic", queue_id, body, f"KEYS\x01{key}\x02".encode(),
-                      callback=lambda r, k=key: acknowledge(r, k))
+    store.put_message(
+        "CrashTopic", queue_id, body, f"KEYS\x01{key}\x02".encode(), callback=lambda r, k=key: acknowledge(r, k)
+    )
     i += 1

@@ -8,11 +8,18 @@ from rmq.store import FlushDiskType, MessageStoreConfig
 
 
 def test_from_properties_accepts_rocketmq_names_and_strings():
-    config = MessageStoreConfig.from_properties({
-        "storePathRootDir": "/data/store", "mappedFileSizeCommitLog": "1048576",
-        "flushDiskType": "SYNC_FLUSH", "deleteWhen": "04;05", "brokerIP1": "10.0.0.1",
-        "listenPort": "10921", "brokerName": "broker-a", "sync_flush_timeout": 100,
-    })
+    config = MessageStoreConfig.from_properties(
+        {
+            "storePathRootDir": "/data/store",
+            "mappedFileSizeCommitLog": "1048576",
+            "flushDiskType": "SYNC_FLUSH",
+            "deleteWhen": "04;05",
+            "brokerIP1": "10.0.0.1",
+            "listenPort": "10921",
+            "brokerName": "broker-a",
+            "sync_flush_timeout": 100,
+        }
+    )
     assert config.store_path_root_dir == "/data/store"
     assert config.mapped_file_size_commit_log == 1 << 20
     assert config.flush_disk_type is FlushDiskType.SYNC_FLUSH and config.sync_flush
@@ -41,7 +48,13 @@ def test_bad_values_say_what_was_expected():
         MessageStoreConfig(disk_max_used_space_ratio=101)
 
 
-@pytest.mark.parametrize("camel, snake", [("storePathRootDir", "store_path_root_dir"), ("brokerIP1", "broker_ip1"),
-                                          ("mappedFileSizeConsumeQueue", "mapped_file_size_consume_queue")])
+@pytest.mark.parametrize(
+    "camel, snake",
+    [
+        ("storePathRootDir", "store_path_root_dir"),
+        ("brokerIP1", "broker_ip1"),
+        ("mappedFileSizeConsumeQueue", "mapped_file_size_consume_queue"),
+    ],
+)
 def test_camel_to_snake(camel, snake):
     assert camel_to_snake(camel) == snake

@@ -21,8 +21,9 @@ CHILD = Path(__file__).with_name("crash_child.py")
 
 
 def run_and_kill(store_dir: Path, round_no: int, rng: random.Random) -> list[tuple[int, int, str]]:
-    proc = subprocess.Popen([sys.executable, str(CHILD), str(store_dir), str(round_no)],
-                            stdout=subprocess.PIPE, env=dict(os.environ))
+    proc = subprocess.Popen(
+        [sys.executable, str(CHILD), str(store_dir), str(round_no)], stdout=subprocess.PIPE, env=dict(os.environ)
+    )
     out = b""
     try:
         kill_at = None
@@ -50,19 +51,24 @@ def run_and_kill(store_dir: Path, round_no: int, rng: random.Random) -> list[tup
     acks = []
     for line in out.decode().splitlines():
         if line == "started" or not line.endswith(tuple("012")):
-            continue     # a line cut by the kill is not an acknowledgement
+            continue  # a line cut by the kill is not an acknowledgement
         queue_id, offset, key = line.split()
         acks.append((int(queue_id), int(offset), key))
     return acks
 
 
-def verify(store_dir: Path, acked: dict[tuple[int, int], str], checked: dict[tuple[int, int], str],
-           decode_all: bool) -> None:
+def verify(
+    store_dir: Path, acked: dict[tuple[int, int], str], checked: dict[tuple[int, int], str], decode_all: bool
+) -> None:
     """Reopen after the kill: queue offsets contiguous, records intact (CRC), every ack present.
     Records already decoded in earlier rounds are only re-decoded when ``decode_all``."""
-    config = MessageStoreConfig(store_path_root_dir=str(store_dir), mapped_file_size_commit_log=32 * 1024,
-                                mapped_file_size_consume_queue=40 * 20, max_hash_slot_num=512,
-                                max_index_num=4096)
+    config = MessageStoreConfig(
+        store_path_root_dir=str(store_dir),
+        mapped_file_size_commit_log=32 * 1024,
+        mapped_file_size_consume_queue=40 * 20,
+        max_hash_slot_num=512,
+        max_index_num=4096,
+    )
     with MessageStore(config) as store:
         assert not store.last_exit_ok
         present = set()
@@ -76,11 +82,11 @@ def verify(store_dir: Path, acked: dict[tuple[int, int], str], checked: dict[tup
                     present.add((queue_id, queue_offset))
                     if not decode_all and (queue_id, queue_offset) in checked:
                         continue
-                    m = decode_record(view)          # CRC checked: no half-written record comes back
+                    m = decode_record(view)  # CRC checked: no half-written record comes back
                     assert m.queue_offset == queue_offset and m.queue_id == queue_id
                     key = m.properties["KEYS"]
                     assert m.body.startswith(key.encode() + b"|")
-                    assert len(set(m.body[len(key) + 1:])) <= 1
+                    assert len(set(m.body[len(key) + 1 :])) <= 1
                     assert checked.setdefault((queue_id, queue_offset), key) == key
                 offset = got.next_begin_offset
             # contiguous queue offsets, nothing readable past the end

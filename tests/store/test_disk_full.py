@@ -17,8 +17,9 @@ from rmq.store import GetMessageStatus, PutMessageStatus
 def tiny_fs(tmp_path: Path) -> Iterator[Path]:
     mount_point = tmp_path / "tiny"
     mount_point.mkdir()
-    proc = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount_point)],
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount_point)], capture_output=True, text=True
+    )
     if proc.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs to fill up (needs root): {proc.stderr.strip()}")
     try:
@@ -31,8 +32,13 @@ def test_disk_full_refuses_then_resumes(tiny_fs, open_store):
     # tiny_fs first: it is unmounted after the store is shut down
     filler = tiny_fs / "filler"
     filler.write_bytes(b"\1" * 200 * 1024)
-    store = open_store(tiny_fs / "store", mapped_file_size_commit_log=64 * 1024,
-                       mapped_file_size_consume_queue=100 * 20, max_hash_slot_num=64, max_index_num=256)
+    store = open_store(
+        tiny_fs / "store",
+        mapped_file_size_commit_log=64 * 1024,
+        mapped_file_size_consume_queue=100 * 20,
+        max_hash_slot_num=64,
+        max_index_num=256,
+    )
     stored = []
     status = None
     for i in range(1000):
@@ -56,6 +62,11 @@ def test_disk_full_refuses_then_resumes(tiny_fs, open_store):
     r = store.put("TopicA", b"resumed")
     assert r.status is PutMessageStatus.PUT_OK and r.queue_offset == len(stored)
     store.shutdown()
-    store = open_store(tiny_fs / "store", mapped_file_size_commit_log=64 * 1024,
-                       mapped_file_size_consume_queue=100 * 20, max_hash_slot_num=64, max_index_num=256)
+    store = open_store(
+        tiny_fs / "store",
+        mapped_file_size_commit_log=64 * 1024,
+        mapped_file_size_consume_queue=100 * 20,
+        max_hash_slot_num=64,
+        max_index_num=256,
+    )
     assert store.last_exit_ok and store.get_max_offset_in_queue("TopicA", 0) == len(stored) + 1

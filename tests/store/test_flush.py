@@ -61,8 +61,11 @@ def test_sync_flush_puts_that_do_not_wait_are_durable_within_the_interval(open_s
     results = [store.put_message("TopicA", 0, b"x" * 500, b"") for _ in range(20)]
     assert not any(r.pending for r in results)
     wait_until(lambda: store.commit_log.get_flushed_where() >= results[-1].next_offset, 10, "the puts flushed")
-    wait_until(lambda: store.checkpoint.physic_msg_timestamp == results[-1].store_timestamp, 10,
-               "the checkpoint's CommitLog time at the last put")
+    wait_until(
+        lambda: store.checkpoint.physic_msg_timestamp == results[-1].store_timestamp,
+        10,
+        "the checkpoint's CommitLog time at the last put",
+    )
 
 
 def test_sync_flush_spanning_many_files_in_one_round(open_store, store_dir):
@@ -98,8 +101,9 @@ def handed_over_store(store_dir, kick_rounds=False):
 def test_handed_over_completions_run_on_the_owners_thread(store_dir):
     with handed_over_store(store_dir) as store:
         completed = []
-        r = store.put_message("TopicA", 0, b"x" * 100, b"",
-                              callback=lambda result: completed.append(threading.get_ident()))
+        r = store.put_message(
+            "TopicA", 0, b"x" * 100, b"", callback=lambda result: completed.append(threading.get_ident())
+        )
         # the round ends with a count on the eventfd; nobody else completes the put: it is still
         # pending after its round, and the owner's call completes it, on the owner's thread
         assert select.select([store.commit_event_fd], [], [], 5)[0]
@@ -111,8 +115,7 @@ def test_handed_over_completions_run_on_the_owners_thread(store_dir):
 def test_kicked_rounds_cover_a_whole_batch_of_waiting_puts(store_dir):
     with handed_over_store(store_dir, kick_rounds=True) as store:
         completed = []
-        results = [store.put_message("TopicA", 0, b"x" * 1000, b"", callback=completed.append)
-                   for _ in range(16)]
+        results = [store.put_message("TopicA", 0, b"x" * 1000, b"", callback=completed.append) for _ in range(16)]
         rounds = store.group_commit_flushes
         store.kick_group_commit()
 
@@ -141,7 +144,13 @@ def test_async_flush_happens_on_its_timer(open_store, store_dir):
     for _ in range(30):
         r = store.put("TopicA", b"x" * 1000)
     wait_until(lambda: store.commit_log.get_flushed_where() >= r.next_offset - 4096, 10, "the 4-page flush")
-    wait_until(lambda: store.checkpoint.physic_msg_timestamp == r.store_timestamp, 10,
-               "the checkpoint's CommitLog time at the last put")
-    wait_until(lambda: store.checkpoint.logics_msg_timestamp == r.store_timestamp, 10,
-               "the checkpoint's ConsumeQueue time at the last put")
+    wait_until(
+        lambda: store.checkpoint.physic_msg_timestamp == r.store_timestamp,
+        10,
+        "the checkpoint's CommitLog time at the last put",
+    )
+    wait_until(
+        lambda: store.checkpoint.logics_msg_timestamp == r.store_timestamp,
+        10,
+        "the checkpoint's ConsumeQueue time at the last put",
+    )

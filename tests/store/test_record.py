@@ -14,14 +14,25 @@ def test_stored_record_matches_spec_bytes(open_store):
     props = encode_properties({"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "AC110001000018B4AAC2"})
     store.put_message("TopicA", 0, b"first", b"")
     body = bytes(range(256)) * 3
-    r = store.put_message("TopicA", 1, body, props, 0, 1700000000123, 7, 2,
-                          ipv4_to_int("192.168.0.9"), 54321)
+    r = store.put_message("TopicA", 1, body, props, 0, 1700000000123, 7, 2, ipv4_to_int("192.168.0.9"), 54321)
     assert r.status.name == "PUT_OK" and r.queue_offset == 0
     stored = bytes(store.look_message_by_offset(r.wrote_offset))
-    expected = spec_record(queue_id=1, flag=7, queue_offset=0, phy_offset=r.wrote_offset, sys_flag=0,
-                           born_ts=1700000000123, born_host=("192.168.0.9", 54321), store_ts=r.store_timestamp,
-                           store_host=("10.1.2.3", 10911), reconsume=2, prepared=0, body=body,
-                           topic="TopicA", props=props)
+    expected = spec_record(
+        queue_id=1,
+        flag=7,
+        queue_offset=0,
+        phy_offset=r.wrote_offset,
+        sys_flag=0,
+        born_ts=1700000000123,
+        born_host=("192.168.0.9", 54321),
+        store_ts=r.store_timestamp,
+        store_host=("10.1.2.3", 10911),
+        reconsume=2,
+        prepared=0,
+        body=body,
+        topic="TopicA",
+        props=props,
+    )
     assert stored == expected
     assert r.wrote_bytes == len(expected)
     # and it is in the file at that offset

@@ -24,8 +24,10 @@ FILE = COMMIT_LOG_FILE_SIZE
 
 
 def fill(store, n, queue_ids=(0,)):
-    return [store.put("TopicA", b"m%04d" % i + b"." * (i * 37 % 900), queue_id=queue_ids[i % len(queue_ids)],
-                      keys=f"k{i}") for i in range(n)]
+    return [
+        store.put("TopicA", b"m%04d" % i + b"." * (i * 37 % 900), queue_id=queue_ids[i % len(queue_ids)], keys=f"k{i}")
+        for i in range(n)
+    ]
 
 
 def all_bodies(store, queue_id=0):
@@ -71,7 +73,7 @@ def test_torn_tail_is_cut_exactly(open_store, store_dir, crash, tail):
             f.write(os.urandom(300))
         elif tail == "half_record":
             # a record header that claims its full size, its bytes only half there
-            f.write(half[:len(half) // 2].replace(half[28:36], (end).to_bytes(8, "big"), 1))
+            f.write(half[: len(half) // 2].replace(half[28:36], (end).to_bytes(8, "big"), 1))
         else:
             f.write(b"\0" * 64 + half)
     if crash:

@@ -51,7 +51,7 @@ def test_only_files_older_than_the_reserved_time_go(open_store):
     files = store.commit_log.mapped_files
     age(files[0].path, 100)
     age(files[1].path, 80)
-    age(files[2].path, 10)    # younger: it and everything after stays
+    age(files[2].path, 10)  # younger: it and everything after stays
     assert store.clean_expired_files(now_ms=at_hour(4), disk_used_ratio=lambda: 0.1) == 2
     assert store.commit_log.mapped_files[0].path == files[2].path
 

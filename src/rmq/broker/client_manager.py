@@ -26,23 +26,33 @@ class ClientManager:
         self.consumers = ConsumerManager(channel_expired_ms)
         self.producers = ProducerManager(channel_expired_ms)
 
-    def register_heartbeat(self, heartbeat: HeartbeatData, channel: Any, language: str = "",
-                           version: int = 0, now: int | None = None) -> set[str]:
+    def register_heartbeat(
+        self, heartbeat: HeartbeatData, channel: Any, language: str = "", version: int = 0, now: int | None = None
+    ) -> set[str]:
         """Record a HEART_BEAT; returns the consumer groups whose membership or topics changed."""
         now = now_ms() if now is None else now
         changed = set()
         for data in heartbeat.consumer_data_set:
             info = ClientChannelInfo(channel, heartbeat.client_id, language, version, now)
-            if self.consumers.register_consumer(data.group_name, info, data.consume_type, data.message_model,
-                                                data.consume_from_where, data.subscriptions, now):
+            if self.consumers.register_consumer(
+                data.group_name,
+                info,
+                data.consume_type,
+                data.message_model,
+                data.consume_from_where,
+                data.subscriptions,
+                now,
+            ):
                 changed.add(data.group_name)
         for group in heartbeat.producer_groups:
-            self.producers.register_producer(group, ClientChannelInfo(channel, heartbeat.client_id, language,
-                                                                      version, now), now)
+            self.producers.register_producer(
+                group, ClientChannelInfo(channel, heartbeat.client_id, language, version, now), now
+            )
         return changed
 
-    def unregister_client(self, client_id: str, producer_group: str | None = None,
-                          consumer_group: str | None = None) -> set[str]:
+    def unregister_client(
+        self, client_id: str, producer_group: str | None = None, consumer_group: str | None = None
+    ) -> set[str]:
         """UNREGISTER_CLIENT; returns the consumer group when the client was one of its members."""
         if producer_group:
             self.producers.unregister_producer(producer_group, client_id)

@@ -70,8 +70,10 @@ class BrokerConfig(SettingsView):
         if self.broker_role is BrokerRole.SLAVE and self.broker_id == MASTER_ID:
             raise ConfigError("brokerRole=SLAVE needs a brokerId greater than 0 (0 is the master's)")
         if self.broker_role is not BrokerRole.SLAVE and self.broker_id != MASTER_ID:
-            raise ConfigError(f"brokerId={self.broker_id} with brokerRole={self.broker_role.value}: "
-                              "a master's brokerId is 0; set brokerRole=SLAVE for a slave")
+            raise ConfigError(
+                f"brokerId={self.broker_id} with brokerRole={self.broker_role.value}: "
+                "a master's brokerId is 0; set brokerRole=SLAVE for a slave"
+            )
 
     @property
     def embedded_namesrv(self) -> bool:
@@ -106,15 +108,18 @@ class BrokerConfig(SettingsView):
         return MessageStoreConfig.from_settings(loaded, broker_ip1=self.broker_ip1, listen_port=self.listen_port)
 
 
-def load_broker_settings(config_file: str | os.PathLike[str] | None = None,
-                         overrides: Mapping[str, Any] | None = None,
-                         more: Iterable[tuple[str, Mapping[str, Any]]] = ()) -> LoadedSettings:
+def load_broker_settings(
+    config_file: str | os.PathLike[str] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+    more: Iterable[tuple[str, Mapping[str, Any]]] = (),
+) -> LoadedSettings:
     """broker.conf (if given), ``--set`` overrides, then further ``(source, settings)`` layers."""
     return load_settings(config_file, [("--set", overrides or {}), *more])
 
 
-def load_broker_config(config_file: str | os.PathLike[str] | None = None,
-                       overrides: Mapping[str, Any] | None = None) -> tuple[BrokerConfig, MessageStoreConfig]:
+def load_broker_config(
+    config_file: str | os.PathLike[str] | None = None, overrides: Mapping[str, Any] | None = None
+) -> tuple[BrokerConfig, MessageStoreConfig]:
     """The broker's and the store's config from broker.conf (if given) and ``--set`` overrides,
     host-dependent defaults resolved."""
     loaded = load_broker_settings(config_file, overrides)

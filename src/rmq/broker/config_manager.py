@@ -32,6 +32,7 @@ log = logging.getLogger("rmq.broker")
 
 CONFIG_DIR_NAME = "config"
 
+
 @dataclass
 class DataVersion:
     """RocketMQ's DataVersion: name servers re-read a broker's topics only when it changes."""
@@ -117,8 +118,13 @@ class ConfigManager(ABC):
                     self.decode(loads_java_json(text))
                     self._persisted_changes = self._changes
             except Exception as e:  # any malformed content: fall back, never stop the broker here
-                log.error("cannot load %s (%s: %s); %s", path, type(e).__name__, e,
-                          "trying the backup" if path == self.path else "giving up")
+                log.error(
+                    "cannot load %s (%s: %s); %s",
+                    path,
+                    type(e).__name__,
+                    e,
+                    "trying the backup" if path == self.path else "giving up",
+                )
                 continue
             log.info("loaded %s", path)
             return True

@@ -44,8 +44,14 @@ class ConsumerGroupInfo:
     def all_channels(self) -> list[Any]:
         return [info.channel for info in self.channels.values()]
 
-    def update_channel(self, info: ClientChannelInfo, consume_type: ConsumeType, message_model: MessageModel,
-                       consume_from_where: ConsumeFromWhere, now: int) -> bool:
+    def update_channel(
+        self,
+        info: ClientChannelInfo,
+        consume_type: ConsumeType,
+        message_model: MessageModel,
+        consume_from_where: ConsumeFromWhere,
+        now: int,
+    ) -> bool:
         """Record a heartbeat of ``info``; True when the client is new to the group."""
         self.consume_type = consume_type
         self.message_model = message_model
@@ -60,8 +66,13 @@ class ConsumerGroupInfo:
         if old is not None:
             log.info("consumer %s of group %s reconnected on a new channel", info.client_id, self.group_name)
             return False
-        log.info("consumer %s joined group %s (%s, %s)", info.client_id, self.group_name,
-                 consume_type.name, message_model.name)
+        log.info(
+            "consumer %s joined group %s (%s, %s)",
+            info.client_id,
+            self.group_name,
+            consume_type.name,
+            message_model.name,
+        )
         return True
 
     def update_subscription(self, subscriptions: Iterable[SubscriptionData], now: int) -> bool:
@@ -138,8 +149,9 @@ class ConsumerManager:
         now = now_ms() if now is None else now
         scan = ChannelScan()
         for group, info in self._remove_where(lambda info: info.expired(now, self.channel_expired_ms)):
-            log.warning("consumer %s of group %s silent for %d ms: removed", info.client_id, group,
-                        now - info.last_update_ms)
+            log.warning(
+                "consumer %s of group %s silent for %d ms: removed", info.client_id, group, now - info.last_update_ms
+            )
             scan.changed_groups.add(group)
             scan.add_channel(info.channel)
         return scan
@@ -174,8 +186,13 @@ class ConsumerManager:
     def get_consumer_group_info(self, group: str) -> ConsumerGroupInfo | None:
         with self._lock:
             group_info = self._groups.get(group)
-            return dataclasses.replace(group_info, channels=dict(group_info.channels),
-                                       subscriptions=dict(group_info.subscriptions)) if group_info else None
+            return (
+                dataclasses.replace(
+                    group_info, channels=dict(group_info.channels), subscriptions=dict(group_info.subscriptions)
+                )
+                if group_info
+                else None
+            )
 
     def find_channel(self, group: str, client_id: str) -> ClientChannelInfo | None:
         with self._lock:

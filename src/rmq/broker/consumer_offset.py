@@ -40,8 +40,7 @@ class ConsumerOffsetManager(ConfigManager):
         super().__init__(store_path_root_dir)
         self._offsets: dict[str, dict[int, int]] = {}
 
-    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int,
-                      client_host: str | None = None) -> None:
+    def commit_offset(self, group: str, topic: str, queue_id: int, offset: int, client_host: str | None = None) -> None:
         with self._lock:
             queues = self._offsets.setdefault(topic_at_group(topic, group), {})
             previous = queues.get(queue_id)
@@ -49,8 +48,15 @@ class ConsumerOffsetManager(ConfigManager):
             self.mark_changed()
         if previous is not None and offset < previous:
             # Legal (a reset, a rebalance handing the queue to a slower consumer) but worth a trace.
-            log.info("offset of %s@%s queue %d moved back from %d to %d by %s",
-                     topic, group, queue_id, previous, offset, client_host or "a client")
+            log.info(
+                "offset of %s@%s queue %d moved back from %d to %d by %s",
+                topic,
+                group,
+                queue_id,
+                previous,
+                offset,
+                client_host or "a client",
+            )
 
     def query_offset(self, group: str, topic: str, queue_id: int) -> int:
         """The committed offset, or -1 when the group never committed one for this queue."""
@@ -86,8 +92,9 @@ class ConsumerOffsetManager(ConfigManager):
 
     def _remove_where(self, predicate: Callable[[str, str], bool]) -> None:
         with self._lock:
-            doomed = [key for key in self._offsets
-                      if (pair := split_topic_at_group(key)) is not None and predicate(*pair)]
+            doomed = [
+                key for key in self._offsets if (pair := split_topic_at_group(key)) is not None and predicate(*pair)
+            ]
             for key in doomed:
                 del self._offsets[key]
                 log.info("removed consumer offsets %s", key)
@@ -108,11 +115,13 @@ class ConsumerOffsetManager(ConfigManager):
 
     def encode(self) -> dict[str, Any]:
         with self._lock:
-            return {"offsetTable": {key: {str(q): o for q, o in sorted(queues.items())}
-                                    for key, queues in self._offsets.items()}}
+            return {
+                "offsetTable": {
+                    key: {str(q): o for q, o in sorted(queues.items())} for key, queues in self._offsets.items()
+                }
+            }
 
     def decode(self, obj: Any) -> None:
-        table = {key: {int(q): int(o) for q, o in queues.items()}
-                 for key, queues in obj["offsetTable"].items()}
+        table = {key: {int(q): int(o) for q, o in queues.items()} for key, queues in obj["offsetTable"].items()}
         with self._lock:
             self._offsets = table

@@ -94,7 +94,6 @@ class FlushRoundKicker:
         self.store.kick_group_commit()
 
 
-
 class BrokerController:
     """One broker: store, metadata managers, client registries, processors, server, timers."""
 
@@ -117,8 +116,9 @@ class BrokerController:
             # and the loop asks for the rounds (puts still waiting after 10 ms get one anyway)
             self.store.hand_over_commit_completion()
             self.flush_rounds = FlushRoundKicker(self.store, self.server.loop)
-            self.server.loop.add_handler(self.store.commit_event_fd, select.EPOLLIN,
-                                         lambda _events: self.store.complete_commits())
+            self.server.loop.add_handler(
+                self.store.commit_event_fd, select.EPOLLIN, lambda _events: self.store.complete_commits()
+            )
             self.server.loop.schedule_periodic(COMMIT_DEADLINE_SCAN, self.store.complete_commits)
         self.namesrv_client = RemotingClient(name="rmq-broker-namesrv-client")
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
@@ -156,8 +156,12 @@ class BrokerController:
     # -- lifecycle ------------------------------------------------------------------------------
 
     def start(self) -> BrokerController:
-        for manager in (self.topic_config_manager, self.consumer_offset_manager,
-                        self.subscription_group_manager, self.delay_offset_manager):
+        for manager in (
+            self.topic_config_manager,
+            self.consumer_offset_manager,
+            self.subscription_group_manager,
+            self.delay_offset_manager,
+        ):
             if not manager.load():
                 raise ConfigError(f"cannot load {manager.path} nor its backup: fix or remove it to start")
         self.store.start()
@@ -179,9 +183,15 @@ class BrokerController:
         self.scheduler.schedule_periodic(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
         self.scheduler.schedule_periodic(DISK_CHECK_INTERVAL, self.check_disk)
         self.scheduler.start()
-        log.info("broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",
-                 config.broker_name, config.broker_role.value, config.broker_cluster_name, self.broker_addr,
-                 self.store.store_path, ";".join(self._namesrv_addrs))
+        log.info(
+            "broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",
+            config.broker_name,
+            config.broker_role.value,
+            config.broker_cluster_name,
+            self.broker_addr,
+            self.store.store_path,
+            ";".join(self._namesrv_addrs),
+        )
         return self
 
     def shutdown(self) -> None:
@@ -192,8 +202,13 @@ class BrokerController:
             self._started = False
             self.scheduler.shutdown()
             try:
-                self.namesrv_api.unregister_all(self._namesrv_addrs, self.config.broker_cluster_name,
-                                                self.broker_addr, self.config.broker_name, self.config.broker_id)
+                self.namesrv_api.unregister_all(
+                    self._namesrv_addrs,
+                    self.config.broker_cluster_name,
+                    self.broker_addr,
+                    self.config.broker_name,
+                    self.config.broker_id,
+                )
             except Exception:
                 log.exception("unregistering from the name servers failed")
             self._stop_parts()
@@ -224,8 +239,12 @@ class BrokerController:
         self.consumer_offset_manager.persist()
 
     def persist_all(self) -> None:
-        for manager in (self.consumer_offset_manager, self.topic_config_manager,
-                        self.subscription_group_manager, self.delay_offset_manager):
+        for manager in (
+            self.consumer_offset_manager,
+            self.topic_config_manager,
+            self.subscription_group_manager,
+            self.delay_offset_manager,
+        ):
             manager.persist()
 
     # -- name servers ---------------------------------------------------------------------------
@@ -236,9 +255,16 @@ class BrokerController:
         if not self._started:
             return []
         config = self.config
-        return self.namesrv_api.register_all(self._namesrv_addrs, config.broker_cluster_name, self.broker_addr,
-                                             config.broker_name, config.broker_id, config.ha_server_addr,
-                                             self.topic_config_manager.build_serialize_wrapper(), wait=wait)
+        return self.namesrv_api.register_all(
+            self._namesrv_addrs,
+            config.broker_cluster_name,
+            self.broker_addr,
+            config.broker_name,
+            config.broker_id,
+            config.ha_server_addr,
+            self.topic_config_manager.build_serialize_wrapper(),
+            wait=wait,
+        )
 
     def _topics_changed(self) -> None:
         # A created or changed topic is routed at once, not at the next 30 s tick.
@@ -266,10 +292,21 @@ class BrokerController:
         props[MessageProperty.REAL_QUEUE_ID] = str(queue_id)
         return SCHEDULE_TOPIC, delay_level_to_queue_id(level), encode_properties(props)
 
-    def put_inner(self, topic: str, queue_id: int, body, properties: dict[str, str] | bytes | str = b"",
-                  sys_flag: int = 0, born_timestamp: int = 0, born_host: str | int = 0, flag: int = 0,
-                  reconsume_times: int = 0, *, born_port: int = 0,
-                  callback: Callable[[PutMessageResult], None] | None = None) -> PutMessageResult:
+    def put_inner(
+        self,
+        topic: str,
+        queue_id: int,
+        body,
+        properties: dict[str, str] | bytes | str = b"",
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: str | int = 0,
+        flag: int = 0,
+        reconsume_times: int = 0,
+        *,
+        born_port: int = 0,
+        callback: Callable[[PutMessageResult], None] | None = None,
+    ) -> PutMessageResult:
         """Store a message the broker makes itself (retry, dead letter, a delayed message come due).
 
         A DELAY property > 0 sends it to SCHEDULE_TOPIC_XXXX first (``schedule_redirect``); clear
@@ -281,8 +318,19 @@ class BrokerController:
             properties = properties.encode()
         topic, queue_id, props = self.schedule_redirect(topic, queue_id, properties)
         host = ipv4_to_int(born_host) if isinstance(born_host, str) else born_host
-        result = self.store.put_message(topic, queue_id, body, props, sys_flag, born_timestamp, flag,
-                                        reconsume_times, host or self._store_ip, born_port, callback)
+        result = self.store.put_message(
+            topic,
+            queue_id,
+            body,
+            props,
+            sys_flag,
+            born_timestamp,
+            flag,
+            reconsume_times,
+            host or self._store_ip,
+            born_port,
+            callback,
+        )
         if result.status_code == PutMessageStatus.PUT_OK:
             self.notify_message_arriving(topic, queue_id)
         return result
@@ -301,8 +349,9 @@ class BrokerController:
         if group_config is not None and not group_config.notify_consumer_ids_changed_enable:
             return
         for channel in self.client_manager.consumers.channels(group):
-            channel.send_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED,
-                                                        {"consumerGroup": group}))
+            channel.send_oneway(
+                RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": group})
+            )
 
     def _on_channel_closed(self, channel) -> None:
         self.pull_hold.on_channel_closed(channel)
@@ -330,9 +379,14 @@ class BrokerController:
         full = self.disk_used_percent > self.store_config.disk_max_used_space_ratio
         if full != self.disk_full:
             if full:
-                log.error("disk of %s is %.1f%% full, above diskMaxUsedSpaceRatio %d%%: refusing sends",
-                          self.store.store_path, self.disk_used_percent, self.store_config.disk_max_used_space_ratio)
+                log.error(
+                    "disk of %s is %.1f%% full, above diskMaxUsedSpaceRatio %d%%: refusing sends",
+                    self.store.store_path,
+                    self.disk_used_percent,
+                    self.store_config.disk_max_used_space_ratio,
+                )
             else:
-                log.warning("disk of %s is back to %.1f%%: accepting sends", self.store.store_path,
-                            self.disk_used_percent)
+                log.warning(
+                    "disk of %s is back to %.1f%%: accepting sends", self.store.store_path, self.disk_used_percent
+                )
         self.disk_full = full

@@ -26,12 +26,35 @@ log = logging.getLogger("rmq.broker")
 class ParkedPull:
     """A pull request, parsed once, that may wait for messages."""
 
-    __slots__ = ("channel", "request", "group", "topic", "queue_id", "queue_offset", "max_msgs", "tag_filter",
-                 "timeout_ms", "suggest_broker_id", "deadline", "timer", "done")
+    __slots__ = (
+        "channel",
+        "request",
+        "group",
+        "topic",
+        "queue_id",
+        "queue_offset",
+        "max_msgs",
+        "tag_filter",
+        "timeout_ms",
+        "suggest_broker_id",
+        "deadline",
+        "timer",
+        "done",
+    )
 
-    def __init__(self, channel: Any, request: RemotingCommand, group: str, topic: str, queue_id: int,
-                 queue_offset: int, max_msgs: int, tag_filter: TagFilter | None, timeout_ms: int,
-                 suggest_broker_id: int):
+    def __init__(
+        self,
+        channel: Any,
+        request: RemotingCommand,
+        group: str,
+        topic: str,
+        queue_id: int,
+        queue_offset: int,
+        max_msgs: int,
+        tag_filter: TagFilter | None,
+        timeout_ms: int,
+        suggest_broker_id: int,
+    ):
         self.channel = channel
         self.request = request
         self.group = group

@@ -34,9 +34,17 @@ class NamesrvApi:
         self.client = client
         self.timeout = timeout_ms / 1000
 
-    def register_all(self, namesrv_addrs: list[str], cluster_name: str, broker_addr: str, broker_name: str,
-                     broker_id: int, ha_server_addr: str, topic_config_wrapper: dict[str, Any],
-                     wait: bool = False) -> list[concurrent.futures.Future]:
+    def register_all(
+        self,
+        namesrv_addrs: list[str],
+        cluster_name: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        ha_server_addr: str,
+        topic_config_wrapper: dict[str, Any],
+        wait: bool = False,
+    ) -> list[concurrent.futures.Future]:
         """REGISTER_BROKER with every name server; the futures resolve to each answer (or error)."""
         body = orjson.dumps({"topicConfigSerializeWrapper": topic_config_wrapper, "filterServerList": []})
         ext = {
@@ -58,15 +66,21 @@ class NamesrvApi:
             concurrent.futures.wait(futures, self.timeout + 1)
         return futures
 
-    def unregister_all(self, namesrv_addrs: list[str], cluster_name: str, broker_addr: str, broker_name: str,
-                       broker_id: int) -> None:
+    def unregister_all(
+        self, namesrv_addrs: list[str], cluster_name: str, broker_addr: str, broker_name: str, broker_id: int
+    ) -> None:
         """UNREGISTER_BROKER with every name server, waiting (briefly) for the answers."""
-        ext = {"brokerName": broker_name, "brokerAddr": broker_addr, "clusterName": cluster_name,
-               "brokerId": str(broker_id)}
+        ext = {
+            "brokerName": broker_name,
+            "brokerAddr": broker_addr,
+            "clusterName": cluster_name,
+            "brokerId": str(broker_id),
+        }
         futures = []
         for addr in namesrv_addrs:
-            future = self.client.invoke_async(addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, dict(ext)),
-                                              self.timeout)
+            future = self.client.invoke_async(
+                addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, dict(ext)), self.timeout
+            )
             future.add_done_callback(functools.partial(_log_outcome, "unregister from", addr))
             futures.append(future)
         concurrent.futures.wait(futures, self.timeout + 1)
@@ -79,7 +93,8 @@ def _log_outcome(what: str, addr: str, future: concurrent.futures.Future) -> Non
         return
     response = future.result()
     if response.code != ResponseCode.SUCCESS:
-        log.warning("name server %s refused to %s it: code %d %s", addr, what.split()[0], response.code,
-                    response.remark)
+        log.warning(
+            "name server %s refused to %s it: code %d %s", addr, what.split()[0], response.code, response.remark
+        )
     else:
         log.debug("%s name server %s: ok", what, addr)

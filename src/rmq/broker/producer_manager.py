@@ -63,8 +63,9 @@ class ProducerManager:
         now = now_ms() if now is None else now
         scan = ChannelScan()
         for group, info in self._remove_where(lambda info: info.expired(now, self.channel_expired_ms)):
-            log.warning("producer %s of group %s silent for %d ms: removed", info.client_id, group,
-                        now - info.last_update_ms)
+            log.warning(
+                "producer %s of group %s silent for %d ms: removed", info.client_id, group, now - info.last_update_ms
+            )
             scan.add_channel(info.channel)
         return scan.expired_channels
 

@@ -41,8 +41,9 @@ class RebalanceLockManager:
     def _expired(self, entry: LockEntry, now: int) -> bool:
         return now - entry.last_update_ms > self.lock_max_live_ms
 
-    def try_lock_batch(self, group: str, mqs: Iterable[MessageQueue], client_id: str,
-                       now: int | None = None) -> set[MessageQueue]:
+    def try_lock_batch(
+        self, group: str, mqs: Iterable[MessageQueue], client_id: str, now: int | None = None
+    ) -> set[MessageQueue]:
         """Lock (or renew) each queue for ``client_id``; returns the ones it now holds. A queue held
         by another client whose lock has not lapsed is left out."""
         now = now_ms() if now is None else now
@@ -71,8 +72,9 @@ class RebalanceLockManager:
                 if entry is not None and entry.client_id == client_id:
                     del queues[mq]
                 elif entry is not None:
-                    log.warning("%s asked to unlock %s in group %s, held by %s: ignored",
-                                client_id, mq, group, entry.client_id)
+                    log.warning(
+                        "%s asked to unlock %s in group %s, held by %s: ignored", client_id, mq, group, entry.client_id
+                    )
             if not queues:
                 del self._table[group]
 

@@ -35,8 +35,7 @@ from rmq.settings import parse_delay_levels
 log = logging.getLogger("rmq.broker")
 
 # Properties that only mean something while a message waits in SCHEDULE_TOPIC_XXXX.
-SCHEDULE_ONLY_PROPERTIES = (MessageProperty.DELAY_TIME_LEVEL, MessageProperty.REAL_TOPIC,
-                            MessageProperty.REAL_QUEUE_ID)
+SCHEDULE_ONLY_PROPERTIES = (MessageProperty.DELAY_TIME_LEVEL, MessageProperty.REAL_TOPIC, MessageProperty.REAL_QUEUE_ID)
 # Seconds between looks at the schedule queues when nothing is due sooner.
 TICK_SECONDS = 0.1
 # After a failed re-put (disk full, store stopping), retry the level this much later.
@@ -50,8 +49,7 @@ MAX_DELIVERIES_PER_ROUND = 1000
 class ScheduleMessageService(ServiceThread):
     """The delay levels' cursors on one thread: ``start()`` / ``shutdown()`` / ``wakeup()``."""
 
-    def __init__(self, controller: Any, tick: float = TICK_SECONDS,
-                 persist_interval: float = PERSIST_INTERVAL_SECONDS):
+    def __init__(self, controller: Any, tick: float = TICK_SECONDS, persist_interval: float = PERSIST_INTERVAL_SECONDS):
         super().__init__("rmq-broker-delay")
         self.controller = controller
         self.store = controller.store
@@ -70,8 +68,7 @@ class ScheduleMessageService(ServiceThread):
 
     def start(self) -> None:
         """Resume every level where delayOffset.json says (corrected into the queue's range)."""
-        self._offsets = {level: self._corrected(level, self.offsets_manager.offset(level))
-                         for level in self.delay_ms}
+        self._offsets = {level: self._corrected(level, self.offsets_manager.offset(level)) for level in self.delay_ms}
         self._snapshot = None
         super().start()
 
@@ -125,8 +122,12 @@ class ScheduleMessageService(ServiceThread):
         """Re-put one due message; False when the store refused it (retry later)."""
         record = self.store.look_message_by_offset(phy_offset, size)
         if record is None:
-            log.warning("delay level %d offset %d: no message at CommitLog offset %d (deleted by "
-                        "retention?); skipped", level, offset, phy_offset)
+            log.warning(
+                "delay level %d offset %d: no message at CommitLog offset %d (deleted by retention?); skipped",
+                level,
+                offset,
+                phy_offset,
+            )
             return True
         try:
             message = decode_record(record, check_crc=False)
@@ -137,18 +138,40 @@ class ScheduleMessageService(ServiceThread):
         topic = properties.get(MessageProperty.REAL_TOPIC)
         queue_id = properties.get(MessageProperty.REAL_QUEUE_ID, "")
         if not topic or not queue_id.isdigit() or topic == TRANS_HALF_TOPIC:
-            log.error("delay level %d offset %d: message %s has no usable real destination "
-                      "(REAL_TOPIC %r, REAL_QID %r); discarded", level, offset, message.msg_id, topic, queue_id)
+            log.error(
+                "delay level %d offset %d: message %s has no usable real destination "
+                "(REAL_TOPIC %r, REAL_QID %r); discarded",
+                level,
+                offset,
+                message.msg_id,
+                topic,
+                queue_id,
+            )
             return True
         for key in SCHEDULE_ONLY_PROPERTIES:
             properties.pop(key, None)
-        result = self.controller.put_inner(topic, int(queue_id), message.body, properties,
-                                           sys_flag=message.sys_flag, born_timestamp=message.born_timestamp,
-                                           born_host=message.born_host[0], born_port=message.born_host[1],
-                                           flag=message.flag, reconsume_times=message.reconsume_times)
+        result = self.controller.put_inner(
+            topic,
+            int(queue_id),
+            message.body,
+            properties,
+            sys_flag=message.sys_flag,
+            born_timestamp=message.born_timestamp,
+            born_host=message.born_host[0],
+            born_port=message.born_host[1],
+            flag=message.flag,
+            reconsume_times=message.reconsume_times,
+        )
         if not result.ok:
-            log.error("delay level %d: re-put of %s to %s queue %s failed (%s); retrying in %d ms", level,
-                      message.msg_id, topic, queue_id, result.status.name, RETRY_AFTER_FAILURE_MS)
+            log.error(
+                "delay level %d: re-put of %s to %s queue %s failed (%s); retrying in %d ms",
+                level,
+                message.msg_id,
+                topic,
+                queue_id,
+                result.status.name,
+                RETRY_AFTER_FAILURE_MS,
+            )
             return False
         self.delivered += 1
         return True
@@ -160,8 +183,14 @@ class ScheduleMessageService(ServiceThread):
             return offset
         corrected = min(max(offset, queue.min_offset), queue.max_offset_in_queue)
         if corrected != offset:
-            log.error("delay level %d: offset %d outside the queue's [%d, %d]; resuming at %d", level,
-                      offset, queue.min_offset, queue.max_offset_in_queue, corrected)
+            log.error(
+                "delay level %d: offset %d outside the queue's [%d, %d]; resuming at %d",
+                level,
+                offset,
+                queue.min_offset,
+                queue.max_offset_in_queue,
+                corrected,
+            )
         return corrected
 
     # -- progress -----------------------------------------------------------------------------

@@ -50,8 +50,9 @@ SINGLE_TAG = "SINGLE_TAG"
 SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 # Broker-owned topics that may be absent from the table (created on first use, or TBW102 with
 # auto-creation off); with the ones created at start they are the system topics.
-OTHER_SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
-                                 TRANS_CHECK_MAX_TIME_TOPIC})
+OTHER_SYSTEM_TOPICS = frozenset(
+    {AUTO_CREATE_TOPIC_KEY_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC}
+)
 
 
 @dataclasses.dataclass
@@ -93,8 +94,9 @@ def check_topic_config(config: TopicConfig) -> None:
     reason = topic_error(config.topic_name)
     if reason is None:
         if config.read_queue_nums < 0 or config.write_queue_nums < 0:
-            reason = (f"queue numbers must not be negative, got read {config.read_queue_nums} "
-                      f"write {config.write_queue_nums}")
+            reason = (
+                f"queue numbers must not be negative, got read {config.read_queue_nums} write {config.write_queue_nums}"
+            )
         elif not 0 <= config.perm <= PERM_ALL:
             reason = f"perm must be a bit set 0-7 (4 read, 2 write, 1 inherit), got {config.perm}"
     if reason is not None:
@@ -140,10 +142,8 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
             topics.append(TopicConfig(AUTO_CREATE_TOPIC_KEY_TOPIC, n, n, PERM_ALL))
         topics.append(TopicConfig(BENCHMARK_TOPIC, 1024, 1024))
         # Producers may address a whole cluster or one broker by these names.
-        topics.append(TopicConfig(bc.broker_cluster_name,
-                                  perm=PERM_INHERIT | (rw if bc.cluster_topic_enable else 0)))
-        topics.append(TopicConfig(bc.broker_name, 1, 1,
-                                  perm=PERM_INHERIT | (rw if bc.broker_topic_enable else 0)))
+        topics.append(TopicConfig(bc.broker_cluster_name, perm=PERM_INHERIT | (rw if bc.cluster_topic_enable else 0)))
+        topics.append(TopicConfig(bc.broker_name, 1, 1, perm=PERM_INHERIT | (rw if bc.broker_topic_enable else 0)))
         topics.append(TopicConfig(OFFSET_MOVED_EVENT, 1, 1))
         topics.append(TopicConfig(SCHEDULE_TOPIC, SCHEDULE_TOPIC_QUEUE_NUMS, SCHEDULE_TOPIC_QUEUE_NUMS))
         if bc.trace_topic_enable:
@@ -168,8 +168,9 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
 
     def _refuse_system_topic(self, topic: str) -> None:
         if self.is_system_topic(topic):
-            raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL,
-                                     f"topic {topic!r} is a system topic of this broker and cannot be changed")
+            raise RequestRefused(
+                ResponseCode.MESSAGE_ILLEGAL, f"topic {topic!r} is a system topic of this broker and cannot be changed"
+            )
 
     def is_order_topic(self, topic: str) -> bool:
         config = self.select_topic_config(topic)
@@ -211,15 +212,27 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
                 why = None
             if why is not None:
                 log.warning("topic %s not auto-created for %s: %s", topic, remote_address or "a producer", why)
-                raise RequestRefused(ResponseCode.TOPIC_NOT_EXIST,
-                                         f"topic {topic!r} does not exist and cannot be auto-created: {why}")
+                raise RequestRefused(
+                    ResponseCode.TOPIC_NOT_EXIST, f"topic {topic!r} does not exist and cannot be auto-created: {why}"
+                )
             assert default_config is not None
             queue_nums = max(0, min(client_default_queue_nums, default_config.write_queue_nums))
-            created = TopicConfig(topic, queue_nums, queue_nums, default_config.perm & ~PERM_INHERIT,
-                                  default_config.topic_filter_type, topic_sys_flag)
+            created = TopicConfig(
+                topic,
+                queue_nums,
+                queue_nums,
+                default_config.perm & ~PERM_INHERIT,
+                default_config.topic_filter_type,
+                topic_sys_flag,
+            )
             self._put(topic, created)
-            log.info("auto-created topic %s from %s for %s: %s", topic, default_topic,
-                     remote_address or "a producer", created)
+            log.info(
+                "auto-created topic %s from %s for %s: %s",
+                topic,
+                default_topic,
+                remote_address or "a producer",
+                created,
+            )
         self._changed_now()
         return created
 
@@ -232,8 +245,9 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
             existing = self._existing_or_check_name(topic)
             if existing is not None:
                 return existing
-            created = TopicConfig(topic, client_default_queue_nums, client_default_queue_nums, perm,
-                                  SINGLE_TAG, topic_sys_flag)
+            created = TopicConfig(
+                topic, client_default_queue_nums, client_default_queue_nums, perm, SINGLE_TAG, topic_sys_flag
+            )
             self._put(topic, created)
             log.info("created topic %s", created)
         self._changed_now()

@@ -42,6 +42,7 @@ BODY_PREVIEW_BYTES = 4096
 
 # -- output -------------------------------------------------------------------------------------
 
+
 def format_time(ms: int) -> str:
     if ms <= 0:
         return "-"
@@ -72,12 +73,23 @@ def message_json(m: StoredMessage) -> dict[str, Any]:
     except UnicodeDecodeError:
         text, encoding = base64.b64encode(body).decode(), "base64"
     return {
-        "msgId": m.msg_id, "topic": m.topic, "tags": m.tags, "keys": m.keys,
-        "uniqKey": m.properties.get("UNIQ_KEY"), "queueId": m.queue_id, "queueOffset": m.queue_offset,
-        "commitLogOffset": m.physical_offset, "reconsumeTimes": m.reconsume_times,
-        "bornTimestamp": m.born_timestamp, "storeTimestamp": m.store_timestamp,
-        "bornHost": f"{m.born_host[0]}:{m.born_host[1]}", "storeHost": f"{m.store_host[0]}:{m.store_host[1]}",
-        "sysFlag": m.sys_flag, "properties": m.properties, "body": text, "bodyEncoding": encoding,
+        "msgId": m.msg_id,
+        "topic": m.topic,
+        "tags": m.tags,
+        "keys": m.keys,
+        "uniqKey": m.properties.get("UNIQ_KEY"),
+        "queueId": m.queue_id,
+        "queueOffset": m.queue_offset,
+        "commitLogOffset": m.physical_offset,
+        "reconsumeTimes": m.reconsume_times,
+        "bornTimestamp": m.born_timestamp,
+        "storeTimestamp": m.store_timestamp,
+        "bornHost": f"{m.born_host[0]}:{m.born_host[1]}",
+        "storeHost": f"{m.store_host[0]}:{m.store_host[1]}",
+        "sysFlag": m.sys_flag,
+        "properties": m.properties,
+        "body": text,
+        "bodyEncoding": encoding,
         "bodySize": len(body),
     }
 
@@ -92,17 +104,28 @@ def message_human(m: StoredMessage) -> str:
     if len(body) > len(preview):
         shown += f"\n... ({len(body) - len(preview)} more bytes; --json has all of it)"
     fields = [
-        ("Message ID", m.msg_id), ("Topic", m.topic), ("Tags", m.tags or "-"), ("Keys", " ".join(m.keys) or "-"),
-        ("Client ID", m.properties.get("UNIQ_KEY", "-")), ("Queue ID", m.queue_id), ("Queue Offset", m.queue_offset),
-        ("CommitLog Offset", m.physical_offset), ("Reconsume Times", m.reconsume_times),
-        ("Born Timestamp", format_time(m.born_timestamp)), ("Store Timestamp", format_time(m.store_timestamp)),
-        ("Born Host", f"{m.born_host[0]}:{m.born_host[1]}"), ("Store Host", f"{m.store_host[0]}:{m.store_host[1]}"),
-        ("System Flag", m.sys_flag), ("Properties", m.properties), ("Body", f"{len(body)} bytes"),
+        ("Message ID", m.msg_id),
+        ("Topic", m.topic),
+        ("Tags", m.tags or "-"),
+        ("Keys", " ".join(m.keys) or "-"),
+        ("Client ID", m.properties.get("UNIQ_KEY", "-")),
+        ("Queue ID", m.queue_id),
+        ("Queue Offset", m.queue_offset),
+        ("CommitLog Offset", m.physical_offset),
+        ("Reconsume Times", m.reconsume_times),
+        ("Born Timestamp", format_time(m.born_timestamp)),
+        ("Store Timestamp", format_time(m.store_timestamp)),
+        ("Born Host", f"{m.born_host[0]}:{m.born_host[1]}"),
+        ("Store Host", f"{m.store_host[0]}:{m.store_host[1]}"),
+        ("System Flag", m.sys_flag),
+        ("Properties", m.properties),
+        ("Body", f"{len(body)} bytes"),
     ]
     return "\n".join(f"{name + ':':<18}{value}" for name, value in fields) + "\n" + shown
 
 
 # -- the commands' shared options and error handling --------------------------------------------
+
 
 def admin_command(group: click.Group, name: str, **kwargs) -> Callable:
     """A subcommand of ``group`` with -n/--json/--timeout, run with an AdminClient; errors become a
@@ -110,11 +133,22 @@ def admin_command(group: click.Group, name: str, **kwargs) -> Callable:
 
     def decorate(fn: Callable) -> click.Command:
         @group.command(name, **kwargs)
-        @click.option("-n", "--namesrv", envvar="NAMESRV_ADDR", default=DEFAULT_NAMESRV, show_default=True,
-                      help="Name server address(es), host:port[;host:port].")
+        @click.option(
+            "-n",
+            "--namesrv",
+            envvar="NAMESRV_ADDR",
+            default=DEFAULT_NAMESRV,
+            show_default=True,
+            help="Name server address(es), host:port[;host:port].",
+        )
         @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts instead of tables.")
-        @click.option("--timeout", default=DEFAULT_TIMEOUT, show_default=True, type=click.FloatRange(min=0.1),
-                      help="Seconds to wait for each answer.")
+        @click.option(
+            "--timeout",
+            default=DEFAULT_TIMEOUT,
+            show_default=True,
+            type=click.FloatRange(min=0.1),
+            help="Seconds to wait for each answer.",
+        )
         @functools.wraps(fn)
         def command(namesrv: str, as_json: bool, timeout: float, **params):
             try:
@@ -159,16 +193,18 @@ def parse_timestamp(text: str) -> int:
         return RESET_TO_LATEST
     for fmt in ("%Y-%m-%d#%H:%M:%S:%f", None):
         try:
-            when = (datetime.datetime.strptime(value, fmt) if fmt
-                    else datetime.datetime.fromisoformat(value))
+            when = datetime.datetime.strptime(value, fmt) if fmt else datetime.datetime.fromisoformat(value)
             return int(when.timestamp() * 1000)
         except ValueError:
             continue
-    raise click.BadParameter(f"{text!r}: expected milliseconds, 'now', 'latest', an ISO date-time "
-                             "(2024-05-01T12:00:00) or yyyy-MM-dd#HH:mm:ss:SSS")
+    raise click.BadParameter(
+        f"{text!r}: expected milliseconds, 'now', 'latest', an ISO date-time "
+        "(2024-05-01T12:00:00) or yyyy-MM-dd#HH:mm:ss:SSS"
+    )
 
 
 # -- commands -----------------------------------------------------------------------------------
+
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 def main() -> None:
@@ -199,12 +235,23 @@ def message() -> None:
 
 def topic_settings(fn: Callable) -> Callable:
     options = [
-        click.option("-q", "--queues", type=click.IntRange(1, 1024), default=None,
-                     help="Read and write queue count (both).  [default: 8]"),
+        click.option(
+            "-q",
+            "--queues",
+            type=click.IntRange(1, 1024),
+            default=None,
+            help="Read and write queue count (both).  [default: 8]",
+        ),
         click.option("-r", "--read-queues", type=click.IntRange(0, 1024), default=None, help="Read queue count."),
         click.option("-w", "--write-queues", type=click.IntRange(0, 1024), default=None, help="Write queue count."),
-        click.option("-p", "--perm", type=click.IntRange(0, 7), default=PERM_READ | PERM_WRITE, show_default=True,
-                     help="Permission bits: 4 read, 2 write."),
+        click.option(
+            "-p",
+            "--perm",
+            type=click.IntRange(0, 7),
+            default=PERM_READ | PERM_WRITE,
+            show_default=True,
+            help="Permission bits: 4 read, 2 write.",
+        ),
         click.option("-o", "--order", is_flag=True, help="An ordered topic."),
         click.option("-c", "--cluster", default=None, help="Only the masters of this cluster."),
         click.option("-b", "--broker", default=None, help="Only this broker (host:port)."),
@@ -214,15 +261,38 @@ def topic_settings(fn: Callable) -> Callable:
     return fn
 
 
-def _update(admin: AdminClient, as_json: bool, topic_name: str, queues, read_queues, write_queues, perm, order,
-            cluster_name, broker, verb: str) -> None:
+def _update(
+    admin: AdminClient,
+    as_json: bool,
+    topic_name: str,
+    queues,
+    read_queues,
+    write_queues,
+    perm,
+    order,
+    cluster_name,
+    broker,
+    verb: str,
+) -> None:
     read = read_queues if read_queues is not None else (queues or 8)
     write = write_queues if write_queues is not None else (queues or 8)
     addrs = admin.update_topic(topic_name, read, write, perm, order, cluster_name, broker)
-    data = {"topic": topic_name, "readQueueNums": read, "writeQueueNums": write, "perm": perm, "order": order,
-            "brokers": addrs}
-    emit(as_json, data, lambda: f"{verb} topic {topic_name} ({read} read / {write} write queues, "
-                                f"perm {perm_to_string(perm)}) on {', '.join(addrs)}")
+    data = {
+        "topic": topic_name,
+        "readQueueNums": read,
+        "writeQueueNums": write,
+        "perm": perm,
+        "order": order,
+        "brokers": addrs,
+    }
+    emit(
+        as_json,
+        data,
+        lambda: (
+            f"{verb} topic {topic_name} ({read} read / {write} write queues, "
+            f"perm {perm_to_string(perm)}) on {', '.join(addrs)}"
+        ),
+    )
 
 
 @admin_command(topic, "create")
@@ -251,8 +321,11 @@ def topic_update(admin: AdminClient, as_json: bool, topic_name: str, **settings)
 def topic_delete(admin: AdminClient, as_json: bool, topic_name: str, cluster_name: str | None) -> None:
     """Delete TOPIC on its brokers and on every name server (its messages age out with retention)."""
     addrs = admin.delete_topic(topic_name, cluster_name)
-    emit(as_json, {"topic": topic_name, "brokers": addrs},
-         lambda: f"deleted topic {topic_name} on {', '.join(addrs) or 'no broker'} and the name servers")
+    emit(
+        as_json,
+        {"topic": topic_name, "brokers": addrs},
+        lambda: f"deleted topic {topic_name} on {', '.join(addrs) or 'no broker'} and the name servers",
+    )
 
 
 @admin_command(topic, "list")
@@ -273,9 +346,16 @@ def topic_route(admin: AdminClient, as_json: bool, topic_name: str) -> None:
         rows = []
         for q in sorted(route.get("queueDatas") or [], key=lambda q: q["brokerName"]):
             data = addrs.get(q["brokerName"], {})
-            rows.append([data.get("cluster", "-"), q["brokerName"],
-                         " ".join(f"{k}={v}" for k, v in sorted((data.get("brokerAddrs") or {}).items())),
-                         q["readQueueNums"], q["writeQueueNums"], perm_to_string(int(q["perm"]))])
+            rows.append(
+                [
+                    data.get("cluster", "-"),
+                    q["brokerName"],
+                    " ".join(f"{k}={v}" for k, v in sorted((data.get("brokerAddrs") or {}).items())),
+                    q["readQueueNums"],
+                    q["writeQueueNums"],
+                    perm_to_string(int(q["perm"])),
+                ]
+            )
         return render_table(["Cluster", "Broker", "Addresses (id=addr)", "Read", "Write", "Perm"], rows)
 
     emit(as_json, route, human)
@@ -286,12 +366,27 @@ def topic_route(admin: AdminClient, as_json: bool, topic_name: str) -> None:
 def topic_status(admin: AdminClient, as_json: bool, topic_name: str) -> None:
     """Per queue: min and max offset, time of the last message."""
     rows = admin.topic_stats(topic_name)
-    data = [{"brokerName": r.broker_name, "queueId": r.queue_id, "minOffset": r.min_offset,
-             "maxOffset": r.max_offset, "lastUpdateTimestamp": r.last_update_timestamp} for r in rows]
-    emit(as_json, data, lambda: render_table(
-        ["Broker", "Queue", "Min Offset", "Max Offset", "Last Updated"],
-        [[r.broker_name, r.queue_id, r.min_offset, r.max_offset, format_time(r.last_update_timestamp)]
-         for r in rows]))
+    data = [
+        {
+            "brokerName": r.broker_name,
+            "queueId": r.queue_id,
+            "minOffset": r.min_offset,
+            "maxOffset": r.max_offset,
+            "lastUpdateTimestamp": r.last_update_timestamp,
+        }
+        for r in rows
+    ]
+    emit(
+        as_json,
+        data,
+        lambda: render_table(
+            ["Broker", "Queue", "Min Offset", "Max Offset", "Last Updated"],
+            [
+                [r.broker_name, r.queue_id, r.min_offset, r.max_offset, format_time(r.last_update_timestamp)]
+                for r in rows
+            ],
+        ),
+    )
 
 
 @admin_command(cluster, "list")
@@ -302,20 +397,43 @@ def cluster_list(admin: AdminClient, as_json: bool) -> None:
     data = []
     for cluster_name, names in sorted((info.get("clusterAddrTable") or {}).items()):
         for name in sorted(names):
-            for broker_id, addr in sorted((brokers.get(name, {}).get("brokerAddrs") or {}).items(),
-                                          key=lambda item: int(item[0])):
+            for broker_id, addr in sorted(
+                (brokers.get(name, {}).get("brokerAddrs") or {}).items(), key=lambda item: int(item[0])
+            ):
                 try:
                     runtime = admin.broker_runtime_info(addr)
                 except (RemotingError, ResponseError):
                     runtime = {}
-                data.append({"cluster": cluster_name, "brokerName": name, "brokerId": int(broker_id),
-                             "addr": addr, "runtime": runtime})
-    emit(as_json, data, lambda: render_table(
-        ["Cluster", "Broker", "BID", "Address", "Version", "CommitLog Max Offset", "Disk Used"],
-        [[d["cluster"], d["brokerName"], d["brokerId"], d["addr"], d["runtime"].get("brokerVersionDesc", "-"),
-          d["runtime"].get("commitLogMaxOffset", "-"),
-          f"{float(d['runtime']['commitLogDiskRatio']) * 100:.1f}%" if "commitLogDiskRatio" in d["runtime"] else "-"]
-         for d in data]))
+                data.append(
+                    {
+                        "cluster": cluster_name,
+                        "brokerName": name,
+                        "brokerId": int(broker_id),
+                        "addr": addr,
+                        "runtime": runtime,
+                    }
+                )
+    emit(
+        as_json,
+        data,
+        lambda: render_table(
+            ["Cluster", "Broker", "BID", "Address", "Version", "CommitLog Max Offset", "Disk Used"],
+            [
+                [
+                    d["cluster"],
+                    d["brokerName"],
+                    d["brokerId"],
+                    d["addr"],
+                    d["runtime"].get("brokerVersionDesc", "-"),
+                    d["runtime"].get("commitLogMaxOffset", "-"),
+                    f"{float(d['runtime']['commitLogDiskRatio']) * 100:.1f}%"
+                    if "commitLogDiskRatio" in d["runtime"]
+                    else "-",
+                ]
+                for d in data
+            ],
+        ),
+    )
 
 
 @admin_command(consumer, "progress")
@@ -324,15 +442,37 @@ def cluster_list(admin: AdminClient, as_json: bool) -> None:
 def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic_name: str | None) -> None:
     """Per queue of GROUP: broker offset, consumer offset, lag."""
     rows = admin.consume_progress(group, topic_name)
-    data = [{"topic": r.topic, "brokerName": r.broker_name, "queueId": r.queue_id, "brokerOffset": r.broker_offset,
-             "consumerOffset": r.consumer_offset, "lag": r.lag, "lastTimestamp": r.last_timestamp} for r in rows]
+    data = [
+        {
+            "topic": r.topic,
+            "brokerName": r.broker_name,
+            "queueId": r.queue_id,
+            "brokerOffset": r.broker_offset,
+            "consumerOffset": r.consumer_offset,
+            "lag": r.lag,
+            "lastTimestamp": r.last_timestamp,
+        }
+        for r in rows
+    ]
 
     def human() -> str:
         if not rows:
             return f"group {group} has no committed offsets"
-        table = render_table(["Topic", "Broker", "Queue", "Broker Offset", "Consumer Offset", "Lag", "Last Consumed"],
-                             [[r.topic, r.broker_name, r.queue_id, r.broker_offset, r.consumer_offset, r.lag,
-                               format_time(r.last_timestamp)] for r in rows])
+        table = render_table(
+            ["Topic", "Broker", "Queue", "Broker Offset", "Consumer Offset", "Lag", "Last Consumed"],
+            [
+                [
+                    r.topic,
+                    r.broker_name,
+                    r.queue_id,
+                    r.broker_offset,
+                    r.consumer_offset,
+                    r.lag,
+                    format_time(r.last_timestamp),
+                ]
+                for r in rows
+            ],
+        )
         return f"{table}\n\nTotal lag: {sum(r.lag for r in rows)}"
 
     emit(as_json, data, human)
@@ -345,15 +485,21 @@ def consumer_connections(admin: AdminClient, as_json: bool, group: str) -> None:
     data = admin.consumer_connections(group)
 
     def human() -> str:
-        clients = render_table(["Client ID", "Address", "Language", "Version"],
-                               [[c["clientId"], c.get("clientAddr", "-"), c.get("language", "-"), c.get("version", "-")]
-                                for c in sorted(data["connectionSet"], key=lambda c: c["clientId"])])
+        clients = render_table(
+            ["Client ID", "Address", "Language", "Version"],
+            [
+                [c["clientId"], c.get("clientAddr", "-"), c.get("language", "-"), c.get("version", "-")]
+                for c in sorted(data["connectionSet"], key=lambda c: c["clientId"])
+            ],
+        )
         subscriptions = render_table(
             ["Topic", "Expression"],
             [[t, s.get("subString", "*")] for t, s in sorted(data["subscriptionTable"].items())],
         )
-        return (f"{clients}\n\n{subscriptions}\n\nConsume type: {data.get('consumeType')}, "
-                f"model: {data.get('messageModel')}, from: {data.get('consumeFromWhere')}")
+        return (
+            f"{clients}\n\n{subscriptions}\n\nConsume type: {data.get('consumeType')}, "
+            f"model: {data.get('messageModel')}, from: {data.get('consumeFromWhere')}"
+        )
 
     emit(as_json, data, human)
 
@@ -361,24 +507,38 @@ def consumer_connections(admin: AdminClient, as_json: bool, group: str) -> None:
 @admin_command(consumer, "reset-offset")
 @click.argument("group")
 @click.argument("topic_name", metavar="TOPIC")
-@click.option("-s", "--timestamp", required=True,
-              help="ms since the epoch, 'now', 'latest', ISO date-time, or yyyy-MM-dd#HH:mm:ss:SSS.")
-@click.option("--force/--no-force", default=True, show_default=True,
-              help="Also move offsets forward (without: only back).")
-def consumer_reset_offset(admin: AdminClient, as_json: bool, group: str, topic_name: str, timestamp: str,
-                          force: bool) -> None:
+@click.option(
+    "-s",
+    "--timestamp",
+    required=True,
+    help="ms since the epoch, 'now', 'latest', ISO date-time, or yyyy-MM-dd#HH:mm:ss:SSS.",
+)
+@click.option(
+    "--force/--no-force", default=True, show_default=True, help="Also move offsets forward (without: only back)."
+)
+def consumer_reset_offset(
+    admin: AdminClient, as_json: bool, group: str, topic_name: str, timestamp: str, force: bool
+) -> None:
     """Move GROUP's offsets on TOPIC to the first message stored at or after --timestamp."""
     when = parse_timestamp(timestamp)
     rows = admin.reset_offset(group, topic_name, when, force)
     data = [{"topic": r.topic, "brokerName": r.broker_name, "queueId": r.queue_id, "offset": r.offset} for r in rows]
-    emit(as_json, data, lambda: render_table(["Broker", "Queue", "New Offset"],
-                                             [[r.broker_name, r.queue_id, r.offset] for r in rows]))
+    emit(
+        as_json,
+        data,
+        lambda: render_table(["Broker", "Queue", "New Offset"], [[r.broker_name, r.queue_id, r.offset] for r in rows]),
+    )
 
 
 @admin_command(message, "id")
 @click.argument("msg_id")
-@click.option("-t", "--topic", "topic_name", default=None,
-              help="Look MSG_ID up as a client message id (UNIQ_KEY) of this topic first.")
+@click.option(
+    "-t",
+    "--topic",
+    "topic_name",
+    default=None,
+    help="Look MSG_ID up as a client message id (UNIQ_KEY) of this topic first.",
+)
 def message_id(admin: AdminClient, as_json: bool, msg_id: str, topic_name: str | None) -> None:
     """The message with MSG_ID: a broker message id (offsetMsgId), or with --topic the client
     message id a producer got back."""
@@ -398,17 +558,25 @@ def message_id(admin: AdminClient, as_json: bool, msg_id: str, topic_name: str |
 @admin_command(message, "key")
 @click.argument("topic_name", metavar="TOPIC")
 @click.argument("key")
-@click.option("--max", "max_num", default=32, show_default=True, type=click.IntRange(1, 64),
-              help="At most this many messages.")
+@click.option(
+    "--max", "max_num", default=32, show_default=True, type=click.IntRange(1, 64), help="At most this many messages."
+)
 def message_key(admin: AdminClient, as_json: bool, topic_name: str, key: str, max_num: int) -> None:
     """Messages of TOPIC with KEY among their keys (or as client message id)."""
     found = admin.query_by_key(topic_name, key, max_num)
     if not found:
         raise NotFound(f"no message of topic {topic_name} has key {key!r}")
-    emit(as_json, [message_json(m) for m in found], lambda: render_table(
-        ["Message ID", "Queue", "Queue Offset", "Stored", "Tags", "Keys"],
-        [[m.msg_id, m.queue_id, m.queue_offset, format_time(m.store_timestamp), m.tags or "-", " ".join(m.keys)]
-         for m in found]))
+    emit(
+        as_json,
+        [message_json(m) for m in found],
+        lambda: render_table(
+            ["Message ID", "Queue", "Queue Offset", "Stored", "Tags", "Keys"],
+            [
+                [m.msg_id, m.queue_id, m.queue_offset, format_time(m.store_timestamp), m.tags or "-", " ".join(m.keys)]
+                for m in found
+            ],
+        ),
+    )
 
 
 if __name__ == "__main__":

@@ -53,9 +53,9 @@ def setup_logging(store_path: str, level: str) -> str:
 class BrokerStartup:
     """A broker, and the name server it embeds when none is configured (RocketMQ's BrokerStartup).
 
-        startup = BrokerStartup(broker_config, store_config).start()
-        startup.controller ...; startup.namesrv (None with external name servers)
-        startup.shutdown()    # the broker unregisters first, then the embedded name server stops
+    startup = BrokerStartup(broker_config, store_config).start()
+    startup.controller ...; startup.namesrv (None with external name servers)
+    startup.shutdown()    # the broker unregisters first, then the embedded name server stops
     """
 
     def __init__(self, broker_config: BrokerConfig, store_config: MessageStoreConfig):
@@ -115,17 +115,33 @@ def print_config(loaded: LoadedSettings, configs: tuple[BrokerConfig, MessageSto
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("-c", "--config", "config_file", metavar="FILE",
-              help="broker.conf (Java properties, RocketMQ's key names).")
+@click.option(
+    "-c", "--config", "config_file", metavar="FILE", help="broker.conf (Java properties, RocketMQ's key names)."
+)
 @click.option("-n", "--namesrv-addr", help='Name servers, "host:port;host:port". Absent: run an embedded one.')
-@click.option("--set", "settings", multiple=True, metavar="KEY=VALUE",
-              help="Override one setting (repeatable), e.g. --set listenPort=20911.")
-@click.option("-p", "--print-config", "print_only", is_flag=True,
-              help="Print every effective setting and where it came from (default, file, --set, -n), then exit.")
-@click.option("--log-level", default="INFO", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
-def main(config_file: str | None, namesrv_addr: str | None, settings: tuple[str, ...], print_only: bool,
-         log_level: str) -> None:
+@click.option(
+    "--set",
+    "settings",
+    multiple=True,
+    metavar="KEY=VALUE",
+    help="Override one setting (repeatable), e.g. --set listenPort=20911.",
+)
+@click.option(
+    "-p",
+    "--print-config",
+    "print_only",
+    is_flag=True,
+    help="Print every effective setting and where it came from (default, file, --set, -n), then exit.",
+)
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
+def main(
+    config_file: str | None, namesrv_addr: str | None, settings: tuple[str, ...], print_only: bool, log_level: str
+) -> None:
     """Run an rmq broker: RocketMQ 4.x clients produce to and consume from it."""
     try:
         namesrv = [("-n", {"namesrvAddr": namesrv_addr})] if namesrv_addr else []
@@ -149,11 +165,17 @@ def main(config_file: str | None, namesrv_addr: str | None, settings: tuple[str,
         raise click.ClickException(f"broker failed to start: {e}") from None
     controller = startup.controller
     assert controller is not None
-    namesrv_text = (f"embedded name server on port {startup.namesrv.port}" if startup.namesrv is not None
-                    else f"name servers {';'.join(controller.namesrv_addrs)}")
-    click.echo(f"rmq-broker {broker_config.broker_name} listening on port {controller.server.port} "
-               f"(address {controller.broker_addr}), {namesrv_text}, store {controller.store.store_path} "
-               f"({store_config.flush_disk_type.value}), log {log_file}", err=True)
+    namesrv_text = (
+        f"embedded name server on port {startup.namesrv.port}"
+        if startup.namesrv is not None
+        else f"name servers {';'.join(controller.namesrv_addrs)}"
+    )
+    click.echo(
+        f"rmq-broker {broker_config.broker_name} listening on port {controller.server.port} "
+        f"(address {controller.broker_addr}), {namesrv_text}, store {controller.store.store_path} "
+        f"({store_config.flush_disk_type.value}), log {log_file}",
+        err=True,
+    )
     while not stop.wait(3600):
         pass
     click.echo("rmq-broker shutting down", err=True)

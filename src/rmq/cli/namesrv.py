@@ -13,22 +13,46 @@ from rmq.namesrv import NameServer, NamesrvConfig
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
-@click.option("--port", "-p", default=9876, show_default=True, type=click.IntRange(0, 65535),
-              help="Port to listen on (0 picks a free one).")
-@click.option("--scan-interval", default=10.0, show_default=True, type=click.FloatRange(min=0.01),
-              help="Seconds between scans for silent brokers.")
-@click.option("--broker-expired", default=120.0, show_default=True, type=click.FloatRange(min=0.01),
-              help="Seconds of silence after which a broker is dropped.")
-@click.option("--log-level", default="INFO", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+@click.option(
+    "--port",
+    "-p",
+    default=9876,
+    show_default=True,
+    type=click.IntRange(0, 65535),
+    help="Port to listen on (0 picks a free one).",
+)
+@click.option(
+    "--scan-interval",
+    default=10.0,
+    show_default=True,
+    type=click.FloatRange(min=0.01),
+    help="Seconds between scans for silent brokers.",
+)
+@click.option(
+    "--broker-expired",
+    default=120.0,
+    show_default=True,
+    type=click.FloatRange(min=0.01),
+    help="Seconds of silence after which a broker is dropped.",
+)
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
 def main(host: str, port: int, scan_interval: float, broker_expired: float, log_level: str) -> None:
     """Run an rmq name server: brokers register here and clients ask it for topic routes."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    config = NamesrvConfig(listen_host=host, listen_port=port, scan_not_active_broker_interval=scan_interval,
-                           broker_channel_expired_ms=int(broker_expired * 1000))
+    config = NamesrvConfig(
+        listen_host=host,
+        listen_port=port,
+        scan_not_active_broker_interval=scan_interval,
+        broker_channel_expired_ms=int(broker_expired * 1000),
+    )
     server = NameServer(config).start()
     click.echo(f"rmq-namesrv listening on {host}:{server.port}", err=True)
     while not stop.wait(3600):

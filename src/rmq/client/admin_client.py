@@ -116,16 +116,23 @@ class AdminClient:
 
     # -- transport ------------------------------------------------------------------------------
 
-    def invoke(self, addr: str, code: int, ext: dict[str, Any] | None = None, body: bytes = b"",
-               accept: Iterable[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+    def invoke(
+        self,
+        addr: str,
+        code: int,
+        ext: dict[str, Any] | None = None,
+        body: bytes = b"",
+        accept: Iterable[int] = (ResponseCode.SUCCESS,),
+    ) -> RemotingCommand:
         """One request; ResponseError unless the answer's code is in ``accept``."""
         response = self.client.invoke_sync(addr, RemotingCommand.request(code, ext or {}, body), self.timeout)
         if response.code not in accept:
             raise ResponseError(response.code, response.remark, addr)
         return response
 
-    def invoke_namesrv(self, code: int, ext: dict[str, Any] | None = None,
-                       accept: Iterable[int] = (ResponseCode.SUCCESS,)) -> RemotingCommand:
+    def invoke_namesrv(
+        self, code: int, ext: dict[str, Any] | None = None, accept: Iterable[int] = (ResponseCode.SUCCESS,)
+    ) -> RemotingCommand:
         """Ask the name servers in order; the first that answers decides."""
         errors = []
         for addr in self.namesrv_addrs:
@@ -166,37 +173,60 @@ class AdminClient:
             known = ", ".join(sorted(clusters)) or "none"
             raise AdminError(f"cluster {cluster!r} is not known to the name server (clusters: {known})")
         names = set(clusters[cluster]) if cluster is not None else None
-        return {name: addr for name, data in sorted((info.get("brokerAddrTable") or {}).items())
-                if (names is None or name in names) and (addr := _master_of(data)) is not None}
+        return {
+            name: addr
+            for name, data in sorted((info.get("brokerAddrTable") or {}).items())
+            if (names is None or name in names) and (addr := _master_of(data)) is not None
+        }
 
     def topic_masters(self, topic: str) -> dict[str, str]:
         """brokerName -> master address, of the brokers that hold ``topic``."""
         route = self.topic_route(topic)
-        masters = {data["brokerName"]: addr for data in route.get("brokerDatas") or []
-                   if (addr := _master_of(data)) is not None}
+        masters = {
+            data["brokerName"]: addr
+            for data in route.get("brokerDatas") or []
+            if (addr := _master_of(data)) is not None
+        }
         if not masters:
             raise AdminError(f"topic {topic!r} has a route but no master broker is serving it")
         return masters
 
     # -- topics ---------------------------------------------------------------------------------
 
-    def update_topic(self, topic: str, read_queue_nums: int = DEFAULT_QUEUE_NUMS,
-                     write_queue_nums: int = DEFAULT_QUEUE_NUMS, perm: int = PERM_READ | PERM_WRITE,
-                     order: bool = False, cluster: str | None = None, broker_addr: str | None = None) -> list[str]:
+    def update_topic(
+        self,
+        topic: str,
+        read_queue_nums: int = DEFAULT_QUEUE_NUMS,
+        write_queue_nums: int = DEFAULT_QUEUE_NUMS,
+        perm: int = PERM_READ | PERM_WRITE,
+        order: bool = False,
+        cluster: str | None = None,
+        broker_addr: str | None = None,
+    ) -> list[str]:
         """UPDATE_AND_CREATE_TOPIC on one broker, or on every master (of a cluster); the addresses."""
         addrs = [broker_addr] if broker_addr else list(self.master_addrs(cluster).values())
         if not addrs:
             raise AdminError("no master broker is registered with the name server")
-        ext = {"topic": topic, "defaultTopic": AUTO_CREATE_TOPIC_KEY_TOPIC, "readQueueNums": read_queue_nums,
-               "writeQueueNums": write_queue_nums, "perm": perm, "topicFilterType": "SINGLE_TAG",
-               "topicSysFlag": 0, "order": order}
+        ext = {
+            "topic": topic,
+            "defaultTopic": AUTO_CREATE_TOPIC_KEY_TOPIC,
+            "readQueueNums": read_queue_nums,
+            "writeQueueNums": write_queue_nums,
+            "perm": perm,
+            "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": 0,
+            "order": order,
+        }
         for addr in addrs:
             self.invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
         return addrs
 
     def topic_exists(self, topic: str) -> bool:
-        response = self.invoke_namesrv(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic},
-                                       accept=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST))
+        response = self.invoke_namesrv(
+            RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            {"topic": topic},
+            accept=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST),
+        )
         return response.code == ResponseCode.SUCCESS
 
     def delete_topic(self, topic: str, cluster: str | None = None) -> list[str]:
@@ -217,8 +247,15 @@ class AdminClient:
         for addr in self.topic_masters(topic).values():
             body = self._mq_tables(addr, RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic})
             for mq, o in body["offsetTable"].items():
-                rows.append(QueueStats(mq.broker_name, mq.queue_id, int(o["minOffset"]), int(o["maxOffset"]),
-                                       int(o.get("lastUpdateTimestamp", 0))))
+                rows.append(
+                    QueueStats(
+                        mq.broker_name,
+                        mq.queue_id,
+                        int(o["minOffset"]),
+                        int(o["maxOffset"]),
+                        int(o.get("lastUpdateTimestamp", 0)),
+                    )
+                )
         return sorted(rows, key=lambda r: (r.broker_name, r.queue_id))
 
     # -- consumers ------------------------------------------------------------------------------
@@ -240,8 +277,16 @@ class AdminClient:
         for addr in masters.values():
             body = self._mq_tables(addr, RequestCode.GET_CONSUME_STATS, ext)
             for mq, o in body["offsetTable"].items():
-                rows.append(QueueProgress(mq.topic, mq.broker_name, mq.queue_id, int(o["brokerOffset"]),
-                                          int(o["consumerOffset"]), int(o.get("lastTimestamp", 0))))
+                rows.append(
+                    QueueProgress(
+                        mq.topic,
+                        mq.broker_name,
+                        mq.queue_id,
+                        int(o["brokerOffset"]),
+                        int(o["consumerOffset"]),
+                        int(o.get("lastTimestamp", 0)),
+                    )
+                )
         return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
 
     def consumer_connections(self, group: str) -> dict[str, Any]:
@@ -272,8 +317,10 @@ class AdminClient:
         ext = {"topic": topic, "group": group, "timestamp": timestamp, "isForce": force}
         for addr in self.topic_masters(topic).values():
             body = self._mq_tables(addr, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, ext)
-            rows += [QueueOffset(mq.topic, mq.broker_name, mq.queue_id, int(offset))
-                     for mq, offset in body["offsetTable"].items()]
+            rows += [
+                QueueOffset(mq.topic, mq.broker_name, mq.queue_id, int(offset))
+                for mq, offset in body["offsetTable"].items()
+            ]
         return sorted(rows, key=lambda r: (r.broker_name, r.queue_id))
 
     # -- messages -------------------------------------------------------------------------------
@@ -283,8 +330,9 @@ class AdminClient:
         try:
             ip, port, offset = decode_msg_id(msg_id)
         except (ValueError, TypeError) as e:
-            raise AdminError(f"{msg_id!r} is not a broker message id (32 hex digits: store ip, port, "
-                             f"CommitLog offset): {e}") from None
+            raise AdminError(
+                f"{msg_id!r} is not a broker message id (32 hex digits: store ip, port, CommitLog offset): {e}"
+            ) from None
         response = self.invoke(f"{ip}:{port}", RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
         messages = _records(body_bytes(response.body))
         if len(messages) != 1:
@@ -310,14 +358,16 @@ class AdminClient:
             raise missing
         return self.view_message(msg_id)
 
-    def query_by_key(self, topic: str, key: str, max_num: int = 32, begin: int = 0,
-                     end: int = INT64_MAX) -> list[StoredMessage]:
+    def query_by_key(
+        self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int = INT64_MAX
+    ) -> list[StoredMessage]:
         """Messages of ``topic`` with this key (KEYS or client msgId) on every broker of the topic."""
         found = []
         ext = {"topic": topic, "key": key, "maxNum": max_num, "beginTimestamp": begin, "endTimestamp": end}
         for addr in self.topic_masters(topic).values():
-            response = self.invoke(addr, RequestCode.QUERY_MESSAGE, ext,
-                                   accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND))
+            response = self.invoke(
+                addr, RequestCode.QUERY_MESSAGE, ext, accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND)
+            )
             if response.code == ResponseCode.SUCCESS:
                 found += _records(body_bytes(response.body))
         return sorted(found, key=lambda m: m.store_timestamp)[:max_num]

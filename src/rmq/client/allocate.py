@@ -53,7 +53,7 @@ def allocate_average_by_circle(current_cid: str, mq_all: Sequence[Q], cid_all: S
     if not _check(current_cid, mq_all, cid_all):
         return []
     index = list(cid_all).index(current_cid)
-    return list(mq_all[index::len(cid_all)])
+    return list(mq_all[index :: len(cid_all)])
 
 
 STRATEGIES: dict[str, AllocateStrategy[MessageQueue]] = {
@@ -72,5 +72,6 @@ def strategy(name_or_fn: str | AllocateStrategy[MessageQueue]) -> AllocateStrate
     try:
         return STRATEGIES[name_or_fn]
     except KeyError:
-        raise ClientError(f"unknown allocation strategy {name_or_fn!r}, expected one of "
-                         f"{', '.join(STRATEGIES)} or a callable") from None
+        raise ClientError(
+            f"unknown allocation strategy {name_or_fn!r}, expected one of {', '.join(STRATEGIES)} or a callable"
+        ) from None

@@ -77,8 +77,9 @@ class ClientAPI:
     def __init__(self, remoting: RemotingClient):
         self.remoting = remoting
 
-    def _call(self, addr: str, code: int, ext: dict[str, Any], timeout: float, body: bytes = b"",
-              ok_codes: Iterable[int] = ()) -> RemotingCommand:
+    def _call(
+        self, addr: str, code: int, ext: dict[str, Any], timeout: float, body: bytes = b"", ok_codes: Iterable[int] = ()
+    ) -> RemotingCommand:
         response = self.remoting.invoke_sync(addr, RemotingCommand.request(code, ext, body), timeout)
         return check_response(response, addr, *ok_codes)
 
@@ -86,8 +87,13 @@ class ClientAPI:
 
     def get_route(self, namesrv_addr: str, topic: str, timeout: float) -> bytes | None:
         """The route body of ``topic``; None when the name server does not know the topic."""
-        response = self._call(namesrv_addr, RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": topic}, timeout,
-                              ok_codes=(ResponseCode.TOPIC_NOT_EXIST,))
+        response = self._call(
+            namesrv_addr,
+            RequestCode.GET_ROUTEINFO_BY_TOPIC,
+            {"topic": topic},
+            timeout,
+            ok_codes=(ResponseCode.TOPIC_NOT_EXIST,),
+        )
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
         return body_bytes(response.body)
@@ -97,8 +103,9 @@ class ClientAPI:
     def heartbeat(self, addr: str, body: bytes, timeout: float) -> None:
         self._call(addr, RequestCode.HEART_BEAT, {}, timeout, body)
 
-    def unregister_client(self, addr: str, client_id: str, producer_group: str | None,
-                          consumer_group: str | None, timeout: float) -> None:
+    def unregister_client(
+        self, addr: str, client_id: str, producer_group: str | None, consumer_group: str | None, timeout: float
+    ) -> None:
         ext = {"clientID": client_id, "producerGroup": producer_group, "consumerGroup": consumer_group}
         self._call(addr, RequestCode.UNREGISTER_CLIENT, ext, timeout)
 
@@ -111,8 +118,9 @@ class ClientAPI:
     def query_consumer_offset(self, addr: str, group: str, mq: MessageQueue, timeout: float) -> int:
         """The group's committed offset of ``mq``; -1 when it has none (QUERY_NOT_FOUND)."""
         ext = {"consumerGroup": group, "topic": mq.topic, "queueId": mq.queue_id}
-        response = self._call(addr, RequestCode.QUERY_CONSUMER_OFFSET, ext, timeout,
-                              ok_codes=(ResponseCode.QUERY_NOT_FOUND,))
+        response = self._call(
+            addr, RequestCode.QUERY_CONSUMER_OFFSET, ext, timeout, ok_codes=(ResponseCode.QUERY_NOT_FOUND,)
+        )
         if response.code == ResponseCode.QUERY_NOT_FOUND:
             return -1
         return _ext_int(response, addr, "offset")
@@ -136,8 +144,14 @@ class ClientAPI:
 
     # -- consuming ------------------------------------------------------------------------------
 
-    def pull_async(self, addr: str, ext: dict[str, Any], timeout: float, mq: MessageQueue,
-                   callback: Callable[[PullResult | None, BaseException | None], None]) -> None:
+    def pull_async(
+        self,
+        addr: str,
+        ext: dict[str, Any],
+        timeout: float,
+        mq: MessageQueue,
+        callback: Callable[[PullResult | None, BaseException | None], None],
+    ) -> None:
         """PULL_MESSAGE; ``callback(result, None)`` or ``callback(None, error)`` on the loop thread."""
 
         def done(response: RemotingCommand | None, error: BaseException | None) -> None:
@@ -153,23 +167,40 @@ class ClientAPI:
 
         self.remoting.invoke_callback(addr, RemotingCommand.request(RequestCode.PULL_MESSAGE, ext), timeout, done)
 
-    def send_back(self, addr: str, group: str, commit_log_offset: int, origin_msg_id: str, origin_topic: str,
-                  delay_level: int, max_reconsume_times: int, timeout: float) -> None:
-        ext = {"offset": commit_log_offset, "group": group, "delayLevel": delay_level,
-               "originMsgId": origin_msg_id, "originTopic": origin_topic, "unitMode": False,
-               "maxReconsumeTimes": max_reconsume_times}
+    def send_back(
+        self,
+        addr: str,
+        group: str,
+        commit_log_offset: int,
+        origin_msg_id: str,
+        origin_topic: str,
+        delay_level: int,
+        max_reconsume_times: int,
+        timeout: float,
+    ) -> None:
+        ext = {
+            "offset": commit_log_offset,
+            "group": group,
+            "delayLevel": delay_level,
+            "originMsgId": origin_msg_id,
+            "originTopic": origin_topic,
+            "unitMode": False,
+            "maxReconsumeTimes": max_reconsume_times,
+        }
         self._call(addr, RequestCode.CONSUMER_SEND_MSG_BACK, ext, timeout)
 
-    def lock_batch(self, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue],
-                   timeout: float) -> set[MessageQueue]:
-        body = json.dumps({"consumerGroup": group, "clientId": client_id,
-                           "mqSet": [mq.to_json() for mq in mqs]}).encode()
+    def lock_batch(
+        self, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue], timeout: float
+    ) -> set[MessageQueue]:
+        body = json.dumps(
+            {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
+        ).encode()
         response = self._call(addr, RequestCode.LOCK_BATCH_MQ, {}, timeout, body)
         locked = json.loads(body_bytes(response.body) or b"{}").get("lockOKMQSet") or []
         return {MessageQueue.from_json(o) for o in locked}
 
-    def unlock_batch(self, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue],
-                     timeout: float) -> None:
-        body = json.dumps({"consumerGroup": group, "clientId": client_id,
-                           "mqSet": [mq.to_json() for mq in mqs]}).encode()
+    def unlock_batch(self, addr: str, group: str, client_id: str, mqs: Iterable[MessageQueue], timeout: float) -> None:
+        body = json.dumps(
+            {"consumerGroup": group, "clientId": client_id, "mqSet": [mq.to_json() for mq in mqs]}
+        ).encode()
         self._call(addr, RequestCode.UNLOCK_BATCH_MQ, {}, timeout, body)

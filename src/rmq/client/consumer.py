@@ -99,8 +99,9 @@ class ConsumerBase(InstanceMember):
         self.group = group
         self.config = option_fields(self.config_class, dict(options, namesrv_addr=namesrv_addr))
         self.config.message_model = parse_enum_option(MessageModel, self.config.message_model)
-        self.config.consume_from_where = parse_enum_option(ConsumeFromWhere, self.config.consume_from_where,
-                                                           "CONSUME_FROM_")
+        self.config.consume_from_where = parse_enum_option(
+            ConsumeFromWhere, self.config.consume_from_where, "CONSUME_FROM_"
+        )
         if self.config.consume_timestamp is None:
             self.config.consume_timestamp = now_ms() - 30 * 60 * 1000
         self.allocate = allocate.strategy(self.config.allocate_strategy)
@@ -164,10 +165,12 @@ class ConsumerBase(InstanceMember):
             except RemotingError as exc:
                 log.warning("consumer %s: route of %s: %s", self.group, topic, exc)
         instance.send_heartbeat_to_all()
-        self._rebalance_timer = instance.scheduler.schedule_periodic(self.config.rebalance_interval, self.rebalance,
-                                                                     initial_delay=0)
-        log.info("consumer %s (%s) started in client %s", self.group, self.config.message_model.name,
-                 instance.client_id)
+        self._rebalance_timer = instance.scheduler.schedule_periodic(
+            self.config.rebalance_interval, self.rebalance, initial_delay=0
+        )
+        log.info(
+            "consumer %s (%s) started in client %s", self.group, self.config.message_model.name, instance.client_id
+        )
         return self
 
     def _on_start(self) -> None:
@@ -246,8 +249,9 @@ class ConsumerBase(InstanceMember):
             addr = self.instance.any_broker_addr_of(topic)
             if addr is None:
                 return
-            cid_all = sorted(self.instance.api.get_consumer_id_list(addr, self.group,
-                                                                    self.instance.config.request_timeout))
+            cid_all = sorted(
+                self.instance.api.get_consumer_id_list(addr, self.group, self.instance.config.request_timeout)
+            )
             if self.instance.client_id not in cid_all:
                 log.info("consumer %s: broker %s does not list this client yet", self.group, addr)
                 return
@@ -323,8 +327,9 @@ class ConsumerBase(InstanceMember):
     def _pull_delay(self, mq: MessageQueue, pq: ProcessQueue) -> float | None:
         """How long the queue must wait before its next pull (flow control), or None."""
         if pq.count > self.config.pull_threshold_for_queue or pq.bytes > self.config.pull_threshold_size_for_queue:
-            log.debug("consumer %s: flow control on %s: %d messages, %d bytes cached",
-                      self.group, mq, pq.count, pq.bytes)
+            log.debug(
+                "consumer %s: flow control on %s: %d messages, %d bytes cached", self.group, mq, pq.count, pq.bytes
+            )
             return PULL_DELAY_WHEN_FLOW_CONTROL
         return None
 
@@ -349,24 +354,41 @@ class ConsumerBase(InstanceMember):
         if commit_offset > 0:
             sys_flag |= PULL_FLAG_COMMIT_OFFSET
         ext = {
-            "consumerGroup": self.group, "topic": mq.topic, "queueId": mq.queue_id,
-            "queueOffset": self.next_offsets[mq], "maxMsgNums": self.config.pull_batch_size,
-            "sysFlag": sys_flag, "commitOffset": max(commit_offset, 0),
+            "consumerGroup": self.group,
+            "topic": mq.topic,
+            "queueId": mq.queue_id,
+            "queueOffset": self.next_offsets[mq],
+            "maxMsgNums": self.config.pull_batch_size,
+            "sysFlag": sys_flag,
+            "commitOffset": max(commit_offset, 0),
             "suspendTimeoutMillis": int(self.config.broker_suspend_max_time * 1000),
-            "subscription": sub.sub_string, "subVersion": sub.sub_version, "expressionType": sub.expression_type,
+            "subscription": sub.sub_string,
+            "subVersion": sub.sub_version,
+            "expressionType": sub.expression_type,
         }
         pq.last_pull_time = time.monotonic()
         try:
-            instance.api.pull_async(addr, ext, self.config.consumer_timeout_when_suspend, mq,
-                                    lambda result, error: self._on_pulled(mq, pq, sub, result, error))
+            instance.api.pull_async(
+                addr,
+                ext,
+                self.config.consumer_timeout_when_suspend,
+                mq,
+                lambda result, error: self._on_pulled(mq, pq, sub, result, error),
+            )
         except RemotingError as exc:  # shut down meanwhile
             log.debug("consumer %s: pull of %s not sent: %s", self.group, mq, exc)
 
     def _subscribed_topic(self, mq: MessageQueue) -> str:
         return mq.topic
 
-    def _on_pulled(self, mq: MessageQueue, pq: ProcessQueue, sub: SubscriptionData,
-                   result: PullResult | None, error: BaseException | None) -> None:
+    def _on_pulled(
+        self,
+        mq: MessageQueue,
+        pq: ProcessQueue,
+        sub: SubscriptionData,
+        result: PullResult | None,
+        error: BaseException | None,
+    ) -> None:
         if pq.dropped or not self._running:
             return
         if result is None:
@@ -379,8 +401,9 @@ class ConsumerBase(InstanceMember):
             if msgs:
                 self._deliver(mq, pq, msgs)
         elif result.status is PullStatus.OFFSET_ILLEGAL:
-            log.warning("consumer %s: offset of %s out of range; continuing from %d",
-                        self.group, mq, result.next_begin_offset)
+            log.warning(
+                "consumer %s: offset of %s out of range; continuing from %d", self.group, mq, result.next_begin_offset
+            )
             self.offset_store.update(mq, result.next_begin_offset)
         elif pq.count == 0 and self.correct_tags_offset:
             self.offset_store.update(mq, result.next_begin_offset, increase_only=True)

@@ -17,7 +17,13 @@ from dataclasses import dataclass
 
 # (latency threshold ms, not-available duration ms), largest threshold last.
 LATENCY_STEPS: tuple[tuple[int, int], ...] = (
-    (50, 0), (100, 0), (550, 3_000), (1_000, 60_000), (2_000, 120_000), (3_000, 180_000), (15_000, 600_000),
+    (50, 0),
+    (100, 0),
+    (550, 3_000),
+    (1_000, 60_000),
+    (2_000, 120_000),
+    (3_000, 180_000),
+    (15_000, 600_000),
 )
 # The latency a failed send is recorded with: it isolates the broker (RocketMQ's isolation flag).
 ISOLATION_LATENCY_MS = 30_000
@@ -43,8 +49,7 @@ class FaultItem:
 class LatencyFaultTolerance:
     """Broker name -> FaultItem; thread-safe."""
 
-    def __init__(self, steps: Sequence[tuple[int, int]] = LATENCY_STEPS,
-                 clock: Callable[[], float] = time.monotonic):
+    def __init__(self, steps: Sequence[tuple[int, int]] = LATENCY_STEPS, clock: Callable[[], float] = time.monotonic):
         self.steps = tuple(steps)
         self._clock = clock
         self._items: dict[str, FaultItem] = {}
@@ -71,8 +76,7 @@ class LatencyFaultTolerance:
         """A faulty broker to try when none is available: one of the better half, in turn."""
         now = self._clock()
         with self._lock:
-            items = sorted(self._items.values(),
-                           key=lambda i: (not i.is_available(now), i.latency_ms, i.available_at))
+            items = sorted(self._items.values(), key=lambda i: (not i.is_available(now), i.latency_ms, i.available_at))
         if not items:
             return None
         half = len(items) // 2

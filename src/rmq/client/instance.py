@@ -201,8 +201,10 @@ class ClientInstance:
         with self._lock:
             table = self.producers if kind == "producer" else self.consumers
             if member.group in table:
-                raise ClientError(f"{kind} group {member.group!r} already has a {kind} in client "
-                                  f"{self.client_id}; give the second one another instance_name")
+                raise ClientError(
+                    f"{kind} group {member.group!r} already has a {kind} in client "
+                    f"{self.client_id}; give the second one another instance_name"
+                )
             table[member.group] = member
 
     def unregister(self, member: InstanceMember, kind: str) -> None:
@@ -216,8 +218,9 @@ class ClientInstance:
         consumer_group = member.group if kind == "consumer" else None
         for addr in addrs:
             try:
-                self.api.unregister_client(addr, self.client_id, producer_group, consumer_group,
-                                           self.config.request_timeout)
+                self.api.unregister_client(
+                    addr, self.client_id, producer_group, consumer_group, self.config.request_timeout
+                )
             except (RemotingError, ResponseError) as exc:
                 log.warning("unregistering %s %s from %s failed: %s", kind, member.group, addr, exc)
 
@@ -291,8 +294,10 @@ class ClientInstance:
             self.update_route(topic)
             addr = self.find_broker_addr(broker_name, master_only)
         if addr is None:
-            raise ClientError(f"broker {broker_name!r} of topic {topic!r} has no {'master ' if master_only else ''}"
-                              "address in the name server's route")
+            raise ClientError(
+                f"broker {broker_name!r} of topic {topic!r} has no {'master ' if master_only else ''}"
+                "address in the name server's route"
+            )
         return addr
 
     def any_broker_addr_of(self, topic: str) -> str | None:
@@ -312,8 +317,9 @@ class ClientInstance:
         with self._lock:
             producers = [{"groupName": g} for g in self.producers]
             consumers = [c.consumer_data() for c in self.consumers.values()]
-        return json.dumps({"clientID": self.client_id, "producerDataSet": producers,
-                           "consumerDataSet": consumers}).encode()
+        return json.dumps(
+            {"clientID": self.client_id, "producerDataSet": producers, "consumerDataSet": consumers}
+        ).encode()
 
     def send_heartbeat_to_all(self) -> None:
         body = self.heartbeat_body()

@@ -129,16 +129,43 @@ class MessageExt(Message):
     ``offset_msg_id`` is the broker's id (store host + commit-log offset).
     """
 
-    __slots__ = ("queue_id", "queue_offset", "commit_log_offset", "sys_flag", "born_timestamp",
-                 "born_host", "store_timestamp", "store_host", "reconsume_times", "body_crc",
-                 "store_size", "prepared_transaction_offset", "broker_name")
+    __slots__ = (
+        "queue_id",
+        "queue_offset",
+        "commit_log_offset",
+        "sys_flag",
+        "born_timestamp",
+        "born_host",
+        "store_timestamp",
+        "store_host",
+        "reconsume_times",
+        "body_crc",
+        "store_size",
+        "prepared_transaction_offset",
+        "broker_name",
+    )
 
-    def __init__(self, topic: str, body: bytes, properties: Mapping[str, str] | None = None, *,
-                 flag: int = 0, queue_id: int = 0, queue_offset: int = 0, commit_log_offset: int = 0,
-                 sys_flag: int = 0, born_timestamp: int = 0, born_host: tuple[str, int] = ("0.0.0.0", 0),
-                 store_timestamp: int = 0, store_host: tuple[str, int] = ("0.0.0.0", 0),
-                 reconsume_times: int = 0, body_crc: int = 0, store_size: int = 0,
-                 prepared_transaction_offset: int = 0, broker_name: str | None = None):
+    def __init__(
+        self,
+        topic: str,
+        body: bytes,
+        properties: Mapping[str, str] | None = None,
+        *,
+        flag: int = 0,
+        queue_id: int = 0,
+        queue_offset: int = 0,
+        commit_log_offset: int = 0,
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: tuple[str, int] = ("0.0.0.0", 0),
+        store_timestamp: int = 0,
+        store_host: tuple[str, int] = ("0.0.0.0", 0),
+        reconsume_times: int = 0,
+        body_crc: int = 0,
+        store_size: int = 0,
+        prepared_transaction_offset: int = 0,
+        broker_name: str | None = None,
+    ):
         super().__init__(topic, body, properties=properties, flag=flag)
         self.queue_id = queue_id
         self.queue_offset = queue_offset
@@ -168,8 +195,10 @@ class MessageExt(Message):
         return MessageQueue(self.topic, self.broker_name or "", self.queue_id)
 
     def __repr__(self) -> str:
-        return (f"MessageExt(topic={self.topic!r}, msg_id={self.msg_id!r}, queue_id={self.queue_id}, "
-                f"queue_offset={self.queue_offset}, tags={self.tags!r}, body={len(self.body)} bytes)")
+        return (
+            f"MessageExt(topic={self.topic!r}, msg_id={self.msg_id!r}, queue_id={self.queue_id}, "
+            f"queue_offset={self.queue_offset}, tags={self.tags!r}, body={len(self.body)} bytes)"
+        )
 
 
 def decode_messages(data: bytes | memoryview, broker_name: str | None = None) -> list[MessageExt]:
@@ -188,15 +217,31 @@ def decode_messages(data: bytes | memoryview, broker_name: str | None = None) ->
             try:
                 body = zlib.decompress(body)
             except zlib.error as exc:
-                raise ClientError(f"message at commit-log offset {rec.physical_offset} is flagged "
-                                  f"compressed but does not inflate: {exc}") from None
-        messages.append(MessageExt(
-            rec.topic, body, rec.properties, flag=rec.flag, queue_id=rec.queue_id,
-            queue_offset=rec.queue_offset, commit_log_offset=rec.physical_offset,
-            sys_flag=rec.sys_flag, born_timestamp=rec.born_timestamp, born_host=rec.born_host,
-            store_timestamp=rec.store_timestamp, store_host=rec.store_host,
-            reconsume_times=rec.reconsume_times, body_crc=rec.body_crc, store_size=rec.total_size,
-            prepared_transaction_offset=rec.prepared_transaction_offset, broker_name=broker_name))
+                raise ClientError(
+                    f"message at commit-log offset {rec.physical_offset} is flagged "
+                    f"compressed but does not inflate: {exc}"
+                ) from None
+        messages.append(
+            MessageExt(
+                rec.topic,
+                body,
+                rec.properties,
+                flag=rec.flag,
+                queue_id=rec.queue_id,
+                queue_offset=rec.queue_offset,
+                commit_log_offset=rec.physical_offset,
+                sys_flag=rec.sys_flag,
+                born_timestamp=rec.born_timestamp,
+                born_host=rec.born_host,
+                store_timestamp=rec.store_timestamp,
+                store_host=rec.store_host,
+                reconsume_times=rec.reconsume_times,
+                body_crc=rec.body_crc,
+                store_size=rec.total_size,
+                prepared_transaction_offset=rec.prepared_transaction_offset,
+                broker_name=broker_name,
+            )
+        )
     return messages
 
 
@@ -237,5 +282,7 @@ def validate_message(msg: Message, max_message_size: int = MAX_MESSAGE_SIZE) -> 
     if not msg.body:
         raise ClientError(f"cannot send to {msg.topic!r}: the message body is empty")
     if len(msg.body) > max_message_size:
-        raise ClientError(f"cannot send to {msg.topic!r}: the body is {len(msg.body)} bytes, "
-                          f"more than the maximum message size {max_message_size}")
+        raise ClientError(
+            f"cannot send to {msg.topic!r}: the body is {len(msg.body)} bytes, "
+            f"more than the maximum message size {max_message_size}"
+        )

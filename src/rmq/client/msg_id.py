@@ -46,8 +46,9 @@ def _month_start_ms(now_ms: int) -> tuple[int, int]:
     """(start of this month, start of next month) in local time, as epoch ms."""
     now = datetime.datetime.fromtimestamp(now_ms / 1000)
     start = now.replace(day=1, hour=0, minute=0, second=0, microsecond=0)
-    following = (start.replace(year=start.year + 1, month=1) if start.month == 12
-                 else start.replace(month=start.month + 1))
+    following = (
+        start.replace(year=start.year + 1, month=1) if start.month == 12 else start.replace(month=start.month + 1)
+    )
     return int(start.timestamp() * 1000), int(following.timestamp() * 1000)
 
 

@@ -86,8 +86,9 @@ class RemoteOffsetStore(OffsetStore):
         for mq, offset in self.snapshot(mqs).items():
             try:
                 addr = self.instance.broker_addr_or_raise(mq.broker_name, mq.topic)
-                self.instance.api.update_consumer_offset(addr, self.group, mq, offset,
-                                                         self.instance.config.request_timeout)
+                self.instance.api.update_consumer_offset(
+                    addr, self.group, mq, offset, self.instance.config.request_timeout
+                )
             except (RemotingError, ResponseError, ClientError) as exc:
                 log.warning("committing offset %d of %s for group %s failed: %s", offset, mq, self.group, exc)
 

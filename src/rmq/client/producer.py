@@ -66,8 +66,14 @@ log = logging.getLogger("rmq.client")
 __all__ = ["Producer", "ProducerConfig", "MessageQueueSelector", "select_by_hash"]
 
 # Refusals after which the next try goes to another broker (RocketMQ's retryResponseCodes).
-RETRY_RESPONSE_CODES = frozenset({ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SERVICE_NOT_AVAILABLE,
-                                  ResponseCode.SYSTEM_ERROR, ResponseCode.NO_PERMISSION})
+RETRY_RESPONSE_CODES = frozenset(
+    {
+        ResponseCode.TOPIC_NOT_EXIST,
+        ResponseCode.SERVICE_NOT_AVAILABLE,
+        ResponseCode.SYSTEM_ERROR,
+        ResponseCode.NO_PERMISSION,
+    }
+)
 
 _SEND_STATUS: dict[int, SendStatus] = {
     ResponseCode.SUCCESS: SendStatus.SEND_OK,
@@ -172,8 +178,9 @@ class Producer(InstanceMember):
         """Send and wait for the broker's answer; retries on other brokers when a try fails."""
         return self._wait(self.send_async(msg, timeout, _retries=self.config.retry_times_when_send_failed))
 
-    def send_async(self, msg: Message, timeout: float | None = None, *, _retries: int | None = None
-                   ) -> concurrent.futures.Future[SendResult]:
+    def send_async(
+        self, msg: Message, timeout: float | None = None, *, _retries: int | None = None
+    ) -> concurrent.futures.Future[SendResult]:
         """Send without waiting: a Future of the SendResult (or of the error)."""
         retries = self.config.retry_times_when_send_async_failed if _retries is None else _retries
         job = self._job_for(msg, timeout, 1 + retries)
@@ -196,8 +203,9 @@ class Producer(InstanceMember):
         in one queue, in order. ``msg_id`` of the result joins their ids with commas."""
         return self._wait(self.send_batch_async(msgs, timeout))
 
-    def send_batch_async(self, msgs: Sequence[Message], timeout: float | None = None
-                         ) -> concurrent.futures.Future[SendResult]:
+    def send_batch_async(
+        self, msgs: Sequence[Message], timeout: float | None = None
+    ) -> concurrent.futures.Future[SendResult]:
         msgs = list(msgs)
         if not msgs:
             raise ClientError("cannot send an empty batch")
@@ -214,16 +222,31 @@ class Producer(InstanceMember):
             msg_ids.append(_uniq_key(msg))
         body = encode_batch(msgs)
         if len(body) > self.config.max_message_size:
-            raise ClientError(f"the batch is {len(body)} bytes encoded, more than the maximum message "
-                              f"size {self.config.max_message_size}: split it")
+            raise ClientError(
+                f"the batch is {len(body)} bytes encoded, more than the maximum message "
+                f"size {self.config.max_message_size}: split it"
+            )
         ext = self._header(topic, 0, 0, {}, batch=True)
-        job = self._new_job(topic, RequestCode.SEND_BATCH_MESSAGE, body, ext, ",".join(msg_ids), timeout,
-                            1 + self.config.retry_times_when_send_failed)
+        job = self._new_job(
+            topic,
+            RequestCode.SEND_BATCH_MESSAGE,
+            body,
+            ext,
+            ",".join(msg_ids),
+            timeout,
+            1 + self.config.retry_times_when_send_failed,
+        )
         self._dispatch(job)
         return job.future
 
-    def send_orderly(self, msg: Message, sharding_key: Any = None, selector: MessageQueueSelector | None = None,
-                     arg: Any = None, timeout: float | None = None) -> SendResult:
+    def send_orderly(
+        self,
+        msg: Message,
+        sharding_key: Any = None,
+        selector: MessageQueueSelector | None = None,
+        arg: Any = None,
+        timeout: float | None = None,
+    ) -> SendResult:
         """Send to the queue chosen by ``sharding_key`` (messages of one key keep their order), or by
         ``selector(queues, msg, arg)``. One try only: another queue would break the order."""
         if selector is None:
@@ -246,15 +269,26 @@ class Producer(InstanceMember):
         try:
             return future.result(self.config.send_msg_timeout + 5)
         except concurrent.futures.TimeoutError:
-            raise RemotingTimeoutError(f"producer {self.group}: no outcome of a send within "
-                                       f"{self.config.send_msg_timeout + 5}s") from None
+            raise RemotingTimeoutError(
+                f"producer {self.group}: no outcome of a send within {self.config.send_msg_timeout + 5}s"
+            ) from None
 
-    def _header(self, topic: str, sys_flag: int, flag: int, properties: dict[str, str], batch: bool = False
-                ) -> dict[str, Any]:
+    def _header(
+        self, topic: str, sys_flag: int, flag: int, properties: dict[str, str], batch: bool = False
+    ) -> dict[str, Any]:
         ext: dict[str, Any] = {
-            "a": self.group, "b": topic, "c": self.config.create_topic_key,
-            "d": self.config.default_topic_queue_nums, "e": 0, "f": sys_flag, "g": now_ms(), "h": flag,
-            "i": encode_properties_checked(properties).decode(), "j": 0, "k": False, "m": batch,
+            "a": self.group,
+            "b": topic,
+            "c": self.config.create_topic_key,
+            "d": self.config.default_topic_queue_nums,
+            "e": 0,
+            "f": sys_flag,
+            "g": now_ms(),
+            "h": flag,
+            "i": encode_properties_checked(properties).decode(),
+            "j": 0,
+            "k": False,
+            "m": batch,
         }
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             ext["j"] = properties.get(MessageProperty.RECONSUME_TIME, 0)
@@ -271,12 +305,21 @@ class Producer(InstanceMember):
         ext = self._header(msg.topic, sys_flag, msg.flag, msg.properties)
         return self._new_job(msg.topic, RequestCode.SEND_MESSAGE_V2, body, ext, msg_id, timeout, max_attempts)
 
-    def _new_job(self, topic: str, code: int, body: bytes, ext: dict[str, Any], msg_id: str,
-                 timeout: float | None, max_attempts: int) -> _SendJob:
+    def _new_job(
+        self,
+        topic: str,
+        code: int,
+        body: bytes,
+        ext: dict[str, Any],
+        msg_id: str,
+        timeout: float | None,
+        max_attempts: int,
+    ) -> _SendJob:
         timeout = self.config.send_msg_timeout if timeout is None else timeout
         info = self._publish_info(topic)
-        return _SendJob(topic, code, body, ext, msg_id, info, time.monotonic() + timeout, max_attempts,
-                        concurrent.futures.Future())
+        return _SendJob(
+            topic, code, body, ext, msg_id, info, time.monotonic() + timeout, max_attempts, concurrent.futures.Future()
+        )
 
     def _publish_info(self, topic: str) -> TopicPublishInfo:
         info = self._publish.get(topic)
@@ -294,11 +337,16 @@ class Producer(InstanceMember):
             if template is not None:
                 info = TopicPublishInfo.from_route(topic, _capped(template, self.config.default_topic_queue_nums))
                 if info.ok:
-                    log.info("topic %s has no route: sending along %s's for the broker to create it",
-                             topic, self.config.create_topic_key)
+                    log.info(
+                        "topic %s has no route: sending along %s's for the broker to create it",
+                        topic,
+                        self.config.create_topic_key,
+                    )
                     return info
-        raise ClientError(f"no route for topic {topic!r} from name server {self.config.namesrv_addr}: "
-                          "create the topic first (or enable autoCreateTopicEnable on the broker)")
+        raise ClientError(
+            f"no route for topic {topic!r} from name server {self.config.namesrv_addr}: "
+            "create the topic first (or enable autoCreateTopicEnable on the broker)"
+        )
 
     def _select_queue(self, info: TopicPublishInfo, last_broker: str | None) -> MessageQueue:
         if not self.config.send_latency_fault_enable:
@@ -352,8 +400,15 @@ class Producer(InstanceMember):
             instance.remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
             return
 
-    def _on_answer(self, job: _SendJob, mq: MessageQueue, addr: str, began: float,
-                   response: RemotingCommand | None, error: BaseException | None) -> None:
+    def _on_answer(
+        self,
+        job: _SendJob,
+        mq: MessageQueue,
+        addr: str,
+        began: float,
+        response: RemotingCommand | None,
+        error: BaseException | None,
+    ) -> None:
         latency_ms = (time.monotonic() - began) * 1000
         if response is not None:
             status = _SEND_STATUS.get(response.code)
@@ -364,8 +419,11 @@ class Producer(InstanceMember):
                 except ResponseError as exc:
                     job.future.set_exception(exc)
                     return
-                if status is not SendStatus.SEND_OK and self.config.retry_another_broker_when_not_store_ok \
-                        and job.attempt < job.max_attempts:
+                if (
+                    status is not SendStatus.SEND_OK
+                    and self.config.retry_another_broker_when_not_store_ok
+                    and job.attempt < job.max_attempts
+                ):
                     job.errors.append(f"{addr}: {status.name}")
                     job.last_broker = mq.broker_name
                     self._dispatch(job)
@@ -387,22 +445,31 @@ class Producer(InstanceMember):
         except ClientError as exc:  # shut down meanwhile
             job.future.set_exception(exc)
 
-    def _result(self, job: _SendJob, mq: MessageQueue, addr: str, response: RemotingCommand,
-                status: SendStatus) -> SendResult:
+    def _result(
+        self, job: _SendJob, mq: MessageQueue, addr: str, response: RemotingCommand, status: SendStatus
+    ) -> SendResult:
         ext = response.ext_fields
         try:
             queue_id = int(ext["queueId"])
             queue_offset = int(ext["queueOffset"])
         except (KeyError, ValueError):
             raise ResponseError(response.code, f"send answer lacks queueId/queueOffset: {ext}", addr) from None
-        return SendResult(status, job.msg_id, ext.get("msgId", ""), MessageQueue(job.topic, mq.broker_name, queue_id),
-                          queue_offset, ext.get("transactionId"))
+        return SendResult(
+            status,
+            job.msg_id,
+            ext.get("msgId", ""),
+            MessageQueue(job.topic, mq.broker_name, queue_id),
+            queue_offset,
+            ext.get("transactionId"),
+        )
 
     def _fail(self, job: _SendJob, timed_out: bool) -> None:
         elapsed = time.monotonic() - job.started
         tries = "; ".join(job.errors) or "no try was made"
-        what = (f"send to topic {job.topic!r} failed after {job.attempt} tr{'y' if job.attempt == 1 else 'ies'} "
-                f"in {elapsed:.2f}s{' (timeout)' if timed_out else ''}: {tries}")
+        what = (
+            f"send to topic {job.topic!r} failed after {job.attempt} tr{'y' if job.attempt == 1 else 'ies'} "
+            f"in {elapsed:.2f}s{' (timeout)' if timed_out else ''}: {tries}"
+        )
         last = job.last_error
         if isinstance(last, ResponseError):
             error: BaseException = last
@@ -427,7 +494,14 @@ def _uniq_key(msg: Message) -> str:
 
 def _capped(route: TopicRouteData, queue_nums: int) -> TopicRouteData:
     """The template topic's route with at most ``queue_nums`` queues per broker."""
-    return replace(route, queue_datas=tuple(
-        replace(q, read_queue_nums=min(q.read_queue_nums, queue_nums),
-                write_queue_nums=min(q.write_queue_nums, queue_nums))
-        for q in route.queue_datas))
+    return replace(
+        route,
+        queue_datas=tuple(
+            replace(
+                q,
+                read_queue_nums=min(q.read_queue_nums, queue_nums),
+                write_queue_nums=min(q.write_queue_nums, queue_nums),
+            )
+            for q in route.queue_datas
+        ),
+    )

@@ -111,7 +111,8 @@ class PushConsumer(ConsumerBase):
         if self.clustering:
             self.subscribe(retry_topic(self.group), "*")
         self._executor = concurrent.futures.ThreadPoolExecutor(
-            self.config.consume_thread_max, thread_name_prefix=f"rmq-consume-{self.group}")
+            self.config.consume_thread_max, thread_name_prefix=f"rmq-consume-{self.group}"
+        )
         if self.orderly and self.clustering:
             self._lock_timer = self.instance.scheduler.schedule_periodic(self.config.rebalance_interval, self.lock_all)
 
@@ -167,7 +168,7 @@ class PushConsumer(ConsumerBase):
             return
         size = max(1, self.config.consume_message_batch_max_size)
         for i in range(0, len(msgs), size):
-            self._submit(self._consume_concurrently, mq, pq, msgs[i:i + size])
+            self._submit(self._consume_concurrently, mq, pq, msgs[i : i + size])
 
     # -- concurrent consumption -----------------------------------------------------------------
 
@@ -187,14 +188,24 @@ class PushConsumer(ConsumerBase):
         try:
             status = listener(msgs)
         except Exception:
-            log.exception("consumer %s: listener raised on %d message(s) (first %s); counted as %s",
-                          self.group, len(msgs), msgs[0].msg_id, failure.name)
+            log.exception(
+                "consumer %s: listener raised on %d message(s) (first %s); counted as %s",
+                self.group,
+                len(msgs),
+                msgs[0].msg_id,
+                failure.name,
+            )
             return failure
         if status is None:
             return success
         if not isinstance(status, type(success)):
-            log.error("consumer %s: listener returned %r, expected a %s; counted as %s",
-                      self.group, status, type(success).__name__, failure.name)
+            log.error(
+                "consumer %s: listener returned %r, expected a %s; counted as %s",
+                self.group,
+                status,
+                type(success).__name__,
+                failure.name,
+            )
             return failure
         return status
 
@@ -202,8 +213,9 @@ class PushConsumer(ConsumerBase):
         if pq.dropped:
             return
         self._prepare(msgs)
-        status = self._call_listener(msgs, ConsumeConcurrentlyStatus.CONSUME_SUCCESS,
-                                     ConsumeConcurrentlyStatus.RECONSUME_LATER)
+        status = self._call_listener(
+            msgs, ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeConcurrentlyStatus.RECONSUME_LATER
+        )
         if pq.dropped:
             log.info("consumer %s: %s was given up while consuming; its offset is not advanced", self.group, mq)
             return
@@ -217,8 +229,12 @@ class PushConsumer(ConsumerBase):
                     done = [m for m in msgs if m not in failed]
                     self._submit_later(CONSUME_LATER_DELAY, self._consume_concurrently, mq, pq, failed)
             else:
-                log.warning("consumer %s (broadcasting): %d message(s) not consumed are dropped, first %s",
-                            self.group, len(msgs), msgs[0].msg_id)
+                log.warning(
+                    "consumer %s (broadcasting): %d message(s) not consumed are dropped, first %s",
+                    self.group,
+                    len(msgs),
+                    msgs[0].msg_id,
+                )
         offset = pq.remove(done)
         if offset >= 0 and not pq.dropped:
             self.offset_store.update(mq, offset, increase_only=True)
@@ -231,12 +247,21 @@ class PushConsumer(ConsumerBase):
         level = self.config.delay_level_when_next_consume if delay_level is None else delay_level
         try:
             addr = instance.broker_addr_or_raise(msg.broker_name or "", msg.topic)
-            instance.api.send_back(addr, self.group, msg.commit_log_offset, msg.msg_id, msg.topic, level,
-                                   self.config.max_reconsume_times, instance.config.request_timeout)
+            instance.api.send_back(
+                addr,
+                self.group,
+                msg.commit_log_offset,
+                msg.msg_id,
+                msg.topic,
+                level,
+                self.config.max_reconsume_times,
+                instance.config.request_timeout,
+            )
             return True
         except (RemotingError, ResponseError, ClientError) as exc:
-            log.warning("consumer %s: sending %s back failed (%s); consuming it again here later",
-                        self.group, msg.msg_id, exc)
+            log.warning(
+                "consumer %s: sending %s back failed (%s); consuming it again here later", self.group, msg.msg_id, exc
+            )
             return False
 
     # -- orderly consumption --------------------------------------------------------------------
@@ -256,8 +281,9 @@ class PushConsumer(ConsumerBase):
         for broker_name, queues in group_by_broker(mqs).items():
             try:
                 addr = self.instance.broker_addr_or_raise(broker_name, queues[0].topic)
-                locked |= self.instance.api.lock_batch(addr, self.group, self.instance.client_id, queues,
-                                                       self.instance.config.request_timeout)
+                locked |= self.instance.api.lock_batch(
+                    addr, self.group, self.instance.client_id, queues, self.instance.config.request_timeout
+                )
             except (RemotingError, ResponseError, ClientError) as exc:
                 log.warning("consumer %s: locking queues of %s failed: %s", self.group, broker_name, exc)
         return locked
@@ -297,8 +323,9 @@ class PushConsumer(ConsumerBase):
         for broker_name, queues in group_by_broker(mqs).items():
             try:
                 addr = self.instance.broker_addr_or_raise(broker_name, queues[0].topic)
-                self.instance.api.unlock_batch(addr, self.group, self.instance.client_id, queues,
-                                               self.instance.config.request_timeout)
+                self.instance.api.unlock_batch(
+                    addr, self.group, self.instance.client_id, queues, self.instance.config.request_timeout
+                )
             except (RemotingError, ResponseError, ClientError) as exc:
                 log.warning("consumer %s: unlocking queues of %s failed: %s", self.group, broker_name, exc)
 
@@ -318,8 +345,9 @@ class PushConsumer(ConsumerBase):
                 if not msgs:
                     return
                 self._prepare(msgs)
-                status = self._call_listener(msgs, ConsumeOrderlyStatus.SUCCESS,
-                                             ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT)
+                status = self._call_listener(
+                    msgs, ConsumeOrderlyStatus.SUCCESS, ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT
+                )
                 if pq.dropped:
                     return
                 if status is ConsumeOrderlyStatus.SUCCESS:
@@ -332,4 +360,3 @@ class PushConsumer(ConsumerBase):
                 pq.rollback()
                 self._submit_later(self.config.suspend_current_queue_time, self._consume_orderly, mq, pq)
                 return
-

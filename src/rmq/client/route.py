@@ -43,13 +43,23 @@ class TopicRouteData:
         try:
             obj = loads_java_json(body.decode() if isinstance(body, (bytes, bytearray)) else body)
             queue_datas = tuple(
-                QueueData(str(q["brokerName"]), int(q["readQueueNums"]), int(q["writeQueueNums"]),
-                          int(q["perm"]), int(q.get("topicSysFlag", 0)))
-                for q in obj.get("queueDatas") or [])
+                QueueData(
+                    str(q["brokerName"]),
+                    int(q["readQueueNums"]),
+                    int(q["writeQueueNums"]),
+                    int(q["perm"]),
+                    int(q.get("topicSysFlag", 0)),
+                )
+                for q in obj.get("queueDatas") or []
+            )
             broker_datas = tuple(
-                BrokerData(str(b.get("cluster", "")), str(b["brokerName"]),
-                           {int(k): str(v) for k, v in (b.get("brokerAddrs") or {}).items()})
-                for b in obj.get("brokerDatas") or [])
+                BrokerData(
+                    str(b.get("cluster", "")),
+                    str(b["brokerName"]),
+                    {int(k): str(v) for k, v in (b.get("brokerAddrs") or {}).items()},
+                )
+                for b in obj.get("brokerDatas") or []
+            )
         except (ValueError, KeyError, TypeError, AttributeError) as exc:
             raise ClientError(f"malformed topic route from the name server: {type(exc).__name__}: {exc}") from None
         return cls(queue_datas, broker_datas)
@@ -110,6 +120,7 @@ def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
     """The queues a consumer of ``topic`` reads: every readable queue, sorted."""
     return sorted(
         MessageQueue(topic, qd.broker_name, i)
-        for qd in route.queue_datas if is_readable(qd.perm)
+        for qd in route.queue_datas
+        if is_readable(qd.perm)
         for i in range(qd.read_queue_nums)
     )

@@ -55,8 +55,9 @@ class NameServer:
 
     def start(self) -> NameServer:
         """Listen and serve on a background thread; returns once the port accepts connections."""
-        self.server.schedule_periodic(self.config.scan_not_active_broker_interval,
-                                      self.route_info.scan_not_active_broker)
+        self.server.schedule_periodic(
+            self.config.scan_not_active_broker_interval, self.route_info.scan_not_active_broker
+        )
         self.server.start()
         self._port = self.server.port
         log.info("name server listening on %s:%d", self.config.listen_host, self.port)

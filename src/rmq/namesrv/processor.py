@@ -71,8 +71,10 @@ class NamesrvProcessor:
 
     def unregister_broker(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         self.route_info.unregister_broker(
-            str_field(request.ext_fields, "clusterName"), str_field(request.ext_fields, "brokerAddr"),
-            str_field(request.ext_fields, "brokerName"), int_field(request.ext_fields, "brokerId"),
+            str_field(request.ext_fields, "clusterName"),
+            str_field(request.ext_fields, "brokerAddr"),
+            str_field(request.ext_fields, "brokerName"),
+            int_field(request.ext_fields, "brokerId"),
         )
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
 
@@ -85,7 +87,9 @@ class NamesrvProcessor:
             self.route_info.touch_broker(broker_addr)
         known = self.route_info.query_broker_data_version(broker_addr)
         return RemotingCommand.response_to(
-            request, ResponseCode.SUCCESS, ext_fields={"changed": "true" if changed else "false"},
+            request,
+            ResponseCode.SUCCESS,
+            ext_fields={"changed": "true" if changed else "false"},
             body=orjson.dumps(known) if known is not None else b"",
         )
 
@@ -94,7 +98,8 @@ class NamesrvProcessor:
         route = self.route_info.topic_route_json(topic)
         if route is None:
             return RemotingCommand.response_to(
-                request, ResponseCode.TOPIC_NOT_EXIST,
+                request,
+                ResponseCode.TOPIC_NOT_EXIST,
                 remark=f"No topic route info in name server for the topic: {topic}",
             )
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=route)

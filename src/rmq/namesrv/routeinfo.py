@@ -107,8 +107,14 @@ class RouteInfoManager:
             previous = self.broker_live_table.get(broker_addr)
             self.broker_live_table[broker_addr] = BrokerLiveInfo(now_ms, data_version, channel, ha_server_addr)
             if previous is None:
-                log.info("new broker registered: %s (%s, cluster %s, id %d) HA %s",
-                         broker_addr, broker_name, cluster_name, broker_id, ha_server_addr)
+                log.info(
+                    "new broker registered: %s (%s, cluster %s, id %d) HA %s",
+                    broker_addr,
+                    broker_name,
+                    cluster_name,
+                    broker_id,
+                    ha_server_addr,
+                )
             if filter_server_list is not None:
                 if filter_server_list:
                     self.filter_server_table[broker_addr] = list(filter_server_list)
@@ -161,8 +167,13 @@ class RouteInfoManager:
         with self._lock:
             self._route_cache.clear()
             removed = self.broker_live_table.pop(broker_addr, None)
-            log.info("unregister broker %s (%s id %d): %s", broker_addr, broker_name, broker_id,
-                     "was live" if removed else "was not live")
+            log.info(
+                "unregister broker %s (%s id %d): %s",
+                broker_addr,
+                broker_name,
+                broker_id,
+                "was live" if removed else "was not live",
+            )
             self.filter_server_table.pop(broker_addr, None)
             broker_data = self.broker_addr_table.get(broker_name)
             if broker_data is None:
@@ -184,7 +195,8 @@ class RouteInfoManager:
         now_ms = _clock.now_ms() if now_ms is None else now_ms
         with self._lock:
             expired = [
-                addr for addr, live in self.broker_live_table.items()
+                addr
+                for addr, live in self.broker_live_table.items()
                 if live.last_update_ms + self.broker_channel_expired_ms < now_ms
             ]
             for addr in expired:

@@ -165,8 +165,13 @@ class Endpoint:
         try:
             response = handler(channel, request)
         except RequestRefused as refusal:
-            log.info("refused request code %d from %s: %s (code %d)", request.code, channel.remote_address,
-                     refusal.remark, refusal.code)
+            log.info(
+                "refused request code %d from %s: %s (code %d)",
+                request.code,
+                channel.remote_address,
+                refusal.remark,
+                refusal.code,
+            )
             if not oneway:
                 channel._queue(RemotingCommand.response_to(request, refusal.code, remark=refusal.remark))
             return
@@ -370,9 +375,12 @@ class Channel:
                 # processors) until they drain, so its backlog cannot grow without bound.
                 if self._reading:
                     self._reading = False
-                    log.warning("%s does not read its answers: %d bytes unsent, pausing its input",
-                                self.remote_address, out.size)
-                self._backlog.extend(commands[index + 1:])
+                    log.warning(
+                        "%s does not read its answers: %d bytes unsent, pausing its input",
+                        self.remote_address,
+                        out.size,
+                    )
+                self._backlog.extend(commands[index + 1 :])
                 return
 
     # -- connecting (client side) -------------------------------------------------------------

@@ -72,6 +72,7 @@ def next_opaque() -> int:
 # ---------------------------------------------------------------------------------------------
 # Helpers shared with the compiled twin
 
+
 def ext_value_text(value: object) -> str | None:
     """The string a JSON ext value stands for (None: drop the key). JSON true -> "true", 12 -> "12"."""
     if isinstance(value, str):
@@ -203,6 +204,7 @@ def body_bytes(body: Body | None) -> bytes:
 
 
 # ---------------------------------------------------------------------------------------------
+
 
 class RemotingCommand:
     """One remoting request or response: the header fields plus a body.

@@ -200,4 +200,3 @@ class RemotingServer(Endpoint):
             if channel.last_active < deadline:
                 log.info("closing %s: idle for more than %ss", channel.remote_address, self.idle_timeout)
                 channel._close(None)
-

@@ -31,6 +31,12 @@ def encode_with_mq_tables(fields: Mapping[str, Any], tables: Mapping[str, Mappin
 
 
 def encode_reset_offset_body_for_c(offsets: Mapping[MessageQueue, int]) -> bytes:
-    return json.dumps({"offsetTable": [
-        {"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic, "offset": offset}
-        for mq, offset in sorted(offsets.items())]}, separators=COMPACT).encode()
+    return json.dumps(
+        {
+            "offsetTable": [
+                {"brokerName": mq.broker_name, "queueId": mq.queue_id, "topic": mq.topic, "offset": offset}
+                for mq, offset in sorted(offsets.items())
+            ]
+        },
+        separators=COMPACT,
+    ).encode()

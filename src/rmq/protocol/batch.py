@@ -59,9 +59,10 @@ def decode_batch(body: Buffer) -> list[tuple[bytes, bytes, int]]:
         (props_len,) = PROPS_LEN.unpack_from(view, props_at)
         end = props_at + PROPS_LEN.size + props_len
         if props_len < 0 or end > size or (total and total != end - pos):
-            raise _illegal(f"record {len(out)} sizes do not add up (total {total}, body {body_len}, "
-                           f"properties {props_len})")
-        out.append((bytes(view[start:props_at]), bytes(view[props_at + PROPS_LEN.size:end]), flag))
+            raise _illegal(
+                f"record {len(out)} sizes do not add up (total {total}, body {body_len}, properties {props_len})"
+            )
+        out.append((bytes(view[start:props_at]), bytes(view[props_at + PROPS_LEN.size : end]), flag))
         pos = end
     if not out:
         raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL, "batch body holds no message")

@@ -91,8 +91,7 @@ def parse_enum(kind: type[E], value: Any, field: str) -> E:
         return kind(alias) if alias is not None else kind[text.upper()]
     except (ValueError, KeyError):
         names = ", ".join(m.name for m in kind)
-        raise _refuse(f"{field} must be one of {names} or their ordinals 0-{len(kind) - 1}, "
-                      f"got {value!r}") from None
+        raise _refuse(f"{field} must be one of {names} or their ordinals 0-{len(kind) - 1}, got {value!r}") from None
 
 
 def _subscription(obj: Any) -> SubscriptionData:
@@ -102,8 +101,9 @@ def _subscription(obj: Any) -> SubscriptionData:
     sub_version = int(obj.get("subVersion") or 0)
     if expression_type != ExpressionType.TAG:
         # Registered as it is, so the group is known; a pull with it is refused.
-        return SubscriptionData(obj["topic"], str(obj.get("subString") or ""), sub_version=sub_version,
-                                expression_type=expression_type)
+        return SubscriptionData(
+            obj["topic"], str(obj.get("subString") or ""), sub_version=sub_version, expression_type=expression_type
+        )
     sub_string = obj.get("subString")
     if sub_string is None and obj.get("tagsSet"):
         sub_string = " || ".join(obj["tagsSet"])

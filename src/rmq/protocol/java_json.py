@@ -43,8 +43,11 @@ def mq_key(mq: MessageQueue) -> str:
 
 def dumps_mq_table(table: Mapping[MessageQueue, Any]) -> str:
     """``{mq: value}`` in fastjson's form (queues in order)."""
-    return "{" + ",".join(f"{mq_key(mq)}:{json.dumps(value, separators=COMPACT)}"
-                          for mq, value in sorted(table.items())) + "}"
+    return (
+        "{"
+        + ",".join(f"{mq_key(mq)}:{json.dumps(value, separators=COMPACT)}" for mq, value in sorted(table.items()))
+        + "}"
+    )
 
 
 def loads_mq_tables(data: bytes | str) -> dict[str, Any]:

@@ -75,8 +75,7 @@ TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 # Where a half message goes once it has been checked transactionCheckMax times.
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
 # Topics only the broker writes to (RocketMQ's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC,
-                                     TRANS_CHECK_MAX_TIME_TOPIC})
+NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC})
 
 
 def retry_topic(group: str) -> str:
@@ -113,9 +112,7 @@ def group_error(group: str) -> str | None:
 
 def encode_properties(properties: dict[str, str]) -> bytes:
     """``{k: v}`` -> ``k\\x01v\\x02...`` as UTF-8 (empty dict -> b"")."""
-    return "".join(
-        f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items()
-    ).encode()
+    return "".join(f"{k}{NAME_VALUE_SEPARATOR}{v}{PROPERTY_SEPARATOR}" for k, v in properties.items()).encode()
 
 
 def decode_properties(data: bytes | str) -> dict[str, str]:

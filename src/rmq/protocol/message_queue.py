@@ -1,7 +1,7 @@
 """A message queue (topic, broker name, queue id) and the LOCK_BATCH_MQ / UNLOCK_BATCH_MQ bodies.
 
-    request  {"consumerGroup", "clientId", "mqSet": [{"topic", "brokerName", "queueId"}]}
-    response {"lockOKMQSet": [{"topic", "brokerName", "queueId"}]}
+request  {"consumerGroup", "clientId", "mqSet": [{"topic", "brokerName", "queueId"}]}
+response {"lockOKMQSet": [{"topic", "brokerName", "queueId"}]}
 """
 
 from __future__ import annotations
@@ -29,7 +29,6 @@ class MessageQueue:
         return cls(str(obj["topic"]), str(obj["brokerName"]), int(obj["queueId"]))
 
 
-
 @dataclasses.dataclass
 class LockBatchRequest:
     consumer_group: str
@@ -41,11 +40,15 @@ def parse_lock_batch_body(body: bytes | str | None) -> LockBatchRequest:
     """The body of LOCK_BATCH_MQ / UNLOCK_BATCH_MQ; raises RequestRefused (SYSTEM_ERROR)."""
     try:
         obj = json.loads(body or b"")
-        return LockBatchRequest(str(obj["consumerGroup"]), str(obj["clientId"]),
-                                {MessageQueue.from_json(mq) for mq in obj.get("mqSet") or []})
+        return LockBatchRequest(
+            str(obj["consumerGroup"]),
+            str(obj["clientId"]),
+            {MessageQueue.from_json(mq) for mq in obj.get("mqSet") or []},
+        )
     except (ValueError, TypeError, KeyError, UnicodeDecodeError) as e:
-        raise RequestRefused(ResponseCode.SYSTEM_ERROR,
-                                 f"malformed lock request body: {type(e).__name__}: {e}") from None
+        raise RequestRefused(
+            ResponseCode.SYSTEM_ERROR, f"malformed lock request body: {type(e).__name__}: {e}"
+        ) from None
 
 
 def encode_lock_batch_result(locked: Iterable[MessageQueue]) -> bytes:

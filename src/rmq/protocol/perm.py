@@ -26,6 +26,6 @@ def is_inherited(perm: int) -> bool:
 
 def perm_to_string(perm: int) -> str:
     """``6`` -> ``"RW-"``, as RocketMQ's admin tools print it."""
-    return ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + (
-        "X" if perm & PERM_INHERIT else "-")
-
+    return (
+        ("R" if perm & PERM_READ else "-") + ("W" if perm & PERM_WRITE else "-") + ("X" if perm & PERM_INHERIT else "-")
+    )

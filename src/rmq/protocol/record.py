@@ -35,8 +35,17 @@ ipv4_to_int = implementation.ipv4_to_int
 Buffer = bytes | bytearray | memoryview
 
 __all__ = [
-    "CHECK_RESULTS", "StoredMessage", "body_crc", "check_record", "decode_msg_id", "decode_record",
-    "decode_records", "encode_msg_id", "implementation", "int_to_ipv4", "ipv4_to_int",
+    "CHECK_RESULTS",
+    "StoredMessage",
+    "body_crc",
+    "check_record",
+    "decode_msg_id",
+    "decode_record",
+    "decode_records",
+    "encode_msg_id",
+    "implementation",
+    "int_to_ipv4",
+    "ipv4_to_int",
 ]
 
 
@@ -86,19 +95,51 @@ def decode_record(data: Buffer, check_crc: bool = True) -> StoredMessage:
     if size <= 0:
         raise RecordError(f"not a valid stored record: {CHECK_RESULTS.get(size, size)}")
     mv = memoryview(data)[:size]
-    (total, _magic, crc, queue_id, flag, queue_offset, phy, sys_flag, born_ts, born_ip, born_port,  # 1-10
-     store_ts, store_ip, store_port, reconsume, prepared, body_len) = layout.RECORD_HEAD.unpack_from(mv)  # 11-15
+    (
+        total,
+        _magic,
+        crc,
+        queue_id,
+        flag,
+        queue_offset,
+        phy,
+        sys_flag,
+        born_ts,
+        born_ip,
+        born_port,  # 1-10
+        store_ts,
+        store_ip,
+        store_port,
+        reconsume,
+        prepared,
+        body_len,
+    ) = layout.RECORD_HEAD.unpack_from(mv)  # 11-15
     pos = layout.REC_BODY
-    body = bytes(mv[pos:pos + body_len])                                          # 15 body
+    body = bytes(mv[pos : pos + body_len])  # 15 body
     pos += body_len
-    topic_len = mv[pos]                                                           # 16 TOPICLEN
-    topic = bytes(mv[pos + 1:pos + 1 + topic_len]).decode("utf-8", "replace")
+    topic_len = mv[pos]  # 16 TOPICLEN
+    topic = bytes(mv[pos + 1 : pos + 1 + topic_len]).decode("utf-8", "replace")
     pos += 1 + topic_len
-    props_len = int.from_bytes(mv[pos:pos + 2], "big")                            # 17 PROPLEN
-    properties = decode_properties(bytes(mv[pos + 2:pos + 2 + props_len]))
-    return StoredMessage(total, crc, queue_id, flag, queue_offset, phy, sys_flag, born_ts,
-                         (socket.inet_ntoa(born_ip), born_port), store_ts,
-                         (socket.inet_ntoa(store_ip), store_port), reconsume, prepared, body, topic, properties)
+    props_len = int.from_bytes(mv[pos : pos + 2], "big")  # 17 PROPLEN
+    properties = decode_properties(bytes(mv[pos + 2 : pos + 2 + props_len]))
+    return StoredMessage(
+        total,
+        crc,
+        queue_id,
+        flag,
+        queue_offset,
+        phy,
+        sys_flag,
+        born_ts,
+        (socket.inet_ntoa(born_ip), born_port),
+        store_ts,
+        (socket.inet_ntoa(store_ip), store_port),
+        reconsume,
+        prepared,
+        body,
+        topic,
+        properties,
+    )
 
 
 def decode_records(data: Buffer, check_crc: bool = False) -> list[StoredMessage]:
@@ -111,6 +152,6 @@ def decode_records(data: Buffer, check_crc: bool = False) -> list[StoredMessage]
         size = check_record(view[pos:], -1, check_crc)
         if size <= 0:
             raise RecordError(f"not stored records at byte {pos} of {len(view)}: {CHECK_RESULTS.get(size, size)}")
-        messages.append(decode_record(view[pos:pos + size], check_crc=False))
+        messages.append(decode_record(view[pos : pos + size], check_crc=False))
         pos += size
     return messages

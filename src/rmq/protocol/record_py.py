@@ -12,8 +12,7 @@ import struct
 from rmq.protocol import layout
 from rmq.protocol.crc import crc32 as body_crc
 
-__all__ = ["CHECK_RESULTS", "body_crc", "check_record", "decode_msg_id", "encode_msg_id", "int_to_ipv4",
-           "ipv4_to_int"]
+__all__ = ["CHECK_RESULTS", "body_crc", "check_record", "decode_msg_id", "encode_msg_id", "int_to_ipv4", "ipv4_to_int"]
 
 CHECK_RESULTS = layout.CHECK_RESULTS
 
@@ -35,7 +34,7 @@ def check_record(data: bytes | bytearray | memoryview, expected_offset: int = -1
     if avail < layout.END_FILE_MIN_BLANK_LENGTH:
         return layout.CHECK_EMPTY
     total: int
-    total, magic = _HEAD.unpack_from(view, layout.REC_TOTALSIZE)                    # 1 TOTALSIZE, 2 MAGIC
+    total, magic = _HEAD.unpack_from(view, layout.REC_TOTALSIZE)  # 1 TOTALSIZE, 2 MAGIC
     if magic == layout.BLANK_MAGIC_CODE and total == avail:
         return layout.CHECK_END_OF_FILE
     if total == 0 and magic == 0:
@@ -44,20 +43,20 @@ def check_record(data: bytes | bytearray | memoryview, expected_offset: int = -1
         return layout.CHECK_BAD_MAGIC
     if total < layout.REC_FIXED_OVERHEAD or total > avail:
         return layout.CHECK_TRUNCATED
-    (body_len,) = _INT32.unpack_from(view, layout.REC_BODYLEN)                       # 15 BODYLEN
+    (body_len,) = _INT32.unpack_from(view, layout.REC_BODYLEN)  # 15 BODYLEN
     if body_len < 0 or layout.REC_FIXED_OVERHEAD + body_len > total:
         return layout.CHECK_BAD_LENGTHS
-    topic_len = view[layout.REC_BODY + body_len]                                     # 16 TOPICLEN
+    topic_len = view[layout.REC_BODY + body_len]  # 16 TOPICLEN
     if layout.REC_FIXED_OVERHEAD + body_len + topic_len > total:
         return layout.CHECK_BAD_LENGTHS
     (props_len,) = _INT16.unpack_from(view, layout.REC_BODY + body_len + 1 + topic_len)  # 17 PROPLEN
     if layout.REC_FIXED_OVERHEAD + body_len + topic_len + props_len != total:
         return layout.CHECK_BAD_LENGTHS
     if expected_offset >= 0 and _INT64.unpack_from(view, layout.REC_PHYSICALOFFSET)[0] != expected_offset:
-        return layout.CHECK_BAD_OFFSET                                               # 7 PHYSICALOFFSET
+        return layout.CHECK_BAD_OFFSET  # 7 PHYSICALOFFSET
     if check_crc:
-        body = view[layout.REC_BODY:layout.REC_BODY + body_len]
-        if body_crc(body) != _INT32.unpack_from(view, layout.REC_BODYCRC)[0]:         # 3 BODYCRC
+        body = view[layout.REC_BODY : layout.REC_BODY + body_len]
+        if body_crc(body) != _INT32.unpack_from(view, layout.REC_BODYCRC)[0]:  # 3 BODYCRC
             return layout.CHECK_BAD_CRC
     return total
 

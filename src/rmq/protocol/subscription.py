@@ -84,11 +84,13 @@ def build_subscription_data(
         raise RequestRefused(
             ResponseCode.SUBSCRIPTION_PARSE_FAILED,
             f"subscription to {topic!r}: SQL92 filtering ({sub_string!r}) is not supported by this broker; "
-            "subscribe by tag")
+            "subscribe by tag",
+        )
     if expression_type != ExpressionType.TAG:
         raise RequestRefused(
             ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-            f"subscription to {topic!r}: unknown expression type {expression_type!r}, expected TAG")
+            f"subscription to {topic!r}: unknown expression type {expression_type!r}, expected TAG",
+        )
     text = (sub_string or "").strip()
     if not text or text == SUB_ALL:
         return SubscriptionData(topic, SUB_ALL, sub_version=version)
@@ -97,7 +99,8 @@ def build_subscription_data(
     if not tags:
         raise RequestRefused(
             ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-            f"subscription to {topic!r}: {sub_string!r} names no tag; expected '*' or 'TagA || TagB'")
+            f"subscription to {topic!r}: {sub_string!r} names no tag; expected '*' or 'TagA || TagB'",
+        )
     return SubscriptionData(
         topic,
         text,

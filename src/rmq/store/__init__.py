@@ -14,6 +14,14 @@ from rmq.store.message_store import MessageStore, QueryMessageResult, new_store
 from rmq.store.status import GetMessageStatus, PutMessageStatus
 
 __all__ = [
-    "FlushDiskType", "GetMessageResult", "GetMessageStatus", "MessageStore", "MessageStoreConfig",
-    "PutMessageResult", "PutMessageStatus", "QueryMessageResult", "TagFilter", "new_store",
+    "FlushDiskType",
+    "GetMessageResult",
+    "GetMessageStatus",
+    "MessageStore",
+    "MessageStoreConfig",
+    "PutMessageResult",
+    "PutMessageStatus",
+    "QueryMessageResult",
+    "TagFilter",
+    "new_store",
 ]

@@ -66,8 +66,10 @@ class MessageStore(StoreCore):
             mapped_file_size_commit_log=c.mapped_file_size_commit_log,
             mapped_file_size_consume_queue=c.mapped_file_size_consume_queue,
             max_message_size=c.max_message_size,
-            store_ip=c.broker_ip1, store_port=c.listen_port,
-            sync_flush=c.sync_flush, sync_flush_timeout=c.sync_flush_timeout / 1000,
+            store_ip=c.broker_ip1,
+            store_port=c.listen_port,
+            sync_flush=c.sync_flush,
+            sync_flush_timeout=c.sync_flush_timeout / 1000,
             delay_level_ms=c.delay_level_ms,
         )
         self._lock_fd: int | None = None
@@ -89,8 +91,9 @@ class MessageStore(StoreCore):
         try:
             self.last_exit_ok = not os.path.exists(self.abort_path)
             checkpoint = StoreCheckpoint(os.path.join(self.store_path, "checkpoint"))
-            index = IndexService(os.path.join(self.store_path, "index"),
-                                 self.config.max_hash_slot_num, self.config.max_index_num)
+            index = IndexService(
+                os.path.join(self.store_path, "index"), self.config.max_hash_slot_num, self.config.max_index_num
+            )
             self.attach(index, checkpoint)
             self.commit_log.load()
             self.load_consume_queues()
@@ -149,15 +152,17 @@ class MessageStore(StoreCore):
         except BlockingIOError:
             holder = os.pread(fd, 32, 0).decode(errors="replace").strip() or "unknown"
             os.close(fd)
-            raise StoreLockedError(f"store {self.store_path} is locked by another process (pid {holder}); "
-                                   "stop it or use another storePathRootDir") from None
+            raise StoreLockedError(
+                f"store {self.store_path} is locked by another process (pid {holder}); "
+                "stop it or use another storePathRootDir"
+            ) from None
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._lock_fd = fd
 
     def _release_lock_file(self) -> None:
         if self._lock_fd is not None:
-            os.close(self._lock_fd)     # closing drops the flock
+            os.close(self._lock_fd)  # closing drops the flock
             self._lock_fd = None
 
     # -- recovery ----------------------------------------------------------------------------
@@ -186,9 +191,11 @@ class MessageStore(StoreCore):
         min_phy = self.commit_log.get_min_offset()
         for queue in self.consume_queues():
             queue.correct_min_offset(min_phy)
-        self.recovery_report = (f"{'clean' if self.last_exit_ok else 'crash'} recovery from file {start}: "
-                                f"{records} records checked{' and re-dispatched' if redispatch else ''} in "
-                                f"{time.monotonic() - began:.3f} s, CommitLog ends at {end}")
+        self.recovery_report = (
+            f"{'clean' if self.last_exit_ok else 'crash'} recovery from file {start}: "
+            f"{records} records checked{' and re-dispatched' if redispatch else ''} in "
+            f"{time.monotonic() - began:.3f} s, CommitLog ends at {end}"
+        )
         if cut:
             self.recovery_report += f"; cut the tail: {cut}"
             log.warning("%s: %s", self.store_path, self.recovery_report)
@@ -219,9 +226,18 @@ class MessageStore(StoreCore):
 
     # -- conveniences over the compiled put --------------------------------------------------
 
-    def put(self, topic: str, body: bytes, queue_id: int = 0, *, tags: str | None = None,
-            keys: str | list[str] | None = None, properties: dict[str, str] | None = None,
-            wait: bool = True, **fields) -> PutMessageResult:
+    def put(
+        self,
+        topic: str,
+        body: bytes,
+        queue_id: int = 0,
+        *,
+        tags: str | None = None,
+        keys: str | list[str] | None = None,
+        properties: dict[str, str] | None = None,
+        wait: bool = True,
+        **fields,
+    ) -> PutMessageResult:
         """Put with properties as keyword arguments (tools and tests); under SYNC_FLUSH and
         ``wait``, block until the group commit completes it."""
         props = dict(properties or {})
@@ -238,8 +254,9 @@ class MessageStore(StoreCore):
             return self.put_message(topic, queue_id, body, encode_properties(props), **fields)
         return self.put_message_and_wait(topic, queue_id, body, encode_properties(props), **fields)
 
-    def put_message_and_wait(self, topic: str, queue_id: int, body: bytes, properties: bytes,
-                             **fields: int) -> PutMessageResult:
+    def put_message_and_wait(
+        self, topic: str, queue_id: int, body: bytes, properties: bytes, **fields: int
+    ) -> PutMessageResult:
         """``put_message`` that blocks until the record is durable (SYNC_FLUSH) or at once (ASYNC)."""
         done = threading.Event()
         result = self.put_message(topic, queue_id, body, properties, callback=lambda _: done.set(), **fields)
@@ -289,8 +306,9 @@ class MessageStore(StoreCore):
             return None
         return mapped_file.read(start, mapped_file.wrote_position - start)
 
-    def query_message(self, topic: str, key: str, max_num: int = 32, begin: int = 0,
-                      end: int = 2**63 - 1) -> QueryMessageResult:
+    def query_message(
+        self, topic: str, key: str, max_num: int = 32, begin: int = 0, end: int = 2**63 - 1
+    ) -> QueryMessageResult:
         """Messages of ``topic`` whose UNIQ_KEY or one of whose KEYS is ``key``, stored in [begin, end]
         (ms), newest first. The index may return hash collisions: each record's keys are re-checked."""
         found = []
@@ -299,8 +317,9 @@ class MessageStore(StoreCore):
             if record is None:
                 continue
             message = decode_record(record, check_crc=False)
-            if message.topic == topic and (key in message.keys
-                                           or message.properties.get(MessageProperty.UNIQ_KEY) == key):
+            if message.topic == topic and (
+                key in message.keys or message.properties.get(MessageProperty.UNIQ_KEY) == key
+            ):
                 found.append(record)
                 if len(found) >= max_num:
                     break
@@ -312,12 +331,12 @@ class MessageStore(StoreCore):
     # -- retention ---------------------------------------------------------------------------
 
     def disk_used_ratio(self) -> float:
-        st = os.statvfs(self.commit_log.store_path if os.path.isdir(self.commit_log.store_path)
-                        else self.store_path)
+        st = os.statvfs(self.commit_log.store_path if os.path.isdir(self.commit_log.store_path) else self.store_path)
         return 1.0 - st.f_bfree / st.f_blocks if st.f_blocks else 0.0
 
-    def clean_expired_files(self, now_ms: int | None = None, disk_used_ratio: Callable[[], float] | None = None,
-                            force: bool = False) -> int:
+    def clean_expired_files(
+        self, now_ms: int | None = None, disk_used_ratio: Callable[[], float] | None = None, force: bool = False
+    ) -> int:
         """Delete CommitLog files older than fileReservedTime hours when it is deleteWhen o'clock
         (or ``force``), and the oldest files at once while the disk is fuller than
         diskMaxUsedSpaceRatio. Never the file being written. Then ConsumeQueue and index files wholly

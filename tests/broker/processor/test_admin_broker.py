@@ -50,8 +50,11 @@ def test_topic_stats_per_queue(broker, client, filled):
 def test_consume_stats_and_who_consumes(broker, client, filled):
     broker.consumer_offset_manager.commit_offset("G1", TOPIC, 0, 1)
     stats = loads_mq_tables(ask(client, broker, RequestCode.GET_CONSUME_STATS, consumerGroup="G1").body)
-    assert stats["offsetTable"][mq(0)] == {"brokerOffset": 3, "consumerOffset": 1,
-                                           "lastTimestamp": filled[0].store_timestamp}
+    assert stats["offsetTable"][mq(0)] == {
+        "brokerOffset": 3,
+        "consumerOffset": 1,
+        "lastTimestamp": filled[0].store_timestamp,
+    }
     assert stats["offsetTable"][mq(1)]["brokerOffset"] == 0
     answer = ask(client, broker, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, topic=TOPIC)
     assert json.loads(bytes(answer.body)) == {"groupList": ["G1"]}
@@ -61,8 +64,15 @@ def test_consume_stats_and_who_consumes(broker, client, filled):
 
 def test_reset_offset_of_an_offline_group(broker, client, filled):
     broker.consumer_offset_manager.commit_offset("G1", TOPIC, 0, 3)
-    answer = ask(client, broker, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, topic=TOPIC, group="G1",
-                 timestamp=filled[1].store_timestamp, isForce=True)
+    answer = ask(
+        client,
+        broker,
+        RequestCode.INVOKE_BROKER_TO_RESET_OFFSET,
+        topic=TOPIC,
+        group="G1",
+        timestamp=filled[1].store_timestamp,
+        isForce=True,
+    )
     assert answer.code == ResponseCode.SUCCESS, answer.remark
     assert loads_mq_tables(answer.body)["offsetTable"] == {mq(0): 1, mq(1): 0}
     assert broker.consumer_offset_manager.query_offsets("G1", TOPIC) == {0: 1, 1: 0}
@@ -70,8 +80,7 @@ def test_reset_offset_of_an_offline_group(broker, client, filled):
     ask(client, broker, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, topic=TOPIC, group="G1", timestamp=-1)
     assert broker.consumer_offset_manager.query_offset("G1", TOPIC, 0) == 3
     broker.consumer_offset_manager.commit_offset("G1", TOPIC, 0, 0)
-    ask(client, broker, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, topic=TOPIC, group="G1", timestamp=-1,
-        isForce=False)
+    ask(client, broker, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, topic=TOPIC, group="G1", timestamp=-1, isForce=False)
     assert broker.consumer_offset_manager.query_offset("G1", TOPIC, 0) == 0
 
     answer = ask(client, broker, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, topic=TOPIC, group="Nobody", timestamp=0)
@@ -89,12 +98,25 @@ def test_reset_offset_tells_online_consumers(broker, client, filled):
         arrived.set()
 
     client.register_processor(RequestCode.RESET_CONSUMER_CLIENT_OFFSET, on_reset)
-    ask(client, broker, RequestCode.GET_ALL_TOPIC_CONFIG)          # opens the connection
+    ask(client, broker, RequestCode.GET_ALL_TOPIC_CONFIG)  # opens the connection
     (channel,) = broker.server.channels
-    heartbeat = parse_heartbeat(json.dumps({"clientID": "c1", "consumerDataSet": [{
-        "groupName": "G2", "consumeType": "CONSUME_PASSIVELY", "messageModel": "CLUSTERING",
-        "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET",
-        "subscriptionDataSet": [{"topic": TOPIC, "subString": "*"}]}], "producerDataSet": []}))
+    heartbeat = parse_heartbeat(
+        json.dumps(
+            {
+                "clientID": "c1",
+                "consumerDataSet": [
+                    {
+                        "groupName": "G2",
+                        "consumeType": "CONSUME_PASSIVELY",
+                        "messageModel": "CLUSTERING",
+                        "consumeFromWhere": "CONSUME_FROM_FIRST_OFFSET",
+                        "subscriptionDataSet": [{"topic": TOPIC, "subString": "*"}],
+                    }
+                ],
+                "producerDataSet": [],
+            }
+        )
+    )
     broker.client_manager.register_heartbeat(heartbeat, channel, "JAVA", 399)
 
     answer = ask(client, broker, RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, topic=TOPIC, group="G2", timestamp=0)
@@ -103,8 +125,9 @@ def test_reset_offset_tells_online_consumers(broker, client, filled):
     assert told[0].ext_fields["group"] == "G2" and told[0].ext_fields["topic"] == TOPIC
     assert loads_mq_tables(told[0].body)["offsetTable"] == {mq(0): 0, mq(1): 0}
 
-    connections = json.loads(bytes(ask(client, broker, RequestCode.GET_CONSUMER_CONNECTION_LIST,
-                                       consumerGroup="G2").body))
+    connections = json.loads(
+        bytes(ask(client, broker, RequestCode.GET_CONSUMER_CONNECTION_LIST, consumerGroup="G2").body)
+    )
     assert [c["clientId"] for c in connections["connectionSet"]] == ["c1"]
     assert connections["messageModel"] == "CLUSTERING" and TOPIC in connections["subscriptionTable"]
     answer = ask(client, broker, RequestCode.GET_CONSUMER_CONNECTION_LIST, consumerGroup="Nobody")

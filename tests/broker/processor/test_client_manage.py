@@ -60,8 +60,11 @@ def test_a_consumer_leaving_is_told_to_the_others(broker):
         call(unregisters, addr, heartbeat_request("unregisters", "RG", "Rebalance"))
         assert changed.wait(2.0)
         changed.clear()
-        r = call(unregisters, addr, RemotingCommand.request(
-            RequestCode.UNREGISTER_CLIENT, {"clientID": "unregisters", "consumerGroup": "RG"}))
+        r = call(
+            unregisters,
+            addr,
+            RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, {"clientID": "unregisters", "consumerGroup": "RG"}),
+        )
         assert r.code == ResponseCode.SUCCESS
         assert changed.wait(2.0), "no notification when a consumer unregistered"
         assert broker.client_manager.consumers.consumer_ids("RG") == ["stays"]

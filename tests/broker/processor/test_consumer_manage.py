@@ -25,8 +25,9 @@ def test_new_group_starts_at_zero_then_reads_what_it_committed(broker, client):
     assert r.ext_fields["offset"] == "3"
     # oneway commits (one client's habit) are taken too, without an answer
     client.invoke_oneway(addr, offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, "Offsets", 0, commitOffset=4))
-    wait_until(lambda: broker.consumer_offset_manager.query_offset("G", "Offsets", 0) == 4, 5,
-               "the oneway commit taken")
+    wait_until(
+        lambda: broker.consumer_offset_manager.query_offset("G", "Offsets", 0) == 4, 5, "the oneway commit taken"
+    )
     r = call(client, addr, offset_request(RequestCode.QUERY_CONSUMER_OFFSET, "Offsets", 0))
     assert r.ext_fields["offset"] == "4"
     # ali-ons commits -1 for queues it has not consumed yet: accepted, and the real offset stays

@@ -24,7 +24,7 @@ def locked(answer: RemotingCommand) -> list[int]:
 def test_one_holder_until_it_unlocks(broker, client):
     assert locked(lock(client, broker, "c1", MQS[:2])) == [0, 1]
     assert locked(lock(client, broker, "c2")) == [2]
-    assert locked(lock(client, broker, "c1")) == [0, 1]          # renewal keeps them
+    assert locked(lock(client, broker, "c1")) == [0, 1]  # renewal keeps them
     assert lock(client, broker, "c1", MQS[:1], RequestCode.UNLOCK_BATCH_MQ).code == ResponseCode.SUCCESS
     assert locked(lock(client, broker, "c2")) == [0, 2]
 

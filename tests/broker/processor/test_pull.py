@@ -42,14 +42,17 @@ def test_pull_offsets_out_of_range_are_corrected(broker, client):
     assert r.code == ResponseCode.PULL_OFFSET_MOVED and r.ext_fields["nextBeginOffset"] == "0"
 
 
-@pytest.mark.parametrize("change, code", [
-    ({"expressionType": "SQL92", "subscription": "a > 1"}, ResponseCode.SUBSCRIPTION_PARSE_FAILED),
-    ({"queueId": "9"}, ResponseCode.SYSTEM_ERROR),
-    ({"queueOffset": "-5"}, ResponseCode.SYSTEM_ERROR),
-    ({"queueOffset": "abc"}, ResponseCode.SYSTEM_ERROR),
-    ({"topic": "NoSuchTopic"}, ResponseCode.TOPIC_NOT_EXIST),
-    ({"consumerGroup": "bad group!"}, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST),
-])
+@pytest.mark.parametrize(
+    "change, code",
+    [
+        ({"expressionType": "SQL92", "subscription": "a > 1"}, ResponseCode.SUBSCRIPTION_PARSE_FAILED),
+        ({"queueId": "9"}, ResponseCode.SYSTEM_ERROR),
+        ({"queueOffset": "-5"}, ResponseCode.SYSTEM_ERROR),
+        ({"queueOffset": "abc"}, ResponseCode.SYSTEM_ERROR),
+        ({"topic": "NoSuchTopic"}, ResponseCode.TOPIC_NOT_EXIST),
+        ({"consumerGroup": "bad group!"}, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST),
+    ],
+)
 def test_bad_pulls_carry_the_four_fields(broker, client, change, code):
     create_topic(broker, "PullMe")
     request = pull_request("PullMe", 0, 0)

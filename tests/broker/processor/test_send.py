@@ -57,8 +57,11 @@ def test_auto_create_through_tbw102_routes_the_topic_at_once(broker, client):
     config = broker.topic_config_manager.select_topic_config("Fresh")
     assert (config.read_queue_nums, config.write_queue_nums, config.perm) == (4, 4, 6)
     # registration is sent asynchronously right after the create
-    r = wait_until(lambda: (r := call(client, broker.namesrv_addrs[0], route_request("Fresh"))).code
-                   == ResponseCode.SUCCESS and r, 5, "the name server routes the created topic")
+    r = wait_until(
+        lambda: (r := call(client, broker.namesrv_addrs[0], route_request("Fresh"))).code == ResponseCode.SUCCESS and r,
+        5,
+        "the name server routes the created topic",
+    )
     assert b'"writeQueueNums":4' in r.body
 
 
@@ -94,13 +97,16 @@ def test_a_send_to_a_retry_topic_past_max_reconsume_times_goes_to_the_dlq(broker
     assert broker.store.get_max_offset_in_queue("%RETRY%G1", 0) == 1
 
 
-@pytest.mark.parametrize("field, value, code, words", [
-    ("e", "zero", ResponseCode.SYSTEM_ERROR, "'e'"),             # queueId not a number
-    ("b", "bad topic!", ResponseCode.MESSAGE_ILLEGAL, "characters"),
-    ("b", "T" * 200, ResponseCode.MESSAGE_ILLEGAL, "127"),
-    ("b", "SCHEDULE_TOPIC_XXXX", ResponseCode.NO_PERMISSION, "forbidden"),
-    ("e", "99", ResponseCode.SYSTEM_ERROR, "queueId[99]"),
-])
+@pytest.mark.parametrize(
+    "field, value, code, words",
+    [
+        ("e", "zero", ResponseCode.SYSTEM_ERROR, "'e'"),  # queueId not a number
+        ("b", "bad topic!", ResponseCode.MESSAGE_ILLEGAL, "characters"),
+        ("b", "T" * 200, ResponseCode.MESSAGE_ILLEGAL, "127"),
+        ("b", "SCHEDULE_TOPIC_XXXX", ResponseCode.NO_PERMISSION, "forbidden"),
+        ("e", "99", ResponseCode.SYSTEM_ERROR, "queueId[99]"),
+    ],
+)
 def test_bad_send_headers(broker, client, field, value, code, words):
     create_topic(broker, "Good")
     request = send_request("Good", b"x")
@@ -151,13 +157,18 @@ def test_a_read_only_broker_refuses_sends_and_send_backs(start_broker, client):
     r = call(client, broker.broker_addr, send_request("ReadOnly", b"x"))
     assert r.code == ResponseCode.NO_PERMISSION and "brokerPermission 4" in r.remark
     assert stored_count(broker, "ReadOnly") == 0
-    back = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, {
-        "group": "G", "offset": 0, "delayLevel": 0, "originMsgId": "", "originTopic": "ReadOnly"})
+    back = RemotingCommand.request(
+        RequestCode.CONSUMER_SEND_MSG_BACK,
+        {"group": "G", "offset": 0, "delayLevel": 0, "originMsgId": "", "originTopic": "ReadOnly"},
+    )
     r = call(client, broker.broker_addr, back)
     assert r.code == ResponseCode.NO_PERMISSION and "brokerPermission 4" in r.remark
     # reads still work
-    r = call(client, broker.broker_addr, RemotingCommand.request(RequestCode.GET_MAX_OFFSET,
-                                                                 {"topic": "ReadOnly", "queueId": 0}))
+    r = call(
+        client,
+        broker.broker_addr,
+        RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": "ReadOnly", "queueId": 0}),
+    )
     assert (r.code, r.ext_fields["offset"]) == (ResponseCode.SUCCESS, "0")
 
 

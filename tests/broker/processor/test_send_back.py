@@ -12,8 +12,9 @@ from tests.helpers.broker import messages_in, put, wait_for_message
 GROUP = "G_retry"
 
 
-def send_back(client, broker, offset: int, delay_level: int = 0, max_reconsume_times: int | None = None,
-              group: str = GROUP) -> RemotingCommand:
+def send_back(
+    client, broker, offset: int, delay_level: int = 0, max_reconsume_times: int | None = None, group: str = GROUP
+) -> RemotingCommand:
     ext = {"group": group, "offset": offset, "delayLevel": delay_level, "originMsgId": "", "originTopic": "T"}
     if max_reconsume_times is not None:
         ext["maxReconsumeTimes"] = max_reconsume_times
@@ -62,7 +63,7 @@ def test_delay_level_zero_means_three_plus_reconsume_times(broker, client):
     (waiting,) = messages_in(broker, SCHEDULE_TOPIC, delay_level_to_queue_id(3))
     assert waiting.properties[MessageProperty.DELAY_TIME_LEVEL] == "3"
     entry = broker.store.find_consume_queue(SCHEDULE_TOPIC, 2).get_entry(0)
-    assert entry[2] == waiting.store_timestamp + 10_000     # the deliver time, as tags code
+    assert entry[2] == waiting.store_timestamp + 10_000  # the deliver time, as tags code
 
 
 def test_group_retry_max_times_applies_without_a_request_maximum(broker, client):

@@ -9,16 +9,32 @@ from tests.helpers.requests import call
 
 
 def test_update_and_create_topic(broker, client):
-    fields = {"topic": "Created", "readQueueNums": 2, "writeQueueNums": 2, "perm": 6,
-              "topicFilterType": "SINGLE_TAG", "topicSysFlag": 0, "order": False}
+    fields = {
+        "topic": "Created",
+        "readQueueNums": 2,
+        "writeQueueNums": 2,
+        "perm": 6,
+        "topicFilterType": "SINGLE_TAG",
+        "topicSysFlag": 0,
+        "order": False,
+    }
     r = call(client, broker.broker_addr, RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, fields))
     assert r.code == ResponseCode.SUCCESS
-    route = call(client, broker.namesrv_addrs[0],
-                 RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Created"}))
+    route = call(
+        client,
+        broker.namesrv_addrs[0],
+        RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "Created"}),
+    )
     assert route.code == ResponseCode.SUCCESS  # registered before the creation was answered
-    r = call(client, broker.broker_addr, RemotingCommand.request(
-        RequestCode.UPDATE_AND_CREATE_TOPIC, {**fields, "topic": "no good"}))
+    r = call(
+        client,
+        broker.broker_addr,
+        RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {**fields, "topic": "no good"}),
+    )
     assert r.code == ResponseCode.MESSAGE_ILLEGAL and r.remark
-    r = call(client, broker.broker_addr, RemotingCommand.request(
-        RequestCode.UPDATE_AND_CREATE_TOPIC, {**fields, "readQueueNums": "many"}))
+    r = call(
+        client,
+        broker.broker_addr,
+        RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {**fields, "readQueueNums": "many"}),
+    )
     assert r.code == ResponseCode.SYSTEM_ERROR and "readQueueNums" in r.remark

@@ -21,11 +21,18 @@ def main() -> None:
     state = {"received": 0, "last": time.monotonic()}
 
     def on_message(msg) -> None:
-        line = json.dumps({"body": msg.body.decode(),
-                           "tags": msg.tags.decode() if isinstance(msg.tags, bytes) else msg.tags,
-                           "keys": msg.keys.decode() if isinstance(msg.keys, bytes) else msg.keys,
-                           "msgId": msg.id, "topic": msg.topic, "queueId": msg.queue_id,
-                           "queueOffset": msg.queue_offset, "reconsumeTimes": msg.reconsume_times})
+        line = json.dumps(
+            {
+                "body": msg.body.decode(),
+                "tags": msg.tags.decode() if isinstance(msg.tags, bytes) else msg.tags,
+                "keys": msg.keys.decode() if isinstance(msg.keys, bytes) else msg.keys,
+                "msgId": msg.id,
+                "topic": msg.topic,
+                "queueId": msg.queue_id,
+                "queueOffset": msg.queue_offset,
+                "reconsumeTimes": msg.reconsume_times,
+            }
+        )
         with lock:
             state["received"] += 1
             state["last"] = time.monotonic()

@@ -24,8 +24,10 @@ def main() -> None:
             msg.set_keys(f"{prefix}-key-{i}")
             msg.set_body(f"{prefix}-body-{i}")
             result = producer.send_sync(msg)
-            print(json.dumps({"i": i, "status": int(result.status), "msgId": result.msg_id,
-                              "offset": result.offset}), flush=True)
+            print(
+                json.dumps({"i": i, "status": int(result.status), "msgId": result.msg_id, "offset": result.offset}),
+                flush=True,
+            )
     finally:
         producer.shutdown()
 

@@ -71,15 +71,18 @@ class AdminBrokerProcessor(Processor):
     def _topic_config(self, topic: str):
         config = self.controller.topic_config_manager.select_topic_config(topic)
         if config is None:
-            raise RequestRefused(ResponseCode.TOPIC_NOT_EXIST,
-                                     f"topic {topic!r} does not exist on broker {self.controller.config.broker_name}")
+            raise RequestRefused(
+                ResponseCode.TOPIC_NOT_EXIST,
+                f"topic {topic!r} does not exist on broker {self.controller.config.broker_name}",
+            )
         return config
 
     def _refuse_on_slave(self) -> None:
         if self.controller.config.broker_role is BrokerRole.SLAVE:
-            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
-                                     "a slave broker's topics and offsets are copied from its master: "
-                                     "send this to the master")
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                "a slave broker's topics and offsets are copied from its master: send this to the master",
+            )
 
     # -- reads ----------------------------------------------------------------------------------
 
@@ -139,12 +142,15 @@ class AdminBrokerProcessor(Processor):
             if config is None:
                 continue
             if online is not None and online.subscriptions and name not in online.subscriptions:
-                continue    # RocketMQ: an online group reports only what it subscribes to
+                continue  # RocketMQ: an online group reports only what it subscribes to
             offsets = c.consumer_offset_manager.query_offsets(group, name)
             for queue_id in range(config.read_queue_nums):
                 consumer_offset = max(0, offsets.get(queue_id, 0))
-                last = (c.store.get_message_store_timestamp(name, queue_id, consumer_offset - 1)
-                        if consumer_offset > 0 else 0)
+                last = (
+                    c.store.get_message_store_timestamp(name, queue_id, consumer_offset - 1)
+                    if consumer_offset > 0
+                    else 0
+                )
                 table[self._queue(name, queue_id)] = {
                     "brokerOffset": max(0, c.store.get_max_offset_in_queue(name, queue_id)),
                     "consumerOffset": consumer_offset,
@@ -158,9 +164,15 @@ class AdminBrokerProcessor(Processor):
         if info is None or not info.channels:
             raise RequestRefused(ResponseCode.CONSUMER_NOT_ONLINE, f"the consumer group[{group}] not online")
         body = {
-            "connectionSet": [{"clientId": ci.client_id, "clientAddr": getattr(ci.channel, "remote_address", ""),
-                               "language": ci.language, "version": ci.version}
-                              for ci in info.channels.values()],
+            "connectionSet": [
+                {
+                    "clientId": ci.client_id,
+                    "clientAddr": getattr(ci.channel, "remote_address", ""),
+                    "language": ci.language,
+                    "version": ci.version,
+                }
+                for ci in info.channels.values()
+            ],
             "subscriptionTable": {t: sub.to_json() for t, sub in info.subscriptions.items()},
             "consumeType": info.consume_type.name,
             "messageModel": info.message_model.name,
@@ -201,9 +213,10 @@ class AdminBrokerProcessor(Processor):
         committed = c.consumer_offset_manager.query_offsets(group, topic)
         online = c.client_manager.consumers.get_consumer_group_info(group)
         if not committed and (online is None or not online.channels):
-            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
-                                     f"consumer group {group!r} has no offsets on topic {topic!r} and no "
-                                     "consumer online: nothing to reset")
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"consumer group {group!r} has no offsets on topic {topic!r} and no consumer online: nothing to reset",
+            )
         offsets: dict[MessageQueue, int] = {}
         for queue_id in range(config.write_queue_nums):
             if timestamp == RESET_TO_MAX_OFFSET:
@@ -212,16 +225,22 @@ class AdminBrokerProcessor(Processor):
                 target = c.store.get_offset_in_queue_by_time(topic, queue_id, timestamp)
             current = committed.get(queue_id, -1)
             offsets[self._queue(topic, queue_id)] = (
-                max(0, target) if force or current < 0 or target < current else current)
+                max(0, target) if force or current < 0 or target < current else current
+            )
         c.consumer_offset_manager.reset_offset(group, topic, {mq.queue_id: o for mq, o in offsets.items()})
         if online is not None:
             self._tell_consumers(online, topic, group, timestamp, offsets)
-        log.info("offsets of %s on %s reset to timestamp %d by %s: %s", group, topic, timestamp,
-                 getattr(channel, "remote_address", "?"), {mq.queue_id: o for mq, o in offsets.items()})
+        log.info(
+            "offsets of %s on %s reset to timestamp %d by %s: %s",
+            group,
+            topic,
+            timestamp,
+            getattr(channel, "remote_address", "?"),
+            {mq.queue_id: o for mq, o in offsets.items()},
+        )
         return success(request, body=encode_with_mq_tables({}, {"offsetTable": offsets}))
 
-    def _tell_consumers(self, online, topic: str, group: str, timestamp: int,
-                        offsets: dict[MessageQueue, int]) -> None:
+    def _tell_consumers(self, online, topic: str, group: str, timestamp: int, offsets: dict[MessageQueue, int]) -> None:
         """RESET_CONSUMER_CLIENT_OFFSET to each online consumer, oneway, in the body its language reads."""
         ext = {"topic": topic, "group": group, "timestamp": timestamp, "isForce": "true"}
         java_body = encode_with_mq_tables({}, {"offsetTable": offsets})

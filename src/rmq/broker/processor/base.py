@@ -37,12 +37,13 @@ def require_writeable_broker(controller: BrokerController) -> None:
     """Refuse (NO_PERMISSION) when the broker's own permission forbids writes (brokerPermission)."""
     permission = controller.config.broker_permission
     if not is_writeable(permission):
-        raise RequestRefused(ResponseCode.NO_PERMISSION,
-                             f"the broker {controller.broker_addr} does not accept writes "
-                             f"(brokerPermission {permission})")
+        raise RequestRefused(
+            ResponseCode.NO_PERMISSION,
+            f"the broker {controller.broker_addr} does not accept writes (brokerPermission {permission})",
+        )
 
 
-def success(request: RemotingCommand, ext_fields: dict[str, str] | None = None, body=b"",
-            remark: str | None = None) -> RemotingCommand:
-    return RemotingCommand.response_to(request, ResponseCode.SUCCESS, remark=remark, ext_fields=ext_fields,
-                                       body=body)
+def success(
+    request: RemotingCommand, ext_fields: dict[str, str] | None = None, body=b"", remark: str | None = None
+) -> RemotingCommand:
+    return RemotingCommand.response_to(request, ResponseCode.SUCCESS, remark=remark, ext_fields=ext_fields, body=body)

@@ -30,7 +30,8 @@ class ClientManageProcessor(Processor):
             group_config = controller.subscription_group_manager.find_subscription_group_config(consumer.group_name)
             if group_config is not None:
                 controller.topic_config_manager.create_topic_in_send_message_back(
-                    retry_topic(consumer.group_name), group_config.retry_queue_nums, PERM_READ | PERM_WRITE)
+                    retry_topic(consumer.group_name), group_config.retry_queue_nums, PERM_READ | PERM_WRITE
+                )
         changed = controller.client_manager.register_heartbeat(heartbeat, channel, request.language, request.version)
         for group in changed:
             controller.notify_consumer_ids_changed(group)
@@ -39,7 +40,8 @@ class ClientManageProcessor(Processor):
     def unregister_client(self, channel, request: RemotingCommand):
         ext = request.ext_fields
         changed = self.controller.client_manager.unregister_client(
-            ext.get("clientID", ""), ext.get("producerGroup") or None, ext.get("consumerGroup") or None)
+            ext.get("clientID", ""), ext.get("producerGroup") or None, ext.get("consumerGroup") or None
+        )
         for group in changed:
             self.controller.notify_consumer_ids_changed(group)
         return success(request)

@@ -36,9 +36,11 @@ class ConsumerManageProcessor(Processor):
         if self.controller.store.get_min_offset_in_queue(topic, queue_id) <= 0:
             return success(request, {"offset": "0"})
         return RemotingCommand.response_to(
-            request, ResponseCode.QUERY_NOT_FOUND,
+            request,
+            ResponseCode.QUERY_NOT_FOUND,
             remark=f"group {group!r} has no committed offset on {topic}/{queue_id}, and the queue no longer "
-                   "starts at 0: start from the min or max offset")
+            "starts at 0: start from the min or max offset",
+        )
 
     def update_consumer_offset(self, channel, request: RemotingCommand):
         ext = request.ext_fields
@@ -53,14 +55,14 @@ class ConsumerManageProcessor(Processor):
             # it, and -1 reads back as "no offset"; keeping what is stored means the same to clients
             # and cannot clobber a real offset.
             return success(request)
-        self.controller.consumer_offset_manager.commit_offset(group, topic, queue_id, offset,
-                                                              channel.remote_address)
+        self.controller.consumer_offset_manager.commit_offset(group, topic, queue_id, offset, channel.remote_address)
         return success(request)
 
     def get_consumer_list_by_group(self, channel, request: RemotingCommand):
         group = str_field(request.ext_fields, "consumerGroup")
         ids = self.controller.client_manager.consumers.consumer_ids(group)
         if not ids:
-            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR,
-                                               remark=f"no consumer of group {group!r} is online")
+            return RemotingCommand.response_to(
+                request, ResponseCode.SYSTEM_ERROR, remark=f"no consumer of group {group!r} is online"
+            )
         return success(request, body=orjson.dumps({"consumerIdList": ids}))

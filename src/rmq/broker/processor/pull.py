@@ -62,14 +62,28 @@ _MOVED_STATUSES = (GetMessageStatus.OFFSET_OVERFLOW_BADLY, GetMessageStatus.OFFS
 _EMPTY_QUEUE_STATUSES = (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE)
 
 
-def pull_response(request: RemotingCommand, code: int, next_begin_offset: int, min_offset: int, max_offset: int,
-                  suggest_broker_id: int = MASTER_ID, remark: str | None = None, body=b"") -> RemotingCommand:
-    return RemotingCommand.response_to(request, code, remark=remark, body=body, ext_fields={
-        "nextBeginOffset": str(next_begin_offset),
-        "minOffset": str(min_offset),
-        "maxOffset": str(max_offset),
-        "suggestWhichBrokerId": str(suggest_broker_id),
-    })
+def pull_response(
+    request: RemotingCommand,
+    code: int,
+    next_begin_offset: int,
+    min_offset: int,
+    max_offset: int,
+    suggest_broker_id: int = MASTER_ID,
+    remark: str | None = None,
+    body=b"",
+) -> RemotingCommand:
+    return RemotingCommand.response_to(
+        request,
+        code,
+        remark=remark,
+        body=body,
+        ext_fields={
+            "nextBeginOffset": str(next_begin_offset),
+            "minOffset": str(min_offset),
+            "maxOffset": str(max_offset),
+            "suggestWhichBrokerId": str(suggest_broker_id),
+        },
+    )
 
 
 class PullProcessor(Processor):
@@ -91,8 +105,9 @@ class PullProcessor(Processor):
             # Refusals carry the four fields too: offsets unchanged, so a client that reads them
             # anyway does not jump.
             offset = ext.get("queueOffset", "0")
-            return pull_response(request, e.code, int(offset) if offset.lstrip("-").isdigit() else 0, 0, 0,
-                                 remark=e.remark)
+            return pull_response(
+                request, e.code, int(offset) if offset.lstrip("-").isdigit() else 0, 0, 0, remark=e.remark
+            )
         return self.execute(pull, allow_suspend=True)
 
     # -- parsing and checks (before any read) --------------------------------------------------
@@ -111,8 +126,9 @@ class PullProcessor(Processor):
 
         group_config = controller.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
-            raise RequestRefused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                     f"subscription group {group!r} does not exist")
+            raise RequestRefused(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group {group!r} does not exist"
+            )
         if not group_config.consume_enable:
             raise RequestRefused(ResponseCode.NO_PERMISSION, f"subscription group {group!r} may not consume")
         topic_config = controller.topic_config_manager.select_topic_config(topic)
@@ -123,14 +139,17 @@ class PullProcessor(Processor):
         if queue_id < 0 or queue_id >= topic_config.read_queue_nums:
             raise RequestRefused(
                 ResponseCode.SYSTEM_ERROR,
-                f"queueId[{queue_id}] is illegal: topic {topic!r} has {topic_config.read_queue_nums} read queues")
+                f"queueId[{queue_id}] is illegal: topic {topic!r} has {topic_config.read_queue_nums} read queues",
+            )
         if queue_offset < 0:
-            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
-                                     f"queueOffset {queue_offset} is illegal: offsets start at 0")
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR, f"queueOffset {queue_offset} is illegal: offsets start at 0"
+            )
 
         if sys_flag & PullSysFlag.SUBSCRIPTION:
-            tag_filter = self._tag_filter(topic, ext.get("subscription") or "*",
-                                          ext.get("expressionType") or ExpressionType.TAG)
+            tag_filter = self._tag_filter(
+                topic, ext.get("subscription") or "*", ext.get("expressionType") or ExpressionType.TAG
+            )
         else:
             group_info = controller.client_manager.consumers
             subscription = group_info.find_subscription_data(group, topic)
@@ -138,14 +157,19 @@ class PullProcessor(Processor):
                 raise RequestRefused(
                     ResponseCode.SUBSCRIPTION_NOT_EXIST,
                     f"group {group!r} has no subscription to {topic!r}: send a heartbeat first, "
-                    "or give the subscription in the pull")
+                    "or give the subscription in the pull",
+                )
             tag_filter = self._tag_filter(topic, subscription.sub_string, subscription.expression_type)
 
-        commit = (sys_flag & PullSysFlag.COMMIT_OFFSET and commit_offset >= 0
-                  and controller.config.broker_role is not BrokerRole.SLAVE)
+        commit = (
+            sys_flag & PullSysFlag.COMMIT_OFFSET
+            and commit_offset >= 0
+            and controller.config.broker_role is not BrokerRole.SLAVE
+        )
         if commit:
-            controller.consumer_offset_manager.commit_offset(group, topic, queue_id, commit_offset,
-                                                             channel.remote_address)
+            controller.consumer_offset_manager.commit_offset(
+                group, topic, queue_id, commit_offset, channel.remote_address
+            )
         if sys_flag & PullSysFlag.SUSPEND:
             if controller.config.long_polling_enable:
                 timeout_ms = suspend_ms
@@ -153,9 +177,18 @@ class PullProcessor(Processor):
                 timeout_ms = controller.config.short_polling_time_mills
         else:
             timeout_ms = 0
-        return ParkedPull(channel, request, group, topic, queue_id, queue_offset,
-                          min(max(max_msg_nums, 1), MAX_TRANSFER_COUNT), tag_filter, timeout_ms,
-                          group_config.broker_id)
+        return ParkedPull(
+            channel,
+            request,
+            group,
+            topic,
+            queue_id,
+            queue_offset,
+            min(max(max_msg_nums, 1), MAX_TRANSFER_COUNT),
+            tag_filter,
+            timeout_ms,
+            group_config.broker_id,
+        )
 
     def _tag_filter(self, topic: str, sub_string: str, expression_type: str) -> TagFilter | None:
         """The store filter of a subscription (None: everything); parsed once per expression."""
@@ -179,11 +212,17 @@ class PullProcessor(Processor):
         ``allow_suspend`` is True on the first pass; a parked pull woken by an arrival that brought
         nothing for it (another tag) parks again until its deadline (``expired``)."""
         while True:
-            result = self.store.get_message(pull.group, pull.topic, pull.queue_id, pull.queue_offset,
-                                            pull.max_msgs, MAX_TRANSFER_BYTES, pull.tag_filter)
+            result = self.store.get_message(
+                pull.group,
+                pull.topic,
+                pull.queue_id,
+                pull.queue_offset,
+                pull.max_msgs,
+                MAX_TRANSFER_BYTES,
+                pull.tag_filter,
+            )
             status = result.status_code
-            if (allow_suspend or expired or status != GetMessageStatus.NO_MATCHED_MESSAGE
-                    or pull.timeout_ms <= 0):
+            if allow_suspend or expired or status != GetMessageStatus.NO_MATCHED_MESSAGE or pull.timeout_ms <= 0:
                 break
             # Woken, but what arrived is not for this subscription: skip it, then look further or
             # wait on.
@@ -192,8 +231,15 @@ class PullProcessor(Processor):
                 self.hold.park(pull)
                 return None
         if status == GetMessageStatus.FOUND:
-            return pull_response(pull.request, ResponseCode.SUCCESS, result.next_begin_offset, result.min_offset,
-                                 result.max_offset, pull.suggest_broker_id, body=result.messages)
+            return pull_response(
+                pull.request,
+                ResponseCode.SUCCESS,
+                result.next_begin_offset,
+                result.min_offset,
+                result.max_offset,
+                pull.suggest_broker_id,
+                body=result.messages,
+            )
         if status in _NOT_FOUND_STATUSES:
             code = ResponseCode.PULL_NOT_FOUND
         elif status in _MOVED_STATUSES:
@@ -205,5 +251,6 @@ class PullProcessor(Processor):
         if code == ResponseCode.PULL_NOT_FOUND and pull.timeout_ms > 0 and not expired:
             self.hold.park(pull)
             return None
-        return pull_response(pull.request, code, result.next_begin_offset, result.min_offset, result.max_offset,
-                             pull.suggest_broker_id)
+        return pull_response(
+            pull.request, code, result.next_begin_offset, result.min_offset, result.max_offset, pull.suggest_broker_id
+        )

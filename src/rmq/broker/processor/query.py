@@ -34,13 +34,23 @@ class QueryMessageProcessor(Processor):
         if bool_field(ext, UNIQUE_MSG_QUERY_FLAG):
             max_num = DEFAULT_QUERY_MAX_NUM
         result = self.controller.store.query_message(
-            str_field(ext, "topic"), str_field(ext, "key"), max(1, min(max_num, QUERY_MAX_NUM_LIMIT)),
-            int_field(ext, "beginTimestamp", 0), int_field(ext, "endTimestamp", INT64_MAX))
-        index = {"indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
-                 "indexLastUpdatePhyoffset": str(result.index_last_update_phy_offset)}
+            str_field(ext, "topic"),
+            str_field(ext, "key"),
+            max(1, min(max_num, QUERY_MAX_NUM_LIMIT)),
+            int_field(ext, "beginTimestamp", 0),
+            int_field(ext, "endTimestamp", INT64_MAX),
+        )
+        index = {
+            "indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
+            "indexLastUpdatePhyoffset": str(result.index_last_update_phy_offset),
+        }
         if not result.messages:
-            return RemotingCommand.response_to(request, ResponseCode.QUERY_NOT_FOUND, ext_fields=index,
-                                               remark="can not find message, maybe time range not correct")
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.QUERY_NOT_FOUND,
+                ext_fields=index,
+                remark="can not find message, maybe time range not correct",
+            )
         return success(request, index, list(result.messages))
 
     def view_message_by_id(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
@@ -48,6 +58,8 @@ class QueryMessageProcessor(Processor):
         offset = int_field(request.ext_fields, "offset")
         record = self.controller.store.look_message_by_offset(offset) if offset >= 0 else None
         if record is None:
-            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
-                                     f"can not find message by the offset, {offset}: no stored record starts there")
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"can not find message by the offset, {offset}: no stored record starts there",
+            )
         return success(request, body=record)

@@ -52,11 +52,37 @@ if TYPE_CHECKING:
 log = logging.getLogger("rmq.broker")
 
 # Field names by position: the long names of SEND_MESSAGE, the short keys of V2 and batch.
-LONG_KEYS = ("producerGroup", "topic", "defaultTopic", "defaultTopicQueueNums", "queueId", "sysFlag",
-             "bornTimestamp", "flag", "properties", "reconsumeTimes", "unitMode", "maxReconsumeTimes", "batch")
+LONG_KEYS = (
+    "producerGroup",
+    "topic",
+    "defaultTopic",
+    "defaultTopicQueueNums",
+    "queueId",
+    "sysFlag",
+    "bornTimestamp",
+    "flag",
+    "properties",
+    "reconsumeTimes",
+    "unitMode",
+    "maxReconsumeTimes",
+    "batch",
+)
 SHORT_KEYS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m")
-(_GROUP, _TOPIC, _DEFAULT_TOPIC, _DEFAULT_QUEUE_NUMS, _QUEUE_ID, _SYS_FLAG, _BORN_TIMESTAMP, _FLAG,
- _PROPERTIES, _RECONSUME_TIMES, _UNIT_MODE, _MAX_RECONSUME_TIMES, _BATCH) = range(len(LONG_KEYS))
+(
+    _GROUP,
+    _TOPIC,
+    _DEFAULT_TOPIC,
+    _DEFAULT_QUEUE_NUMS,
+    _QUEUE_ID,
+    _SYS_FLAG,
+    _BORN_TIMESTAMP,
+    _FLAG,
+    _PROPERTIES,
+    _RECONSUME_TIMES,
+    _UNIT_MODE,
+    _MAX_RECONSUME_TIMES,
+    _BATCH,
+) = range(len(LONG_KEYS))
 
 # Dead letters of a group go to one queue.
 DLQ_NUMS_PER_GROUP = 1
@@ -72,13 +98,20 @@ _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
     PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, "stored, but no slave is available"),
     PutMessageStatus.SERVICE_NOT_AVAILABLE: (
         ResponseCode.SERVICE_NOT_AVAILABLE,
-        "service not available now: the store is shutting down, read-only or its disk is full"),
+        "service not available now: the store is shutting down, read-only or its disk is full",
+    ),
     PutMessageStatus.CREATE_MAPPED_FILE_FAILED: (
-        ResponseCode.SYSTEM_ERROR, "create mapped file failed, the disk may be full or broken"),
+        ResponseCode.SYSTEM_ERROR,
+        "create mapped file failed, the disk may be full or broken",
+    ),
     PutMessageStatus.MESSAGE_ILLEGAL: (
-        ResponseCode.MESSAGE_ILLEGAL, "the message is illegal: too large, or its topic or queue is invalid"),
+        ResponseCode.MESSAGE_ILLEGAL,
+        "the message is illegal: too large, or its topic or queue is invalid",
+    ),
     PutMessageStatus.PROPERTIES_SIZE_EXCEEDED: (
-        ResponseCode.MESSAGE_ILLEGAL, f"the message properties are longer than {PROPERTIES_MAX_LENGTH} bytes"),
+        ResponseCode.MESSAGE_ILLEGAL,
+        f"the message properties are longer than {PROPERTIES_MAX_LENGTH} bytes",
+    ),
     PutMessageStatus.OS_PAGECACHE_BUSY: (ResponseCode.SYSTEM_BUSY, "[PC_SYNCHRONIZED]broker busy"),
     PutMessageStatus.UNKNOWN_ERROR: (ResponseCode.SYSTEM_ERROR, "unknown store error"),
 }
@@ -130,16 +163,20 @@ class SendProcessor(Processor):
         waited = monotonic() - channel.last_active
         if waited > self.wait_limit:
             return RemotingCommand.response_to(
-                request, ResponseCode.SYSTEM_BUSY,
+                request,
+                ResponseCode.SYSTEM_BUSY,
                 remark=f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
-                       f"period in queue: {int(waited * 1000)}ms")
+                f"period in queue: {int(waited * 1000)}ms",
+            )
         controller = self.controller
         if controller.disk_full:
             return RemotingCommand.response_to(
-                request, ResponseCode.SERVICE_NOT_AVAILABLE,
+                request,
+                ResponseCode.SERVICE_NOT_AVAILABLE,
                 remark=f"service not available now: the disk of {self.store.store_path} is "
-                       f"{controller.disk_used_percent:.0f}% full, above diskMaxUsedSpaceRatio "
-                       f"{self.store.config.disk_max_used_space_ratio}%: writes are refused")
+                f"{controller.disk_used_percent:.0f}% full, above diskMaxUsedSpaceRatio "
+                f"{self.store.config.disk_max_used_space_ratio}%: writes are refused",
+            )
         ext = request.ext_fields
         code = request.code
         keys = LONG_KEYS if code == _SEND_MESSAGE else SHORT_KEYS
@@ -174,20 +211,23 @@ class SendProcessor(Processor):
             raise RequestRefused(
                 ResponseCode.SYSTEM_ERROR,
                 f"request queueId[{queue_id}] is illegal: topic {topic!r} has "
-                f"{topic_config.write_queue_nums} write queues (0-{topic_config.write_queue_nums - 1})")
+                f"{topic_config.write_queue_nums} write queues (0-{topic_config.write_queue_nums - 1})",
+            )
         remote_address = channel.remote_address
         born_host, born_port = self._born_hosts.get(remote_address) or self._born_host(remote_address)
         wait = self.sync_flush and _NO_WAIT_MARK not in properties
 
         if batch:
-            return self._send_batch(channel, request, topic, queue_id, sys_flag, born_timestamp, born_host,
-                                    born_port, properties, wait)
+            return self._send_batch(
+                channel, request, topic, queue_id, sys_flag, born_timestamp, born_host, born_port, properties, wait
+            )
 
         body = request.body
         if len(body) > self.max_message_size:
             raise RequestRefused(
                 ResponseCode.MESSAGE_ILLEGAL,
-                f"message body is {len(body)} bytes, more than maxMessageSize {self.max_message_size}")
+                f"message body is {len(body)} bytes, more than maxMessageSize {self.max_message_size}",
+            )
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
             topic, queue_id = self._retry_or_dlq(ext, keys, topic, queue_id, reconsume_times)
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -199,23 +239,49 @@ class SendProcessor(Processor):
         if len(props) > PROPERTIES_MAX_LENGTH:
             raise RequestRefused(
                 ResponseCode.MESSAGE_ILLEGAL,
-                f"message properties are {len(props)} bytes, more than {PROPERTIES_MAX_LENGTH}")
+                f"message properties are {len(props)} bytes, more than {PROPERTIES_MAX_LENGTH}",
+            )
         callback = self._durable_callback(channel, request, queue_id) if wait else None
-        result = self.store.put_message(topic, queue_id, body, props, sys_flag, born_timestamp, flag,
-                                        reconsume_times, born_host, born_port, callback)
+        result = self.store.put_message(
+            topic,
+            queue_id,
+            body,
+            props,
+            sys_flag,
+            born_timestamp,
+            flag,
+            reconsume_times,
+            born_host,
+            born_port,
+            callback,
+        )
         return self._answer_put(request, result, topic, queue_id)
 
-    def _send_batch(self, channel, request, topic, queue_id, sys_flag, born_timestamp, born_host, born_port,
-                    properties: str, wait: bool):
+    def _send_batch(
+        self,
+        channel,
+        request,
+        topic,
+        queue_id,
+        sys_flag,
+        born_timestamp,
+        born_host,
+        born_port,
+        properties: str,
+        wait: bool,
+    ):
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL,
-                                     f"batch send to retry topic {topic!r}: batches do not support retry topics")
+            raise RequestRefused(
+                ResponseCode.MESSAGE_ILLEGAL,
+                f"batch send to retry topic {topic!r}: batches do not support retry topics",
+            )
         records = decode_batch(request.body)
         total = sum(len(body) for body, _, _ in records)
         if total > self.max_message_size:
             raise RequestRefused(
                 ResponseCode.MESSAGE_ILLEGAL,
-                f"batch bodies are {total} bytes, more than maxMessageSize {self.max_message_size}")
+                f"batch bodies are {total} bytes, more than maxMessageSize {self.max_message_size}",
+            )
         # The batch header's own properties (if any) are appended to every message's, as RocketMQ does.
         extra = properties.encode()
         messages: list[tuple[bytes, bytes | dict[str, str], int]] = []
@@ -223,16 +289,19 @@ class SendProcessor(Processor):
             if extra:
                 props = props + extra if not props or props.endswith(b"\x02") else props + b"\x02" + extra
             if _DELAY_MARK.encode() in props:
-                raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL,
-                                         "batch messages do not support delay levels (DELAY property)")
+                raise RequestRefused(
+                    ResponseCode.MESSAGE_ILLEGAL, "batch messages do not support delay levels (DELAY property)"
+                )
             if len(props) > PROPERTIES_MAX_LENGTH:
                 raise RequestRefused(
                     ResponseCode.MESSAGE_ILLEGAL,
-                    f"message properties are {len(props)} bytes, more than {PROPERTIES_MAX_LENGTH}")
+                    f"message properties are {len(props)} bytes, more than {PROPERTIES_MAX_LENGTH}",
+                )
             messages.append((body, props, flag))
         callback = self._durable_callback(channel, request, queue_id) if wait else None
-        result = self.store.put_messages(topic, queue_id, messages, sys_flag, born_timestamp, born_host, born_port,
-                                         callback)
+        result = self.store.put_messages(
+            topic, queue_id, messages, sys_flag, born_timestamp, born_host, born_port, callback
+        )
         return self._answer_put(request, result, topic, queue_id)
 
     def _answer_put(self, request, result, topic: str, queue_id: int):
@@ -285,32 +354,36 @@ class SendProcessor(Processor):
             if reason is not None:
                 raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL, reason)
         if topic in NOT_ALLOWED_SEND_TOPICS:
-            raise RequestRefused(ResponseCode.NO_PERMISSION,
-                                     f"sending message to topic {topic!r} is forbidden: it is the broker's own")
+            raise RequestRefused(
+                ResponseCode.NO_PERMISSION, f"sending message to topic {topic!r} is forbidden: it is the broker's own"
+            )
         require_writeable_broker(self.controller)
         if topic_config is None:
             default_topic = ext.get(keys[_DEFAULT_TOPIC]) or AUTO_CREATE_TOPIC_KEY_TOPIC
             queue_nums = int_field(ext, keys[_DEFAULT_QUEUE_NUMS], 4)
             try:
                 topic_config = self.topics.create_topic_in_send_message(
-                    topic, default_topic, queue_nums, 0, channel.remote_address)
+                    topic, default_topic, queue_nums, 0, channel.remote_address
+                )
             except RequestRefused:
                 if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                     raise
                 topic_config = self.topics.create_topic_in_send_message_back(topic, 1, PERM_READ | PERM_WRITE)
         if not is_writeable(topic_config.perm):
-            raise RequestRefused(ResponseCode.NO_PERMISSION,
-                                     f"topic {topic!r} is not writeable (perm {topic_config.perm})")
+            raise RequestRefused(
+                ResponseCode.NO_PERMISSION, f"topic {topic!r} is not writeable (perm {topic_config.perm})"
+            )
         return topic_config
 
     def _retry_or_dlq(self, ext, keys, topic: str, queue_id: int, reconsume_times: int) -> tuple[str, int]:
         """A send straight to ``%RETRY%<group>`` (newer clients' consume-failure path): past the
         group's max reconsume times it goes to ``%DLQ%<group>`` (RocketMQ's handleRetryAndDLQ)."""
-        group = topic[len(RETRY_GROUP_TOPIC_PREFIX):]
+        group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         group_config = self.controller.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
-            raise RequestRefused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                     f"subscription group {group!r} does not exist")
+            raise RequestRefused(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group {group!r} does not exist"
+            )
         max_times = int_field(ext, keys[_MAX_RECONSUME_TIMES], group_config.retry_max_times)
         if reconsume_times < max_times:
             return topic, queue_id

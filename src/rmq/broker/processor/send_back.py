@@ -54,8 +54,9 @@ class SendBackProcessor(Processor):
         delay_level = int_field(ext, "delayLevel", 0)
         group_config = c.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
-            raise RequestRefused(ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST,
-                                     f"subscription group {group!r} does not exist on this broker")
+            raise RequestRefused(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group {group!r} does not exist on this broker"
+            )
         require_writeable_broker(c)
         if group_config.retry_queue_nums <= 0:
             # RocketMQ: a group without retry queues drops what its consumers hand back
@@ -63,8 +64,9 @@ class SendBackProcessor(Processor):
 
         record = c.store.look_message_by_offset(offset) if offset >= 0 else None
         if record is None:
-            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
-                                     f"look message by offset failed, {offset}: no stored message starts there")
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}: no stored message starts there"
+            )
         message = decode_record(record, check_crc=False)
 
         properties = dict(message.properties)
@@ -75,16 +77,21 @@ class SendBackProcessor(Processor):
 
         if message.reconsume_times >= max_reconsume_times or delay_level < 0:
             topic = dlq_topic(group)
-            c.topic_config_manager.create_topic_in_send_message_back(
-                topic, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
+            c.topic_config_manager.create_topic_in_send_message_back(topic, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
             queue_id = random.randrange(DLQ_NUMS_PER_GROUP)
             properties.pop(MessageProperty.DELAY_TIME_LEVEL, None)
-            log.info("message %s of group %s goes to %s after %d deliveries", properties[
-                MessageProperty.ORIGIN_MESSAGE_ID], group, topic, message.reconsume_times + 1)
+            log.info(
+                "message %s of group %s goes to %s after %d deliveries",
+                properties[MessageProperty.ORIGIN_MESSAGE_ID],
+                group,
+                topic,
+                message.reconsume_times + 1,
+            )
         else:
             topic = retry_topic(group)
             config = c.topic_config_manager.create_topic_in_send_message_back(
-                topic, group_config.retry_queue_nums, PERM_READ | PERM_WRITE)
+                topic, group_config.retry_queue_nums, PERM_READ | PERM_WRITE
+            )
             if not is_writeable(config.perm):
                 raise RequestRefused(ResponseCode.NO_PERMISSION, f"topic {topic!r} does not accept writes")
             queue_id = random.randrange(group_config.retry_queue_nums)
@@ -93,11 +100,20 @@ class SendBackProcessor(Processor):
             properties[MessageProperty.DELAY_TIME_LEVEL] = str(delay_level)
 
         # a DELAY makes put_inner store it in SCHEDULE_TOPIC_XXXX first
-        result = c.put_inner(topic, queue_id, message.body, properties, sys_flag=message.sys_flag,
-                             born_timestamp=message.born_timestamp, born_host=message.born_host[0],
-                             born_port=message.born_host[1], flag=message.flag,
-                             reconsume_times=message.reconsume_times + 1)
+        result = c.put_inner(
+            topic,
+            queue_id,
+            message.body,
+            properties,
+            sys_flag=message.sys_flag,
+            born_timestamp=message.born_timestamp,
+            born_host=message.born_host[0],
+            born_port=message.born_host[1],
+            flag=message.flag,
+            reconsume_times=message.reconsume_times + 1,
+        )
         if not result.ok:
-            raise RequestRefused(ResponseCode.SYSTEM_ERROR,
-                                     f"storing the message in {topic} failed: {result.status.name}")
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR, f"storing the message in {topic} failed: {result.status.name}"
+            )
         return success(request)
