@@ -7,6 +7,7 @@ opens before its first registration ends.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -185,3 +186,67 @@ class Cluster:
                 f"(committed, max)): {self.lag(group, *topics, subscription=subscription)}"
             ),
         )
+
+
+class BrokerPair:
+    """An ``rmq-namesrv`` process with a master and a SLAVE-role broker process of one brokerName,
+    each with a store of its own; ``kill_master`` / ``start_master`` keep the master's store and
+    port. Extra settings of the master (``master``) and the slave (``slave``) go on top."""
+
+    def __init__(self, spawn, root: Path, master: dict[str, str] | None = None, slave: dict[str, str] | None = None):
+        self.spawn = spawn
+        self.client = RemotingClient()
+        self.namesrv_proc: subprocess.Popen | None = None
+        self.namesrv_addr = ""
+        self.master_proc: subprocess.Popen | None = None
+        self.slave_proc: subprocess.Popen | None = None
+        self.master_settings = self._settings(root / "master", master or {})
+        self.slave_settings = self._settings(root / "slave", {"brokerRole": "SLAVE", "brokerId": "1", **(slave or {})})
+        self.master_addr = f"{LOOPBACK}:{self.master_settings['listenPort']}"
+        self.slave_addr = f"{LOOPBACK}:{self.slave_settings['listenPort']}"
+
+    @staticmethod
+    def _settings(store: Path, extra: dict[str, str]) -> dict[str, str]:
+        store.mkdir(parents=True, exist_ok=True)
+        settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS, haListenPort=str(free_port()), **extra)
+        del settings["namesrvListenPort"]
+        return settings
+
+    def start(self) -> BrokerPair:
+        self.client.start()
+        self.namesrv_proc, self.namesrv_addr = start_namesrv(self.spawn)
+        self.start_master()
+        self.slave_proc, _ = start_broker_process(
+            self.spawn, self.slave_settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
+        )
+        return self
+
+    def start_master(self) -> None:
+        self.master_proc, _ = start_broker_process(
+            self.spawn, self.master_settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
+        )
+
+    def kill_master(self) -> None:
+        self.master_proc.send_signal(signal.SIGKILL)
+        self.master_proc.wait(10)
+
+    def close(self) -> None:
+        self.client.shutdown()
+
+    def call(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        return call(self.client, addr, request)
+
+    def get_all(self, addr: str, code: int) -> dict:
+        """The JSON body of a GET_ALL_* request (topics, consumer offsets, delay offsets, groups)."""
+        answer = self.call(addr, RemotingCommand.request(code, {}))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        return json.loads(bytes(answer.body))
+
+    def committed(self, addr: str, topic: str, queue_id: int, group: str) -> int:
+        answer = self.call(addr, offset_request(RequestCode.QUERY_CONSUMER_OFFSET, topic, queue_id, group))
+        return int(answer.ext_fields["offset"]) if answer.code == ResponseCode.SUCCESS else -1
+
+    def commit(self, addr: str, topic: str, queue_id: int, group: str, offset: int) -> None:
+        request = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, topic, queue_id, group, commitOffset=offset)
+        answer = self.call(addr, request)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark

@@ -40,6 +40,7 @@ from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
 from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.schedule import ScheduleMessageService
+from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL, SlaveSynchronize
 from rmq.broker.subscription_group import SubscriptionGroupManager
 from rmq.broker.topic_config import TopicConfigManager
 from rmq.errors import ConfigError
@@ -103,7 +104,7 @@ class BrokerController:
         root = store_config.store_path_root_dir
         self.store = MessageStore(store_config)
         self.topic_config_manager = TopicConfigManager(self.config, root, on_change=self._topics_changed)
-        self.consumer_offset_manager = ConsumerOffsetManager(root)
+        self.consumer_offset_manager = ConsumerOffsetManager(root, slave=self.is_slave)
         self.subscription_group_manager = SubscriptionGroupManager(self.config, root)
         self.delay_offset_manager = DelayOffsetManager(root)
         self.client_manager = ClientManager()
@@ -123,6 +124,8 @@ class BrokerController:
         self.namesrv_client = RemotingClient(name="rmq-broker-namesrv-client")
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
         self.scheduler = Scheduler("rmq-broker-scheduler")
+        # a slave copies its master's metadata (the master's address comes with registrations)
+        self.slave_sync = SlaveSynchronize(self, self.namesrv_client, self.scheduler.run_soon)
         self.schedule_message_service = ScheduleMessageService(self)
         self.disk_full = False
         # The answers to the registration that followed the last topic change.
@@ -149,6 +152,10 @@ class BrokerController:
         return self.config.broker_addr
 
     @property
+    def is_slave(self) -> bool:
+        return self.config.broker_role is BrokerRole.SLAVE
+
+    @property
     def namesrv_addrs(self) -> list[str]:
         """The name servers registered with."""
         return list(self._namesrv_addrs)
@@ -168,7 +175,7 @@ class BrokerController:
         try:
             self.check_disk()
             self.server.start()
-            if self.config.broker_role is not BrokerRole.SLAVE:
+            if not self.is_slave:
                 # a slave's schedule queues are copies: only the master delivers, as in RocketMQ
                 self.schedule_message_service.start()
             self.namesrv_client.start()
@@ -182,6 +189,8 @@ class BrokerController:
         self.scheduler.schedule_periodic(config.flush_consumer_offset_interval / 1000, self.persist_offsets)
         self.scheduler.schedule_periodic(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
         self.scheduler.schedule_periodic(DISK_CHECK_INTERVAL, self.check_disk)
+        if self.is_slave:
+            self.scheduler.schedule_periodic(SLAVE_SYNC_INTERVAL, self.slave_sync.sync_all)
         self.scheduler.start()
         log.info(
             "broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",
@@ -264,6 +273,7 @@ class BrokerController:
             config.ha_server_addr,
             self.topic_config_manager.build_serialize_wrapper(),
             wait=wait,
+            on_answer=self.slave_sync.on_register_answer if self.is_slave else None,
         )
 
     def _topics_changed(self) -> None:
