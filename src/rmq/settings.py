@@ -364,6 +364,20 @@ _section(
     Setting("transactionCheckInterval", _POSITIVE_MS, 30_000, "ms between transaction check rounds"),
 )
 
+# Reads from slaves (RocketMQ's names): where pulls are steered when a consumer reads far behind.
+_section(
+    "broker",
+    Setting("whichBrokerWhenConsumeSlowly", Int(0), 1,
+            "the brokerId a pull answer suggests to a group reading far behind (slaveReadEnable); "
+            "the default of groups created on this broker, per group in subscriptionGroup.json"),
+)
+_section(
+    "store",
+    Setting("accessMessageInMemoryMaxRatio", Int(0, 100), 40,
+            "percent of physical memory a pull may read behind the CommitLog's end before the answer "
+            "suggests whichBrokerWhenConsumeSlowly (slaveReadEnable)"),
+)
+
 _section(
     "store",
     Setting("storePathRootDir", Text(), os.path.join(os.path.expanduser("~"), "store"),

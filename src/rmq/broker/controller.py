@@ -70,6 +70,9 @@ DISK_CHECK_INTERVAL = 1.0
 CLIENT_SCAN_INTERVAL = 10.0
 # How often SYNC_FLUSH sends still waiting for the disk are checked against their deadline.
 COMMIT_DEADLINE_SCAN = 0.1
+# How often a slave looks for parked pulls whose queue grew (replication brings its messages, not
+# sends that would wake them).
+SLAVE_PARKED_PULL_SCAN = 1.0
 BIND_ADDRESS = "0.0.0.0"
 
 
@@ -143,6 +146,11 @@ class BrokerController:
             for code, handler in processor.handlers().items():
                 self.server.register_processor(code, handler)
         self.server.on_channel_closed(self._on_channel_closed)
+        if self.is_slave:
+            self.server.loop.schedule_periodic(
+                SLAVE_PARKED_PULL_SCAN,
+                lambda: self.pull_hold.wake_where_grown(self.store.get_max_offset_in_queue),
+            )
 
     # -- identity -------------------------------------------------------------------------------
 
