@@ -23,8 +23,11 @@ WITHIN_ONE_PERIOD = SLAVE_SYNC_INTERVAL + 5.0
 
 @pytest.fixture
 def pair(spawn, tmp_path: Path) -> Iterator[BrokerPair]:
-    # the slave re-registers every second, so it learns at once that its master went or came back
-    p = BrokerPair(spawn, tmp_path, slave={"registerNameServerPeriod": "1000"})
+    # the slave re-registers every second, so it learns at once that its master went or came back;
+    # the master flushes whatever is written every round (delay offsets are published once flushed)
+    p = BrokerPair(
+        spawn, tmp_path, master={"flushCommitLogLeastPages": "0"}, slave={"registerNameServerPeriod": "1000"}
+    )
     try:
         yield p.start()
     finally:
