@@ -12,7 +12,7 @@ import pytest
 
 from rmq.net import RemotingClient
 from rmq.protocol.codes import ResponseCode
-from tests.helpers import free_port, wait_until
+from tests.helpers import wait_until
 from tests.helpers.broker import broker_settings
 from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, Processes, start_broker_process, start_namesrv
 from tests.helpers.requests import call, send_request
@@ -39,7 +39,7 @@ def client():
 def start_pair(processes, tmp_path: Path, role: str):
     _, namesrv = start_namesrv(processes.spawn)
     common = {**CLUSTER_BROKER_SETTINGS, "autoCreateTopicEnable": "true", "slaveTimeout": "1000"}
-    master_settings = broker_settings(tmp_path / "master", **common, brokerRole=role, haListenPort=str(free_port()))
+    master_settings = broker_settings(tmp_path / "master", **common, brokerRole=role)
     slave_settings = broker_settings(
         tmp_path / "slave", **common, brokerRole="SLAVE", brokerId="1", haSendHeartbeatInterval="500"
     )
