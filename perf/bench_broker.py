@@ -320,7 +320,7 @@ def running_role(role: str) -> Iterator[tuple[int, int | None]]:
             while max_phy_offset(slave_port) < max_phy_offset(port) or max_phy_offset(port) == 0:
                 if time.monotonic() > deadline:
                     raise TimeoutError("the slave did not catch up")
-                if role == "sync_master":  # SUCCESS once a slave is connected and acks
+                if max_phy_offset(port) == 0 or role == "sync_master":  # SYNC_MASTER: until a slave acks
                     sends_per_second(port, 1, False, 0.05)
                 time.sleep(0.05)
         yield port, slave_port
