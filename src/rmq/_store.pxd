@@ -92,6 +92,9 @@ cdef class StoreCore:
     cdef bint _writable
     # a slave: where its own dispatch of replicated bytes has reached
     cdef readonly int64_t reput_offset
+    # a slave: the CommitLog file append_replica pwrites into, and its descriptor (-1: none)
+    cdef MappedFile _replica_file
+    cdef int _replica_fd
     cdef list _delay_level_ms
     # the put lock: serialises writers and readers of mapped memory (see _lock)
     cdef bint _busy
@@ -110,6 +113,7 @@ cdef class StoreCore:
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
     cdef void _publish_put(self, PutMessageResult result, object callback)
     cdef int _dispatch_replica(self) except -1
+    cdef int _write_replica(self, MappedFile mf, const char* data, Py_ssize_t n) except -1
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
                        ConsumeQueue queue) except -1
     cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,

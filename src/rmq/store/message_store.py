@@ -151,6 +151,7 @@ class MessageStore(StoreCore):
         if self.ha_client is not None:
             self.ha_client.shutdown()
             self.ha_client = None
+        self.close_replica_file()
         for service in self._services:
             service.shutdown()
         self._services = []
