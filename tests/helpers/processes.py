@@ -106,7 +106,7 @@ class Cluster:
         self.client = RemotingClient()
         self.namesrv_proc: subprocess.Popen | None = None
         self.broker_proc: subprocess.Popen | None = None
-        self.settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS, haListenPort=str(free_port()))
+        self.settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS)
         del self.settings["namesrvListenPort"]  # it has a name server of its own: nothing embedded
         self.broker_port = int(self.settings["listenPort"])
         self.broker_addr = f"{LOOPBACK}:{self.broker_port}"
@@ -208,7 +208,7 @@ class BrokerPair:
     @staticmethod
     def _settings(store: Path, extra: dict[str, str]) -> dict[str, str]:
         store.mkdir(parents=True, exist_ok=True)
-        settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS, haListenPort=str(free_port()), **extra)
+        settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS, **extra)
         del settings["namesrvListenPort"]
         return settings
 

@@ -47,7 +47,7 @@ from rmq.errors import ConfigError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.net.server import RemotingServer
-from rmq.protocol.codes import RequestCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import (
     SCHEDULE_TOPIC,
     MessageProperty,
@@ -77,25 +77,31 @@ BIND_ADDRESS = "0.0.0.0"
 
 
 class FlushRoundKicker:
-    """SYNC_FLUSH: one flush round per event-loop iteration, asked for after the iteration's last
-    put, so that a pipelined burst of sends shares one msync (the store's own rounds would start
-    at the burst's first put and split it)."""
+    """After the event-loop iteration's last put: SYNC_FLUSH asks for one flush round, so that a
+    pipelined burst of sends shares one msync (the store's own rounds would start at the burst's
+    first put and split it); a master tells its HA service that new bytes are there to replicate."""
 
     def __init__(self, store, loop):
         self.store = store
         self.loop = loop
         self.scheduled = False
-        store.kick_rounds_myself()
+        self.sync_flush = store.sync_flush
+        if self.sync_flush:
+            store.kick_rounds_myself()
 
     def request(self) -> None:
-        """After a put that waits for the disk (loop thread only)."""
+        """After a put (loop thread only)."""
         if not self.scheduled:
             self.scheduled = True
             self.loop.mark_dirty(self)
 
     def _flush(self) -> None:  # the loop's end-of-iteration hook
         self.scheduled = False
-        self.store.kick_group_commit()
+        if self.sync_flush:
+            self.store.kick_group_commit()
+        ha_service = self.store.ha_service
+        if ha_service is not None:
+            ha_service.notify_new_data()
 
 
 class BrokerController:
@@ -115,11 +121,13 @@ class BrokerController:
         self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port, name="rmq-broker-loop")
         self.pull_hold = PullRequestHoldService(self.server.loop)
         self.flush_rounds: FlushRoundKicker | None = None
-        if self.store.sync_flush:
-            # SYNC_FLUSH sends are answered on the event loop as soon as their flush round ends,
-            # and the loop asks for the rounds (puts still waiting after 10 ms get one anyway)
-            self.store.hand_over_commit_completion()
+        if self.store.sync_flush or self.config.broker_role is not BrokerRole.SLAVE:
             self.flush_rounds = FlushRoundKicker(self.store, self.server.loop)
+        if self.store.sync_flush or self.store.sync_master:
+            # SYNC_FLUSH / SYNC_MASTER sends are answered on the event loop as soon as their flush
+            # round ends or a slave acks them, and the loop asks for the rounds (puts still waiting
+            # after 10 ms get one anyway)
+            self.store.hand_over_commit_completion()
             self.server.loop.add_handler(
                 self.store.commit_event_fd, select.EPOLLIN, lambda _events: self.store.complete_commits()
             )
@@ -181,6 +189,7 @@ class BrokerController:
                 raise ConfigError(f"cannot load {manager.path} nor its backup: fix or remove it to start")
         self.store.start()
         try:
+            self.store.start_ha()
             self.check_disk()
             self.server.start()
             if not self.is_slave:
@@ -272,7 +281,7 @@ class BrokerController:
         if not self._started:
             return []
         config = self.config
-        return self.namesrv_api.register_all(
+        futures = self.namesrv_api.register_all(
             self._namesrv_addrs,
             config.broker_cluster_name,
             self.broker_addr,
@@ -283,6 +292,20 @@ class BrokerController:
             wait=wait,
             on_answer=self.slave_sync.on_register_answer if self.is_slave else None,
         )
+        if self.store.ha_client is not None:
+            for future in futures:
+                future.add_done_callback(self._learn_master_ha_address)
+        return futures
+
+    def _learn_master_ha_address(self, future: concurrent.futures.Future) -> None:
+        """A slave replicates from the HA address the name server answers (unless haMasterAddress
+        says where), as RocketMQ's slaves do."""
+        ha_client = self.store.ha_client
+        if ha_client is None or self.store_config.ha_master_address or future.exception() is not None:
+            return
+        response = future.result()
+        if response.code == ResponseCode.SUCCESS:
+            ha_client.update_master_address(response.ext_fields.get("haServerAddr") or None)
 
     def _topics_changed(self) -> None:
         # A created or changed topic is routed at once, not at the next 30 s tick.
