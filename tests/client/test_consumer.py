@@ -1,10 +1,7 @@
-"""Consumers and a master with a slave (in-process brokers of one brokerName behind one name server):
-each queue is pulled from the broker its last answer suggested; a master that goes away is replaced
-by its slave for pulls and offset commits, and taken back once it returns.
-
-Replication is not what these tests look at: the same queue offsets are written into both stores,
-with bodies that tell which broker served them ("m..." the master, "s..." the slave).
-"""
+"""Consumers and a master with its slave (in-process brokers of one brokerName behind one name server,
+the slave replicating): each queue is pulled from the broker its last answer suggested; a master
+that goes away is replaced by its slave for pulls and offset commits, and taken back once it returns.
+Each broker's pull handler records the offsets it was asked for, to tell which one served a pull."""
 
 from __future__ import annotations
 
@@ -17,9 +14,10 @@ from rmq.broker.controller import BrokerController
 from rmq.client import PullConsumer
 from rmq.client.message import MessageExt
 from rmq.namesrv import NameServer, NamesrvConfig
+from rmq.protocol.codes import RequestCode
 from rmq.protocol.message_queue import MessageQueue
 from tests.helpers import LOOPBACK, free_port, wait_until
-from tests.helpers.broker import InProcessBrokers, create_topic
+from tests.helpers.broker import InProcessBrokers, create_topic, put
 
 TOPIC = "FromWhichNode"
 GROUP = "cg-which-node"
@@ -32,23 +30,50 @@ class MasterAndSlave:
         self.namesrv = NameServer(NamesrvConfig(listen_host=LOOPBACK, listen_port=0)).start()
         self.brokers = InProcessBrokers(root)
         self.master_settings: dict[str, str] = {}
+        # "master" / "slave" -> the queue offsets their pull handler was asked for, in order
+        self.pulls: dict[str, list[int]] = {"master": [], "slave": []}
+        self.master: BrokerController | None = None
+        self.slave: BrokerController | None = None
 
     def start_master(self, **settings: str) -> BrokerController:
+        """The master; started again, with the same store and ports."""
         self.master_settings = self.master_settings or {
             "namesrvAddr": self.namesrv.address,
             "storePathRootDir": str(self.root / "master"),
             "listenPort": str(free_port()),
+            "haListenPort": str(free_port()),
             **settings,
         }
-        return self.brokers.start(**self.master_settings)
+        self.master = self._recording("master", self.brokers.start(**self.master_settings))
+        return self.master
 
     def start_slave(self, **settings: str) -> BrokerController:
-        return self.brokers.start(
-            namesrvAddr=self.namesrv.address,
-            storePathRootDir=str(self.root / "slave"),
-            brokerRole="SLAVE",
-            brokerId="1",
-            **settings,
+        self.slave = self._recording(
+            "slave",
+            self.brokers.start(
+                namesrvAddr=self.namesrv.address,
+                storePathRootDir=str(self.root / "slave"),
+                brokerRole="SLAVE",
+                brokerId="1",
+                **settings,
+            ),
+        )
+        return self.slave
+
+    def _recording(self, name: str, broker: BrokerController) -> BrokerController:
+        pull = broker.server._processors[RequestCode.PULL_MESSAGE]
+
+        def recording_pull(channel, request):
+            self.pulls[name].append(int(request.ext_fields["queueOffset"]))
+            return pull(channel, request)
+
+        broker.server.register_processor(RequestCode.PULL_MESSAGE, recording_pull)
+        return broker
+
+    def wait_replicated(self, count: int) -> None:
+        assert self.slave is not None
+        wait_until(
+            lambda: self.slave.store.get_max_offset_in_queue(TOPIC, 0) == count, 10, f"{count} messages replicated"
         )
 
     def close(self) -> None:
@@ -65,10 +90,9 @@ def pair(tmp_path: Path) -> Iterator[MasterAndSlave]:
         p.close()
 
 
-def fill(broker: BrokerController, prefix: str, count: int) -> None:
-    for _ in range(count):
-        offset = broker.store.get_max_offset_in_queue(TOPIC, 0)
-        assert broker.store.put_message(TOPIC, 0, f"{prefix}{offset}".encode()).ok
+def send(broker: BrokerController, first: int, count: int) -> None:
+    for i in range(first, first + count):
+        put(broker, TOPIC, f"m{i}".encode())
 
 
 def poll_until(consumer: PullConsumer, count: int, timeout: float = 20.0) -> list[str]:
@@ -78,7 +102,7 @@ def poll_until(consumer: PullConsumer, count: int, timeout: float = 20.0) -> lis
 
 
 def consumer_of(pair: MasterAndSlave, **options) -> PullConsumer:
-    consumer = PullConsumer(
+    return PullConsumer(
         GROUP,
         pair.namesrv.address,
         instance_name="which-node",
@@ -86,50 +110,51 @@ def consumer_of(pair: MasterAndSlave, **options) -> PullConsumer:
         consume_from_where="FIRST_OFFSET",
         **options,
     )
-    return consumer
 
 
 def test_each_queue_is_pulled_from_the_broker_its_last_answer_suggested(pair):
-    # any read short of the end is "far behind" on this master: it steers the queue to slave 1,
-    # whose answers (slaveReadEnable off there) steer it back
+    # any read short of the CommitLog's end is "far behind" on this master: it steers the queue to
+    # slave 1, whose answers (slaveReadEnable off there) steer it back
     master = pair.start_master(slaveReadEnable="true", accessMessageInMemoryMaxRatio="0")
     create_topic(master, TOPIC, 1)
     slave = pair.start_slave()
-    create_topic(slave, TOPIC, 1)
-    fill(master, "m", 3)
-    fill(slave, "s", 3)
+    create_topic(slave, TOPIC, 1)  # the slave's copy of the master's topics comes every 10 s
+    send(master, 0, 3)
+    pair.wait_replicated(3)
     with consumer_of(pair, pull_batch_size=1) as consumer:
         consumer.assign([MQ])
-        assert poll_until(consumer, 3) == ["m0", "s1", "m2"]
+        assert poll_until(consumer, 3) == ["m0", "m1", "m2"]
+    assert pair.pulls["master"][:2] == [0, 2] and pair.pulls["slave"][:1] == [1]
 
 
 @pytest.mark.slow
 def test_a_slave_replaces_a_master_that_went_away_until_it_returns(pair):
     master = pair.start_master()
     create_topic(master, TOPIC, 1)
-    slave = pair.start_slave()
+    slave = pair.start_slave(registerNameServerPeriod="1000")  # learns at once the master went or came
     create_topic(slave, TOPIC, 1)
-    fill(master, "m", 3)
-    fill(slave, "s", 6)
+    send(master, 0, 3)
+    pair.wait_replicated(3)
     with consumer_of(pair) as consumer:
         consumer.assign([MQ])
         assert poll_until(consumer, 3) == ["m0", "m1", "m2"]
         master_addr = master.broker_addr
-        # the master stops (its pull parked there fails); the client's route still lists it, and
-        # it refuses connections: the slave serves the queue from where the master left off
+        # the master stops (the pull parked there fails); the client's route still lists it, and it
+        # refuses connections: the slave takes the queue from where the master left off
         master.shutdown()
-        assert poll_until(consumer, 3) == ["s3", "s4", "s5"]
+        wait_until(lambda: 3 in pair.pulls["slave"], 10, "a pull at offset 3 on the slave")
         # offsets go to the slave meanwhile
         consumer.commit()
-        assert slave.consumer_offset_manager.query_offset(GROUP, TOPIC, 0) == 6
-        # the master returns (same store, same port): once its address is tried again, the queue
-        # goes back to it (the slave's next answer suggests the master)
+        assert slave.consumer_offset_manager.query_offset(GROUP, TOPIC, 0) == 3
+        # the master returns (same store, same ports) and takes sends; the slave copies them and
+        # serves its parked pull, suggesting the master, which the next pull goes to once its
+        # address is tried again
         master = pair.start_master()
-        fill(master, "m", 5)
         wait_until(lambda: consumer.instance.reachable(master_addr), 10, "the master's address tried again")
-        fill(slave, "s", 1)
-        assert poll_until(consumer, 2) == ["s6", "m7"]
-        # and the slave's offset reached the master (the slave hands over what was committed on it)
+        send(master, 3, 3)
+        assert poll_until(consumer, 3) == ["m3", "m4", "m5"]
+        wait_until(lambda: 6 in pair.pulls["master"], 10, "a pull at offset 6 on the master")
+        # the offset committed on the slave reached the master (the slave hands it over)
         wait_until(
-            lambda: master.consumer_offset_manager.query_offset(GROUP, TOPIC, 0) >= 6, 15, "offset 6 on the master"
+            lambda: master.consumer_offset_manager.query_offset(GROUP, TOPIC, 0) >= 3, 15, "offset 3 on the master"
         )

@@ -7,7 +7,7 @@ import pytest
 
 from rmq.protocol.codes import ResponseCode
 from tests.helpers import wait_until
-from tests.helpers.broker import assert_still_serving, create_topic
+from tests.helpers.broker import assert_still_serving, create_topic, put
 from tests.helpers.requests import call, pull_request, records, send_request
 
 
@@ -92,11 +92,18 @@ def test_the_master_is_suggested_when_in_memory_or_without_slave_read_enable(sta
     assert r.code == ResponseCode.SUCCESS and r.ext_fields["suggestWhichBrokerId"] == "0"
 
 
-def test_a_slave_serves_what_it_holds_and_never_corrects_an_offset(start_broker, client):
-    slave = start_broker(brokerRole="SLAVE", brokerId="1")
-    create_topic(slave, "Copied")
-    # what replication writes: records in the slave's store, no send that would wake a pull
-    slave.store.put_message("Copied", 0, b"a")
+def test_a_slave_serves_what_it_holds_and_never_corrects_an_offset(start_broker, client, tmp_path):
+    master = start_broker(storePathRootDir=str(tmp_path / "master"))
+    create_topic(master, "Copied")
+    slave = start_broker(
+        storePathRootDir=str(tmp_path / "slave"),
+        brokerRole="SLAVE",
+        brokerId="1",
+        namesrvAddr=master.config.namesrv_addr,
+    )
+    put(master, "Copied", b"a")
+    wait_until(lambda: slave.store.get_max_offset_in_queue("Copied", 0) == 1, 10, "the message replicated")
+    create_topic(slave, "Copied")  # the slave's copy of the master's topics comes every 10 s
     r = call(client, slave.broker_addr, pull_request("Copied", 0, 0))
     assert [m.body for m in records(r.body)] == [b"a"]
     # beyond what it holds (the master may have more): retry, from the same offset, at the master
@@ -106,5 +113,5 @@ def test_a_slave_serves_what_it_holds_and_never_corrects_an_offset(start_broker,
     # a long poll at the end is answered once replication brings the next message
     answer = client.invoke_async(slave.broker_addr, pull_request("Copied", 0, 1, suspend_ms=20_000), 25)
     wait_until(lambda: slave.pull_hold.parked_count == 1, 5, "the pull parked")
-    slave.store.put_message("Copied", 0, b"b")
+    put(master, "Copied", b"b")
     assert [m.body for m in records(answer.result(10).body)] == [b"b"]
