@@ -250,3 +250,14 @@ class BrokerPair:
         request = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, topic, queue_id, group, commitOffset=offset)
         answer = self.call(addr, request)
         assert answer.code == ResponseCode.SUCCESS, answer.remark
+
+    def max_offsets(self, addr: str, topic: str) -> dict[int, int]:
+        """queue id -> max offset of each queue of ``topic`` on one of the two brokers."""
+        answer = self.call(addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}))
+        if answer.code != ResponseCode.SUCCESS:
+            return {}
+        table = loads_mq_tables(answer.body)["offsetTable"]
+        return {mq.queue_id: int(stats["maxOffset"]) for mq, stats in table.items()}
+
+    def has_topic(self, addr: str, topic: str) -> bool:
+        return topic in self.get_all(addr, RequestCode.GET_ALL_TOPIC_CONFIG)["topicConfigTable"]
