@@ -261,3 +261,27 @@ class BrokerPair:
 
     def has_topic(self, addr: str, topic: str) -> bool:
         return topic in self.get_all(addr, RequestCode.GET_ALL_TOPIC_CONFIG)["topicConfigTable"]
+
+    def create_topic(self, topic: str, queues: int = 4, timeout: float = 15.0) -> str:
+        """UPDATE_AND_CREATE_TOPIC on the master, then until the slave's copy of the topics has it
+        (its metadata sync runs every 10 s)."""
+        assert self.call(self.master_addr, update_topic_request(topic, queues)).code == ResponseCode.SUCCESS
+        wait_until(lambda: self.has_topic(self.slave_addr, topic), timeout, f"topic {topic} copied to the slave")
+        return topic
+
+    def wait_replicated(self, topic: str, timeout: float = 10.0) -> dict[int, int]:
+        """Until the slave's queues of ``topic`` end where the master's do; those ends."""
+        ends = self.max_offsets(self.master_addr, topic)
+        wait_until(lambda: self.max_offsets(self.slave_addr, topic) == ends, timeout, f"{topic} replicated")
+        return ends
+
+    def wait_committed(self, addr: str, topic: str, group: str, ends: dict[int, int], timeout: float) -> None:
+        """Until ``group``'s offsets on ``addr`` are ``ends`` (queue id -> offset)."""
+        wait_until(
+            lambda: all(self.committed(addr, topic, q, group) == end for q, end in ends.items()),
+            timeout,
+            lambda: (
+                f"{group}'s offsets on {addr} at {ends} "
+                f"(they are { ({q: self.committed(addr, topic, q, group) for q in ends}) })"
+            ),
+        )
