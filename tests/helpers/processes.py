@@ -14,6 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL
 from rmq.client.admin_client import AdminClient
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
@@ -285,3 +286,10 @@ class BrokerPair:
                 f"(they are { ({q: self.committed(addr, topic, q, group) for q in ends}) })"
             ),
         )
+
+    def master_returns_with(self, topic: str, group: str, ends: dict[int, int]) -> None:
+        """``group``'s offsets ``ends`` committed on the slave while the master was down; then the
+        master back (same store and ports) until it has them too (the slave hands them over)."""
+        self.wait_committed(self.slave_addr, topic, group, ends, 10)
+        self.start_master()  # routed again once this returns
+        self.wait_committed(self.master_addr, topic, group, ends, SLAVE_SYNC_INTERVAL + 5)
