@@ -20,7 +20,9 @@ the file under ``slaveCommitTable``) until the master has them:
 So an offset of a queue never moves back on the slave while it holds a commit the master has not
 seen, and the master takes the slave's higher offset when it returns. The one thing this overrides
 is an admin reset on the master of a queue that has a pending slave commit (the reset moved it back
-below the slave's): reset again once the slave has handed its commits over.
+below the slave's): reset again once the slave has handed its commits over. And a consumer that
+commits to the master between the slave's read of the master's table and its hand-over (a few ms)
+sees its offset moved back to the slave's until its own next commit (every 5 s).
 """
 
 from __future__ import annotations
