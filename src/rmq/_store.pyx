@@ -198,6 +198,17 @@ cdef PutMessageResult put_failure(int status):
     return r
 
 
+cdef void complete_put(PutMessageResult r, int status):
+    """A waiting put is done: its status, then its callback (once; one that raises is logged)."""
+    r.status_code = status
+    callback = r._callback
+    r._callback = None
+    try:
+        callback(r)
+    except Exception:
+        log.exception("put completion %r raised", callback)
+
+
 cdef class GetMessageResult:
     """Outcome of a get: status, the stored records as zero-copy views, and where to go next."""
 
@@ -738,23 +749,17 @@ cdef class StoreCore:
             slave_late = r._wait_slave and r.next_offset > replicated
             # past a deadline first, as RocketMQ's producer thread gives up waiting
             if self.sync_flush and now - r._since > self.sync_flush_timeout:
-                r.status_code = FLUSH_DISK_TIMEOUT
+                complete_put(r, FLUSH_DISK_TIMEOUT)
             elif r._wait_slave and now - r._since > self.slave_timeout:
-                r.status_code = FLUSH_DISK_TIMEOUT if disk_late else FLUSH_SLAVE_TIMEOUT
+                complete_put(r, FLUSH_DISK_TIMEOUT if disk_late else FLUSH_SLAVE_TIMEOUT)
             elif not disk_late and not slave_late:
-                r.status_code = r._done_status
+                complete_put(r, r._done_status)
             elif disk_late and error:
-                r.status_code = FLUSH_DISK_TIMEOUT
+                complete_put(r, FLUSH_DISK_TIMEOUT)
             else:
                 requests.appendleft(r)
                 break
-            callback = r._callback
-            r._callback = None
             done += 1
-            try:
-                callback(r)
-            except Exception:
-                log.exception("put completion %r raised", callback)
         return done
 
     def abandon_commits(self):
@@ -764,15 +769,9 @@ cdef class StoreCore:
         cdef Py_ssize_t done = self.complete_commits()
         while self._commit_requests:
             r = self._commit_requests.popleft()
-            r.status_code = FLUSH_DISK_TIMEOUT if (self.sync_flush and r.next_offset > self._completed_flushed) \
-                else FLUSH_SLAVE_TIMEOUT
-            callback = r._callback
-            r._callback = None
+            complete_put(r, FLUSH_DISK_TIMEOUT if (self.sync_flush and r.next_offset > self._completed_flushed)
+                         else FLUSH_SLAVE_TIMEOUT)
             done += 1
-            try:
-                callback(r)
-            except Exception:
-                log.exception("put completion %r raised", callback)
         return done
 
     def finish_group_commit(self):

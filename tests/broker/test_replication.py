@@ -36,9 +36,9 @@ def client():
     c.shutdown()
 
 
-def start_pair(processes, tmp_path: Path, role: str):
+def start_pair(processes, tmp_path: Path, role: str, start_slave: bool = True, **more: str):
     _, namesrv = start_namesrv(processes.spawn)
-    common = {**CLUSTER_BROKER_SETTINGS, "autoCreateTopicEnable": "true", "slaveTimeout": "1000"}
+    common = {**CLUSTER_BROKER_SETTINGS, "autoCreateTopicEnable": "true", "slaveTimeout": "1000", **more}
     master_settings = broker_settings(tmp_path / "master", **common, brokerRole=role)
     slave_settings = broker_settings(
         tmp_path / "slave", **common, brokerRole="SLAVE", brokerId="1", haSendHeartbeatInterval="500"
@@ -46,18 +46,28 @@ def start_pair(processes, tmp_path: Path, role: str):
     for settings in (master_settings, slave_settings):
         del settings["namesrvListenPort"]
     _, master = start_broker_process(processes.spawn, master_settings, namesrv, ("--log-level", "WARNING"))
-    slave_proc, slave = start_broker_process(processes.spawn, slave_settings, namesrv, ("--log-level", "WARNING"))
+
+    def launch_slave():
+        return start_broker_process(processes.spawn, slave_settings, namesrv, ("--log-level", "WARNING"))
+
+    if not start_slave:
+        return master, launch_slave
+    slave_proc, slave = launch_slave()
     return master, slave, slave_proc
 
 
-def commit_log_bytes(store: Path) -> bytes:
-    return b"".join(p.read_bytes() for p in sorted((store / "commitlog").iterdir()))
+def commit_log_bytes(store: Path, names: list[str] | None = None) -> bytes:
+    files = sorted((store / "commitlog").iterdir())
+    return b"".join(p.read_bytes() for p in files if names is None or p.name in names)
 
 
 def wait_replicated(tmp_path: Path) -> None:
+    """Until the slave's CommitLog files hold what the master's files of the same names hold."""
+
     def same() -> bool:
-        master, slave = commit_log_bytes(tmp_path / "master"), commit_log_bytes(tmp_path / "slave")
-        return master.rstrip(b"\0") == slave.rstrip(b"\0")
+        names = [p.name for p in (tmp_path / "slave" / "commitlog").iterdir()]
+        master = commit_log_bytes(tmp_path / "master", names)
+        return bool(names) and master.rstrip(b"\0") == commit_log_bytes(tmp_path / "slave").rstrip(b"\0")
 
     wait_until(same, 20, "the slave's CommitLog is the master's")
 
@@ -105,3 +115,25 @@ def test_sync_master_without_a_slave_answers_slave_not_available(processes, clie
     answer = call(client, master, send_request("Alone", b"x"))
     assert answer.code == ResponseCode.SLAVE_NOT_AVAILABLE
     assert answer.ext_fields.get("msgId")  # stored all the same
+
+
+def test_a_slave_started_late_copies_the_last_file_and_resumes_after_a_restart(processes, client, tmp_path):
+    master, start_slave = start_pair(
+        processes, tmp_path, "ASYNC_MASTER", start_slave=False, mappedFileSizeCommitLog=str(256 * 1024)
+    )
+    for i in range(1000):  # more than 3 files
+        assert call(client, master, send_request("Late", bytes([i % 251]) * 700, queue_id=i % 4)).code == 0
+    master_files = sorted(p.name for p in (tmp_path / "master" / "commitlog").iterdir())
+    assert len(master_files) >= 3
+    slave_proc, _ = start_slave()
+    wait_replicated(tmp_path)
+    assert sorted(p.name for p in (tmp_path / "slave" / "commitlog").iterdir()) == master_files[-1:]
+    # restarted mid-stream: it resumes from its own end (its first file stays the first)
+    slave_proc.send_signal(signal.SIGTERM)
+    slave_proc.wait(10)
+    for i in range(600):  # the master rolls over meanwhile: a new slave would start past the file it has
+        assert call(client, master, send_request("Late", bytes([i % 251]) * 700, queue_id=i % 4)).code == 0
+    start_slave()
+    wait_replicated(tmp_path)
+    slave_files = sorted(p.name for p in (tmp_path / "slave" / "commitlog").iterdir())
+    assert slave_files[0] == master_files[-1] and len(slave_files) > 1

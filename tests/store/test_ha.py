@@ -176,6 +176,27 @@ def test_sync_master_waits_for_a_slave(tmp_path, opened):
     assert r.status is PutMessageStatus.PUT_OK and seen == [True]
 
 
+def test_sync_master_and_sync_flush_wait_for_both(tmp_path, opened):
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER", flush_disk_type="SYNC_FLUSH")
+    slave = open_slave(tmp_path, opened, master)
+    wait_until(lambda: master.ha_service.slaves() and master.ha_service.slaves()[0].acked_offset >= 0, 10, "slave")
+    done = threading.Event()
+    seen = []
+
+    def on_done(result):
+        seen.append(
+            (
+                master.commit_log.get_flushed_where() >= result.next_offset,
+                slave.commit_log.get_max_offset() >= result.next_offset,
+            )
+        )
+        done.set()
+
+    r = master.put_message("TopicA", 0, b"both", b"", callback=on_done)
+    assert done.wait(10)
+    assert r.status is PutMessageStatus.PUT_OK and seen == [(True, True)]
+
+
 # -- bad input on the HA port ---------------------------------------------------------------------
 
 

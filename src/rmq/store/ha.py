@@ -42,9 +42,12 @@ if TYPE_CHECKING:
 log = logging.getLogger("rmq.store.ha")
 
 BIND_ADDRESS = "0.0.0.0"
-# The master polls for new CommitLog bytes at least this often when nobody tells it (RocketMQ's
-# WriteSocketService waits 100 ms); a broker tells it after every loop iteration that stored.
+# How often the master looks for new CommitLog bytes. SYNC_MASTER: a broker also tells it after
+# every loop iteration that stored (a send waits for the slave); ASYNC_MASTER only polls, so that
+# a burst of iterations costs one wake-up of the HA thread (and one hand-off of the GIL the broker's
+# loop needs), not one each. RocketMQ's WriteSocketService waits up to 100 ms.
 NEW_DATA_POLL = 0.1
+ASYNC_NEW_DATA_POLL = 0.002
 # One wake-up of a connection sends at most this much before it lets the loop serve the others.
 MAX_BYTES_PER_WAKEUP = 1 << 20
 # Frames a master hands to one sendmsg when a slave is behind.
@@ -117,7 +120,8 @@ class HAConnection:
             if not self._on_report(wire.decode_report(self._inbuf, position)):
                 return
         del self._inbuf[:whole]
-        self.service.publish_acks()
+        if self.service.sync:
+            self.service.publish_acks()
         self.transfer()
 
     def _on_report(self, offset: int) -> bool:
@@ -238,6 +242,8 @@ class HAService:
         self._new_data_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._notified = False
         self._samples: collections.deque = collections.deque(maxlen=LAG_SAMPLES)
+        # SYNC_MASTER: told of every stored iteration, and every ack goes to the group commit
+        self.sync = store.sync_master
 
     def start(self) -> HAService:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -250,7 +256,7 @@ class HAService:
         self.loop.add_handler(self._new_data_fd, select.EPOLLIN, self._on_new_data)
         tick = min(self.heartbeat_interval, self.housekeeping_interval, 1.0) / 2
         self.loop.schedule_periodic(tick, self._housekeeping)
-        self.loop.schedule_periodic(NEW_DATA_POLL, self._transfer_all)
+        self.loop.schedule_periodic(NEW_DATA_POLL if self.sync else ASYNC_NEW_DATA_POLL, self._transfer_all)
         self.loop.start()
         log.info("HA service listening on %s:%d", BIND_ADDRESS, self.port)
         return self
@@ -269,8 +275,9 @@ class HAService:
             self._listener = None
 
     def notify_new_data(self) -> None:
-        """New CommitLog bytes were written (any thread; one eventfd write per wake-up)."""
-        if not self._notified and self.connections:
+        """New CommitLog bytes were written (any thread; one eventfd write per wake-up). Only a
+        SYNC_MASTER's sends wait: an ASYNC_MASTER's HA thread finds the bytes on its next poll."""
+        if self.sync and not self._notified and self.connections:
             self._notified = True
             try:
                 os.eventfd_write(self._new_data_fd, 1)
@@ -304,6 +311,8 @@ class HAService:
         self._transfer_all()
 
     def _transfer_all(self) -> None:
+        if not self.connections:
+            return
         end = self.store.commit_log.get_max_offset()
         if not self._samples or self._samples[-1][0] < end:
             self._samples.append((end, time.monotonic()))
