@@ -290,23 +290,18 @@ class ClientInstance:
             except (RemotingError, ClientError) as exc:
                 log.warning("route refresh of %s failed: %s", topic, exc)
 
-    def find_broker_addr(self, broker_name: str, master_only: bool = True) -> str | None:
-        addrs = self.broker_addrs.get(broker_name)
-        if not addrs:
-            return None
-        if master_only:
-            return addrs.get(MASTER_ID)
-        return addrs.get(MASTER_ID) or next(iter(addrs.values()))
+    def find_broker_addr(self, broker_name: str) -> str | None:
+        """The master's address of ``broker_name`` (sends, send-backs, queue locks)."""
+        return (self.broker_addrs.get(broker_name) or {}).get(MASTER_ID)
 
-    def broker_addr_or_raise(self, broker_name: str, topic: str, master_only: bool = True) -> str:
-        addr = self.find_broker_addr(broker_name, master_only)
+    def broker_addr_or_raise(self, broker_name: str, topic: str) -> str:
+        addr = self.find_broker_addr(broker_name)
         if addr is None:
             self.update_route(topic)
-            addr = self.find_broker_addr(broker_name, master_only)
+            addr = self.find_broker_addr(broker_name)
         if addr is None:
             raise ClientError(
-                f"broker {broker_name!r} of topic {topic!r} has no {'master ' if master_only else ''}"
-                "address in the name server's route"
+                f"broker {broker_name!r} of topic {topic!r} has no master address in the name server's route"
             )
         return addr
 
