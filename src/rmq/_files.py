@@ -10,7 +10,11 @@ the temp file is renamed over ``<name>``; the directory is fsynced. At every ins
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
+
+T = TypeVar("T")
 
 BACKUP_SUFFIX = ".bak"
 TEMP_SUFFIX = ".tmp"
@@ -37,3 +41,21 @@ def write_file_atomically(path: Path, text: str) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+def read_with_backup(path: Path, parse: Callable[[str], T]) -> T | None:
+    """``parse`` of ``path``'s text, else of ``path.bak``'s (what a crash during a rewrite leaves);
+    None when neither exists. When every file present fails to parse, the last error is raised."""
+    error: Exception | None = None
+    for candidate in (path, backup_path(path)):
+        try:
+            text = candidate.read_text(encoding="utf-8")
+        except FileNotFoundError:
+            continue
+        try:
+            return parse(text)
+        except Exception as e:  # any malformed content: try the backup
+            error = e
+    if error is not None:
+        raise error
+    return None

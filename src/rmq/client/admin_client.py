@@ -31,6 +31,7 @@ from rmq.protocol.message import (
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.record import StoredMessage, decode_msg_id, decode_records
+from rmq.protocol.replica import CommitLogDigests
 from rmq.protocol.route import MASTER_ID
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
@@ -66,6 +67,27 @@ class QueueProgress:
     @property
     def lag(self) -> int:
         return max(0, self.broker_offset - self.consumer_offset)
+
+
+@dataclasses.dataclass
+class ReplicaCheck:
+    """A slave's CommitLog against its master's (``verify_replicas``): identical up to ``verified_to``,
+    or the first range ``[first_difference, first_difference + difference_length)`` that differs."""
+
+    broker_name: str
+    slave_id: int
+    slave_addr: str
+    master_addr: str
+    master_max_offset: int
+    slave_max_offset: int
+    verified_from: int
+    verified_to: int
+    first_difference: int | None = None
+    difference_length: int = 0
+
+    @property
+    def identical(self) -> bool:
+        return self.first_difference is None
 
 
 @dataclasses.dataclass
@@ -371,6 +393,54 @@ class AdminClient:
             if response.code == ResponseCode.SUCCESS:
                 found += _records(body_bytes(response.body))
         return sorted(found, key=lambda m: m.store_timestamp)[:max_num]
+
+    # -- replication ----------------------------------------------------------------------------
+
+    def broker_addrs(self, broker_name: str) -> dict[int, str]:
+        """brokerId -> address of every broker (master and slaves) named ``broker_name``."""
+        data = (self.cluster_info().get("brokerAddrTable") or {}).get(broker_name)
+        if data is None:
+            raise AdminError(f"broker {broker_name!r} is not known to the name server")
+        return {int(broker_id): addr for broker_id, addr in sorted((data.get("brokerAddrs") or {}).items())}
+
+    def commit_log_digests(self, addr: str, start: int, end: int, range_size: int) -> CommitLogDigests:
+        """The broker's CommitLog digests of ``[start, end)`` in ``range_size``-aligned ranges."""
+        ext = {"startOffset": start, "endOffset": end, "rangeSize": range_size}
+        return CommitLogDigests.decode(body_bytes(self.invoke(addr, RequestCode.GET_COMMIT_LOG_DIGESTS, ext).body))
+
+    def verify_replicas(self, broker_name: str, range_size: int) -> list[ReplicaCheck]:
+        """Each slave of ``broker_name`` against its master: both hash their CommitLog over what both
+        hold, range by range, and the first range whose digests differ is named."""
+        addrs = self.broker_addrs(broker_name)
+        master = addrs.get(MASTER_ID)
+        if master is None:
+            raise AdminError(f"broker {broker_name!r} has no master registered")
+        slaves = {i: a for i, a in addrs.items() if i != MASTER_ID}
+        if not slaves:
+            raise AdminError(f"broker {broker_name!r} has no slave registered")
+        checks = []
+        for slave_id, slave in slaves.items():
+            # what each holds first (an empty range asks for no hashing), then the digests of the overlap
+            master_span = self.commit_log_digests(master, 0, 0, range_size)
+            slave_span = self.commit_log_digests(slave, 0, 0, range_size)
+            start = max(master_span.min_offset, slave_span.min_offset)
+            end = min(master_span.max_offset, slave_span.max_offset)
+            check = ReplicaCheck(
+                broker_name, slave_id, slave, master, master_span.max_offset, slave_span.max_offset, start, end
+            )
+            if end > start:
+                ours = self.commit_log_digests(master, start, end, range_size).digests
+                theirs = self.commit_log_digests(slave, start, end, range_size).digests
+                for a, b in zip(ours, theirs, strict=False):
+                    if a != b:
+                        check.first_difference, check.difference_length = a.offset, max(a.length, b.length)
+                        break
+                else:
+                    if len(ours) != len(theirs):
+                        shorter = ours if len(ours) < len(theirs) else theirs
+                        check.first_difference = shorter[-1].offset + shorter[-1].length if shorter else start
+            checks.append(check)
+        return checks
 
     def broker_runtime_info(self, addr: str) -> dict[str, str]:
         response = self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)

@@ -7,6 +7,7 @@ One connection per address carries every request to it (answers matched by opaqu
 on first use, without blocking the loop, and again on the next use after it drops. Requests waiting
 on a connection that drops fail at once. Requests the server sends to the client
 (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE) go to processors registered as on a server.
+Unless given one, the client starts its own loop thread; docs/threads.md lists each, and who stops it.
 """
 
 from __future__ import annotations

@@ -12,6 +12,7 @@ opaque. Unknown request codes get REQUEST_CODE_NOT_SUPPORTED; a handler that rai
 gets its code and remark, one that raises anything else SYSTEM_ERROR;
 the connection stays open either way. A connection whose bytes cannot be framed is closed (the
 stream cannot be trusted past them), with one log line, and nobody else notices.
+Unless given one, the server starts its own loop thread; docs/threads.md lists each, and who stops it.
 """
 
 from __future__ import annotations

@@ -52,6 +52,11 @@ class RequestCode(IntEnum):
     SEND_BATCH_MESSAGE = 320
     QUERY_DATA_VERSION = 322
 
+    # rmq's own requests, with no RocketMQ counterpart (documented in the README's protocol section);
+    # numbered from 9100, far from RocketMQ's codes.
+    # {startOffset, endOffset, rangeSize} -> CommitLog digests (rmq.protocol.admin_body.CommitLogDigests)
+    GET_COMMIT_LOG_DIGESTS = 9100
+
 
 class ResponseCode(IntEnum):
     SUCCESS = 0

@@ -7,7 +7,8 @@ Python frame; see their docstrings (and ``rmq/_store.pyi``).
 Start-up order (crash safety): take the ``lock`` file, read ``abort`` (present = the last run
 crashed), map the files, recover, and only then create ``abort`` again and accept puts. Shutdown
 stops puts, lets the services finish (completing every pending SYNC_FLUSH put), flushes, and
-removes ``abort`` last.
+removes ``abort`` last. The store's service threads (flush, group commit, retention) are in
+docs/threads.md.
 """
 
 from __future__ import annotations

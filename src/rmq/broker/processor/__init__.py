@@ -9,6 +9,7 @@ with ``handlers() -> {request code: handler(channel, request)}``.
     lock            LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)
     admin_broker    what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
                     stats, offset reset, topic deletion, connections, runtime info
+    replica         rmq's own replication requests: CommitLog digests for ha-verify
     base            header fields, refusals as responses (shared by all of them)
 
 ``PROCESSORS`` is the one list the controller registers, in order (a later class's handler for a
@@ -22,6 +23,7 @@ from rmq.broker.processor.lock import LockProcessor
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.query import QueryMessageProcessor
 from rmq.broker.processor.queue_offset import QueueOffsetProcessor
+from rmq.broker.processor.replica import ReplicaProcessor
 from rmq.broker.processor.send import SendProcessor
 from rmq.broker.processor.send_back import SendBackProcessor
 from rmq.broker.processor.topic import TopicProcessor
@@ -37,6 +39,7 @@ PROCESSORS = [
     QueryMessageProcessor,
     LockProcessor,
     AdminBrokerProcessor,
+    ReplicaProcessor,
 ]
 
 __all__ = ["PROCESSORS"]

@@ -1,0 +1,55 @@
+"""rmq's own requests about replication (no RocketMQ counterpart; codes from 9100, README protocol section):
+
+GET_COMMIT_LOG_DIGESTS (9100) {startOffset, endOffset, rangeSize} -> CommitLogDigests
+    the xxh3-128 of the CommitLog in rangeSize-aligned ranges (``rmq.store.digest``), for
+    ``rmq-admin broker ha-verify``: hashed on the scheduler thread, never on the event loop,
+    and answered from there.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from rmq.broker.processor.base import Handler, Processor, success
+from rmq.net.channel import Channel
+from rmq.net.codec import RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.fields import int_field, malformed
+from rmq.protocol.replica import MAX_RANGES, CommitLogDigests
+from rmq.store.digest import commit_log_digests
+
+log = logging.getLogger("rmq.broker")
+
+
+class ReplicaProcessor(Processor):
+    def handlers(self) -> dict[int, Handler]:
+        return {RequestCode.GET_COMMIT_LOG_DIGESTS: self.get_commit_log_digests}
+
+    def get_commit_log_digests(self, channel: Channel, request: RemotingCommand) -> None:
+        ext = request.ext_fields
+        start = int_field(ext, "startOffset", 0)
+        end = int_field(ext, "endOffset")
+        range_size = int_field(ext, "rangeSize")
+        if range_size <= 0:
+            raise malformed("rangeSize", ext["rangeSize"], "a positive number of bytes")
+        if start < 0 or end < start:
+            raise malformed("endOffset", ext["endOffset"], f"an offset at or after startOffset {start}")
+        if (end - start) // range_size >= MAX_RANGES:
+            raise malformed("rangeSize", ext["rangeSize"], f"ranges few enough to cut [{start}, {end}) in {MAX_RANGES}")
+        self.controller.scheduler.run_soon(self._answer_digests, channel, request, start, end, range_size)
+        return None
+
+    def _answer_digests(self, channel: Channel, request: RemotingCommand, start: int, end: int, size: int) -> None:
+        store = self.controller.store
+        try:
+            digests = CommitLogDigests(
+                store.get_min_phy_offset(),
+                store.get_max_phy_offset(),
+                size,
+                commit_log_digests(store, start, end, size),
+            )
+        except Exception as e:
+            log.exception("CommitLog digests [%d, %d) failed", start, end)
+            channel.send_response(RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark=str(e)))
+            return
+        channel.send_response(success(request, body=digests.encode()))

@@ -1,0 +1,60 @@
+"""Bodies of rmq's own replication requests (no RocketMQ counterpart), shared by broker and admin client.
+
+    GET_COMMIT_LOG_DIGESTS (9100) {startOffset, endOffset, rangeSize} ->
+        {"minOffset": m, "maxOffset": M, "rangeSize": r, "digests": [[offset, length, "xxh3-128 hex"], ...]}
+
+Ranges are aligned on multiples of rangeSize from offset 0 (``rmq.store.digest``), so a master and
+its slave cut the same ranges and a command compares them one by one.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+from rmq.protocol.java_json import COMPACT
+
+DEFAULT_RANGE_SIZE = 64 << 20
+# The most ranges one request may ask for (a 1 TiB log in 64 MiB ranges is 16,384).
+MAX_RANGES = 65_536
+
+
+@dataclasses.dataclass(frozen=True)
+class RangeDigest:
+    """The xxh3-128 of the CommitLog bytes ``[offset, offset + length)``."""
+
+    offset: int
+    length: int
+    digest: str
+
+
+@dataclasses.dataclass(frozen=True)
+class CommitLogDigests:
+    """One broker's answer: what its CommitLog holds, and the digests of the ranges asked for."""
+
+    min_offset: int
+    max_offset: int
+    range_size: int
+    digests: list[RangeDigest]
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "minOffset": self.min_offset,
+                "maxOffset": self.max_offset,
+                "rangeSize": self.range_size,
+                "digests": [[d.offset, d.length, d.digest] for d in self.digests],
+            },
+            separators=COMPACT,
+        ).encode()
+
+    @classmethod
+    def decode(cls, body: bytes) -> CommitLogDigests:
+        data: dict[str, Any] = json.loads(body)
+        return cls(
+            int(data["minOffset"]),
+            int(data["maxOffset"]),
+            int(data["rangeSize"]),
+            [RangeDigest(int(o), int(n), str(d)) for o, n, d in data["digests"]],
+        )
