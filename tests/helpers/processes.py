@@ -217,10 +217,13 @@ class BrokerPair:
         self.client.start()
         self.namesrv_proc, self.namesrv_addr = start_namesrv(self.spawn)
         self.start_master()
+        self.start_slave()
+        return self
+
+    def start_slave(self) -> None:
         self.slave_proc, _ = start_broker_process(
             self.spawn, self.slave_settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
         )
-        return self
 
     def start_master(self) -> None:
         self.master_proc, _ = start_broker_process(
