@@ -3,6 +3,13 @@
 request), under ASYNC_FLUSH and SYNC_FLUSH; then pull throughput (PULL_MESSAGE, 32 per pull).
 
     PYTHONPATH=src python perf/bench_broker.py [--seconds 3] [--repeat 3] [--flush ASYNC_FLUSH,SYNC_FLUSH] [--json]
+    PYTHONPATH=src python perf/bench_broker.py --roles standalone,async_master,sync_master
+
+``--roles`` compares replication roles instead (each ASYNC_FLUSH; a master runs with a slave
+process on a store of its own): single and batched sends at the given depths, the runs of the
+roles interleaved (role A, B, C, A, B, C, ...) so that a drift of the machine hits all alike; for
+masters, the replication lag under that load, sampled from both brokers' commitLogMaxOffset
+(bytes behind, and ms from when the master reached an offset until the slave did: p50 / p99).
 
 The load comes from a minimal pipelined client on a raw socket (pre-encoded frames, answers
 counted from their length prefix, their code read from the header), so that the figures measure the
@@ -24,6 +31,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 
@@ -263,7 +271,7 @@ def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
     assert answer["code"] == 0, answer
 
 
-def start_broker(store: str, flush: str) -> tuple[subprocess.Popen, int, int]:
+def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen, int, int]:
     """An ``rmq-broker`` process (embedded name server) holding TOPIC: (process, port, name server port)."""
     port, namesrv_port = free_port(), free_port()
     settings = {
@@ -272,14 +280,140 @@ def start_broker(store: str, flush: str) -> tuple[subprocess.Popen, int, int]:
         "namesrvListenPort": namesrv_port,
         "storePathRootDir": store,
         "flushDiskType": flush,
+        "haListenPort": free_port(),
+        **more,
     }
     args = [sys.executable, "-m", "rmq.cli.broker", "--log-level", "WARNING"]
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
     proc = subprocess.Popen(args, env=dict(os.environ))
     wait_for_port(port, proc)
-    create_topic(port, TOPIC)
+    if more.get("brokerRole") != "SLAVE":
+        create_topic(port, TOPIC)
     return proc, port, namesrv_port
+
+
+def max_phy_offset(port: int) -> int:
+    _header, body = admin(port, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), with_body=True)
+    return int(orjson.loads(body)["table"]["commitLogMaxOffset"])
+
+
+@contextlib.contextmanager
+def running_role(role: str) -> Iterator[tuple[int, int | None]]:
+    """A broker of ``role`` (standalone, async_master, sync_master) on ASYNC_FLUSH, a master with a
+    slave process (its own store, registered with the master's embedded name server) that has caught
+    up: (port, slave port or None)."""
+    roots, procs = [], []
+    try:
+        roots.append(tempfile.mkdtemp(prefix="rmq-bench-broker-"))
+        broker_role = {"standalone": "ASYNC_MASTER"}.get(role, role.upper())
+        proc, port, namesrv_port = start_broker(roots[0], "ASYNC_FLUSH", brokerRole=broker_role)
+        procs.append(proc)
+        slave_port = None
+        if role != "standalone":
+            roots.append(tempfile.mkdtemp(prefix="rmq-bench-slave-"))
+            slave, slave_port, _ = start_broker(
+                roots[1], "ASYNC_FLUSH", brokerRole="SLAVE", brokerId="1", namesrvAddr=f"127.0.0.1:{namesrv_port}"
+            )
+            procs.append(slave)
+            deadline = time.monotonic() + 30
+            while max_phy_offset(slave_port) < max_phy_offset(port) or max_phy_offset(port) == 0:
+                if time.monotonic() > deadline:
+                    raise TimeoutError("the slave did not catch up")
+                if max_phy_offset(port) == 0 or role == "sync_master":  # SYNC_MASTER: until a slave acks
+                    sends_per_second(port, 1, False, 0.05)
+                time.sleep(0.05)
+        yield port, slave_port
+    finally:
+        for proc in reversed(procs):
+            proc.send_signal(signal.SIGTERM)
+            proc.wait(30)
+        for root in roots:
+            shutil.rmtree(root, ignore_errors=True)
+
+
+class LagSampler:
+    """Samples a master's and its slave's commitLogMaxOffset on a thread while a run goes on."""
+
+    def __init__(self, port: int, slave_port: int):
+        self.port, self.slave_port = port, slave_port
+        self.master: list[tuple[float, int]] = []
+        self.slave: list[tuple[float, int]] = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name="bench-lag-sampler", daemon=True)
+
+    def __enter__(self) -> LagSampler:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._stop.set()
+        self._thread.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(0.005):
+            self.master.append((time.perf_counter(), max_phy_offset(self.port)))
+            self.slave.append((time.perf_counter(), max_phy_offset(self.slave_port)))
+
+    def lag_bytes(self) -> list[int]:
+        return [m - s for (_, m), (_, s) in zip(self.master, self.slave, strict=False)]
+
+    def lag_ms(self) -> list[float]:
+        """For each master sample: ms until the slave's offset reached it (samples it never reached skipped)."""
+        lags, j = [], 0
+        for t, offset in self.master:
+            while j < len(self.slave) and (self.slave[j][1] < offset or self.slave[j][0] < t):
+                j += 1
+            if j == len(self.slave):
+                break
+            lags.append((self.slave[j][0] - t) * 1000)
+        return lags
+
+
+def percentile(values: list[float], p: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(p / 100 * len(ordered)))]
+
+
+def compare_roles(args, report: Report, roles: list[str], depths: list[int]) -> None:
+    """Sends per second of each role, runs interleaved; replication lag of the masters."""
+    with contextlib.ExitStack() as stack:
+        brokers = {role: stack.enter_context(running_role(role)) for role in roles}
+        for batch in (False, True):
+            kind = f"batch {BATCH}" if batch else "single"
+            for depth in depths:
+                rates: dict[str, list[float]] = {role: [] for role in roles}
+                lags: dict[str, tuple[list[int], list[float]]] = {role: ([], []) for role in roles}
+                for _ in range(args.repeat):
+                    for role in roles:
+                        rates[role].append(sends_per_second(brokers[role][0], depth, batch, args.seconds))
+                # the lag from runs of their own: the sampler's requests and thread would slow the
+                # masters' runs above and not the standalone broker's
+                for role in roles:
+                    port, slave_port = brokers[role]
+                    if slave_port is not None:
+                        with LagSampler(port, slave_port) as sampler:
+                            sends_per_second(port, depth, batch, args.seconds)
+                        lags[role][0].extend(sampler.lag_bytes())
+                        lags[role][1].extend(sampler.lag_ms())
+                base = statistics.median(rates[roles[0]])
+                for role in roles:
+                    name = f"{role} send {kind} in flight {depth}"
+                    rate = statistics.median(rates[role])
+                    report.figure(name, rate, "msgs/s")
+                    line = f"{role:13s} send {kind:8s} in flight {depth:3d}: {rate:12,.0f} msgs/s ({rate / base:.2f}x)"
+                    lag_bytes, lag_ms = lags[role]
+                    if lag_bytes:
+                        p50, p99 = percentile(lag_ms, 50), percentile(lag_ms, 99)
+                        report.figure(f"{name}, lag p50", p50, "ms")
+                        report.figure(f"{name}, lag p99", p99, "ms")
+                        line += (
+                            f"  lag {statistics.median(lag_bytes):,.0f} B median, {max(lag_bytes):,} B max;"
+                            f" {p50:.1f} / {p99:.1f} ms p50/p99"
+                        )
+                    report.line(line)
 
 
 @contextlib.contextmanager
@@ -306,11 +440,18 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is printed)")
     parser.add_argument("--flush", default="ASYNC_FLUSH,SYNC_FLUSH", help="flushDiskType values to run")
     parser.add_argument("--in-flight", default="1,16,64", help="requests in flight")
+    parser.add_argument(
+        "--roles", help="compare these roles instead (standalone,async_master,sync_master), ASYNC_FLUSH"
+    )
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parser.parse_args()
     depths = [int(d) for d in args.in_flight.split(",")]
     report = Report(args.json)
     report.line(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}")
+    if args.roles:
+        with report.section("roles"):
+            compare_roles(args, report, args.roles.split(","), [d for d in depths if d > 1] or depths)
+        return report.finish()
     for flush in args.flush.split(","):
         with report.section(f"{flush} broker"), running_broker(flush) as (port, _namesrv_port):
             for batch in (False, True):

@@ -1,5 +1,6 @@
-# The SYNC_FLUSH group commit: state shared by the put path (GIL held) and a flush thread that
-# never holds the GIL (the drawing opens _group_commit.pyx).
+# The group commit: the watermarks a waiting put needs passed (flushed: SYNC_FLUSH; replicated:
+# SYNC_MASTER), shared by the put path (GIL held), a flush thread that never holds the GIL and the
+# HA service; one eventfd tells the completer either moved (the drawing opens _group_commit.pyx).
 from libc.stdint cimport int64_t
 
 
@@ -29,6 +30,8 @@ cdef struct GroupCommitState:
     int64_t flushed                     # everything below is on disk
     int64_t flushed_timestamp
     int64_t flush_count
+    int64_t replicated                  # the best slave ack: everything below is on a slave
+    int slaves                          # slaves connected to the HA service
     int error                           # errno of a failed msync, until the completer has seen it
     bint idle                           # the flush thread is waiting on ``wake``
     bint stopping
@@ -45,5 +48,6 @@ cdef class GroupCommit:
     cdef void publish_files(self, list files)
     cdef void kick(self) noexcept
     cdef void stop(self) noexcept
-    cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp) noexcept
+    cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp, int64_t* replicated) noexcept
+    cdef bint slave_in_sync(self, int64_t end, int64_t max_gap) noexcept
     cdef void finish(self, int error, int64_t flushed, int64_t flushed_timestamp) noexcept

@@ -1,17 +1,24 @@
 # cython: cdivision=True, auto_pickle=False
-# The SYNC_FLUSH group commit (SPEC.md section 6): every put that waits for the disk joins the next
-# flush round, and one msync serves them all. The flush thread is C only: it never takes the GIL.
+# The group commit (SPEC.md section 6): one completion mechanism for the puts that wait, whether for
+# the disk (SYNC_FLUSH: every such put joins the next flush round, and one msync serves them all) or
+# for a slave (SYNC_MASTER: the HA service publishes the best slave ack). A waiting put completes
+# once every watermark it needs has passed its end. The flush thread is C only: it never takes the GIL.
 #
 #   put (GIL held)          flush thread (no GIL)                  completer (GIL held)
 #   write the record        wait until requested > flushed
 #   publish written,   -->  take [flushed, written), msync it,
-#   requested, wake         publish flushed, count a round   -->   complete the puts below flushed
+#   requested, wake         publish flushed, count a round   -->   complete the puts below
+#                                                                  flushed (and/or replicated)
+#                           HA service (its own loop thread)
+#                           a slave acked: publish          -->
+#                           replicated, slaves
 #
 #   GroupCommitState (C, every field guarded by ``mutex``)
-#   +---------+-----------+-----------+---------+-------+------+----------+----------------------+
-#   | written | requested | flushed   | error   | idle  | stop | event_fd | files[8]: the newest |
-#   | (+ ts)  |           | (+ ts)    | (errno) |       |      | (rounds) | CommitLog mappings   |
-#   +---------+-----------+-----------+---------+-------+------+----------+----------------------+
+#   +---------+-----------+-----------+---------+-------+------+----------+------------+--------+--------------+
+#   | written | requested | flushed   | error   | idle  | stop | event_fd | replicated | slaves | files[8]:    |
+#   | (+ ts)  |           | (+ ts)    | (errno) |       |      | (rounds, |            |        | the newest   |
+#   |         |           |           |         |       |      |  acks)   |            |        | mappings     |
+#   +---------+-----------+-----------+---------+-------+------+----------+------------+--------+--------------+
 #
 # The put path publishes under ``mutex`` and signals only an idle flush thread, so the msync of
 # one round runs while the next puts are written: the rounds overlap instead of taking turns with
@@ -167,6 +174,8 @@ cdef class GroupCommit:
         cdef GroupCommitState* gc = self.state
         pthread_mutex_lock(&gc.mutex)
         gc.written = gc.requested = gc.flushed = end
+        if gc.replicated > end:
+            gc.replicated = end
         gc.written_timestamp = gc.flushed_timestamp = 0
         gc.error = 0
         gc.stopping = False
@@ -234,9 +243,37 @@ cdef class GroupCommit:
         pthread_cond_signal(&self.state.wake)
         pthread_mutex_unlock(&self.state.mutex)
 
-    cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp) noexcept:
-        """After a round (``event_fd`` readable) or on a timer: how far the CommitLog is on disk,
-        and the errno of a failed msync since the last call (0 if none)."""
+    def publish_replicated(self, int64_t offset, int slaves):
+        """The HA service's side (any thread): the best offset a connected slave acked and how many
+        slaves are connected; wakes the completer when the ack moved forward."""
+        cdef GroupCommitState* gc = self.state
+        cdef uint64_t one = 1
+        cdef bint moved
+        pthread_mutex_lock(&gc.mutex)
+        moved = offset > gc.replicated
+        gc.replicated = offset      # may go down: the best slave left, a lagging one remains
+        gc.slaves = slaves
+        pthread_mutex_unlock(&gc.mutex)
+        if moved:
+            c_write(gc.event_fd, &one, sizeof(one))
+
+    @property
+    def replicated(self):
+        """The best offset a slave acked."""
+        return self.state.replicated
+
+    cdef bint slave_in_sync(self, int64_t end, int64_t max_gap) noexcept:
+        """A slave is connected and lags less than ``max_gap`` bytes behind ``end``."""
+        cdef GroupCommitState* gc = self.state
+        cdef bint ok
+        pthread_mutex_lock(&gc.mutex)
+        ok = gc.slaves > 0 and end - gc.replicated < max_gap
+        pthread_mutex_unlock(&gc.mutex)
+        return ok
+
+    cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp, int64_t* replicated) noexcept:
+        """After a round or an ack (``event_fd`` readable) or on a timer: how far the CommitLog is
+        on disk and on a slave, and the errno of a failed msync since the last call (0 if none)."""
         cdef GroupCommitState* gc = self.state
         cdef uint64_t counter
         cdef int error
@@ -244,6 +281,7 @@ cdef class GroupCommit:
         pthread_mutex_lock(&gc.mutex)
         flushed[0] = gc.flushed
         flushed_timestamp[0] = gc.flushed_timestamp
+        replicated[0] = gc.replicated
         error = gc.error
         gc.error = 0
         pthread_mutex_unlock(&gc.mutex)

@@ -52,9 +52,12 @@ cdef class PutMessageResult:
     cdef int32_t _store_port
     # a batch: physical offset of every message (None for a single message)
     cdef list _offsets
-    # group commit: wait until the CommitLog is on disk past next_offset, then call callback(self)
+    # group commit: wait until the CommitLog is on disk (SYNC_FLUSH) and on a slave (_wait_slave)
+    # past next_offset, then call callback(self) with status _done_status
     cdef readonly int64_t next_offset
-    cdef double _deadline
+    cdef double _since
+    cdef bint _wait_slave
+    cdef int _done_status
     cdef object _callback
 
 
@@ -81,6 +84,17 @@ cdef class StoreCore:
     cdef readonly bint sync_flush
     cdef readonly double sync_flush_timeout
     cdef readonly bint running
+    # replication: sends wait for a slave (SYNC_MASTER); a slave's CommitLog is the master's copy
+    cdef readonly bint sync_master
+    cdef readonly double slave_timeout
+    cdef readonly int64_t ha_max_gap_not_in_sync
+    cdef readonly bint slave
+    cdef bint _writable
+    # a slave: where its own dispatch of replicated bytes has reached
+    cdef readonly int64_t reput_offset
+    # a slave: the CommitLog file append_replica pwrites into, and its descriptor (-1: none)
+    cdef MappedFile _replica_file
+    cdef int _replica_fd
     cdef list _delay_level_ms
     # the put lock: serialises writers and readers of mapped memory (see _lock)
     cdef bint _busy
@@ -88,6 +102,7 @@ cdef class StoreCore:
     cdef object _commit_requests
     cdef GroupCommit _group_commit
     cdef int64_t _completed_flushed
+    cdef bint _completes_commits
     cdef bint _kicks_rounds
     # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
     cdef readonly int64_t last_store_timestamp
@@ -97,6 +112,8 @@ cdef class StoreCore:
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
     cdef void _publish_put(self, PutMessageResult result, object callback)
+    cdef int _dispatch_replica(self) except -1
+    cdef int _write_replica(self, MappedFile mf, const char* data, Py_ssize_t n) except -1
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
                        ConsumeQueue queue) except -1
     cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,

@@ -26,26 +26,31 @@ import os
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
-from libc.errno cimport EIO
-from libc.stdint cimport int32_t, int64_t, uint32_t
-from libc.string cimport memcmp, strerror
+from libc.errno cimport EINTR, EIO, errno
+from posix.fcntl cimport O_CLOEXEC, O_WRONLY, open as c_open
+from posix.unistd cimport close as c_close, pwrite
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t
+from libc.string cimport memcmp, memcpy, strerror
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport usleep
 
 from rmq._endian cimport load_be32, load_be64
 from rmq._hash cimport java_string_hash
-from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, MESSAGE_ILLEGAL, PROPERTIES_SIZE_EXCEEDED,
+from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, MESSAGE_ILLEGAL,
+                              PROPERTIES_SIZE_EXCEEDED,
                               PUT_OK, SERVICE_NOT_AVAILABLE, SLAVE_NOT_AVAILABLE, CommitLog, record_appended)
 from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
 from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
 from rmq._group_commit cimport GroupCommit
 from rmq._index cimport IndexService
 from rmq._mapped_file cimport MappedFile
-from rmq.protocol._record cimport (CHECK_EMPTY, CHECK_END_OF_FILE, PROPERTIES_MAX_BYTES, REC_FIXED_OVERHEAD,
-                                   REC_QUEUEID, REC_QUEUEOFFSET, REC_STORETIMESTAMP, TOPIC_MAX_BYTES, body_crc_of,
-                                   check_record_c, encode_msg_id_c, record_properties, write_record)
+from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_EMPTY, CHECK_END_OF_FILE, END_FILE_MIN_BLANK_LENGTH,
+                                   MESSAGE_MAGIC_CODE, PROPERTIES_MAX_BYTES, REC_FIXED_OVERHEAD, REC_MAGIC,
+                                   REC_QUEUEID, REC_QUEUEOFFSET, REC_STORETIMESTAMP, REC_TOTALSIZE, TOPIC_MAX_BYTES,
+                                   body_crc_of, check_record_c, encode_msg_id_c, record_properties, write_record)
 
 from rmq import _consume_queue, _mapped_file
+from rmq.errors import StoreError
 from rmq.protocol import _record
 from rmq.protocol import message as _message
 from rmq.protocol.message import encode_properties, topic_error
@@ -193,6 +198,17 @@ cdef PutMessageResult put_failure(int status):
     return r
 
 
+cdef void complete_put(PutMessageResult r, int status):
+    """A waiting put is done: its status, then its callback (once; one that raises is logged)."""
+    r.status_code = status
+    callback = r._callback
+    r._callback = None
+    try:
+        callback(r)
+    except Exception:
+        log.exception("put completion %r raised", callback)
+
+
 cdef class GetMessageResult:
     """Outcome of a get: status, the stored records as zero-copy views, and where to go next."""
 
@@ -283,7 +299,8 @@ cdef class StoreCore:
     def __init__(self, str store_path, *, Py_ssize_t mapped_file_size_commit_log,
                  Py_ssize_t mapped_file_size_consume_queue, int64_t max_message_size,
                  str store_ip, int32_t store_port, bint sync_flush, double sync_flush_timeout,
-                 delay_level_ms):
+                 delay_level_ms, bint sync_master=False, double slave_timeout=3.0,
+                 int64_t ha_max_gap_not_in_sync=256 * 1024 * 1024, bint slave=False):
         self.store_path = store_path
         self.commit_log = CommitLog(os.path.join(store_path, "commitlog"), mapped_file_size_commit_log,
                                     self._group_commit if sync_flush else None)
@@ -294,11 +311,17 @@ cdef class StoreCore:
         self.store_port = store_port
         self.sync_flush = sync_flush
         self.sync_flush_timeout = sync_flush_timeout
+        self.sync_master = sync_master and not slave
+        self.slave_timeout = slave_timeout
+        self.ha_max_gap_not_in_sync = ha_max_gap_not_in_sync
+        self.slave = slave
+        self._completes_commits = sync_flush or self.sync_master
         self._delay_level_ms = list(delay_level_ms)
         self._commit_requests = deque()
         self._kicks_rounds = False
         self.running = False
         self.last_store_timestamp = 0
+        self._replica_fd = -1
 
     def attach(self, IndexService index_service not None, StoreCheckpoint checkpoint not None):
         """Give the core its index and checkpoint (opened once the store's lock file is held)."""
@@ -306,8 +329,11 @@ cdef class StoreCore:
         self.checkpoint = checkpoint
 
     def set_running(self, bint running):
-        """Accept puts (True) or answer them SERVICE_NOT_AVAILABLE (False)."""
+        """Accept puts (True) or answer them SERVICE_NOT_AVAILABLE (False). A slave never accepts
+        puts from clients (RocketMQ: "message store is slave mode"): it only appends its master's
+        bytes (``append_replica``)."""
         self.running = running
+        self._writable = running and not self.slave
 
     def acquire_put_lock(self):
         """Hold off puts and gets (retention deleting files). Pair with release_put_lock."""
@@ -427,14 +453,29 @@ cdef class StoreCore:
 
     cdef void _publish_put(self, PutMessageResult result, object callback):
         """SYNC_FLUSH: tell the flush thread how far the CommitLog goes. With a ``callback`` the put
-        waits for the disk: the flush thread is woken if it sleeps, or (``kick_rounds_myself``)
-        the caller's next ``kick_group_commit`` asks for the round."""
+        waits: for the disk (SYNC_FLUSH: the flush thread is woken if it sleeps, or, with
+        ``kick_rounds_myself``, the caller's next ``kick_group_commit`` asks for the round) and
+        for a slave's ack (SYNC_MASTER), unless no slave is in sync: then it is SLAVE_NOT_AVAILABLE
+        at once (stored, but degraded), as RocketMQ's handleHA answers."""
+        cdef bint wait_slave = False
+        cdef int done_status = PUT_OK
+        if callback is not None and self.sync_master:
+            if self._group_commit.slave_in_sync(result.next_offset, self.ha_max_gap_not_in_sync):
+                wait_slave = True
+            else:
+                done_status = SLAVE_NOT_AVAILABLE
         if callback is not None:
-            result._callback = callback
-            result._deadline = monotonic() + self.sync_flush_timeout
-            self._commit_requests.append(result)
-        self._group_commit.publish_put(result.next_offset, result.store_timestamp,
-                                       callback is not None and not self._kicks_rounds)
+            if wait_slave or self.sync_flush:
+                result._callback = callback
+                result._since = monotonic()
+                result._wait_slave = wait_slave
+                result._done_status = done_status
+                self._commit_requests.append(result)
+            else:
+                result.status_code = done_status
+        if self.sync_flush:
+            self._group_commit.publish_put(result.next_offset, result.store_timestamp,
+                                           callback is not None and not self._kicks_rounds)
 
     def put_message(self, str topic, int queue_id, body, properties=b"", int sys_flag=0,
                     int64_t born_timestamp=0, int flag=0, int reconsume_times=0,
@@ -461,7 +502,7 @@ cdef class StoreCore:
         cdef PutMessageResult result
         cdef int64_t store_timestamp, phy_offset, queue_offset
         cdef unsigned char* p
-        if not self.running:
+        if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
         if not PyBytes_CheckExact(properties):
             properties = encode_properties(properties) if properties is not None else b""
@@ -522,7 +563,7 @@ cdef class StoreCore:
         result.msg_num = 1
         result._store_ip = self.store_ip
         result._store_port = self.store_port
-        if self.sync_flush:
+        if self._completes_commits:
             self._publish_put(result, callback)
         return result
 
@@ -543,7 +584,7 @@ cdef class StoreCore:
         cdef int64_t store_timestamp, phy_offset, queue_offset, first_offset
         cdef unsigned char* p
         cdef list bodies = [], props_list = [], crcs = [], sizes = [], flags = [], offsets
-        if not self.running:
+        if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
         topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
         if n == 0 or topic_len > TOPIC_MAX_BYTES or topic_len == 0 or queue_id < 0:
@@ -609,7 +650,7 @@ cdef class StoreCore:
         result._offsets = offsets
         result._store_ip = self.store_ip
         result._store_port = self.store_port
-        if self.sync_flush:
+        if self._completes_commits:
             self._publish_put(result, callback)
         return result
 
@@ -654,8 +695,14 @@ cdef class StoreCore:
 
     @property
     def commit_event_fd(self):
-        """Readable (an eventfd) after each flush round: then call ``complete_commits``."""
+        """Readable (an eventfd) after each flush round and each new slave ack: then call
+        ``complete_commits``."""
         return self._group_commit.state.event_fd
+
+    @property
+    def group_commit(self):
+        """The completion state the HA service publishes slave acks into (``publish_replicated``)."""
+        return self._group_commit
 
     @property
     def group_commit_flushes(self):
@@ -663,22 +710,29 @@ cdef class StoreCore:
         return self._group_commit.state.flush_count
 
     def complete_commits(self):
-        """Complete every waiting put now durable (PUT_OK), or past its deadline or hit by a failed
-        msync (FLUSH_DISK_TIMEOUT), calling its callback here. Returns how many completed.
+        """Complete every waiting put whose end every watermark it waits for has passed (on disk
+        under SYNC_FLUSH, on a slave under SYNC_MASTER): PUT_OK (or SLAVE_NOT_AVAILABLE when no
+        slave was in sync at the put); or past its deadline (FLUSH_DISK_TIMEOUT when the disk is
+        late, else FLUSH_SLAVE_TIMEOUT), or hit by a failed msync (FLUSH_DISK_TIMEOUT), calling its
+        callback here. Returns how many completed.
 
         Run by whoever owns the completions (the broker's event loop; a store thread otherwise)
-        when ``commit_event_fd`` is readable, and on a timer so deadlines pass while a msync hangs.
+        when ``commit_event_fd`` is readable, and on a timer so deadlines pass while a msync hangs
+        or a slave stalls.
         """
-        cdef int64_t flushed, flushed_timestamp
+        cdef int64_t flushed, flushed_timestamp, replicated
         cdef int error
         cdef PutMessageResult r
         cdef MappedFile mf
         cdef double now
         cdef Py_ssize_t done = 0
-        error = self._group_commit.take_round(&flushed, &flushed_timestamp)
-        if error:
+        cdef bint disk_late, slave_late
+        error = self._group_commit.take_round(&flushed, &flushed_timestamp, &replicated)
+        if not self.sync_flush:
+            flushed = INT64_MAX
+        elif error:
             log.error("CommitLog flush failed: %s", strerror(error).decode())
-        if flushed > self._completed_flushed:
+        if self.sync_flush and flushed > self._completed_flushed:
             self._completed_flushed = flushed
             if flushed > self.commit_log.flushed_where:
                 self.commit_log.flushed_where = flushed
@@ -691,22 +745,33 @@ cdef class StoreCore:
         now = monotonic()
         while requests:
             r = requests.popleft()
-            if now > r._deadline:
-                r.status_code = FLUSH_DISK_TIMEOUT  # as RocketMQ's producer thread gives up waiting
-            elif r.next_offset <= flushed:
-                r.status_code = PUT_OK
-            elif error:
-                r.status_code = FLUSH_DISK_TIMEOUT
+            disk_late = r.next_offset > flushed
+            slave_late = r._wait_slave and r.next_offset > replicated
+            # past a deadline first, as RocketMQ's producer thread gives up waiting
+            if self.sync_flush and now - r._since > self.sync_flush_timeout:
+                complete_put(r, FLUSH_DISK_TIMEOUT)
+            elif r._wait_slave and now - r._since > self.slave_timeout:
+                complete_put(r, FLUSH_DISK_TIMEOUT if disk_late else FLUSH_SLAVE_TIMEOUT)
+            elif not disk_late and not slave_late:
+                complete_put(r, r._done_status)
+            elif disk_late and error:
+                complete_put(r, FLUSH_DISK_TIMEOUT)
             else:
                 requests.appendleft(r)
                 break
-            callback = r._callback
-            r._callback = None
             done += 1
-            try:
-                callback(r)
-            except Exception:
-                log.exception("put completion %r raised", callback)
+        return done
+
+    def abandon_commits(self):
+        """At shutdown, after the last flush round: complete the puts still waiting for a slave
+        (FLUSH_SLAVE_TIMEOUT: stored, but no slave acked) or for the disk. Returns how many."""
+        cdef PutMessageResult r
+        cdef Py_ssize_t done = self.complete_commits()
+        while self._commit_requests:
+            r = self._commit_requests.popleft()
+            complete_put(r, FLUSH_DISK_TIMEOUT if (self.sync_flush and r.next_offset > self._completed_flushed)
+                         else FLUSH_SLAVE_TIMEOUT)
+            done += 1
         return done
 
     def finish_group_commit(self):
@@ -718,6 +783,155 @@ cdef class StoreCore:
             error = e.errno or EIO
         self._group_commit.finish(error, self.commit_log.flushed_where, self.last_store_timestamp)
         return self.complete_commits()
+
+    # -- replication (rmq.store.ha): the master reads its CommitLog, a slave appends a copy --------
+
+    def replica_view(self, int64_t offset, Py_ssize_t max_bytes):
+        """Zero-copy view of the CommitLog bytes from ``offset``: at most ``max_bytes``, never past
+        the end of the file that holds ``offset`` nor past what is written (an empty view when
+        nothing is there yet; None when ``offset`` is below the oldest file or past the end). The
+        view keeps its file's mapping alive, even if retention deletes the file meanwhile."""
+        cdef MappedFile mf
+        cdef Py_ssize_t pos, n
+        self._lock()
+        try:
+            if offset == self.commit_log.max_offset():
+                return memoryview(b"")
+            mf = self.commit_log.find_by_offset(offset)
+            if mf is None:
+                return None
+            pos = offset - mf.file_from_offset
+            n = mf.wrote_position - pos
+            if n < 0:
+                return None
+            if n > max_bytes:
+                n = max_bytes
+            return mf.view(pos, n)
+        finally:
+            self._unlock()
+
+    def append_replica(self, int64_t offset, data):
+        """A slave: append bytes of the master's CommitLog at ``offset``, which must be where this
+        CommitLog ends (or, for an empty one, the start of a file: a new slave begins with its
+        master's last file), within one file; then dispatch every record they complete into its
+        ConsumeQueue and the index. A record cut at the end waits for the next append. Returns the
+        new end; raises StoreError (nothing written) for bytes that do not continue this log."""
+        cdef Py_buffer buf
+        cdef MappedFile mf
+        cdef int64_t end
+        cdef bint created = False
+        PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+        self._lock()
+        try:
+            mf = self.commit_log.last_file()
+            end = self.commit_log.max_offset()
+            if mf is None:
+                if offset % self.commit_log.mapped_file_size != 0:
+                    raise StoreError(f"replica bytes at {offset} into an empty CommitLog: expected the start "
+                                     f"of a file (a multiple of {self.commit_log.mapped_file_size})")
+                end = offset
+            elif offset != end:
+                raise StoreError(f"replica bytes at {offset}: this CommitLog ends at {end}")
+            if buf.len == 0:
+                return end
+            if mf is None or mf.wrote_position == mf.file_size:
+                mf = self.commit_log.create_file(end)
+                created = True
+            if mf.wrote_position + buf.len > mf.file_size:
+                raise StoreError(f"replica bytes [{offset}, {offset + buf.len}) cross the end of CommitLog "
+                                 f"file {mf.path} at {mf.file_from_offset + mf.file_size}")
+            if created:
+                self.commit_log.publish_files()
+                if self.reput_offset < end:
+                    self.reput_offset = end
+            self._write_replica(mf, <const char*>buf.buf, buf.len)
+            mf.wrote_position += buf.len
+            end += buf.len
+            self._dispatch_replica()
+        finally:
+            self._unlock()
+            PyBuffer_Release(&buf)
+        if self.sync_flush:
+            self._group_commit.publish_put(end, self.last_store_timestamp, False)
+        return end
+
+    cdef int _write_replica(self, MappedFile mf, const char* data, Py_ssize_t n) except -1:
+        """Write replicated bytes at the end of ``mf`` with pwrite, not through the mapping: the
+        mapping sees them all the same (one page cache), and whole pages written to the file's
+        allocated-but-unwritten extents skip the zero-fill that faulting them in costs (on a slave
+        that was most of its CPU)."""
+        cdef ssize_t done
+        cdef Py_ssize_t written = 0
+        cdef int fd
+        if self._replica_file is not mf:
+            if self._replica_fd >= 0:
+                c_close(self._replica_fd)
+                self._replica_fd = -1
+            fd = c_open(mf.path.encode(), O_WRONLY | O_CLOEXEC)
+            if fd < 0:
+                raise OSError(errno, f"cannot open {mf.path}: {strerror(errno).decode()}")
+            self._replica_fd = fd
+            self._replica_file = mf
+        while written < n:
+            with nogil:
+                done = pwrite(self._replica_fd, data + written, n - written, mf.wrote_position + written)
+            if done < 0:
+                if errno == EINTR:
+                    continue
+                raise OSError(errno, f"cannot write {mf.path}: {strerror(errno).decode()}")
+            written += done
+        return 0
+
+    def close_replica_file(self):
+        """The slave stops appending: close the file ``append_replica`` writes through."""
+        if self._replica_fd >= 0:
+            c_close(self._replica_fd)
+            self._replica_fd = -1
+        self._replica_file = None
+
+    cdef int _dispatch_replica(self) except -1:
+        """Dispatch the whole records between ``reput_offset`` and the CommitLog's end (put lock
+        held), as recovery re-dispatches them: the slave's own ConsumeQueues and index."""
+        cdef MappedFile mf
+        cdef Py_ssize_t pos, avail, size
+        cdef int32_t total
+        cdef uint32_t magic
+        cdef ConsumeQueue queue
+        cdef const unsigned char* topic
+        cdef const unsigned char* props
+        cdef Py_ssize_t topic_len, props_len
+        while True:
+            mf = self.commit_log.find_by_offset(self.reput_offset)
+            if mf is None:
+                return 0
+            pos = self.reput_offset - mf.file_from_offset
+            avail = mf.wrote_position - pos
+            if pos == mf.file_size:
+                self.reput_offset = mf.file_from_offset + mf.file_size
+                continue
+            if avail < END_FILE_MIN_BLANK_LENGTH:
+                return 0
+            total = load_be32(mf.base + pos + REC_TOTALSIZE)                      # 1 TOTALSIZE
+            magic = <uint32_t>load_be32(mf.base + pos + REC_MAGIC)               # 2 MAGIC
+            if magic == BLANK_MAGIC_CODE:
+                if mf.wrote_position < mf.file_size:
+                    return 0                        # the rest of the file's blank tail is to come
+                self.reput_offset = mf.file_from_offset + mf.file_size
+                continue
+            if magic == MESSAGE_MAGIC_CODE and REC_FIXED_OVERHEAD <= total and total > avail:
+                return 0                            # a record cut by the frame: the rest comes next
+            size = check_record_c(mf.base + pos, avail, self.reput_offset, False)
+            if size <= 0:
+                raise StoreError(f"replicated CommitLog is not a record at {self.reput_offset}: "
+                                 f"{CHECK_RESULTS.get(size, size)}")
+            record_properties(mf.base + pos, &props, &props_len, &topic, &topic_len)
+            queue = self._find_or_create_queue((<char*>topic)[:topic_len].decode("utf-8", "replace"),
+                                               load_be32(mf.base + pos + REC_QUEUEID))   # 4 QUEUEID
+            if queue is not None:
+                self._dispatch(mf.base + pos, self.reput_offset, <int32_t>size, queue)
+            mf.last_store_timestamp = load_be64(mf.base + pos + REC_STORETIMESTAMP)    # 11 STORETIMESTAMP
+            self.last_store_timestamp = mf.last_store_timestamp
+            self.reput_offset += size
 
     # -- get ---------------------------------------------------------------------------------
 
@@ -924,6 +1138,7 @@ cdef class StoreCore:
                 if mf.file_from_offset + mf.file_size <= end:
                     mf.wrote_position = mf.flushed_position = mf.file_size
             self.commit_log.flushed_where = end
+            self.reput_offset = end
             for queue in self.consume_queues():
                 queue.truncate_dirty(end)
             return end, records, cut

@@ -97,9 +97,16 @@ class Kind:
 class Int(Kind):
     """An integer, optionally bounded."""
 
-    def __init__(self, minimum: int | None = None, maximum: int | None = None, expected: str | None = None):
+    def __init__(
+        self,
+        minimum: int | None = None,
+        maximum: int | None = None,
+        expected: str | None = None,
+        optional: bool = False,
+    ):
         self.minimum = minimum
         self.maximum = maximum
+        self.optional = optional  # None (or empty text) means unset: a default derived from others
         if expected is not None:
             self.expected = expected
         elif minimum is not None and maximum is not None:
@@ -110,6 +117,8 @@ class Int(Kind):
             self.expected = "an integer"
 
     def parse(self, text: str) -> int:
+        if self.optional and not text.strip():
+            return None  # type: ignore[return-value]
         try:
             value = int(text.strip())
         except ValueError:
@@ -117,6 +126,8 @@ class Int(Kind):
         return self.check(value)
 
     def check(self, value: Any) -> int:
+        if value is None and self.optional:
+            return None  # type: ignore[return-value]
         if isinstance(value, str):
             return self.parse(value)
         if not isinstance(value, int) or isinstance(value, bool):
@@ -232,6 +243,12 @@ def _addresses(value: str) -> str | None:
     return None
 
 
+def _address(value: str) -> str | None:
+    if ";" in value or _addresses(value) is not None:
+        return f"must be an address host:port, got {value!r}"
+    return None
+
+
 def _hours(value: str) -> str | None:
     hours = [h.strip() for h in value.split(";")]
     if not all(h.isdigit() and 0 <= int(h) <= 23 for h in hours):
@@ -336,7 +353,9 @@ _section(
             "the address registered with name servers and written into every record (msgIds carry it)"),
     Setting("brokerIP2", Text(optional=True, validate=_ipv4), None,
             "the address slaves use to reach this master's HA port; default brokerIP1"),
-    Setting("haListenPort", _PORT, 10912, "the port slaves replicate from"),
+    # None until BrokerConfig.resolve(): listenPort + 1, as RocketMQ derives it
+    Setting("haListenPort", Int(0, 65535, "a TCP port (0-65535)", optional=True), None,
+            "the port slaves replicate from; default listenPort + 1"),
     Setting("brokerPermission", Int(0, PERM_ALL, "a perm bit set 0-7"), PERM_READ | PERM_WRITE,
             "perm bits of the whole broker: 4 read, 2 write"),
     Setting("defaultTopicQueueNums", Int(1), 8, "queues of an auto-created topic"),
@@ -362,6 +381,20 @@ _section(
     Setting("transactionCheckMax", Int(1), 15, "check-backs before a half message is given up"),
     # SPEC.md section 8 (30 s); RocketMQ 4.9 defaults to 60 s.
     Setting("transactionCheckInterval", _POSITIVE_MS, 30_000, "ms between transaction check rounds"),
+)
+
+# Reads from slaves (RocketMQ's names): where pulls are steered when a consumer reads far behind.
+_section(
+    "broker",
+    Setting("whichBrokerWhenConsumeSlowly", Int(0), 1,
+            "the brokerId a pull answer suggests to a group reading far behind (slaveReadEnable); "
+            "the default of groups created on this broker, per group in subscriptionGroup.json"),
+)
+_section(
+    "store",
+    Setting("accessMessageInMemoryMaxRatio", Int(0, 100), 40,
+            "percent of physical memory a pull may read behind the CommitLog's end before the answer "
+            "suggests whichBrokerWhenConsumeSlowly (slaveReadEnable)"),
 )
 
 _section(
@@ -390,6 +423,21 @@ _section(
     Setting("maxIndexNum", Int(1), 20_000_000, "entries of an IndexFile"),
     Setting("messageDelayLevel", Text(validate=_delay_levels), DEFAULT_DELAY_LEVELS,
             "the delay of each delay level, '1s 5s 10s ...'"),
+)
+
+# Replication (RocketMQ keeps these in MessageStoreConfig too; SPEC.md section 6).
+_section(
+    "store",
+    Setting("haMasterAddress", Text(optional=True, validate=_address, expected="host:port"), None,
+            "a slave's master HA address, host:port; unset: the one the name server answers"),
+    Setting("haSendHeartbeatInterval", _POSITIVE_MS, 5000,
+            "ms between a slave's offset reports, and between a master's heartbeats to an idle slave"),
+    Setting("haHousekeepingInterval", _POSITIVE_MS, 20_000, "ms after which a silent HA peer is dropped"),
+    Setting("haTransferBatchSize", Size(1), 32 * KiB, "bytes of CommitLog a master sends a slave per frame"),
+    Setting("haMaxGapNotInSync", Size(0), 256 * MiB,
+            "bytes a slave may lag before SYNC_MASTER sends are answered SLAVE_NOT_AVAILABLE at once"),
+    Setting("slaveTimeout", _POSITIVE_MS, 3000,
+            "ms a SYNC_MASTER send waits for a slave's ack before FLUSH_SLAVE_TIMEOUT"),
 )
 
 # fmt: on

@@ -39,7 +39,7 @@ def test_broker_conf_sets_the_broker_and_its_store(tmp_path):
     assert config.auto_create_topic_enable is False
     assert config.listen_port == 10921
     assert config.broker_addr == "127.0.0.1:10921"
-    assert config.ha_server_addr == "127.0.0.1:10912"
+    assert config.ha_server_addr == "127.0.0.1:10922"  # haListenPort: listenPort + 1
     assert (store.delete_when, store.file_reserved_time, store.flush_disk_type) == ("04", 48, FlushDiskType.SYNC_FLUSH)
     assert (store.store_path_root_dir, store.message_delay_level) == ("/data/store", "1s 5s 10s")
     # the store writes the broker's address into every record

@@ -36,6 +36,10 @@ def run_broker(*args: str, home: Path) -> subprocess.CompletedProcess[str]:
             "deleteWhen must be hours of the day 0-23 separated by ';' (like 04 or 04;16), got '4am' (from --set)",
         ),
         (["--set", "listenPort=ten"], "listenPort must be an integer, got 'ten' (from --set)"),
+        (
+            ["--set", "haMasterAddress=10.0.0.1"],
+            "haMasterAddress must be an address host:port, got '10.0.0.1' (from --set)",
+        ),
         (["--set", "longPollingEnable=yes"], "longPollingEnable must be true or false, got 'yes' (from --set)"),
         (
             ["--set", "maxMessageSize=4 megs"],
@@ -90,6 +94,8 @@ def test_print_config_shows_every_setting_and_where_it_came_from(tmp_path):
     assert rows["listenPort"] == ("20911", "--set")
     assert rows["namesrvAddr"] == ("127.0.0.1:9876", "-n")
     assert rows["deleteWhen"] == ("04", "default")
+    assert rows["haListenPort"] == ("20912", "derived")  # listenPort + 1, as RocketMQ
+    assert rows["slaveTimeout"] == ("3000", "default")
     assert rows["storePathRootDir"] == (str(tmp_path / "store"), "default")
     assert len(rows) > 40
     assert list(tmp_path.iterdir()) == [conf], "printing the settings starts nothing"

@@ -28,11 +28,13 @@ SMALL_FILES = {
 
 def broker_settings(store_dir: Path, **overrides: str) -> dict[str, str]:
     """``--set`` style settings of a test broker, in-process or a process: loopback only, free ports
-    (its own and its embedded name server's), small files."""
+    (its own, its HA port and its embedded name server's), small files."""
     settings = {
         "brokerIP1": LOOPBACK,
         "listenPort": str(free_port()),
         "namesrvListenPort": str(free_port()),
+        # not the default listenPort + 1: free ports come in sequence, and that one may be taken
+        "haListenPort": str(free_port()),
         "storePathRootDir": str(store_dir),
         **SMALL_FILES,
     }

@@ -7,12 +7,14 @@ opens before its first registration ends.
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
 import sys
 from pathlib import Path
 
+from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL
 from rmq.client.admin_client import AdminClient
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
@@ -105,7 +107,7 @@ class Cluster:
         self.client = RemotingClient()
         self.namesrv_proc: subprocess.Popen | None = None
         self.broker_proc: subprocess.Popen | None = None
-        self.settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS, haListenPort=str(free_port()))
+        self.settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS)
         del self.settings["namesrvListenPort"]  # it has a name server of its own: nothing embedded
         self.broker_port = int(self.settings["listenPort"])
         self.broker_addr = f"{LOOPBACK}:{self.broker_port}"
@@ -185,3 +187,109 @@ class Cluster:
                 f"(committed, max)): {self.lag(group, *topics, subscription=subscription)}"
             ),
         )
+
+
+class BrokerPair:
+    """An ``rmq-namesrv`` process with a master and a SLAVE-role broker process of one brokerName,
+    each with a store of its own; ``kill_master`` / ``start_master`` keep the master's store and
+    port. Extra settings of the master (``master``) and the slave (``slave``) go on top."""
+
+    def __init__(self, spawn, root: Path, master: dict[str, str] | None = None, slave: dict[str, str] | None = None):
+        self.spawn = spawn
+        self.client = RemotingClient()
+        self.namesrv_proc: subprocess.Popen | None = None
+        self.namesrv_addr = ""
+        self.master_proc: subprocess.Popen | None = None
+        self.slave_proc: subprocess.Popen | None = None
+        self.master_settings = self._settings(root / "master", master or {})
+        self.slave_settings = self._settings(root / "slave", {"brokerRole": "SLAVE", "brokerId": "1", **(slave or {})})
+        self.master_addr = f"{LOOPBACK}:{self.master_settings['listenPort']}"
+        self.slave_addr = f"{LOOPBACK}:{self.slave_settings['listenPort']}"
+
+    @staticmethod
+    def _settings(store: Path, extra: dict[str, str]) -> dict[str, str]:
+        store.mkdir(parents=True, exist_ok=True)
+        settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS, **extra)
+        del settings["namesrvListenPort"]
+        return settings
+
+    def start(self) -> BrokerPair:
+        self.client.start()
+        self.namesrv_proc, self.namesrv_addr = start_namesrv(self.spawn)
+        self.start_master()
+        self.slave_proc, _ = start_broker_process(
+            self.spawn, self.slave_settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
+        )
+        return self
+
+    def start_master(self) -> None:
+        self.master_proc, _ = start_broker_process(
+            self.spawn, self.master_settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
+        )
+
+    def kill_master(self) -> None:
+        self.master_proc.send_signal(signal.SIGKILL)
+        self.master_proc.wait(10)
+
+    def close(self) -> None:
+        self.client.shutdown()
+
+    def call(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+        return call(self.client, addr, request)
+
+    def get_all(self, addr: str, code: int) -> dict:
+        """The JSON body of a GET_ALL_* request (topics, consumer offsets, delay offsets, groups)."""
+        answer = self.call(addr, RemotingCommand.request(code, {}))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        return json.loads(bytes(answer.body))
+
+    def committed(self, addr: str, topic: str, queue_id: int, group: str) -> int:
+        answer = self.call(addr, offset_request(RequestCode.QUERY_CONSUMER_OFFSET, topic, queue_id, group))
+        return int(answer.ext_fields["offset"]) if answer.code == ResponseCode.SUCCESS else -1
+
+    def commit(self, addr: str, topic: str, queue_id: int, group: str, offset: int) -> None:
+        request = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, topic, queue_id, group, commitOffset=offset)
+        answer = self.call(addr, request)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+
+    def max_offsets(self, addr: str, topic: str) -> dict[int, int]:
+        """queue id -> max offset of each queue of ``topic`` on one of the two brokers."""
+        answer = self.call(addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}))
+        if answer.code != ResponseCode.SUCCESS:
+            return {}
+        table = loads_mq_tables(answer.body)["offsetTable"]
+        return {mq.queue_id: int(stats["maxOffset"]) for mq, stats in table.items()}
+
+    def has_topic(self, addr: str, topic: str) -> bool:
+        return topic in self.get_all(addr, RequestCode.GET_ALL_TOPIC_CONFIG)["topicConfigTable"]
+
+    def create_topic(self, topic: str, queues: int = 4, timeout: float = 15.0) -> str:
+        """UPDATE_AND_CREATE_TOPIC on the master, then until the slave's copy of the topics has it
+        (its metadata sync runs every 10 s)."""
+        assert self.call(self.master_addr, update_topic_request(topic, queues)).code == ResponseCode.SUCCESS
+        wait_until(lambda: self.has_topic(self.slave_addr, topic), timeout, f"topic {topic} copied to the slave")
+        return topic
+
+    def wait_replicated(self, topic: str, timeout: float = 10.0) -> dict[int, int]:
+        """Until the slave's queues of ``topic`` end where the master's do; those ends."""
+        ends = self.max_offsets(self.master_addr, topic)
+        wait_until(lambda: self.max_offsets(self.slave_addr, topic) == ends, timeout, f"{topic} replicated")
+        return ends
+
+    def wait_committed(self, addr: str, topic: str, group: str, ends: dict[int, int], timeout: float) -> None:
+        """Until ``group``'s offsets on ``addr`` are ``ends`` (queue id -> offset)."""
+        wait_until(
+            lambda: all(self.committed(addr, topic, q, group) == end for q, end in ends.items()),
+            timeout,
+            lambda: (
+                f"{group}'s offsets on {addr} at {ends} "
+                f"(they are { ({q: self.committed(addr, topic, q, group) for q in ends}) })"
+            ),
+        )
+
+    def master_returns_with(self, topic: str, group: str, ends: dict[int, int]) -> None:
+        """``group``'s offsets ``ends`` committed on the slave while the master was down; then the
+        master back (same store and ports) until it has them too (the slave hands them over)."""
+        self.wait_committed(self.slave_addr, topic, group, ends, 10)
+        self.start_master()  # routed again once this returns
+        self.wait_committed(self.master_addr, topic, group, ends, SLAVE_SYNC_INTERVAL + 5)

@@ -55,6 +55,7 @@ class BrokerConfig(SettingsView):
     short_polling_time_mills: int = setting("shortPollingTimeMills")
     notify_consumer_ids_changed_enable: bool = setting("notifyConsumerIdsChangedEnable")
     slave_read_enable: bool = setting("slaveReadEnable")
+    which_broker_when_consume_slowly: int = setting("whichBrokerWhenConsumeSlowly")
     wait_time_mills_in_send_queue: int = setting("waitTimeMillsInSendQueue")
     flush_consumer_offset_interval: int = setting("flushConsumerOffsetInterval")
     rebalance_lock_max_live_time: int = setting("rebalanceLockMaxLiveTime")
@@ -99,13 +100,17 @@ class BrokerConfig(SettingsView):
             self.broker_ip1 = LOOPBACK_IP if self.embedded_namesrv else first_non_loopback_ipv4()
         if not self.broker_ip2:
             self.broker_ip2 = self.broker_ip1
+        if self.ha_listen_port is None:
+            self.ha_listen_port = self.listen_port + 1  # RocketMQ's default
         return self
 
     def store_config(self, loaded: LoadedSettings) -> MessageStoreConfig:
         """The store's config from the same settings; the store writes brokerIP1:listenPort (this
         broker's, resolved) into every record, so msgIds carry it."""
         self.resolve()
-        return MessageStoreConfig.from_settings(loaded, broker_ip1=self.broker_ip1, listen_port=self.listen_port)
+        return MessageStoreConfig.from_settings(
+            loaded, broker_ip1=self.broker_ip1, listen_port=self.listen_port, ha_listen_port=self.ha_listen_port
+        )
 
 
 def load_broker_settings(

@@ -203,3 +203,17 @@ class VersionedTableManager(ConfigManager, Generic[Item]):
         with self._lock:
             self._table.update(table)
             self.data_version = version
+
+    def copy_from(self, obj: Any) -> bool:
+        """Replace the whole table and its DataVersion by another broker's (``encode``'s shape): a
+        slave copying its master. Nothing happens when the versions already match (False)."""
+        table = {name: self.item_from_json(item) for name, item in obj[self.table_key].items()}
+        version = DataVersion.from_json(obj.get("dataVersion"))
+        with self._lock:
+            if version == self.data_version:
+                return False
+            self._table = table
+            self.data_version = version
+            self.mark_changed()
+        self.persist()
+        return True

@@ -40,13 +40,14 @@ from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
 from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.schedule import ScheduleMessageService
+from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL, SlaveSynchronize
 from rmq.broker.subscription_group import SubscriptionGroupManager
 from rmq.broker.topic_config import TopicConfigManager
 from rmq.errors import ConfigError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.net.server import RemotingServer
-from rmq.protocol.codes import RequestCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import (
     SCHEDULE_TOPIC,
     MessageProperty,
@@ -69,29 +70,38 @@ DISK_CHECK_INTERVAL = 1.0
 CLIENT_SCAN_INTERVAL = 10.0
 # How often SYNC_FLUSH sends still waiting for the disk are checked against their deadline.
 COMMIT_DEADLINE_SCAN = 0.1
+# How often a slave looks for parked pulls whose queue grew (replication brings its messages, not
+# sends that would wake them).
+SLAVE_PARKED_PULL_SCAN = 1.0
 BIND_ADDRESS = "0.0.0.0"
 
 
 class FlushRoundKicker:
-    """SYNC_FLUSH: one flush round per event-loop iteration, asked for after the iteration's last
-    put, so that a pipelined burst of sends shares one msync (the store's own rounds would start
-    at the burst's first put and split it)."""
+    """After the event-loop iteration's last put: SYNC_FLUSH asks for one flush round, so that a
+    pipelined burst of sends shares one msync (the store's own rounds would start at the burst's
+    first put and split it); a master tells its HA service that new bytes are there to replicate."""
 
     def __init__(self, store, loop):
         self.store = store
         self.loop = loop
         self.scheduled = False
-        store.kick_rounds_myself()
+        self.sync_flush = store.sync_flush
+        if self.sync_flush:
+            store.kick_rounds_myself()
 
     def request(self) -> None:
-        """After a put that waits for the disk (loop thread only)."""
+        """After a put (loop thread only)."""
         if not self.scheduled:
             self.scheduled = True
             self.loop.mark_dirty(self)
 
     def _flush(self) -> None:  # the loop's end-of-iteration hook
         self.scheduled = False
-        self.store.kick_group_commit()
+        if self.sync_flush:
+            self.store.kick_group_commit()
+        ha_service = self.store.ha_service
+        if ha_service is not None:
+            ha_service.notify_new_data()
 
 
 class BrokerController:
@@ -103,7 +113,7 @@ class BrokerController:
         root = store_config.store_path_root_dir
         self.store = MessageStore(store_config)
         self.topic_config_manager = TopicConfigManager(self.config, root, on_change=self._topics_changed)
-        self.consumer_offset_manager = ConsumerOffsetManager(root)
+        self.consumer_offset_manager = ConsumerOffsetManager(root, slave=self.is_slave)
         self.subscription_group_manager = SubscriptionGroupManager(self.config, root)
         self.delay_offset_manager = DelayOffsetManager(root)
         self.client_manager = ClientManager()
@@ -111,11 +121,13 @@ class BrokerController:
         self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port, name="rmq-broker-loop")
         self.pull_hold = PullRequestHoldService(self.server.loop)
         self.flush_rounds: FlushRoundKicker | None = None
-        if self.store.sync_flush:
-            # SYNC_FLUSH sends are answered on the event loop as soon as their flush round ends,
-            # and the loop asks for the rounds (puts still waiting after 10 ms get one anyway)
-            self.store.hand_over_commit_completion()
+        if self.store.sync_flush or self.config.broker_role is not BrokerRole.SLAVE:
             self.flush_rounds = FlushRoundKicker(self.store, self.server.loop)
+        if self.store.sync_flush or self.store.sync_master:
+            # SYNC_FLUSH / SYNC_MASTER sends are answered on the event loop as soon as their flush
+            # round ends or a slave acks them, and the loop asks for the rounds (puts still waiting
+            # after 10 ms get one anyway)
+            self.store.hand_over_commit_completion()
             self.server.loop.add_handler(
                 self.store.commit_event_fd, select.EPOLLIN, lambda _events: self.store.complete_commits()
             )
@@ -123,6 +135,8 @@ class BrokerController:
         self.namesrv_client = RemotingClient(name="rmq-broker-namesrv-client")
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
         self.scheduler = Scheduler("rmq-broker-scheduler")
+        # a slave copies its master's metadata (the master's address comes with registrations)
+        self.slave_sync = SlaveSynchronize(self, self.namesrv_client, self.scheduler.run_soon)
         self.schedule_message_service = ScheduleMessageService(self)
         self.disk_full = False
         # The answers to the registration that followed the last topic change.
@@ -140,6 +154,11 @@ class BrokerController:
             for code, handler in processor.handlers().items():
                 self.server.register_processor(code, handler)
         self.server.on_channel_closed(self._on_channel_closed)
+        if self.is_slave:
+            self.server.loop.schedule_periodic(
+                SLAVE_PARKED_PULL_SCAN,
+                lambda: self.pull_hold.wake_where_grown(self.store.get_max_offset_in_queue),
+            )
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -147,6 +166,10 @@ class BrokerController:
     def broker_addr(self) -> str:
         """``brokerIP1:listenPort``, as registered with name servers."""
         return self.config.broker_addr
+
+    @property
+    def is_slave(self) -> bool:
+        return self.config.broker_role is BrokerRole.SLAVE
 
     @property
     def namesrv_addrs(self) -> list[str]:
@@ -166,9 +189,10 @@ class BrokerController:
                 raise ConfigError(f"cannot load {manager.path} nor its backup: fix or remove it to start")
         self.store.start()
         try:
+            self.store.start_ha()
             self.check_disk()
             self.server.start()
-            if self.config.broker_role is not BrokerRole.SLAVE:
+            if not self.is_slave:
                 # a slave's schedule queues are copies: only the master delivers, as in RocketMQ
                 self.schedule_message_service.start()
             self.namesrv_client.start()
@@ -182,6 +206,8 @@ class BrokerController:
         self.scheduler.schedule_periodic(config.flush_consumer_offset_interval / 1000, self.persist_offsets)
         self.scheduler.schedule_periodic(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
         self.scheduler.schedule_periodic(DISK_CHECK_INTERVAL, self.check_disk)
+        if self.is_slave:
+            self.scheduler.schedule_periodic(SLAVE_SYNC_INTERVAL, self.slave_sync.sync_all)
         self.scheduler.start()
         log.info(
             "broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",
@@ -255,7 +281,7 @@ class BrokerController:
         if not self._started:
             return []
         config = self.config
-        return self.namesrv_api.register_all(
+        futures = self.namesrv_api.register_all(
             self._namesrv_addrs,
             config.broker_cluster_name,
             self.broker_addr,
@@ -264,7 +290,22 @@ class BrokerController:
             config.ha_server_addr,
             self.topic_config_manager.build_serialize_wrapper(),
             wait=wait,
+            on_answer=self.slave_sync.on_register_answer if self.is_slave else None,
         )
+        if self.store.ha_client is not None:
+            for future in futures:
+                future.add_done_callback(self._learn_master_ha_address)
+        return futures
+
+    def _learn_master_ha_address(self, future: concurrent.futures.Future) -> None:
+        """A slave replicates from the HA address the name server answers (unless haMasterAddress
+        says where), as RocketMQ's slaves do."""
+        ha_client = self.store.ha_client
+        if ha_client is None or self.store_config.ha_master_address or future.exception() is not None:
+            return
+        response = future.result()
+        if response.code == ResponseCode.SUCCESS:
+            ha_client.update_master_address(response.ext_fields.get("haServerAddr") or None)
 
     def _topics_changed(self) -> None:
         # A created or changed topic is routed at once, not at the next 30 s tick.

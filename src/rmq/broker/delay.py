@@ -50,6 +50,16 @@ class DelayOffsetManager(ConfigManager):
         with self._lock:
             return dict(self._offsets)
 
+    def copy_from(self, obj: Any) -> None:
+        """Take another broker's table (``encode``'s shape): a slave copying its master."""
+        table = {int(level): int(o) for level, o in obj["offsetTable"].items()}
+        with self._lock:
+            if table == self._offsets:
+                return
+            self._offsets = table
+            self.mark_changed()
+        self.persist()
+
     def encode(self) -> dict[str, Any]:
         with self._lock:
             return {"offsetTable": {str(level): o for level, o in sorted(self._offsets.items())}}

@@ -37,6 +37,7 @@ class ParkedPull:
         "tag_filter",
         "timeout_ms",
         "suggest_broker_id",
+        "slow_broker_id",
         "deadline",
         "timer",
         "done",
@@ -54,6 +55,7 @@ class ParkedPull:
         tag_filter: TagFilter | None,
         timeout_ms: int,
         suggest_broker_id: int,
+        slow_broker_id: int,
     ):
         self.channel = channel
         self.request = request
@@ -64,7 +66,9 @@ class ParkedPull:
         self.max_msgs = max_msgs
         self.tag_filter = tag_filter
         self.timeout_ms = timeout_ms
+        # the group's brokerId and whichBrokerWhenConsumeSlowly (suggestWhichBrokerId's choices)
         self.suggest_broker_id = suggest_broker_id
+        self.slow_broker_id = slow_broker_id
         self.deadline = 0.0
         self.timer: TimerHandle | None = None
         self.done = False
@@ -114,6 +118,14 @@ class PullRequestHoldService:
             for pull in waiting:
                 if not pull.done:
                     self._run(pull, expired=False)
+
+    def wake_where_grown(self, max_offset: Callable[[str, int], int]) -> None:
+        """Answer the parked pulls whose queue now holds their offset (loop thread). A slave's
+        messages arrive by replication, not by sends that would notify: it calls this on a timer."""
+        for (topic, queue_id), pulls in list(self._parked.items()):
+            top = max_offset(topic, queue_id)
+            if any(pull.queue_offset < top for pull in pulls):
+                self.notify_message_arriving(topic, queue_id)
 
     def _expire(self, pull: ParkedPull) -> None:
         if pull.done:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import concurrent.futures
 import functools
 import logging
+from collections.abc import Callable
 from typing import Any
 
 import orjson
@@ -44,8 +45,11 @@ class NamesrvApi:
         ha_server_addr: str,
         topic_config_wrapper: dict[str, Any],
         wait: bool = False,
+        on_answer: Callable[[str, RemotingCommand], None] | None = None,
     ) -> list[concurrent.futures.Future]:
-        """REGISTER_BROKER with every name server; the futures resolve to each answer (or error)."""
+        """REGISTER_BROKER with every name server; the futures resolve to each answer (or error).
+        ``on_answer(namesrv_addr, response)`` sees every answer (a slave learns its master from
+        ``masterAddr``), on the client's loop thread."""
         body = orjson.dumps({"topicConfigSerializeWrapper": topic_config_wrapper, "filterServerList": []})
         ext = {
             "brokerName": broker_name,
@@ -61,6 +65,8 @@ class NamesrvApi:
             request = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body)
             future = self.client.invoke_async(addr, request, self.timeout)
             future.add_done_callback(functools.partial(_log_outcome, "register with", addr))
+            if on_answer is not None:
+                future.add_done_callback(functools.partial(_pass_answer, on_answer, addr))
             futures.append(future)
         if wait:
             concurrent.futures.wait(futures, self.timeout + 1)
@@ -84,6 +90,13 @@ class NamesrvApi:
             future.add_done_callback(functools.partial(_log_outcome, "unregister from", addr))
             futures.append(future)
         concurrent.futures.wait(futures, self.timeout + 1)
+
+
+def _pass_answer(
+    on_answer: Callable[[str, RemotingCommand], None], addr: str, future: concurrent.futures.Future
+) -> None:
+    if future.exception() is None:
+        on_answer(addr, future.result())
 
 
 def _log_outcome(what: str, addr: str, future: concurrent.futures.Future) -> None:

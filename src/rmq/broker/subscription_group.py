@@ -101,7 +101,12 @@ class SubscriptionGroupManager(VersionedTableManager[SubscriptionGroupConfig]):
         super().__init__(store_path_root_dir)
         self.broker_config = broker_config
         for name in SYSTEM_GROUPS:
-            self._table[name] = SubscriptionGroupConfig(name)
+            self._table[name] = self._new_group(name)
+
+    def _new_group(self, group: str) -> SubscriptionGroupConfig:
+        return SubscriptionGroupConfig(
+            group, which_broker_when_consume_slowly=self.broker_config.which_broker_when_consume_slowly
+        )
 
     def find_subscription_group_config(self, group: str) -> SubscriptionGroupConfig | None:
         """The group's config, created with the defaults when missing and auto-creation is on (or
@@ -117,7 +122,7 @@ class SubscriptionGroupManager(VersionedTableManager[SubscriptionGroupConfig]):
             if reason is not None:
                 log.warning("subscription group not auto-created: %s", reason)
                 return None
-            config = SubscriptionGroupConfig(group)
+            config = self._new_group(group)
             self._put(config.group_name, config)
         log.info("auto-created subscription group %s", group)
         self.persist()

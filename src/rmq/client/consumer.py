@@ -9,6 +9,13 @@ limits (1000 messages, 100 MiB, span 2000) or the pull failed. Nothing on that p
 
 Rebalance (every 20 s, at start, and when a broker says the group changed) runs on the
 instance's timer thread: it may block on brokers (consumer list, offsets, locks).
+
+Masters and slaves (RocketMQ's PullAPIWrapper): each pull answer's suggestWhichBrokerId says which
+broker of the queue's broker name to pull that queue from next (a slave while the group reads far
+behind, the master otherwise); the instance picks that address, or another one of the same broker
+name when it is missing from the route or refused a connection (a dead master: its slave serves
+what it holds). A pull from a slave never carries the commit flag: offsets go to the master, else a
+slave, through the offset store.
 """
 
 from __future__ import annotations
@@ -35,10 +42,11 @@ from rmq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOff
 from rmq.client.process_queue import ProcessQueue
 from rmq.client.results import PullResult, PullStatus
 from rmq.client.route import TopicRouteData, subscribe_queues
-from rmq.errors import ClientError, RemotingError, RequestRefused, ResponseError
+from rmq.errors import ClientError, RemotingConnectError, RemotingError, RequestRefused, ResponseError
 from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, topic_error
 from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import SubscriptionData, build_subscription_data
 
 if TYPE_CHECKING:
@@ -50,6 +58,8 @@ log = logging.getLogger("rmq.client")
 PULL_DELAY_WHEN_FLOW_CONTROL = 0.05
 PULL_DELAY_WHEN_EXCEPTION = 3.0
 PULL_DELAY_WHEN_NOT_LOCKED = 3.0
+# A retry answer that did not move the offset (a slave asked beyond what it holds) waits this long.
+PULL_DELAY_WHEN_NO_PROGRESS = 1.0
 
 
 @dataclass
@@ -109,6 +119,8 @@ class ConsumerBase(InstanceMember):
         self.topic_queues: dict[str, list[MessageQueue]] = {}
         self.process_queues: dict[MessageQueue, ProcessQueue] = {}
         self.next_offsets: dict[MessageQueue, int] = {}
+        # queue -> the broker id its last pull answer suggested (RocketMQ's pullFromWhichNodeTable)
+        self.pull_from_which_node: dict[MessageQueue, int] = {}
         self._offset_store: OffsetStore | None = None
         self._running = False
         self._rebalance_lock = threading.Lock()
@@ -268,6 +280,7 @@ class ConsumerBase(InstanceMember):
             if self._remove_queue(mq, pq):
                 del self.process_queues[mq]
                 self.next_offsets.pop(mq, None)
+                self.pull_from_which_node.pop(mq, None)
                 log.info("consumer %s: gave up %s", self.group, mq)
         for mq in sorted(mine - set(self.process_queues)):
             new_pq = self._new_process_queue(mq)
@@ -303,17 +316,21 @@ class ConsumerBase(InstanceMember):
         retry = mq.topic.startswith(RETRY_GROUP_TOPIC_PREFIX)
         if where is ConsumeFromWhere.CONSUME_FROM_FIRST_OFFSET:
             return 0
+        if retry and where is not ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
+            # LAST_OFFSET of a retry topic: from its start, so nothing sent back before this
+            # consumer started is skipped
+            return 0
         api, timeout = self.instance.api, self.instance.config.request_timeout
-        addr = self.instance.broker_addr_or_raise(mq.broker_name, mq.topic, master_only=False)
-        if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP:
-            if retry:
-                return api.get_max_offset(addr, mq, timeout)
-            timestamp = self.config.consume_timestamp
-            assert timestamp is not None, "__init__ gave consume_timestamp its default"
-            return api.search_offset(addr, mq, timestamp, timeout)
-        # LAST_OFFSET (and the deprecated variants RocketMQ treats alike); a retry topic from its
-        # start, so nothing sent back before this consumer started is skipped.
-        return 0 if retry else api.get_max_offset(addr, mq, timeout)
+
+        def ask(addr: str) -> int:
+            if where is ConsumeFromWhere.CONSUME_FROM_TIMESTAMP and not retry:
+                timestamp = self.config.consume_timestamp
+                assert timestamp is not None, "__init__ gave consume_timestamp its default"
+                return api.search_offset(addr, mq, timestamp, timeout)
+            # LAST_OFFSET (and the deprecated variants RocketMQ treats alike)
+            return api.get_max_offset(addr, mq, timeout)
+
+        return self.instance.call_in_admin(mq.broker_name, mq.topic, ask)
 
     # -- pulling (on the loop thread once started) -----------------------------------------------
 
@@ -344,20 +361,22 @@ class ConsumerBase(InstanceMember):
         instance = self._instance
         if sub is None or instance is None:
             return
-        addr = instance.find_broker_addr(mq.broker_name, master_only=False)
-        if addr is None:
+        found = instance.find_broker_addr_in_subscribe(mq.broker_name, self.pull_from_which_node.get(mq, MASTER_ID))
+        if found is None:
             instance.scheduler.run_soon(instance.update_all_routes)
             self._later(PULL_DELAY_WHEN_EXCEPTION, self._pull, mq, pq)
             return
+        addr, slave = found
+        offset = self.next_offsets[mq]
         commit_offset = self.offset_store.read_memory(mq) if self.clustering else -1
         sys_flag = PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION
-        if commit_offset > 0:
+        if commit_offset > 0 and not slave:  # a slave does not take commits with pulls
             sys_flag |= PULL_FLAG_COMMIT_OFFSET
         ext = {
             "consumerGroup": self.group,
             "topic": mq.topic,
             "queueId": mq.queue_id,
-            "queueOffset": self.next_offsets[mq],
+            "queueOffset": offset,
             "maxMsgNums": self.config.pull_batch_size,
             "sysFlag": sys_flag,
             "commitOffset": max(commit_offset, 0),
@@ -373,7 +392,7 @@ class ConsumerBase(InstanceMember):
                 ext,
                 self.config.consumer_timeout_when_suspend,
                 mq,
-                lambda result, error: self._on_pulled(mq, pq, sub, result, error),
+                lambda result, error: self._on_pulled(mq, pq, sub, result, error, addr, offset),
             )
         except RemotingError as exc:  # shut down meanwhile
             log.debug("consumer %s: pull of %s not sent: %s", self.group, mq, exc)
@@ -388,13 +407,26 @@ class ConsumerBase(InstanceMember):
         sub: SubscriptionData,
         result: PullResult | None,
         error: BaseException | None,
+        addr: str = "",
+        requested: int = -1,
     ) -> None:
         if pq.dropped or not self._running:
             return
         if result is None:
-            log.warning("consumer %s: pull of %s failed: %s", self.group, mq, error)
+            log.warning("consumer %s: pull of %s from %s failed: %s", self.group, mq, addr, error)
+            instance = self.instance
+            if isinstance(error, RemotingConnectError):
+                instance.mark_unreachable(addr)
+                # another address of the broker name (a slave) takes over at once, if there is one
+                found = instance.find_broker_addr_in_subscribe(
+                    mq.broker_name, self.pull_from_which_node.get(mq, MASTER_ID)
+                )
+                if found is not None and found[0] != addr:
+                    self._pull(mq, pq)
+                    return
             self._later(PULL_DELAY_WHEN_EXCEPTION, self._pull, mq, pq)
             return
+        self.pull_from_which_node[mq] = result.suggest_which_broker_id
         self.next_offsets[mq] = result.next_begin_offset
         if result.status is PullStatus.FOUND:
             msgs = [m for m in result.messages if sub.is_matched_by_tag(m.tags)]
@@ -407,7 +439,10 @@ class ConsumerBase(InstanceMember):
             self.offset_store.update(mq, result.next_begin_offset)
         elif pq.count == 0 and self.correct_tags_offset:
             self.offset_store.update(mq, result.next_begin_offset, increase_only=True)
-        if self.config.pull_interval > 0:
+        if result.status is PullStatus.NO_MATCHED_MSG and result.next_begin_offset == requested:
+            # a retry that went nowhere (a slave asked beyond what it holds): not in a tight loop
+            self._later(PULL_DELAY_WHEN_NO_PROGRESS, self._pull, mq, pq)
+        elif self.config.pull_interval > 0:
             self._later(self.config.pull_interval, self._pull, mq, pq)
         else:
             self._pull(mq, pq)

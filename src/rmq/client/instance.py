@@ -21,14 +21,16 @@ import logging
 import os
 import random
 import threading
+import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, fields
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from rmq._service import Scheduler
 from rmq.client.api import ClientAPI
 from rmq.client.msg_id import local_ipv4
-from rmq.client.route import TopicRouteData, any_addr
-from rmq.errors import ClientError, RemotingError, ResponseError
+from rmq.client.route import TopicRouteData
+from rmq.errors import ClientError, RemotingConnectError, RemotingError, ResponseError
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode
 from rmq.protocol.message import group_error
@@ -41,6 +43,12 @@ if TYPE_CHECKING:
     from rmq.net.channel import Channel
 
 log = logging.getLogger("rmq.client")
+
+# How long a broker address that refused a connection is passed over for another address of the
+# same broker name (a master killed before the name servers and the routes forget it).
+UNREACHABLE_SECONDS = 5.0
+
+R = TypeVar("R")
 
 
 @dataclass
@@ -157,6 +165,8 @@ class ClientInstance:
         self.routes: dict[str, TopicRouteData] = {}
         # brokerName -> {brokerId: address}, from every route seen
         self.broker_addrs: dict[str, dict[int, str]] = {}
+        # address -> time.monotonic() until which it is passed over (it refused a connection)
+        self._unreachable: dict[str, float] = {}
         self.producers: dict[str, InstanceMember] = {}
         self.consumers: dict[str, Any] = {}
         self._users = 0
@@ -280,31 +290,90 @@ class ClientInstance:
             except (RemotingError, ClientError) as exc:
                 log.warning("route refresh of %s failed: %s", topic, exc)
 
-    def find_broker_addr(self, broker_name: str, master_only: bool = True) -> str | None:
-        addrs = self.broker_addrs.get(broker_name)
-        if not addrs:
-            return None
-        if master_only:
-            return addrs.get(MASTER_ID)
-        return addrs.get(MASTER_ID) or next(iter(addrs.values()))
+    def find_broker_addr(self, broker_name: str) -> str | None:
+        """The master's address of ``broker_name`` (sends, send-backs, queue locks)."""
+        return (self.broker_addrs.get(broker_name) or {}).get(MASTER_ID)
 
-    def broker_addr_or_raise(self, broker_name: str, topic: str, master_only: bool = True) -> str:
-        addr = self.find_broker_addr(broker_name, master_only)
+    def broker_addr_or_raise(self, broker_name: str, topic: str) -> str:
+        addr = self.find_broker_addr(broker_name)
         if addr is None:
             self.update_route(topic)
-            addr = self.find_broker_addr(broker_name, master_only)
+            addr = self.find_broker_addr(broker_name)
         if addr is None:
             raise ClientError(
-                f"broker {broker_name!r} of topic {topic!r} has no {'master ' if master_only else ''}"
-                "address in the name server's route"
+                f"broker {broker_name!r} of topic {topic!r} has no master address in the name server's route"
             )
         return addr
 
+    # -- masters and slaves (RocketMQ's findBrokerAddressInSubscribe / InAdmin) ----------------
+
+    def mark_unreachable(self, addr: str) -> None:
+        """``addr`` refused a connection: prefer the other addresses of its broker name for a while."""
+        with self._lock:
+            first = addr not in self._unreachable
+            self._unreachable[addr] = time.monotonic() + UNREACHABLE_SECONDS
+        if first:
+            log.warning("broker %s refuses connections: using another address of its broker name", addr)
+
+    def reachable(self, addr: str) -> bool:
+        until = self._unreachable.get(addr)
+        if until is None:
+            return True
+        if until > time.monotonic():
+            return False
+        with self._lock:
+            if self._unreachable.get(addr) == until:
+                del self._unreachable[addr]
+        return True
+
+    def find_broker_addr_in_subscribe(self, broker_name: str, broker_id: int) -> tuple[str, bool] | None:
+        """Where to pull a queue of ``broker_name`` from: (address, is a slave). The broker id the
+        last pull answer suggested (a slave id not in the route: the next id up), else the master,
+        else a slave; an address that refused a connection lately only when nothing else is left."""
+        addrs = dict(self.broker_addrs.get(broker_name) or {})
+        if not addrs:
+            return None
+        candidates = [broker_id] + ([broker_id + 1] if broker_id != MASTER_ID else []) + sorted(addrs)
+        chosen = [i for i in candidates if i in addrs]
+        for i in chosen:
+            if self.reachable(addrs[i]):
+                return addrs[i], i != MASTER_ID
+        return addrs[chosen[0]], chosen[0] != MASTER_ID
+
+    def find_broker_addr_in_admin(self, broker_name: str, skip: set[str] | frozenset[str] = frozenset()) -> str | None:
+        """Where a group's offsets of ``broker_name`` are committed and read: its master, else (the
+        master missing from the route or refusing connections) a slave. None when nothing is left
+        but ``skip``."""
+        addrs = self.broker_addrs.get(broker_name) or {}
+        ordered = [addrs[i] for i in sorted(addrs) if addrs[i] not in skip]
+        if not ordered:
+            return None
+        return next((addr for addr in ordered if self.reachable(addr)), ordered[0])
+
+    def call_in_admin(self, broker_name: str, topic: str, request: Callable[[str], R]) -> R:
+        """``request(addr)`` at ``find_broker_addr_in_admin``'s address; when that refuses the
+        connection, at the next one of the broker name."""
+        if not self.broker_addrs.get(broker_name):
+            self.update_route(topic)
+        tried: set[str] = set()
+        while True:
+            addr = self.find_broker_addr_in_admin(broker_name, tried)
+            if addr is None:
+                raise ClientError(f"broker {broker_name!r} of topic {topic!r} has no address in the route")
+            try:
+                return request(addr)
+            except RemotingConnectError:
+                self.mark_unreachable(addr)
+                tried.add(addr)
+                if self.find_broker_addr_in_admin(broker_name, tried) is None:
+                    raise
+
     def any_broker_addr_of(self, topic: str) -> str | None:
+        """A broker of ``topic`` to ask about the group (its master, else a slave), at random."""
         route = self.routes.get(topic)
         if route is None:
             return None
-        addrs = [addr for addr in map(any_addr, route.broker_datas) if addr]
+        addrs = [addr for addr in (self.find_broker_addr_in_admin(b.broker_name) for b in route.broker_datas) if addr]
         return random.choice(addrs) if addrs else None
 
     def all_broker_addrs(self) -> list[str]:

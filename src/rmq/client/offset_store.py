@@ -12,6 +12,7 @@ An offset is the next queue offset to consume. -1 means "none stored".
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -67,7 +68,9 @@ class OffsetStore:
 
 
 class RemoteOffsetStore(OffsetStore):
-    """Offsets kept by the broker of each queue."""
+    """Offsets kept by the broker of each queue: its master, else a slave (while the master is
+    missing from the route or refuses connections; the slave hands them to the master when it
+    returns)."""
 
     def __init__(self, group: str, instance: ClientInstance):
         super().__init__(group)
@@ -75,19 +78,25 @@ class RemoteOffsetStore(OffsetStore):
 
     def read_store(self, mq: MessageQueue) -> int:
         """The broker's offset of ``mq`` (cached here too); -1 when the group has none."""
-        addr = self.instance.broker_addr_or_raise(mq.broker_name, mq.topic)
-        offset = self.instance.api.query_consumer_offset(addr, self.group, mq, self.instance.config.request_timeout)
+        api, timeout = self.instance.api, self.instance.config.request_timeout
+        offset = self.instance.call_in_admin(
+            mq.broker_name, mq.topic, lambda addr: api.query_consumer_offset(addr, self.group, mq, timeout)
+        )
         self.update(mq, offset)
         return offset
 
     def persist(self, mqs: Iterable[MessageQueue]) -> None:
         """Write the cached offsets of ``mqs`` to their brokers (synchronously: a shutdown must not
         return before the broker has them)."""
+        api, timeout = self.instance.api, self.instance.config.request_timeout
         for mq, offset in self.snapshot(mqs).items():
             try:
-                addr = self.instance.broker_addr_or_raise(mq.broker_name, mq.topic)
-                self.instance.api.update_consumer_offset(
-                    addr, self.group, mq, offset, self.instance.config.request_timeout
+                self.instance.call_in_admin(
+                    mq.broker_name,
+                    mq.topic,
+                    functools.partial(
+                        api.update_consumer_offset, group=self.group, mq=mq, offset=offset, timeout=timeout
+                    ),
                 )
             except (RemotingError, ResponseError, ClientError) as exc:
                 log.warning("committing offset %d of %s for group %s failed: %s", offset, mq, self.group, exc)

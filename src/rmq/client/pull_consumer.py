@@ -143,8 +143,11 @@ class PullConsumer(ConsumerBase):
         if old is None:
             raise ClientError(f"{mq} is not assigned to this consumer (assign() it, or wait for the rebalance)")
         api, timeout = self.instance.api, self.instance.config.request_timeout
-        addr = self.instance.broker_addr_or_raise(mq.broker_name, mq.topic, master_only=False)
-        low, high = api.get_min_offset(addr, mq, timeout), api.get_max_offset(addr, mq, timeout)
+        low, high = self.instance.call_in_admin(
+            mq.broker_name,
+            mq.topic,
+            lambda addr: (api.get_min_offset(addr, mq, timeout), api.get_max_offset(addr, mq, timeout)),
+        )
         if not low <= offset <= high:
             raise ClientError(f"cannot seek {mq} to {offset}: its offsets are {low}..{high}")
         with self._rebalance_lock:
@@ -158,14 +161,23 @@ class PullConsumer(ConsumerBase):
         self._pull(mq, pq)
 
     def seek_to_begin(self, mq: MessageQueue) -> None:
-        addr = self.instance.broker_addr_or_raise(mq.broker_name, mq.topic, master_only=False)
-        self.seek(mq, self.instance.api.get_min_offset(addr, mq, self.instance.config.request_timeout))
+        api, timeout = self.instance.api, self.instance.config.request_timeout
+        self.seek(
+            mq, self.instance.call_in_admin(mq.broker_name, mq.topic, lambda a: api.get_min_offset(a, mq, timeout))
+        )
 
     def seek_to_end(self, mq: MessageQueue) -> None:
-        addr = self.instance.broker_addr_or_raise(mq.broker_name, mq.topic, master_only=False)
-        self.seek(mq, self.instance.api.get_max_offset(addr, mq, self.instance.config.request_timeout))
+        api, timeout = self.instance.api, self.instance.config.request_timeout
+        self.seek(
+            mq, self.instance.call_in_admin(mq.broker_name, mq.topic, lambda a: api.get_max_offset(a, mq, timeout))
+        )
 
     def seek_to_timestamp(self, mq: MessageQueue, timestamp_ms: int) -> None:
         """Consume ``mq`` from its first message stored at or after ``timestamp_ms``."""
-        addr = self.instance.broker_addr_or_raise(mq.broker_name, mq.topic, master_only=False)
-        self.seek(mq, self.instance.api.search_offset(addr, mq, timestamp_ms, self.instance.config.request_timeout))
+        api, timeout = self.instance.api, self.instance.config.request_timeout
+        self.seek(
+            mq,
+            self.instance.call_in_admin(
+                mq.broker_name, mq.topic, lambda a: api.search_offset(a, mq, timestamp_ms, timeout)
+            ),
+        )

@@ -28,11 +28,6 @@ def master_addr(broker: BrokerData) -> str | None:
     return broker.broker_addrs.get(MASTER_ID)
 
 
-def any_addr(broker: BrokerData) -> str | None:
-    """The master, else any slave (reads only)."""
-    return master_addr(broker) or next(iter(broker.broker_addrs.values()), None)
-
-
 @dataclass(frozen=True)
 class TopicRouteData:
     queue_datas: tuple[QueueData, ...]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import dataclasses
 
-from rmq.settings import FlushDiskType, SettingsView, parse_delay_levels, setting
+from rmq.settings import BrokerRole, FlushDiskType, SettingsView, parse_delay_levels, setting
 
-__all__ = ["FlushDiskType", "MessageStoreConfig"]
+__all__ = ["BrokerRole", "FlushDiskType", "MessageStoreConfig"]
 
 # The store host of a store used without a broker (a broker passes its resolved brokerIP1).
 STANDALONE_STORE_IP = "127.0.0.1"
@@ -33,14 +33,35 @@ class MessageStoreConfig(SettingsView):
     max_hash_slot_num: int = setting("maxHashSlotNum")
     max_index_num: int = setting("maxIndexNum")
     message_delay_level: str = setting("messageDelayLevel")
+    access_message_in_memory_max_ratio: int = setting("accessMessageInMemoryMaxRatio")
     # the store host written in every record and in msgIds: brokerIP1 and the broker's listenPort
     broker_ip1: str = setting("brokerIP1")  # declared optional (None until a broker resolves it)
     listen_port: int = setting("listenPort")
+    # replication (the HA service lives in the store, as in RocketMQ)
+    broker_role: BrokerRole = setting("brokerRole")
+    ha_listen_port: int = setting("haListenPort")  # declared optional: listenPort + 1 unless set
+    ha_master_address: str | None = setting("haMasterAddress")
+    ha_send_heartbeat_interval: int = setting("haSendHeartbeatInterval")
+    ha_housekeeping_interval: int = setting("haHousekeepingInterval")
+    ha_transfer_batch_size: int = setting("haTransferBatchSize")
+    ha_max_gap_not_in_sync: int = setting("haMaxGapNotInSync")
+    slave_timeout: int = setting("slaveTimeout")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         if self.broker_ip1 is None:
             self.broker_ip1 = STANDALONE_STORE_IP
+        if self.ha_listen_port is None:
+            self.ha_listen_port = self.listen_port + 1
+
+    @property
+    def sync_master(self) -> bool:
+        """Sends wait for a slave's ack (SYNC_MASTER)."""
+        return self.broker_role is BrokerRole.SYNC_MASTER
+
+    @property
+    def slave(self) -> bool:
+        return self.broker_role is BrokerRole.SLAVE
 
     @property
     def sync_flush(self) -> bool:

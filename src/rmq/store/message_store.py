@@ -28,6 +28,7 @@ from rmq.errors import StoreError, StoreLockedError
 from rmq.protocol.message import MessageProperty, encode_properties
 from rmq.protocol.record import decode_record, ipv4_to_int
 from rmq.store.config import MessageStoreConfig
+from rmq.store.ha import HAClient, HAService
 from rmq.store.services import (
     CleanCommitLogService,
     CommitCompletionService,
@@ -72,12 +73,18 @@ class MessageStore(StoreCore):
             sync_flush=c.sync_flush,
             sync_flush_timeout=c.sync_flush_timeout / 1000,
             delay_level_ms=c.delay_level_ms,
+            sync_master=c.sync_master,
+            slave_timeout=c.slave_timeout / 1000,
+            ha_max_gap_not_in_sync=c.ha_max_gap_not_in_sync,
+            slave=c.slave,
         )
         self._lock_fd: int | None = None
         self._services: list[ServiceThread] = []
         self.last_exit_ok: bool | None = None
         self.recovery_report: str | None = None
         self._completion_handed_over = False
+        self.ha_service: HAService | None = None
+        self.ha_client: HAClient | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -102,10 +109,10 @@ class MessageStore(StoreCore):
             self._recover()
             with open(self.abort_path, "wb") as f:
                 os.fsync(f.fileno())
-            if self.config.sync_flush:
+            if (self.sync_flush or self.sync_master) and not self._completion_handed_over:
                 # the completer stops first: the group commit's last round completes what is left
-                if not self._completion_handed_over:
-                    self._services.append(CommitCompletionService(self))
+                self._services.append(CommitCompletionService(self))
+            if self.config.sync_flush:
                 self._services.append(GroupCommitService(self))
             else:
                 self._services.append(FlushRealTimeService(self))
@@ -117,6 +124,15 @@ class MessageStore(StoreCore):
             self._release_lock_file()
             raise
         return self
+
+    def start_ha(self) -> None:
+        """After ``start``: replicate. A master listens on haListenPort for slaves (HAService); a
+        slave copies its master's CommitLog (HAClient). A store used on its own does neither."""
+        if self.config.slave:
+            self.ha_client = HAClient(self)
+            self.ha_client.start()
+        else:
+            self.ha_service = HAService(self).start()
 
     def hand_over_commit_completion(self) -> None:
         """Before ``start``: the caller completes SYNC_FLUSH puts itself, calling ``complete_commits``
@@ -130,9 +146,17 @@ class MessageStore(StoreCore):
         if self._lock_fd is None:
             return
         self.set_running(False)
+        if self.ha_service is not None:
+            self.ha_service.shutdown()
+            self.ha_service = None
+        if self.ha_client is not None:
+            self.ha_client.shutdown()
+            self.ha_client = None
+        self.close_replica_file()
         for service in self._services:
             service.shutdown()
         self._services = []
+        self.abandon_commits()  # SYNC_MASTER: no slave will ack what is still waiting
         self.flush_commit_log(0)
         self.flush_logics()
         self.index_service.shutdown()

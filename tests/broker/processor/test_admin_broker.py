@@ -151,3 +151,12 @@ def test_topic_configs_runtime_info_and_delay_offsets(broker, client, filled):
     assert all(isinstance(v, str) for v in table.values())
     delay = json.loads(bytes(ask(client, broker, RequestCode.GET_ALL_DELAY_OFFSET).body))
     assert "offsetTable" in delay
+
+
+def test_what_a_slave_copies_comes_in_rocketmqs_wrappers(broker, client, filled):
+    broker.consumer_offset_manager.commit_offset("G1", TOPIC, 1, 2)
+    offsets = json.loads(bytes(ask(client, broker, RequestCode.GET_ALL_CONSUMER_OFFSET).body))
+    assert offsets == {"offsetTable": {f"{TOPIC}@G1": {"1": 2}}}
+    groups = json.loads(bytes(ask(client, broker, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG).body))
+    assert set(groups) == {"subscriptionGroupTable", "dataVersion"}
+    assert groups["subscriptionGroupTable"]["TOOLS_CONSUMER"]["whichBrokerWhenConsumeSlowly"] == 1

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from rmq.protocol.codes import ResponseCode
-from tests.helpers.broker import assert_still_serving, create_topic
+from tests.helpers import wait_until
+from tests.helpers.broker import assert_still_serving, create_topic, put
 from tests.helpers.requests import call, pull_request, records, send_request
 
 
@@ -62,3 +63,55 @@ def test_bad_pulls_carry_the_four_fields(broker, client, change, code):
     assert r.remark
     assert set(r.ext_fields) == {"nextBeginOffset", "minOffset", "maxOffset", "suggestWhichBrokerId"}
     assert_still_serving(broker, client)
+
+
+def test_a_master_suggests_a_slave_to_a_group_reading_far_behind(start_broker, client):
+    # a ratio of 0: any read short of the CommitLog's end (the last message read included, as
+    # RocketMQ measures from its start) is far behind
+    broker = start_broker(slaveReadEnable="true", accessMessageInMemoryMaxRatio="0")
+    addr = broker.broker_addr
+    for i in range(3):
+        assert call(client, addr, send_request("Behind", b"%d" % i)).code == ResponseCode.SUCCESS
+    r = call(client, addr, pull_request("Behind", 0, 0, max_msgs=1))
+    assert r.code == ResponseCode.SUCCESS and r.ext_fields["suggestWhichBrokerId"] == "1"
+    # nothing read: the group's brokerId, the master
+    r = call(client, addr, pull_request("Behind", 0, 3))
+    assert r.code == ResponseCode.PULL_NOT_FOUND and r.ext_fields["suggestWhichBrokerId"] == "0"
+
+
+@pytest.mark.parametrize(
+    "settings",
+    [{"slaveReadEnable": "true"}, {"accessMessageInMemoryMaxRatio": "0"}],
+    ids=["in-memory", "no-slave-read"],
+)
+def test_the_master_is_suggested_when_in_memory_or_without_slave_read_enable(start_broker, client, settings):
+    broker = start_broker(**settings)
+    for i in range(3):
+        call(client, broker.broker_addr, send_request("Behind", b"%d" % i))
+    r = call(client, broker.broker_addr, pull_request("Behind", 0, 0, max_msgs=1))
+    assert r.code == ResponseCode.SUCCESS and r.ext_fields["suggestWhichBrokerId"] == "0"
+
+
+def test_a_slave_serves_what_it_holds_and_never_corrects_an_offset(start_broker, client, tmp_path):
+    master = start_broker(storePathRootDir=str(tmp_path / "master"))
+    create_topic(master, "Copied")
+    slave = start_broker(
+        storePathRootDir=str(tmp_path / "slave"),
+        brokerRole="SLAVE",
+        brokerId="1",
+        namesrvAddr=master.config.namesrv_addr,
+    )
+    put(master, "Copied", b"a")
+    wait_until(lambda: slave.store.get_max_offset_in_queue("Copied", 0) == 1, 10, "the message replicated")
+    create_topic(slave, "Copied")  # the slave's copy of the master's topics comes every 10 s
+    r = call(client, slave.broker_addr, pull_request("Copied", 0, 0))
+    assert [m.body for m in records(r.body)] == [b"a"]
+    # beyond what it holds (the master may have more): retry, from the same offset, at the master
+    r = call(client, slave.broker_addr, pull_request("Copied", 0, 5))
+    assert r.code == ResponseCode.PULL_RETRY_IMMEDIATELY
+    assert r.ext_fields["nextBeginOffset"] == "5" and r.ext_fields["suggestWhichBrokerId"] == "0"
+    # a long poll at the end is answered once replication brings the next message
+    answer = client.invoke_async(slave.broker_addr, pull_request("Copied", 0, 1, suspend_ms=20_000), 25)
+    wait_until(lambda: slave.pull_hold.parked_count == 1, 5, "the pull parked")
+    put(master, "Copied", b"b")
+    assert [m.body for m in records(answer.result(10).body)] == [b"b"]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.record import decode_msg_id, decode_records
+from tests.helpers import wait_until
 from tests.helpers.broker import put
 
 
@@ -48,3 +49,21 @@ def test_view_by_id_returns_the_record_a_msg_id_points_at(broker, client):
         request = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": bad})
         answer = client.invoke_sync(broker.broker_addr, request, 3.0)
         assert answer.code == ResponseCode.SYSTEM_ERROR and str(bad) in answer.remark
+
+
+def test_a_slave_answers_queries_on_what_it_copied(start_broker, client, tmp_path):
+    master = start_broker(storePathRootDir=str(tmp_path / "master"))
+    slave = start_broker(
+        storePathRootDir=str(tmp_path / "slave"),
+        brokerRole="SLAVE",
+        brokerId="1",
+        namesrvAddr=master.config.namesrv_addr,
+    )
+    sent = put(master, "TopicQ", b"copied", KEYS="order-9")
+    wait_until(lambda: slave.store.get_max_offset_in_queue("TopicQ", 0) == 1, 10, "the message replicated")
+    found = query(client, slave, "TopicQ", "order-9")
+    assert [m.body for m in decode_records(bytes(found.body))] == [b"copied"]
+    _, _, offset = decode_msg_id(sent.msg_id)  # a slave's records are the master's, at the same offsets
+    request = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": offset})
+    (message,) = decode_records(bytes(client.invoke_sync(slave.broker_addr, request, 3.0).body))
+    assert message.msg_id == sent.msg_id

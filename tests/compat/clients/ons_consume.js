@@ -2,15 +2,17 @@
 // with every stored property (UNIQ_KEY, user properties...) under "properties". msgId is what ali-ons
 // calls a message's id: the broker's (store host + commit-log offset), never UNIQ_KEY.
 // usage: node ons_consume.js NAMESRV TOPIC GROUP SUB_EXPRESSION COUNT IDLE_MS [FAIL_FIRST_N] [MAX_RECONSUME_TIMES]
+//        [OPTIONS_JSON]
 // FAIL_FIRST_N: fail the first N deliveries (retry tests), by throwing: ali-ons 3.12.0 loses an
 // ACTION_RETRY returned for a message delivered from %RETRY%<group> (its retry-topic wrapper drops the
 // handler's return value, so the retry counts as consumed), while a thrown error is sent back either way.
 // MAX_RECONSUME_TIMES: the consumer's maxReconsumeTimes (default 16), sent with each send-back.
+// OPTIONS_JSON: more Consumer options, over these (pullBatchSize, pullInterval, pollNameServerInteval...).
 'use strict';
 const { Consumer } = require('ali-ons');
 
 async function main() {
-  const [nameSrv, topic, group, expression, countText, idleText, failText = '0', maxText = '16'] =
+  const [nameSrv, topic, group, expression, countText, idleText, failText = '0', maxText = '16', optionsText = '{}'] =
     process.argv.slice(2);
   const count = Number(countText);
   const idleMs = Number(idleText);
@@ -21,6 +23,7 @@ async function main() {
     // offsets are committed to the broker every 5 s by default; restart tests want it prompt
     persistConsumerOffsetInterval: 1000,
     maxReconsumeTimes: Number(maxText),
+    ...JSON.parse(optionsText),
   });
   consumer.on('error', err => console.error(`consumer error: ${err.message}`));
   let received = 0;

@@ -1,15 +1,20 @@
 """What rmq-admin (and RocketMQ's mqadmin) asks a broker, with RocketMQ's codes and body shapes
 (AdminBrokerProcessor):
 
-    GET_ALL_TOPIC_CONFIG (21)           -> topics.json's object
+    GET_ALL_TOPIC_CONFIG (21)           -> topics.json's object (TopicConfigSerializeWrapper)
     GET_BROKER_RUNTIME_INFO (28)        -> {"table": {name: value}} (a subset of RocketMQ's keys)
+    GET_ALL_CONSUMER_OFFSET (43)        -> consumerOffset.json's object (ConsumerOffsetSerializeWrapper)
     GET_ALL_DELAY_OFFSET (45)           -> delayOffset.json's object
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) -> subscriptionGroup.json's object (SubscriptionGroupWrapper)
     GET_TOPIC_STATS_INFO (202) {topic}  -> TopicStatsTable: per write queue min/max offset, last store time
     GET_CONSUMER_CONNECTION_LIST (203) {consumerGroup} -> ConsumerConnection; CONSUMER_NOT_ONLINE
     GET_CONSUME_STATS (208) {consumerGroup, topic?} -> ConsumeStats: per read queue broker/consumer offset
     DELETE_TOPIC_IN_BROKER (215) {topic}
     INVOKE_BROKER_TO_RESET_OFFSET (222) {topic, group, timestamp, isForce} -> ResetOffsetBody
     QUERY_TOPIC_CONSUME_BY_WHO (300) {topic} -> {"groupList": [...]}
+
+The four GET_ALL_* answers are what a slave copies from its master every 10 s
+(``rmq.broker.slave_sync``): the managers' file objects, as RocketMQ's are.
 
 Reset offset differs from RocketMQ on purpose: RocketMQ only tells the group's online consumers
 (RESET_CONSUMER_CLIENT_OFFSET, which they apply and commit) and answers CONSUMER_NOT_ONLINE when
@@ -56,7 +61,9 @@ class AdminBrokerProcessor(Processor):
         return {
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,
             RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
+            RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
             RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
+            RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group_config,
             RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
             RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
@@ -89,8 +96,14 @@ class AdminBrokerProcessor(Processor):
     def get_all_topic_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         return success(request, body=_json(self.controller.topic_config_manager.encode()))
 
+    def get_all_consumer_offset(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        return success(request, body=_json(self.controller.consumer_offset_manager.encode()))
+
     def get_all_delay_offset(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         return success(request, body=_json(self.controller.delay_offset_manager.encode()))
+
+    def get_all_subscription_group_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        return success(request, body=_json(self.controller.subscription_group_manager.encode()))
 
     def get_broker_runtime_info(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         c = self.controller

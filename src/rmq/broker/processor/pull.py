@@ -20,11 +20,24 @@ Store outcome -> response code, as RocketMQ maps them:
 
 A pull with nothing new and the suspend bit is parked (``rmq.broker.long_polling``) and answered as
 soon as a message arrives on its queue, or with PULL_NOT_FOUND after suspendTimeoutMillis.
+
+suggestWhichBrokerId, as RocketMQ 4.x sets it: without slaveReadEnable always the master (0). With
+it, the group's whichBrokerWhenConsumeSlowly (a slave, 1 by default) when the messages just read lie
+further behind the CommitLog's end than accessMessageInMemoryMaxRatio percent of physical memory
+(they are likely no longer in the page cache: let a slave serve that consumer), else the group's
+brokerId (0). Clients pull that queue from the suggested broker next.
+
+A slave serves what it holds. An offset out of its range is not corrected there (its copy may just
+be behind the master's): PULL_OFFSET_MOVED becomes PULL_RETRY_IMMEDIATELY with nextBeginOffset the
+offset asked, suggesting the group's brokerId (the master), as RocketMQ's slave answers
+(offsetCheckInSlave false).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import struct
 from typing import TYPE_CHECKING
 
 from rmq.broker.config import BrokerRole
@@ -34,6 +47,7 @@ from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.fields import int_field, str_field
+from rmq.protocol.layout import REC_PHYSICALOFFSET
 from rmq.protocol.perm import is_readable
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import ExpressionType, build_subscription_data
@@ -60,6 +74,15 @@ _TAG_FILTER_CACHE_MAX = 4096
 _NOT_FOUND_STATUSES = (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE)
 _MOVED_STATUSES = (GetMessageStatus.OFFSET_OVERFLOW_BADLY, GetMessageStatus.OFFSET_TOO_SMALL)
 _EMPTY_QUEUE_STATUSES = (GetMessageStatus.NO_MATCHED_LOGIC_QUEUE, GetMessageStatus.NO_MESSAGE_IN_QUEUE)
+_PHYSICAL_OFFSET = struct.Struct(">q")
+
+
+def total_physical_memory() -> int:
+    """Bytes of RAM of this host (RocketMQ's StoreUtil.TOTAL_PHYSICAL_MEMORY_SIZE)."""
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (ValueError, OSError):
+        return 1 << 34  # 16 GiB when the host does not say
 
 
 def pull_response(
@@ -93,6 +116,11 @@ class PullProcessor(Processor):
         self.hold = controller.pull_hold
         self._tag_filters: dict[tuple[str, str], TagFilter | None] = {}
         self.hold.set_executor(self.execute)
+        self.slave = controller.config.broker_role is BrokerRole.SLAVE
+        self.slave_read_enable = controller.config.slave_read_enable
+        # how far behind the CommitLog's end a read may lie before the answer suggests a slave
+        ratio = controller.store_config.access_message_in_memory_max_ratio
+        self.in_memory_bytes = total_physical_memory() * ratio // 100
 
     def handlers(self):
         return {RequestCode.PULL_MESSAGE: self.pull_message}
@@ -161,11 +189,7 @@ class PullProcessor(Processor):
                 )
             tag_filter = self._tag_filter(topic, subscription.sub_string, subscription.expression_type)
 
-        commit = (
-            sys_flag & PullSysFlag.COMMIT_OFFSET
-            and commit_offset >= 0
-            and controller.config.broker_role is not BrokerRole.SLAVE
-        )
+        commit = sys_flag & PullSysFlag.COMMIT_OFFSET and commit_offset >= 0 and not self.slave
         if commit:
             controller.consumer_offset_manager.commit_offset(
                 group, topic, queue_id, commit_offset, channel.remote_address
@@ -188,6 +212,7 @@ class PullProcessor(Processor):
             tag_filter,
             timeout_ms,
             group_config.broker_id,
+            group_config.which_broker_when_consume_slowly,
         )
 
     def _tag_filter(self, topic: str, sub_string: str, expression_type: str) -> TagFilter | None:
@@ -237,7 +262,7 @@ class PullProcessor(Processor):
                 result.next_begin_offset,
                 result.min_offset,
                 result.max_offset,
-                pull.suggest_broker_id,
+                self._suggest(pull, result.messages),
                 body=result.messages,
             )
         if status in _NOT_FOUND_STATUSES:
@@ -251,6 +276,21 @@ class PullProcessor(Processor):
         if code == ResponseCode.PULL_NOT_FOUND and pull.timeout_ms > 0 and not expired:
             self.hold.park(pull)
             return None
-        return pull_response(
-            pull.request, code, result.next_begin_offset, result.min_offset, result.max_offset, pull.suggest_broker_id
-        )
+        next_begin_offset = result.next_begin_offset
+        suggest = self._suggest(pull)
+        if code == ResponseCode.PULL_OFFSET_MOVED and self.slave:
+            # the slave's copy may be behind the master's: no correction here (module docstring)
+            code, next_begin_offset = ResponseCode.PULL_RETRY_IMMEDIATELY, pull.queue_offset
+            suggest = pull.suggest_broker_id
+        return pull_response(pull.request, code, next_begin_offset, result.min_offset, result.max_offset, suggest)
+
+    def _suggest(self, pull: ParkedPull, messages=()) -> int:
+        """suggestWhichBrokerId (module docstring). Far behind: the last message read lies further
+        from the CommitLog's end than fits in memory (RocketMQ's isSuggestPullingFromSlave)."""
+        if not self.slave_read_enable:
+            return MASTER_ID
+        if messages:
+            (last,) = _PHYSICAL_OFFSET.unpack_from(messages[-1], REC_PHYSICALOFFSET)
+            if self.store.get_max_phy_offset() - last > self.in_memory_bytes:
+                return pull.slow_broker_id
+        return pull.suggest_broker_id

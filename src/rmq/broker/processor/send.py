@@ -120,7 +120,8 @@ _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
 # lookup (~50 ns), and a send names several.
 _SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
 _SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
-_PUT_OK = int(PutMessageStatus.PUT_OK)
+# PUT_OK up to SLAVE_NOT_AVAILABLE: the message is stored (the others are degraded outcomes)
+_STORED_DEGRADED = int(PutMessageStatus.SLAVE_NOT_AVAILABLE)
 # _PUT_OUTCOMES as the reply needs it: status -> (code, remark, whether the reply says where the
 # message went: it did, when stored, even if degraded).
 _PUT_REPLIES: dict[int, tuple[int, str | None, bool]] = {
@@ -139,7 +140,9 @@ class SendProcessor(Processor):
         self.topics = controller.topic_config_manager
         self.broker_config = controller.config
         self.max_message_size = controller.store.max_message_size
-        self.sync_flush = controller.store.sync_flush
+        # a send waits for the disk (SYNC_FLUSH) or for a slave (SYNC_MASTER) unless WAIT=false
+        self.waits = controller.store.sync_flush or controller.store.sync_master
+        self.slave = controller.store.slave
         self.wait_limit = controller.config.wait_time_mills_in_send_queue / 1000
         self._born_hosts: dict[str, tuple[int, int]] = {}
         self._writable_topics: dict[str, TopicConfig] = {}
@@ -169,6 +172,15 @@ class SendProcessor(Processor):
                 f"period in queue: {int(waited * 1000)}ms",
             )
         controller = self.controller
+        if self.slave:
+            # RocketMQ's store: "message store is slave mode, so putMessage is forbidden"
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.SERVICE_NOT_AVAILABLE,
+                remark=f"service not available now: broker {self.broker_config.broker_name} at "
+                f"{controller.broker_addr} is a slave (brokerId {self.broker_config.broker_id}); "
+                "messages are put to its master",
+            )
         if controller.disk_full:
             return RemotingCommand.response_to(
                 request,
@@ -215,7 +227,7 @@ class SendProcessor(Processor):
             )
         remote_address = channel.remote_address
         born_host, born_port = self._born_hosts.get(remote_address) or self._born_host(remote_address)
-        wait = self.sync_flush and _NO_WAIT_MARK not in properties
+        wait = self.waits and _NO_WAIT_MARK not in properties
 
         if batch:
             return self._send_batch(
@@ -307,11 +319,11 @@ class SendProcessor(Processor):
     def _answer_put(self, request, result, topic: str, queue_id: int):
         """Wake the pulls parked on the queue; the reply now, or (waiting for the disk) a flush
         round asked for and the reply left to the completion."""
-        if result.status_code == _PUT_OK and self._hold.has_parked:
+        if result.status_code <= _STORED_DEGRADED and self._hold.has_parked:
             self._hold.notify_message_arriving(topic, queue_id)
-        if result.pending:  # only under SYNC_FLUSH, where the controller has a flush round kicker
-            if self._request_flush_round is not None:
-                self._request_flush_round()
+        if self._request_flush_round is not None:  # a flush round, new bytes for the slaves
+            self._request_flush_round()
+        if result.pending:  # the completion answers
             return None
         return _put_response(request, result, queue_id)
 

@@ -1,0 +1,152 @@
+"""A slave's metadata follows its master (RocketMQ's SlaveSynchronize).
+
+Every 10 s (and at once when it learns a new master address) a SLAVE broker asks its master
+
+    GET_ALL_TOPIC_CONFIG (21)              {"topicConfigTable": {...}, "dataVersion": {...}}
+    GET_ALL_CONSUMER_OFFSET (43)           {"offsetTable": {"<topic>@<group>": {"<queueId>": offset}}}
+    GET_ALL_DELAY_OFFSET (45)              {"offsetTable": {"<level>": offset}}
+    GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) {"subscriptionGroupTable": {...}, "dataVersion": {...}}
+
+and takes what it answers: topics and groups when their DataVersion differs from the slave's, the
+delay offsets as they are, the consumer offsets with the rule of ``rmq.broker.consumer_offset``
+(commits taken on the slave while the master was away are handed to the master, never dropped).
+
+The master's address comes from the name servers' REGISTER_BROKER answers (``masterAddr``), as in
+RocketMQ: re-learned at every registration, gone when the master is no longer registered. The work
+runs on the broker's Scheduler thread (it waits on the network); requests go out on the broker's
+name-server client, whose loop is idle between registrations.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from rmq.broker.consumer_offset import split_topic_at_group
+from rmq.errors import RemotingError, ResponseError
+from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.java_json import loads_java_json
+
+if TYPE_CHECKING:
+    from rmq.broker.controller import BrokerController
+    from rmq.net.client import RemotingClient
+
+log = logging.getLogger("rmq.broker")
+
+# RocketMQ's BrokerController syncs a slave every 10 s, the first time 3 s after start.
+SLAVE_SYNC_INTERVAL = 10.0
+SLAVE_SYNC_TIMEOUT = 3.0
+
+
+class SlaveSynchronize:
+    """What a slave copies from its master; ``sync_all`` does one round (Scheduler thread)."""
+
+    def __init__(
+        self,
+        controller: BrokerController,
+        client: RemotingClient,
+        run_soon: Callable[[Callable[[], None]], object],
+        timeout: float = SLAVE_SYNC_TIMEOUT,
+    ):
+        self.controller = controller
+        self.client = client
+        self.timeout = timeout
+        self._run_soon = run_soon
+        self._lock = threading.Lock()
+        self._sync_lock = threading.Lock()
+        # name server -> the master address its last REGISTER_BROKER answer named (None: none)
+        self._answers: dict[str, str | None] = {}
+        self._master_addr: str | None = None
+        self._failing = False
+
+    @property
+    def master_addr(self) -> str | None:
+        return self._master_addr
+
+    def on_register_answer(self, namesrv_addr: str, response: RemotingCommand) -> None:
+        """A name server answered this slave's registration (its client's loop thread)."""
+        if response.code != ResponseCode.SUCCESS:
+            return
+        with self._lock:
+            self._answers[namesrv_addr] = response.ext_fields.get("masterAddr") or None
+            order = self.controller.namesrv_addrs
+            known = [self._answers.get(addr) for addr in order if addr in self._answers]
+            master = next((addr for addr in known if addr), None)
+            old, self._master_addr = self._master_addr, master
+        if master == old:
+            return
+        if master is None:
+            log.warning("master %s is no longer registered: slave metadata sync paused", old)
+            return
+        log.info("master of %s is %s: syncing metadata from it", self.controller.config.broker_name, master)
+        self._failing = False
+        self._run_soon(self.sync_all)
+
+    # -- one round ------------------------------------------------------------------------------
+
+    def sync_all(self) -> None:
+        master = self._master_addr
+        if master is None or master == self.controller.broker_addr:
+            return
+        with self._sync_lock:
+            try:
+                self.sync_topic_config(master)
+                self.sync_consumer_offset(master)
+                self.sync_delay_offset(master)
+                self.sync_subscription_group_config(master)
+            except (RemotingError, ResponseError, ValueError, KeyError, TypeError, AttributeError) as e:
+                # RemotingError: the master is away (its registration may outlive it a while)
+                if not self._failing:
+                    log.warning("cannot sync metadata from master %s: %s", master, e)
+                self._failing = True
+                return
+        if self._failing:
+            log.info("metadata sync from master %s works again", master)
+        self._failing = False
+
+    def _get(self, master: str, code: int) -> Any:
+        response = self.client.invoke_sync(master, RemotingCommand.request(code, {}), self.timeout)
+        if response.code != ResponseCode.SUCCESS:
+            raise ResponseError(response.code, response.remark, master)
+        return loads_java_json(body_bytes(response.body).decode())
+
+    def sync_topic_config(self, master: str) -> None:
+        if self.controller.topic_config_manager.copy_from(self._get(master, RequestCode.GET_ALL_TOPIC_CONFIG)):
+            log.info("topic configs copied from master %s", master)
+
+    def sync_subscription_group_config(self, master: str) -> None:
+        wrapper = self._get(master, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        if self.controller.subscription_group_manager.copy_from(wrapper):
+            log.info("subscription groups copied from master %s", master)
+
+    def sync_delay_offset(self, master: str) -> None:
+        self.controller.delay_offset_manager.copy_from(self._get(master, RequestCode.GET_ALL_DELAY_OFFSET))
+
+    def sync_consumer_offset(self, master: str) -> None:
+        manager = self.controller.consumer_offset_manager
+        table = self._get(master, RequestCode.GET_ALL_CONSUMER_OFFSET)["offsetTable"]
+        ahead = manager.copy_from_master(table)
+        for key, queues in ahead.items():
+            pair = split_topic_at_group(key)
+            if pair is None:
+                continue
+            topic, group = pair
+            for queue_id, offset in queues.items():
+                # The master takes the slave's commit; the mark goes only once it answered.
+                ext = {"consumerGroup": group, "topic": topic, "queueId": str(queue_id), "commitOffset": str(offset)}
+                request = RemotingCommand.request(RequestCode.UPDATE_CONSUMER_OFFSET, ext)
+                response = self.client.invoke_sync(master, request, self.timeout)
+                if response.code != ResponseCode.SUCCESS:
+                    raise ResponseError(response.code, response.remark, master)
+                manager.master_has(key, queue_id, offset)
+                log.info(
+                    "offset %d of %s queue %d, committed on this slave, handed to master %s",
+                    offset,
+                    key,
+                    queue_id,
+                    master,
+                )
+        manager.persist()

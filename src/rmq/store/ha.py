@@ -1,0 +1,469 @@
+"""Master -> slave replication of the CommitLog (RocketMQ's HAService, HAConnection and HAClient).
+
+The wire format is ``rmq.protocol.ha``'s. Two sides, each on a thread of its own so that the
+broker's client loop never waits for them:
+
+    master: HAService, an EventLoop ``rmq-store-ha``       slave: HAClient, ``rmq-store-ha-client``
+      accepts slaves on haListenPort                         connects to haMasterAddress (or the
+      per slave (HAConnection): reads 8-byte reports,   <--  address the name server answered),
+        the first one says where to start                    reports its max offset at connect,
+      streams [startOffset][size][data] frames          -->  after every append and every
+        zero-copy from the mapped CommitLog (views of         haSendHeartbeatInterval; appends each
+        the mapping handed to sendmsg), heartbeats when       frame's bytes (StoreCore.append_replica,
+        idle, drops slaves silent for                         which dispatches ConsumeQueues and the
+        haHousekeepingInterval                                index); reconnects with backoff
+      publishes the best ack into the group commit
+        (StoreCore.group_commit.publish_replicated): the
+        SYNC_MASTER sends waiting on it complete
+
+A slave that breaks the protocol (an offset beyond the master's end, one that goes backwards or past
+what it was sent, bytes that are not reports) is logged and disconnected; the master serves on.
+"""
+
+from __future__ import annotations
+
+import collections
+import dataclasses
+import logging
+import os
+import select
+import socket
+import time
+from typing import TYPE_CHECKING
+
+from rmq._service import ServiceThread
+from rmq.errors import StoreError
+from rmq.net.loop import EventLoop
+from rmq.protocol import ha as wire
+
+if TYPE_CHECKING:
+    from rmq.store.message_store import MessageStore
+
+log = logging.getLogger("rmq.store.ha")
+
+BIND_ADDRESS = "0.0.0.0"
+# How often the master looks for new CommitLog bytes. SYNC_MASTER: a broker also tells it after
+# every loop iteration that stored (a send waits for the slave); ASYNC_MASTER only polls, so that
+# a burst of iterations costs one wake-up of the HA thread (and one hand-off of the GIL the broker's
+# loop needs), not one each. RocketMQ's WriteSocketService waits up to 100 ms.
+NEW_DATA_POLL = 0.1
+ASYNC_NEW_DATA_POLL = 0.002
+# One wake-up of a connection sends at most this much before it lets the loop serve the others.
+MAX_BYTES_PER_WAKEUP = 1 << 20
+# Frames a master hands to one sendmsg when a slave is behind.
+FRAMES_PER_SEND = 16
+# Offset/time samples kept to tell how many ms a slave lags (oldest dropped first).
+LAG_SAMPLES = 4096
+# Slave: the socket timeout (how soon a shutdown is noticed) and the reconnect backoff.
+SLAVE_POLL = 0.2
+# Bytes a slave reads at once (frames come back to back when it is behind).
+READ_BUFFER = 1 << 20
+RECONNECT_MIN = 0.1
+RECONNECT_MAX = 5.0
+
+
+@dataclasses.dataclass
+class SlaveStatus:
+    """What the master knows of one slave connection."""
+
+    address: str
+    connected_since: float  # time.time()
+    acked_offset: int  # -1 until its first report
+    lag_bytes: int
+    lag_ms: int
+
+
+class HAConnection:
+    """One slave's connection on the master (runs on the HA loop only)."""
+
+    def __init__(self, service: HAService, sock: socket.socket, address: str):
+        self.service = service
+        self.sock = sock
+        self.fd = sock.fileno()
+        self.address = address
+        self.connected_since = time.time()
+        self.acked = -1  # the slave's last report
+        self.next_offset = -1  # where the next frame starts (set by the first report)
+        self.last_read = time.monotonic()
+        self.last_write = time.monotonic()
+        self._inbuf = bytearray()
+        self._out: collections.deque = collections.deque()  # buffers not yet sent (views of the mapping)
+        self._want_write = False
+        self.closed = False
+
+    # -- reading reports --------------------------------------------------------------------------
+
+    def on_events(self, events: int) -> None:
+        if events & (select.EPOLLIN | select.EPOLLERR | select.EPOLLHUP):
+            self._read()
+        if not self.closed and events & select.EPOLLOUT:
+            self.transfer()
+
+    def _read(self) -> None:
+        try:
+            data = self.sock.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError as e:
+            self.close(f"read failed: {e}")
+            return
+        if not data:
+            self.close("it closed the connection")
+            return
+        self.last_read = time.monotonic()
+        self._inbuf += data
+        whole = len(self._inbuf) - len(self._inbuf) % wire.REPORT_SIZE
+        if whole == 0:
+            return
+        # only the newest report matters: each one is the slave's whole state
+        for position in range(0, whole, wire.REPORT_SIZE):
+            if not self._on_report(wire.decode_report(self._inbuf, position)):
+                return
+        del self._inbuf[:whole]
+        if self.service.sync:
+            self.service.publish_acks()
+        self.transfer()
+
+    def _on_report(self, offset: int) -> bool:
+        store = self.service.store
+        master_end = store.commit_log.get_max_offset()
+        if offset < 0 or offset > master_end:
+            self.close(f"refused: it reports offset {offset}, beyond this master's CommitLog [0, {master_end}]")
+            return False
+        if self.next_offset < 0:  # the first report: where to start
+            start = offset
+            if offset == 0:
+                files = store.commit_log.mapped_files
+                start = files[-1].file_from_offset if files else 0
+            elif offset < store.commit_log.get_min_offset():
+                self.close(f"refused: it reports offset {offset}, below this master's oldest CommitLog byte")
+                return False
+            self.next_offset = start
+            log.info("slave %s connected: reports %d, replication starts at %d", self.address, offset, start)
+        elif offset < self.acked:
+            self.close(f"refused: its offset went backwards from {self.acked} to {offset}")
+            return False
+        elif offset > self.next_offset:
+            self.close(f"refused: it reports offset {offset}, past the {self.next_offset} it was sent")
+            return False
+        self.acked = offset
+        return True
+
+    # -- sending frames -------------------------------------------------------------------------
+
+    def transfer(self) -> None:
+        """Send what is pending, then new frames of CommitLog bytes, until the socket is full,
+        the slave is caught up or this wake-up sent its share."""
+        if self.closed or self.next_offset < 0:
+            return
+        store = self.service.store
+        batch = self.service.batch_size
+        out = self._out
+        sent = 0
+        while sent < MAX_BYTES_PER_WAKEUP:
+            if not out:
+                # several frames per sendmsg: one syscall (and one GIL hand-off) for up to
+                # FRAMES_PER_SEND batches when the slave is behind
+                for _ in range(FRAMES_PER_SEND):
+                    view = store.replica_view(self.next_offset, batch)
+                    if view is None:
+                        self.close(f"offset {self.next_offset} is no longer in this master's CommitLog")
+                        return
+                    if not view:
+                        break
+                    out.append(wire.encode_frame_header(self.next_offset, len(view)))
+                    out.append(view)
+                    self.next_offset += len(view)
+                if not out:
+                    break
+            n = self._send()
+            if n < 0:
+                return
+            sent += n
+            if out:
+                break  # the socket is full: EPOLLOUT resumes
+        self._watch_writable(bool(out) or sent >= MAX_BYTES_PER_WAKEUP)
+
+    def heartbeat(self) -> None:
+        if not self._out and self.next_offset >= 0:
+            self._out.append(wire.encode_frame_header(self.next_offset, wire.HEARTBEAT_SIZE))
+            self._send()
+            self._watch_writable(bool(self._out))
+
+    def _send(self) -> int:
+        """sendmsg the pending buffers (no copy of the views); how many bytes went, -1 if closed."""
+        try:
+            n = self.sock.sendmsg(self._out)
+        except BlockingIOError:
+            return 0
+        except OSError as e:
+            self.close(f"send failed: {e}")
+            return -1
+        self.last_write = time.monotonic()
+        left = n
+        out = self._out
+        while out and left >= len(out[0]):
+            left -= len(out.popleft())
+        if left:
+            out[0] = memoryview(out[0])[left:]
+        return n
+
+    def _watch_writable(self, want: bool) -> None:
+        if want != self._want_write and not self.closed:
+            self._want_write = want
+            events = select.EPOLLIN | (select.EPOLLOUT if want else 0)
+            self.service.loop.update_handler(self.fd, events)
+
+    def close(self, reason: str) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        (log.info if reason.startswith("it closed") else log.warning)("slave %s disconnected: %s", self.address, reason)
+        self.service.loop.remove_handler(self.fd)
+        self.sock.close()
+        self._out.clear()
+        self.service.connection_closed(self)
+
+
+class HAService:
+    """The master's side: accepts slaves on haListenPort and streams them its CommitLog, on the
+    event loop thread ``rmq-store-ha``. ``notify_new_data`` (any thread) says new bytes are there."""
+
+    def __init__(self, store: MessageStore):
+        self.store = store
+        config = store.config
+        self.port = config.ha_listen_port
+        self.batch_size = config.ha_transfer_batch_size
+        self.heartbeat_interval = config.ha_send_heartbeat_interval / 1000
+        self.housekeeping_interval = config.ha_housekeeping_interval / 1000
+        self.loop = EventLoop("rmq-store-ha")
+        self.connections: dict[int, HAConnection] = {}
+        self._listener: socket.socket | None = None
+        self._new_data_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
+        self._notified = False
+        self._samples: collections.deque = collections.deque(maxlen=LAG_SAMPLES)
+        # SYNC_MASTER: told of every stored iteration, and every ack goes to the group commit
+        self.sync = store.sync_master
+
+    def start(self) -> HAService:
+        listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        listener.bind((BIND_ADDRESS, self.port))
+        listener.listen(16)
+        listener.setblocking(False)
+        self._listener = listener
+        self.loop.add_handler(listener.fileno(), select.EPOLLIN, self._accept)
+        self.loop.add_handler(self._new_data_fd, select.EPOLLIN, self._on_new_data)
+        tick = min(self.heartbeat_interval, self.housekeeping_interval, 1.0) / 2
+        self.loop.schedule_periodic(tick, self._housekeeping)
+        self.loop.schedule_periodic(NEW_DATA_POLL if self.sync else ASYNC_NEW_DATA_POLL, self._transfer_all)
+        self.loop.start()
+        log.info("HA service listening on %s:%d", BIND_ADDRESS, self.port)
+        return self
+
+    def shutdown(self) -> None:
+        self.loop.run_and_wait(self._close_all)
+        self.loop.shutdown()
+        os.close(self._new_data_fd)
+
+    def _close_all(self) -> None:
+        for connection in list(self.connections.values()):
+            connection.close("the master is shutting down")
+        if self._listener is not None:
+            self.loop.remove_handler(self._listener.fileno())
+            self._listener.close()
+            self._listener = None
+
+    def notify_new_data(self) -> None:
+        """New CommitLog bytes were written (any thread; one eventfd write per wake-up). Only a
+        SYNC_MASTER's sends wait: an ASYNC_MASTER's HA thread finds the bytes on its next poll."""
+        if self.sync and not self._notified and self.connections:
+            self._notified = True
+            try:
+                os.eventfd_write(self._new_data_fd, 1)
+            except OSError:
+                pass  # shut down
+
+    # -- on the HA loop ---------------------------------------------------------------------------
+
+    def _accept(self, _events: int) -> None:
+        assert self._listener is not None
+        while True:
+            try:
+                sock, (host, port) = self._listener.accept()
+            except BlockingIOError:
+                return
+            except OSError as e:
+                log.warning("HA accept failed: %s", e)
+                return
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            connection = HAConnection(self, sock, f"{host}:{port}")
+            self.connections[connection.fd] = connection
+            self.loop.add_handler(connection.fd, select.EPOLLIN, connection.on_events)
+
+    def _on_new_data(self, _events: int) -> None:
+        try:
+            os.eventfd_read(self._new_data_fd)
+        except BlockingIOError:
+            pass
+        self._notified = False
+        self._transfer_all()
+
+    def _transfer_all(self) -> None:
+        if not self.connections:
+            return
+        end = self.store.commit_log.get_max_offset()
+        if not self._samples or self._samples[-1][0] < end:
+            self._samples.append((end, time.monotonic()))
+        for connection in list(self.connections.values()):
+            connection.transfer()
+
+    def _housekeeping(self) -> None:
+        now = time.monotonic()
+        for connection in list(self.connections.values()):
+            if now - connection.last_read > self.housekeeping_interval:
+                connection.close(f"silent for more than {self.housekeeping_interval:g} s (haHousekeepingInterval)")
+            elif now - connection.last_write >= self.heartbeat_interval:
+                connection.heartbeat()
+
+    def connection_closed(self, connection: HAConnection) -> None:
+        self.connections.pop(connection.fd, None)
+        self.publish_acks()
+
+    def publish_acks(self) -> None:
+        """The best ack of the slaves that reported, into the group commit (SYNC_MASTER sends)."""
+        reported = [c.acked for c in self.connections.values() if c.acked >= 0]
+        best = max(reported, default=0)
+        self.store.group_commit.publish_replicated(best, len(reported))
+        samples = self._samples
+        while len(samples) > 1 and samples[0][0] <= best:
+            samples.popleft()
+
+    # -- status -----------------------------------------------------------------------------------
+
+    def slaves(self) -> list[SlaveStatus]:
+        """Each connected slave: address, connected since, acked offset, lag in bytes and ms (any thread)."""
+        end = self.store.commit_log.get_max_offset()
+        now = time.monotonic()
+        found = []
+        for c in list(self.connections.values()):
+            lag_ms = 0
+            if c.acked < end:
+                oldest = next((t for offset, t in list(self._samples) if offset > c.acked), now)
+                lag_ms = int((now - oldest) * 1000)
+            lag = end - c.acked if c.acked >= 0 else end
+            found.append(SlaveStatus(c.address, c.connected_since, c.acked, lag, lag_ms))
+        return found
+
+
+class HAClient(ServiceThread):
+    """The slave's side, on ``rmq-store-ha-client``: copy the master's CommitLog into this store.
+
+    The master's address is haMasterAddress, else the one the name server answered to this slave's
+    registration (``update_master_address``). A broken connection is retried with a backoff; a
+    restarted slave resumes from its own max offset."""
+
+    def __init__(self, store: MessageStore):
+        super().__init__("rmq-store-ha-client")
+        self.store = store
+        config = store.config
+        self.master_address: str | None = config.ha_master_address
+        self.heartbeat_interval = config.ha_send_heartbeat_interval / 1000
+        self.housekeeping_interval = config.ha_housekeeping_interval / 1000
+        self._sock: socket.socket | None = None
+        self._backoff = RECONNECT_MIN
+        self._last_report = 0.0
+        self._last_read = 0.0
+        self._max_frame = config.ha_transfer_batch_size
+        # what was read and not yet appended: [0, self._filled); several frames per recv
+        self._buffer = bytearray(max(READ_BUFFER, 2 * (wire.FRAME_HEADER_SIZE + self._max_frame)))
+        self._filled = 0
+
+    def update_master_address(self, address: str | None) -> None:
+        """The master's HA address as the name server answered it (any thread)."""
+        if address and address != self.master_address:
+            log.info("HA master address: %s", address)
+            self.master_address = address
+            self.wakeup()
+
+    def run_once(self) -> None:
+        if self._sock is None:
+            if not self._connect():
+                self.wait_for_running(self._backoff)
+                self._backoff = min(self._backoff * 2, RECONNECT_MAX)
+                return
+        try:
+            self._serve()
+        except (OSError, StoreError, ConnectionError) as e:
+            log.warning("replication from master %s stopped: %s; reconnecting", self.master_address, e)
+            self._disconnect()
+
+    def on_shutdown(self) -> None:
+        self._disconnect()
+
+    def _connect(self) -> bool:
+        address = self.master_address
+        if not address:
+            return False
+        host, _, port = address.rpartition(":")
+        try:
+            sock = socket.create_connection((host, int(port)), timeout=SLAVE_POLL * 5)
+        except OSError as e:
+            log.debug("cannot connect to master %s: %s", address, e)
+            return False
+        sock.settimeout(SLAVE_POLL)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        self._sock = sock
+        self._filled = 0
+        self._last_read = time.monotonic()
+        self._report()
+        log.info("replicating from master %s, from offset %d", address, self.store.commit_log.get_max_offset())
+        self._backoff = RECONNECT_MIN
+        return True
+
+    def _disconnect(self) -> None:
+        if self._sock is not None:
+            self._sock.close()
+            self._sock = None
+
+    def _report(self) -> None:
+        assert self._sock is not None
+        self._sock.sendall(wire.encode_report(self.store.commit_log.get_max_offset()))
+        self._last_report = time.monotonic()
+
+    def _serve(self) -> None:
+        """Read what came (or time out), append every whole frame, report once."""
+        assert self._sock is not None
+        now = time.monotonic()
+        if now - self._last_report >= self.heartbeat_interval:
+            self._report()
+        if now - self._last_read > self.housekeeping_interval:
+            raise ConnectionError(f"master silent for more than {self.housekeeping_interval:g} s")
+        buffer = memoryview(self._buffer)
+        try:
+            got = self._sock.recv_into(buffer[self._filled :])
+        except TimeoutError:
+            return
+        if got == 0:
+            raise ConnectionError("the master closed the connection")
+        self._last_read = time.monotonic()
+        end = self._filled + got
+        position = 0
+        appended = False
+        while end - position >= wire.FRAME_HEADER_SIZE:
+            start, size = wire.decode_frame_header(buffer, position)
+            if size < 0 or size > self._max_frame:
+                raise ConnectionError(f"frame of {size} bytes, more than haTransferBatchSize {self._max_frame}")
+            if end - position - wire.FRAME_HEADER_SIZE < size:
+                break
+            data_at = position + wire.FRAME_HEADER_SIZE
+            if size:
+                self.store.append_replica(start, buffer[data_at : data_at + size])
+                appended = True
+            position = data_at + size
+        # the start of a frame still to come moves to the front (at most one frame's bytes)
+        self._buffer[: end - position] = buffer[position:end]
+        self._filled = end - position
+        if appended:
+            self._report()

@@ -1,0 +1,139 @@
+"""A master and a slave broker as real processes behind one name server: the slave finds its master
+through the name server, copies every message sent to the master, and refuses sends itself;
+SYNC_MASTER sends wait for it."""
+
+from __future__ import annotations
+
+import os
+import signal
+from pathlib import Path
+
+import pytest
+
+from rmq.net import RemotingClient
+from rmq.protocol.codes import ResponseCode
+from tests.helpers import wait_until
+from tests.helpers.broker import broker_settings
+from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, Processes, start_broker_process, start_namesrv
+from tests.helpers.requests import call, send_request
+
+
+@pytest.fixture
+def processes():
+    procs = Processes()
+    yield procs
+    for proc in procs.procs:  # a stopped slave must be able to hear its SIGTERM
+        if proc.poll() is None:
+            os.kill(proc.pid, signal.SIGCONT)
+    procs.stop_all()
+
+
+@pytest.fixture
+def client():
+    c = RemotingClient()
+    c.start()
+    yield c
+    c.shutdown()
+
+
+def start_pair(processes, tmp_path: Path, role: str, start_slave: bool = True, **more: str):
+    _, namesrv = start_namesrv(processes.spawn)
+    common = {**CLUSTER_BROKER_SETTINGS, "autoCreateTopicEnable": "true", "slaveTimeout": "1000", **more}
+    master_settings = broker_settings(tmp_path / "master", **common, brokerRole=role)
+    slave_settings = broker_settings(
+        tmp_path / "slave", **common, brokerRole="SLAVE", brokerId="1", haSendHeartbeatInterval="500"
+    )
+    for settings in (master_settings, slave_settings):
+        del settings["namesrvListenPort"]
+    _, master = start_broker_process(processes.spawn, master_settings, namesrv, ("--log-level", "WARNING"))
+
+    def launch_slave():
+        return start_broker_process(processes.spawn, slave_settings, namesrv, ("--log-level", "WARNING"))
+
+    if not start_slave:
+        return master, launch_slave
+    slave_proc, slave = launch_slave()
+    return master, slave, slave_proc
+
+
+def commit_log_bytes(store: Path, names: list[str] | None = None) -> bytes:
+    files = sorted((store / "commitlog").iterdir())
+    return b"".join(p.read_bytes() for p in files if names is None or p.name in names)
+
+
+def wait_replicated(tmp_path: Path) -> None:
+    """Until the slave's CommitLog files hold what the master's files of the same names hold."""
+
+    def same() -> bool:
+        names = [p.name for p in (tmp_path / "slave" / "commitlog").iterdir()]
+        master = commit_log_bytes(tmp_path / "master", names)
+        return bool(names) and master.rstrip(b"\0") == commit_log_bytes(tmp_path / "slave").rstrip(b"\0")
+
+    wait_until(same, 20, "the slave's CommitLog is the master's")
+
+
+@pytest.mark.parametrize("role", ["ASYNC_MASTER", "SYNC_MASTER"])
+def test_the_slave_copies_every_message_and_refuses_sends(processes, client, tmp_path, role):
+    master, slave, _ = start_pair(processes, tmp_path, role)
+    # SYNC_MASTER: once the slave is connected (it finds the master through the name server)
+    wait_until(
+        lambda: call(client, master, send_request("Warmup", b"w")).code == ResponseCode.SUCCESS,
+        20,
+        "a send acked by the slave",
+        interval=0.2,
+    )
+    for i in range(200):
+        answer = call(client, master, send_request("Replicated", bytes([i]) * 500, queue_id=i % 4))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+    wait_replicated(tmp_path)
+    refused = call(client, slave, send_request("Replicated", b"to the slave"))
+    assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE and "slave" in refused.remark
+
+
+def test_sync_master_with_a_stalled_slave_times_out(processes, client, tmp_path):
+    master, _, slave_proc = start_pair(processes, tmp_path, "SYNC_MASTER")
+    wait_until(
+        lambda: call(client, master, send_request("Warmup", b"w")).code == ResponseCode.SUCCESS,
+        20,
+        "a send acked by the slave",
+        interval=0.2,
+    )
+    os.kill(slave_proc.pid, signal.SIGSTOP)
+    try:
+        answer = call(client, master, send_request("Stalled", b"x"))
+        assert answer.code == ResponseCode.FLUSH_SLAVE_TIMEOUT, answer.remark
+    finally:
+        os.kill(slave_proc.pid, signal.SIGCONT)
+    wait_replicated(tmp_path)
+
+
+def test_sync_master_without_a_slave_answers_slave_not_available(processes, client, tmp_path):
+    _, namesrv = start_namesrv(processes.spawn)
+    settings = broker_settings(tmp_path / "master", **CLUSTER_BROKER_SETTINGS, brokerRole="SYNC_MASTER")
+    del settings["namesrvListenPort"]
+    _, master = start_broker_process(processes.spawn, settings, namesrv, ("--log-level", "WARNING"))
+    answer = call(client, master, send_request("Alone", b"x"))
+    assert answer.code == ResponseCode.SLAVE_NOT_AVAILABLE
+    assert answer.ext_fields.get("msgId")  # stored all the same
+
+
+def test_a_slave_started_late_copies_the_last_file_and_resumes_after_a_restart(processes, client, tmp_path):
+    master, start_slave = start_pair(
+        processes, tmp_path, "ASYNC_MASTER", start_slave=False, mappedFileSizeCommitLog=str(256 * 1024)
+    )
+    for i in range(1000):  # more than 3 files
+        assert call(client, master, send_request("Late", bytes([i % 251]) * 700, queue_id=i % 4)).code == 0
+    master_files = sorted(p.name for p in (tmp_path / "master" / "commitlog").iterdir())
+    assert len(master_files) >= 3
+    slave_proc, _ = start_slave()
+    wait_replicated(tmp_path)
+    assert sorted(p.name for p in (tmp_path / "slave" / "commitlog").iterdir()) == master_files[-1:]
+    # restarted mid-stream: it resumes from its own end (its first file stays the first)
+    slave_proc.send_signal(signal.SIGTERM)
+    slave_proc.wait(10)
+    for i in range(600):  # the master rolls over meanwhile: a new slave would start past the file it has
+        assert call(client, master, send_request("Late", bytes([i % 251]) * 700, queue_id=i % 4)).code == 0
+    start_slave()
+    wait_replicated(tmp_path)
+    slave_files = sorted(p.name for p in (tmp_path / "slave" / "commitlog").iterdir())
+    assert slave_files[0] == master_files[-1] and len(slave_files) > 1

@@ -1,0 +1,230 @@
+"""Replication in one process: a master store and slave stores, each with its own directory, over
+the HA port on loopback (rmq.store.ha); the store primitives under it; bad input on the HA port."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from pathlib import Path
+
+import pytest
+
+from rmq.errors import StoreError
+from rmq.protocol import ha as wire
+from rmq.store import MessageStore, PutMessageStatus
+from tests.helpers import LOOPBACK, free_port, wait_until
+from tests.helpers.store import small_store_config
+
+
+def open_pair(tmp_path: Path, opened: list, role: str = "ASYNC_MASTER", **settings) -> MessageStore:
+    """A started master store replicating on a free port (``opened`` collects it)."""
+    store = MessageStore(
+        small_store_config(
+            tmp_path / "master",
+            broker_role=role,
+            ha_listen_port=free_port(),
+            **settings,
+        )
+    ).start()
+    opened.append(store)
+    store.start_ha()
+    return store
+
+
+def open_slave(tmp_path: Path, opened: list, master: MessageStore, name: str = "slave") -> MessageStore:
+    store = MessageStore(
+        small_store_config(
+            tmp_path / name,
+            broker_role="SLAVE",
+            ha_master_address=f"{LOOPBACK}:{master.config.ha_listen_port}",
+            ha_send_heartbeat_interval=200,
+        )
+    ).start()
+    opened.append(store)
+    store.start_ha()
+    return store
+
+
+@pytest.fixture
+def opened():
+    stores: list[MessageStore] = []
+    yield stores
+    for store in reversed(stores):
+        store.shutdown()
+
+
+def caught_up(master: MessageStore, slave: MessageStore, timeout: float = 10.0) -> None:
+    wait_until(
+        lambda: slave.commit_log.get_max_offset() == master.commit_log.get_max_offset(),
+        timeout,
+        lambda: f"slave at {slave.commit_log.get_max_offset()} caught up with {master.commit_log.get_max_offset()}",
+    )
+
+
+def tree_bytes(root: Path, sub: str) -> dict[str, bytes]:
+    return {str(p.relative_to(root / sub)): p.read_bytes() for p in sorted((root / sub).rglob("*")) if p.is_file()}
+
+
+def assert_replica(master: MessageStore, slave: MessageStore, whole: bool = True) -> None:
+    """The slave's CommitLog is byte-identical to the master's up to its end, same ConsumeQueue
+    files (``whole``); else (a slave that started at the master's last file) the same entries for
+    every message it holds, blanks before them."""
+    end = slave.commit_log.get_max_offset()
+    for mf in slave.commit_log.mapped_files:
+        n = min(mf.file_size, end - mf.file_from_offset)
+        theirs = master.commit_log.find_file(mf.file_from_offset)
+        assert bytes(mf.read(0, n)) == bytes(theirs.read(0, n)), f"CommitLog file {mf.file_from_offset} differs"
+    master.flush_logics()
+    slave.flush_logics()
+    if not whole:
+        start = slave.commit_log.get_min_offset()
+        for queue in slave.consume_queues():
+            for offset in range(queue.max_offset_in_queue):
+                theirs = master.find_consume_queue(queue.topic, queue.queue_id).get_entry(offset)
+                mine = queue.get_entry(offset)
+                assert mine == theirs or theirs[0] < start, (queue.topic, queue.queue_id, offset, mine, theirs)
+        return
+    assert tree_bytes(Path(slave.store_path), "consumequeue") == tree_bytes(Path(master.store_path), "consumequeue")
+
+
+def put_many(store: MessageStore, n: int, size: int = 700) -> None:
+    for i in range(n):
+        r = store.put(f"Topic{i % 3}", bytes([i % 251]) * size, i % 4, keys=f"k{i}", wait=False)
+        assert r.ok, r.status
+
+
+# -- the store primitives -----------------------------------------------------------------------
+
+
+def test_a_slave_appends_master_bytes_and_dispatches_whole_records(tmp_path, opened):
+    master = MessageStore(small_store_config(tmp_path / "m")).start()
+    slave = MessageStore(small_store_config(tmp_path / "s", broker_role="SLAVE")).start()
+    opened += [master, slave]
+    put_many(master, 200)  # rolls over a few files
+    offset = 0
+    while offset < master.commit_log.get_max_offset():
+        view = master.replica_view(offset, 1000)  # cuts records: the rest follows
+        assert view is not None and len(view) > 0
+        offset = slave.append_replica(offset, view)
+    assert offset == master.commit_log.get_max_offset() == slave.commit_log.get_max_offset()
+    assert len(master.commit_log.mapped_files) > 1
+    assert_replica(master, slave)
+    assert slave.query_message("Topic1", "k7").messages
+    with pytest.raises(StoreError, match="this CommitLog ends at"):
+        slave.append_replica(offset - 10, b"x" * 10)
+    assert master.replica_view(offset, 1000) == b""
+
+
+def test_a_slave_refuses_puts_from_clients(tmp_path, opened):
+    slave = MessageStore(small_store_config(tmp_path / "s", broker_role="SLAVE")).start()
+    opened.append(slave)
+    assert slave.put("TopicA", b"x", wait=False).status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+
+
+# -- replication over the HA port ---------------------------------------------------------------
+
+
+def test_async_master_replicates_everything_byte_identical(tmp_path, opened):
+    master = open_pair(tmp_path, opened)
+    slave = open_slave(tmp_path, opened, master)
+    put_many(master, 300)
+    caught_up(master, slave)
+    assert_replica(master, slave)
+    status = master.ha_service.slaves()
+    assert len(status) == 1 and status[0].acked_offset == master.commit_log.get_max_offset()
+    assert status[0].lag_bytes == 0
+
+
+def test_a_new_slave_starts_at_the_masters_last_file_and_a_restarted_one_resumes(tmp_path, opened):
+    master = open_pair(tmp_path, opened)
+    put_many(master, 300)
+    last_file = master.commit_log.mapped_files[-1].file_from_offset
+    assert last_file > 0
+    slave = open_slave(tmp_path, opened, master)
+    caught_up(master, slave)
+    assert slave.commit_log.get_min_offset() == last_file
+    first = slave.commit_log.mapped_files[0]
+    theirs = master.commit_log.find_file(last_file)
+    assert bytes(first.read(0, first.wrote_position)) == bytes(theirs.read(0, first.wrote_position))
+    # restarted mid-stream: resumes from its own end, not from the master's last file
+    slave.shutdown()
+    opened.remove(slave)
+    put_many(master, 200)
+    slave = open_slave(tmp_path, opened, master)
+    put_many(master, 50)
+    caught_up(master, slave)
+    assert slave.commit_log.get_min_offset() == last_file
+    assert_replica(master, slave, whole=False)
+
+
+def test_sync_master_waits_for_a_slave(tmp_path, opened):
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER")
+    done = threading.Event()
+    r = master.put_message("TopicA", 0, b"alone", b"", callback=lambda _: done.set())
+    assert r.status is PutMessageStatus.SLAVE_NOT_AVAILABLE and not r.pending and r.ok
+    slave = open_slave(tmp_path, opened, master)
+    wait_until(lambda: master.ha_service.slaves() and master.ha_service.slaves()[0].acked_offset >= 0, 10, "slave")
+    seen = []
+    done = threading.Event()
+
+    def on_acked(result):
+        seen.append(slave.commit_log.get_max_offset() >= result.next_offset)
+        done.set()
+
+    r = master.put_message("TopicA", 0, b"with a slave", b"", callback=on_acked)
+    assert done.wait(10)
+    assert r.status is PutMessageStatus.PUT_OK and seen == [True]
+
+
+def test_sync_master_and_sync_flush_wait_for_both(tmp_path, opened):
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER", flush_disk_type="SYNC_FLUSH")
+    slave = open_slave(tmp_path, opened, master)
+    wait_until(lambda: master.ha_service.slaves() and master.ha_service.slaves()[0].acked_offset >= 0, 10, "slave")
+    done = threading.Event()
+    seen = []
+
+    def on_done(result):
+        seen.append(
+            (
+                master.commit_log.get_flushed_where() >= result.next_offset,
+                slave.commit_log.get_max_offset() >= result.next_offset,
+            )
+        )
+        done.set()
+
+    r = master.put_message("TopicA", 0, b"both", b"", callback=on_done)
+    assert done.wait(10)
+    assert r.status is PutMessageStatus.PUT_OK and seen == [(True, True)]
+
+
+# -- bad input on the HA port ---------------------------------------------------------------------
+
+
+def refused(port: int, payload: bytes) -> bool:
+    """Send ``payload`` to the HA port; True once the master closed the connection."""
+    with socket.create_connection((LOOPBACK, port), timeout=5) as s:
+        s.sendall(payload)
+        s.settimeout(5)
+        try:
+            while s.recv(65536):
+                pass
+        except (TimeoutError, ConnectionResetError):
+            return False
+        return True
+
+
+def test_bad_input_on_the_ha_port_is_refused_and_replication_goes_on(tmp_path, opened, caplog):
+    master = open_pair(tmp_path, opened)
+    slave = open_slave(tmp_path, opened, master)
+    put_many(master, 50)
+    caught_up(master, slave)
+    port = master.config.ha_listen_port
+    end = master.commit_log.get_max_offset()
+    assert refused(port, b"GET / HTTP/1.1\r\n\r\n\xff\xff\xff\xff\xff")  # garbage: a negative offset
+    assert refused(port, wire.encode_report(end + 1))  # beyond the master's end
+    assert refused(port, wire.encode_report(end) + wire.encode_report(end - 100))  # backwards
+    assert refused(port, wire.encode_report(end - 100) + wire.encode_report(end - 50))  # past what it was sent
+    assert "beyond this master's CommitLog" in caplog.text and "went backwards" in caplog.text
+    put_many(master, 50)
+    caught_up(master, slave)
+    assert_replica(master, slave)
