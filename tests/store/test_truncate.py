@@ -1,0 +1,70 @@
+"""StoreCore.truncate_to: a divergent tail goes from the CommitLog, the ConsumeQueues and the index;
+what comes before stays readable and queryable, and the store takes new messages where it was cut."""
+
+from __future__ import annotations
+
+import pytest
+
+from rmq.errors import StoreError
+from rmq.protocol.record import decode_record
+from rmq.store import GetMessageStatus
+from tests.helpers.store import COMMIT_LOG_FILE_SIZE
+
+
+def fill(store, n, first=0):
+    return [
+        store.put("TopicA", b"m%04d" % i + b"." * (i * 37 % 900), queue_id=i % 2, keys=f"k{i}")
+        for i in range(first, first + n)
+    ]
+
+
+def bodies(store, queue_id):
+    found, offset = [], 0
+    while True:
+        got = store.get_message("g", "TopicA", queue_id, offset, 32)
+        if got.status is not GetMessageStatus.FOUND:
+            return found
+        found += [decode_record(m).body[:5] for m in got.messages]
+        offset = got.next_begin_offset
+
+
+def test_cut_drops_records_queue_entries_and_index_entries_past_it(open_store):
+    store = open_store()
+    results = fill(store, 300)
+    assert results[-1].next_offset > 2 * COMMIT_LOG_FILE_SIZE  # the cut crosses files
+    cut = results[120].wrote_offset
+    dropped_bytes, dropped_records = store.truncate_to(cut)
+    assert (dropped_bytes, dropped_records) == (results[-1].next_offset - cut, 180)
+    assert store.get_max_phy_offset() == cut
+    assert bodies(store, 0) == [b"m%04d" % i for i in range(0, 120, 2)]
+    assert bodies(store, 1) == [b"m%04d" % i for i in range(1, 120, 2)]
+    assert store.get_max_offset_in_queue("TopicA", 0) == 60
+    assert [decode_record(m).body[:5] for m in store.query_message("TopicA", "k119").messages] == [b"m0119"]
+    assert store.query_message("TopicA", "k120").messages == []
+    assert store.query_message("TopicA", "k299").messages == []
+    assert store.look_message_by_offset(cut) is None
+
+
+def test_store_goes_on_from_the_cut_and_survives_a_restart(open_store, store_dir):
+    store = open_store()
+    results = fill(store, 100)
+    cut = results[50].wrote_offset
+    store.truncate_to(cut)
+    again = fill(store, 10, first=500)
+    assert again[0].wrote_offset == cut and again[0].queue_offset == 25
+    assert store.query_message("TopicA", "k500").messages
+    store.shutdown()
+    store = open_store()
+    assert store.get_max_phy_offset() == again[-1].next_offset
+    assert bodies(store, 0) == [b"m%04d" % i for i in [*range(0, 50, 2), *range(500, 510, 2)]]
+    assert [decode_record(m).body[:5] for m in store.query_message("TopicA", "k55").messages] == []
+    assert [decode_record(m).body[:5] for m in store.query_message("TopicA", "k505").messages] == [b"m0505"]
+
+
+def test_cut_at_the_end_drops_nothing_and_a_cut_inside_a_record_is_refused(open_store):
+    store = open_store()
+    results = fill(store, 20)
+    assert store.truncate_to(results[-1].next_offset) == (0, 0)
+    with pytest.raises(StoreError, match="not a record boundary"):
+        store.truncate_to(results[5].wrote_offset + 8)
+    assert len(bodies(store, 0)) == 10
