@@ -1,5 +1,6 @@
 """StoreCore.truncate_to: a divergent tail goes from the CommitLog, the ConsumeQueues and the index;
-what comes before stays readable and queryable, and the store takes new messages where it was cut."""
+what comes before stays readable and queryable, and the store takes new messages where it was cut.
+And the epochs that decide where: a master's first term, a slave reconciling with its master."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import pytest
 from rmq.errors import StoreError
 from rmq.protocol.record import decode_record
 from rmq.store import GetMessageStatus
+from rmq.store.epoch import EpochEntry
+from tests.helpers import free_port
 from tests.helpers.store import COMMIT_LOG_FILE_SIZE
 
 
@@ -68,3 +71,31 @@ def test_cut_at_the_end_drops_nothing_and_a_cut_inside_a_record_is_refused(open_
     with pytest.raises(StoreError, match="not a record boundary"):
         store.truncate_to(results[5].wrote_offset + 8)
     assert len(bodies(store, 0)) == 10
+
+
+def test_a_master_opens_epoch_one_at_its_end_once(open_store, store_dir):
+    store = open_store(ha_listen_port=free_port())
+    results = fill(store, 10)
+    store.start_ha()
+    assert store.epochs.entries == [EpochEntry(1, results[-1].next_offset)] and store.epoch == 1
+    store.shutdown()
+    store = open_store(ha_listen_port=free_port())
+    fill(store, 5, first=10)
+    store.start_ha()
+    assert store.epochs.entries == [EpochEntry(1, results[-1].next_offset)], "a restarted master keeps its term"
+
+
+def test_reconcile_cuts_what_the_master_never_had_and_takes_its_table(open_store):
+    store = open_store()
+    store.epochs.ensure_started(0)
+    results = fill(store, 60)
+    # the new master had the first 40 messages when it opened epoch 2, then took more of its own
+    promoted_at = results[40].wrote_offset
+    theirs = [EpochEntry(1, 0), EpochEntry(2, promoted_at)]
+    point, dropped_bytes, dropped_records = store.reconcile_with_master(theirs, promoted_at + 5000)
+    assert (point, dropped_records) == (promoted_at, 20)
+    assert dropped_bytes == results[-1].next_offset - promoted_at
+    assert store.epochs.entries == theirs
+    assert bodies(store, 0) == [b"m%04d" % i for i in range(0, 40, 2)]
+    # reconnecting to the same master changes nothing
+    assert store.reconcile_with_master(theirs, promoted_at + 9000) == (promoted_at, 0, 0)
