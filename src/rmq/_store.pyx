@@ -337,12 +337,12 @@ cdef class StoreCore:
         self._writable = running and not self.slave and not self.fenced
 
     def become_master(self, bint sync_master):
-        """A slave promoted to master (``rmq.broker.role``): after this, puts from clients are
-        accepted; under ``sync_master`` they wait for a slave's ack, as a SYNC_MASTER's do."""
+        """A slave promoted to master (``rmq.broker.role``): puts from clients are accepted from the
+        next ``set_running(True)`` on (once whoever answers them is ready for the new role); under
+        ``sync_master`` they wait for a slave's ack, as a SYNC_MASTER's do."""
         self.slave = False
         self.sync_master = sync_master
         self._completes_commits = self.sync_flush or sync_master
-        self._writable = self.running and not self.fenced
 
     def fence(self):
         """Refuse every put from now on (SERVICE_NOT_AVAILABLE): another master of this broker name

@@ -169,11 +169,13 @@ class BrokerController:
             self.pull_hold.wake_where_grown(self.store.get_max_offset_in_queue)
 
     def serve_as_master(self) -> None:
-        """On the loop, once the store is promoted (``rmq.broker.role``): sends complete here, and
-        every processor reads the new role."""
+        """On the loop, once the store is promoted (``rmq.broker.role``): sends complete here, every
+        processor reads the new role, and only then does the store take puts (a SYNC_MASTER send
+        answered before would not have waited for a slave)."""
         self._complete_commits_on_loop()
         for processor in self.processors:
             processor.role_changed()
+        self.store.set_running(True)
 
     # -- identity -------------------------------------------------------------------------------
 

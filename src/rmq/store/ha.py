@@ -67,6 +67,9 @@ SLAVE_POLL = 0.2
 READ_BUFFER = 1 << 20
 RECONNECT_MIN = 0.1
 RECONNECT_MAX = 5.0
+# Failed fetches of the master's epoch table in a row before the slave logs a warning (the backoff
+# makes that ~10 s).
+EPOCH_FAILURES_LOGGED = 8
 
 
 @dataclasses.dataclass
@@ -377,6 +380,7 @@ class HAClient(ServiceThread):
         super().__init__("rmq-store-ha-client")
         self.store = store
         self.epoch_source = epoch_source
+        self._epoch_failures = 0
         config = store.config
         self.master_address: str | None = config.ha_master_address
         self.heartbeat_interval = config.ha_send_heartbeat_interval / 1000
@@ -422,8 +426,13 @@ class HAClient(ServiceThread):
             try:
                 theirs, their_max = self.epoch_source()
             except Exception as e:
-                log.debug("cannot fetch the epoch table of master %s: %s", address, e)
+                # at start-up the master is not known yet: a warning only once it keeps failing
+                self._epoch_failures += 1
+                (log.warning if self._epoch_failures == EPOCH_FAILURES_LOGGED else log.debug)(
+                    "cannot fetch the epoch table of master %s: %s; retrying", address, e
+                )
                 return False
+            self._epoch_failures = 0
             try:
                 self.store.reconcile_with_master(theirs, their_max)
             except StoreError as e:

@@ -176,9 +176,9 @@ class MessageStore(StoreCore):
 
     def promote(self, sync_master: bool) -> EpochEntry:
         """A slave becomes its broker name's master: replication stops, a record copied only in part
-        is dropped (the dispatch finished every whole one), a new epoch opens at the CommitLog's end,
-        puts are accepted and slaves may connect to haListenPort. The caller (``rmq.broker.role``)
-        does the broker's part."""
+        is dropped (the dispatch finished every whole one), a new epoch opens at the CommitLog's end
+        and slaves may connect to haListenPort. Puts are accepted from the next ``set_running(True)``:
+        the caller (``rmq.broker.role``) first readies the broker to answer them as a master's."""
         assert self.epochs is not None, "start() first"
         if self.ha_client is not None:
             self.ha_client.shutdown()
