@@ -8,10 +8,9 @@ import pytest
 
 from rmq.errors import StoreError
 from rmq.protocol.record import decode_record
-from rmq.store import GetMessageStatus
 from rmq.store.epoch import EpochEntry
 from tests.helpers import free_port
-from tests.helpers.store import COMMIT_LOG_FILE_SIZE
+from tests.helpers.store import COMMIT_LOG_FILE_SIZE, body_heads
 
 
 def fill(store, n, first=0):
@@ -19,16 +18,6 @@ def fill(store, n, first=0):
         store.put("TopicA", b"m%04d" % i + b"." * (i * 37 % 900), queue_id=i % 2, keys=f"k{i}")
         for i in range(first, first + n)
     ]
-
-
-def bodies(store, queue_id):
-    found, offset = [], 0
-    while True:
-        got = store.get_message("g", "TopicA", queue_id, offset, 32)
-        if got.status is not GetMessageStatus.FOUND:
-            return found
-        found += [decode_record(m).body[:5] for m in got.messages]
-        offset = got.next_begin_offset
 
 
 def test_cut_drops_records_queue_entries_and_index_entries_past_it(open_store):
@@ -39,8 +28,8 @@ def test_cut_drops_records_queue_entries_and_index_entries_past_it(open_store):
     dropped_bytes, dropped_records = store.truncate_to(cut)
     assert (dropped_bytes, dropped_records) == (results[-1].next_offset - cut, 180)
     assert store.get_max_phy_offset() == cut
-    assert bodies(store, 0) == [b"m%04d" % i for i in range(0, 120, 2)]
-    assert bodies(store, 1) == [b"m%04d" % i for i in range(1, 120, 2)]
+    assert body_heads(store, 0) == [b"m%04d" % i for i in range(0, 120, 2)]
+    assert body_heads(store, 1) == [b"m%04d" % i for i in range(1, 120, 2)]
     assert store.get_max_offset_in_queue("TopicA", 0) == 60
     assert [decode_record(m).body[:5] for m in store.query_message("TopicA", "k119").messages] == [b"m0119"]
     assert store.query_message("TopicA", "k120").messages == []
@@ -59,7 +48,7 @@ def test_store_goes_on_from_the_cut_and_survives_a_restart(open_store, store_dir
     store.shutdown()
     store = open_store()
     assert store.get_max_phy_offset() == again[-1].next_offset
-    assert bodies(store, 0) == [b"m%04d" % i for i in [*range(0, 50, 2), *range(500, 510, 2)]]
+    assert body_heads(store, 0) == [b"m%04d" % i for i in [*range(0, 50, 2), *range(500, 510, 2)]]
     assert [decode_record(m).body[:5] for m in store.query_message("TopicA", "k55").messages] == []
     assert [decode_record(m).body[:5] for m in store.query_message("TopicA", "k505").messages] == [b"m0505"]
 
@@ -70,7 +59,7 @@ def test_cut_at_the_end_drops_nothing_and_a_cut_inside_a_record_is_refused(open_
     assert store.truncate_to(results[-1].next_offset) == (0, 0)
     with pytest.raises(StoreError, match="not a record boundary"):
         store.truncate_to(results[5].wrote_offset + 8)
-    assert len(bodies(store, 0)) == 10
+    assert len(body_heads(store, 0)) == 10
 
 
 def test_a_master_opens_epoch_one_at_its_end_once(open_store, store_dir):
@@ -96,6 +85,6 @@ def test_reconcile_cuts_what_the_master_never_had_and_takes_its_table(open_store
     assert (point, dropped_records) == (promoted_at, 20)
     assert dropped_bytes == results[-1].next_offset - promoted_at
     assert store.epochs.entries == theirs
-    assert bodies(store, 0) == [b"m%04d" % i for i in range(0, 40, 2)]
+    assert body_heads(store, 0) == [b"m%04d" % i for i in range(0, 40, 2)]
     # reconnecting to the same master changes nothing
     assert store.reconcile_with_master(theirs, promoted_at + 9000) == (promoted_at, 0, 0)
