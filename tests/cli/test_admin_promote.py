@@ -11,6 +11,7 @@ from click.testing import CliRunner
 from rmq.cli.admin import main
 from rmq.protocol.codes import ResponseCode
 from tests.helpers.failover import BROKER_NAME, FailoverPair
+from tests.helpers.processes import start_namesrv
 
 
 def admin(namesrv: str, *args: str) -> tuple[int, str]:
@@ -39,5 +40,19 @@ def test_promote_makes_the_slave_master_and_refuses_a_master(spawn, tmp_path: Pa
         # promoted again: it is a master now, and the name server knows no broker 1 any more
         code, output = admin(pair.namesrv_addr, "broker", "promote", BROKER_NAME, "--broker-id", "1")
         assert code == 1 and "no broker with id 1" in output, output
+    finally:
+        pair.close()
+
+
+def test_a_slave_that_never_replicated_is_not_promoted(spawn, tmp_path: Path):
+    """Its first term would be epoch 1, which the old master's log claims too."""
+    pair = FailoverPair(spawn, tmp_path)
+    try:
+        pair.client.start()
+        _, pair.namesrv_addr = start_namesrv(spawn)
+        pair.start_broker(pair.slave, "SLAVE")
+        code, output = admin(pair.namesrv_addr, "broker", "promote", BROKER_NAME, "--broker-id", "1")
+        assert code == 1 and "never took its master's epoch table" in output, output
+        assert pair.runtime(pair.slave)["brokerRole"] == "SLAVE"
     finally:
         pair.close()

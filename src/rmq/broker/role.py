@@ -76,6 +76,12 @@ class RoleSwitch:
                 raise ValueError(f"broker {c.config.broker_name} at {c.broker_addr} is already a master")
             if c.store.fenced:
                 raise ValueError(f"broker {c.config.broker_name} at {c.broker_addr} is fenced: restart it")
+            if c.store.epoch == 0:
+                # its new term would be epoch 1 again, which its old master's log also claims
+                raise ValueError(
+                    f"broker {c.config.broker_name} at {c.broker_addr} never took its master's epoch table "
+                    "(it never replicated): promote a slave that did"
+                )
             entry = c.store.promote(role is BrokerRole.SYNC_MASTER)
             c.config.broker_role = role
             c.config.broker_id = MASTER_ID
