@@ -1163,7 +1163,6 @@ cdef class StoreCore:
         there; dispatch resumes at ``end``. Recovery cuts a torn tail with it, ``truncate_to`` a
         divergent one."""
         self.commit_log.truncate(end)
-        self.commit_log.publish_files()
         self.reput_offset = end
         for queue in self.consume_queues():
             queue.truncate_dirty(end)
@@ -1204,6 +1203,7 @@ cdef class StoreCore:
             self._cut(offset)
             self.index_service.truncate_to(offset)
             self.commit_log.flush(0)
+            self.commit_log.publish_files()
             self._group_commit.rewind(offset)
             if self._completed_flushed > offset:
                 self._completed_flushed = offset

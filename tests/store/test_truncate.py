@@ -8,6 +8,7 @@ import pytest
 
 from rmq.errors import StoreError
 from rmq.protocol.record import decode_record
+from rmq.store import FlushDiskType, PutMessageStatus
 from rmq.store.epoch import EpochEntry
 from tests.helpers import free_port
 from tests.helpers.store import COMMIT_LOG_FILE_SIZE, body_heads
@@ -88,3 +89,16 @@ def test_reconcile_cuts_what_the_master_never_had_and_takes_its_table(open_store
     assert body_heads(store, 0) == [b"m%04d" % i for i in range(0, 40, 2)]
     # reconnecting to the same master changes nothing
     assert store.reconcile_with_master(theirs, promoted_at + 9000) == (promoted_at, 0, 0)
+
+
+def test_sync_flush_puts_after_a_cut_wait_for_the_disk_again(open_store):
+    """The group commit's watermarks go back to the cut: a put written below where they stood is
+    completed once its own bytes are flushed, not at once."""
+    store = open_store(flush_disk_type=FlushDiskType.SYNC_FLUSH)
+    results = fill(store, 30)
+    assert all(r.status is PutMessageStatus.PUT_OK for r in results)
+    store.truncate_to(results[10].wrote_offset)
+    again = fill(store, 5, first=100)
+    assert [r.status for r in again] == [PutMessageStatus.PUT_OK] * 5
+    assert again[0].wrote_offset == results[10].wrote_offset
+    assert store.commit_log.get_flushed_where() >= again[-1].next_offset
