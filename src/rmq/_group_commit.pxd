@@ -44,6 +44,7 @@ cdef class GroupCommit:
     cdef GroupCommitState* state
 
     cdef void start(self, int64_t end) noexcept
+    cdef void rewind(self, int64_t end) noexcept
     cdef void publish_put(self, int64_t next_offset, int64_t store_timestamp, bint wait) noexcept
     cdef void publish_files(self, list files)
     cdef void kick(self) noexcept

@@ -181,6 +181,21 @@ cdef class GroupCommit:
         gc.stopping = False
         pthread_mutex_unlock(&gc.mutex)
 
+    cdef void rewind(self, int64_t end) noexcept:
+        """The CommitLog was cut at ``end`` (and flushed): no watermark may stay past it, or a put
+        written there later would count as durable or replicated before it is."""
+        cdef GroupCommitState* gc = self.state
+        pthread_mutex_lock(&gc.mutex)
+        if gc.written > end:
+            gc.written = end
+        if gc.requested > end:
+            gc.requested = end
+        if gc.flushed > end:
+            gc.flushed = end
+        if gc.replicated > end:
+            gc.replicated = end
+        pthread_mutex_unlock(&gc.mutex)
+
     def run(self, double interval):
         """The flush thread's body: flush rounds, without the GIL, until ``stop``."""
         with nogil:

@@ -42,7 +42,7 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc
 from libc.errno cimport errno
 from libc.stdint cimport INT32_MAX, INT32_MIN, int32_t, int64_t, uint32_t
-from libc.string cimport memchr
+from libc.string cimport memchr, memset
 from posix.mman cimport MAP_FAILED, MAP_SHARED, MS_SYNC, PROT_READ, PROT_WRITE, mmap, msync, munmap
 
 from rmq._endian cimport load_be32, load_be64, store_be32, store_be64
@@ -516,6 +516,52 @@ cdef class IndexService:
                 f.destroy()
             del self.index_files[:expired]
         return expired
+
+    def truncate_to(self, int64_t phy_offset):
+        """Forget the entries of messages at or past CommitLog offset ``phy_offset`` (the store cut
+        its CommitLog there): files holding only such entries go, the newest kept file loses its
+        tail. Entries are in offset order, so only that one file is cut; each dropped entry hands its
+        hash slot back to the older entry it chained to. Returns how many entries went."""
+        cdef IndexFile f
+        cdef int32_t n, keep, prev
+        cdef uint32_t key_hash
+        cdef unsigned char* entry
+        cdef unsigned char* slot
+        cdef Py_ssize_t dropped = 0
+        with self.files_lock:
+            while self.index_files:
+                f = self.index_files[-1]
+                keep = f.index_count
+                while keep > 1 and load_be64(f.entry_at(keep - 1) + ENTRY_PHY_OFFSET) >= phy_offset:
+                    keep -= 1
+                if keep == f.index_count:
+                    break
+                dropped += f.index_count - keep
+                if keep == 1:
+                    log.info("deleting index file %s: every entry is past offset %d", f.path, phy_offset)
+                    f.destroy()
+                    self.index_files.pop()
+                    continue
+                # newest first: a slot pointing at a dropped entry falls back along its chain
+                for n in range(f.index_count - 1, keep - 1, -1):
+                    entry = f.entry_at(n)
+                    key_hash = <uint32_t>load_be32(entry + ENTRY_KEY_HASH)
+                    slot = f.slot_at(key_hash)
+                    if load_be32(slot) == n:
+                        prev = load_be32(entry + ENTRY_PREV_INDEX)
+                        store_be32(slot, prev)
+                        if prev == INVALID_INDEX:
+                            f.hash_slot_count -= 1
+                    memset(entry, 0, INDEX_ENTRY_SIZE)
+                entry = f.entry_at(keep - 1)
+                f.index_count = keep
+                f.end_phy_offset = load_be64(entry + ENTRY_PHY_OFFSET)
+                # to the second, as entries keep their time
+                f.end_timestamp = f.begin_timestamp + <int64_t>load_be32(entry + ENTRY_TIME_DIFF) * 1000
+                f.write_header()
+                f.flushed_index_count = 0
+                break
+        return dropped
 
     def shutdown(self):
         """Flush and unmap every file. The service may be loaded again."""

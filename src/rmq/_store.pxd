@@ -89,6 +89,8 @@ cdef class StoreCore:
     cdef readonly double slave_timeout
     cdef readonly int64_t ha_max_gap_not_in_sync
     cdef readonly bint slave
+    # a master the name servers refused (another master of its name has a newer epoch): no puts
+    cdef readonly bint fenced
     cdef bint _writable
     # a slave: where its own dispatch of replicated bytes has reached
     cdef readonly int64_t reput_offset
@@ -112,6 +114,7 @@ cdef class StoreCore:
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
     cdef void _publish_put(self, PutMessageResult result, object callback)
+    cdef int _cut(self, int64_t end) except -1
     cdef int _dispatch_replica(self) except -1
     cdef int _write_replica(self, MappedFile mf, const char* data, Py_ssize_t n) except -1
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,

@@ -44,7 +44,8 @@ from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
 from rmq._group_commit cimport GroupCommit
 from rmq._index cimport IndexService
 from rmq._mapped_file cimport MappedFile
-from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_EMPTY, CHECK_END_OF_FILE, END_FILE_MIN_BLANK_LENGTH,
+from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_BAD_MAGIC, CHECK_BAD_OFFSET, CHECK_EMPTY, CHECK_END_OF_FILE,
+                                   END_FILE_MIN_BLANK_LENGTH,
                                    MESSAGE_MAGIC_CODE, PROPERTIES_MAX_BYTES, REC_FIXED_OVERHEAD, REC_MAGIC,
                                    REC_QUEUEID, REC_QUEUEOFFSET, REC_STORETIMESTAMP, REC_TOTALSIZE, TOPIC_MAX_BYTES,
                                    body_crc_of, check_record_c, encode_msg_id_c, record_properties, write_record)
@@ -333,7 +334,21 @@ cdef class StoreCore:
         puts from clients (RocketMQ: "message store is slave mode"): it only appends its master's
         bytes (``append_replica``)."""
         self.running = running
-        self._writable = running and not self.slave
+        self._writable = running and not self.slave and not self.fenced
+
+    def become_master(self, bint sync_master):
+        """A slave promoted to master (``rmq.broker.role``): puts from clients are accepted from the
+        next ``set_running(True)`` on (once whoever answers them is ready for the new role); under
+        ``sync_master`` they wait for a slave's ack, as a SYNC_MASTER's do."""
+        self.slave = False
+        self.sync_master = sync_master
+        self._completes_commits = self.sync_flush or sync_master
+
+    def fence(self):
+        """Refuse every put from now on (SERVICE_NOT_AVAILABLE): another master of this broker name
+        has a newer epoch, and writing here would fork the log. Only a restart (as a slave) ends it."""
+        self.fenced = True
+        self._writable = False
 
     def acquire_put_lock(self):
         """Hold off puts and gets (retention deleting files). Pair with release_put_lock."""
@@ -1129,7 +1144,7 @@ cdef class StoreCore:
             for mf in files[index + 1:]:
                 if cut is None and check_record_c(mf.base, mf.file_size, -1, False) != CHECK_EMPTY:
                     cut = f"file {mf.path} after the end"
-            self.commit_log.truncate(end)
+            self._cut(end)
             mf = self.commit_log.last_file()
             if mf is not None:
                 mf.wrote_position = end - mf.file_from_offset
@@ -1138,9 +1153,60 @@ cdef class StoreCore:
                 if mf.file_from_offset + mf.file_size <= end:
                     mf.wrote_position = mf.flushed_position = mf.file_size
             self.commit_log.flushed_where = end
-            self.reput_offset = end
-            for queue in self.consume_queues():
-                queue.truncate_dirty(end)
             return end, records, cut
+        finally:
+            self._unlock()
+
+    cdef int _cut(self, int64_t end) except -1:
+        """Forget everything at or past CommitLog offset ``end`` (put lock held): the log's bytes
+        (later files deleted, the tail of its file zeroed) and the ConsumeQueue entries that point
+        there; dispatch resumes at ``end``. Recovery cuts a torn tail with it, ``truncate_to`` a
+        divergent one."""
+        self.commit_log.truncate(end)
+        self.reput_offset = end
+        for queue in self.consume_queues():
+            queue.truncate_dirty(end)
+        return 0
+
+    def truncate_to(self, int64_t offset):
+        """Cut the store at CommitLog offset ``offset``, a record boundary: every record from there
+        on goes, with its ConsumeQueue and index entries (a rejoining slave drops the tail its new
+        master never had; a promoted slave drops a record it got only part of). What stays is
+        flushed first-to-last as before. Returns ``(bytes, records)`` dropped."""
+        cdef MappedFile mf
+        cdef int64_t end, position, records = 0
+        cdef Py_ssize_t pos, size
+        self._lock()
+        try:
+            end = self.commit_log.max_offset()
+            if offset >= end:
+                return 0, 0
+            if offset < self.commit_log.min_offset():
+                raise StoreError(f"cannot cut the CommitLog at {offset}: it begins at {self.commit_log.min_offset()}")
+            position = offset
+            while position < end:
+                mf = self.commit_log.find_by_offset(position)
+                if mf is None:
+                    break
+                pos = position - mf.file_from_offset
+                size = check_record_c(mf.base + pos, mf.wrote_position - pos, position, False)
+                if size > 0:
+                    records += 1
+                    position += size
+                elif (position == offset and (size == CHECK_BAD_MAGIC or size == CHECK_BAD_OFFSET)
+                      and mf.wrote_position - pos >= REC_FIXED_OVERHEAD):
+                    raise StoreError(f"cannot cut the CommitLog at {offset}: not a record boundary "
+                                     f"({CHECK_RESULTS.get(size, size)})")
+                else:           # the EOF marker, or a record only partly copied: on to the next file
+                    position = mf.file_from_offset + mf.file_size
+            self.close_replica_file()
+            self._cut(offset)
+            self.index_service.truncate_to(offset)
+            self.commit_log.flush(0)
+            self.commit_log.publish_files()
+            self._group_commit.rewind(offset)
+            if self._completed_flushed > offset:
+                self._completed_flushed = offset
+            return end - offset, records
         finally:
             self._unlock()

@@ -59,14 +59,15 @@ def start_namesrv(spawn, *args: str) -> tuple[subprocess.Popen, str]:
 
 
 def start_broker_process(
-    spawn, settings: dict[str, str], namesrv: str | None = None, extra_args: tuple[str, ...] = ()
+    spawn, settings: dict[str, str], namesrv: str | None = None, extra_args: tuple[str, ...] = (), **popen
 ) -> tuple[subprocess.Popen, str]:
     """``rmq-broker`` with ``--set`` settings, registering with ``namesrv`` (``-n``) or, without
-    one, with the name server it embeds on namesrvListenPort; (process, address) once routed."""
+    one, with the name server it embeds on namesrvListenPort; (process, address) once routed.
+    ``popen``: more arguments of the process (``stderr=``)."""
     argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
     for key, value in settings.items():
         argv += ["--set", f"{key}={value}"]
-    proc = spawn(*argv)
+    proc = spawn(*argv, **popen)
     wait_for_port(int(settings["listenPort"]), START_TIMEOUT, proc)
     addr = f"{LOOPBACK}:{settings['listenPort']}"
     wait_registered(namesrv or f"{LOOPBACK}:{settings['namesrvListenPort']}", addr, proc)

@@ -9,6 +9,7 @@ from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.replica import REGISTER_EPOCH
 from tests.helpers import wait_until
 from tests.helpers.processes import start_namesrv
 from tests.helpers.requests import register_broker_request
@@ -68,6 +69,19 @@ def test_slave_registration_answers_master_address(spawn, client):
     assert answer.ext_fields["haServerAddr"] == "127.0.0.1:10912"
     body = json.loads(route(client, ns, "T").body)
     assert body["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911", "1": "127.0.0.1:20911"}
+
+
+def test_a_second_master_with_an_epoch_not_newer_is_refused(spawn, client):
+    ns = namesrv(spawn)
+    first = register_broker_request("127.0.0.1:10911", {"T": 4})
+    first.ext_fields[REGISTER_EPOCH] = "2"
+    assert client.invoke_sync(ns, first, timeout=3.0).code == ResponseCode.SUCCESS
+    second = register_broker_request("127.0.0.1:20911", {"T": 4})
+    second.ext_fields[REGISTER_EPOCH] = "2"
+    answer = client.invoke_sync(ns, second, timeout=3.0)
+    assert answer.code == ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH
+    assert "127.0.0.1:10911" in answer.remark and "epoch 2" in answer.remark
+    assert json.loads(route(client, ns, "T").body)["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911"}
 
 
 def test_cluster_info_topic_list_unregister(spawn, client):

@@ -21,7 +21,7 @@ def wrapper(topics: dict[str, int], counter: int = 1) -> dict:
     }
 
 
-def register(m, addr="127.0.0.1:10911", name="broker-a", broker_id=0, topics=None, counter=1, now_ms=1000):
+def register(m, addr="127.0.0.1:10911", name="broker-a", broker_id=0, topics=None, counter=1, now_ms=1000, epoch=None):
     return m.register_broker(
         "DefaultCluster",
         addr,
@@ -31,6 +31,7 @@ def register(m, addr="127.0.0.1:10911", name="broker-a", broker_id=0, topics=Non
         wrapper(topics or {"TopicTest": 4}, counter),
         [],
         now_ms=now_ms,
+        epoch=epoch,
     )
 
 
@@ -130,3 +131,30 @@ def test_encoded_route_follows_every_table_change():
     }
     m.scan_not_active_broker(now_ms=200_000)
     assert m.topic_route_json("TopicTest") is None
+
+
+def test_a_master_not_newer_than_the_routed_one_is_refused_and_a_newer_one_replaces_it():
+    m = RouteInfoManager()
+    assert register(m, "127.0.0.1:10911", epoch=1).refused is None
+    # a second master of the name in the same epoch, then in an older one: refused, nothing recorded
+    same = register(m, "127.0.0.1:20911", epoch=1)
+    assert same.refused is not None and "epoch 1" in same.refused and "127.0.0.1:10911" in same.refused
+    assert register(m, "127.0.0.1:20911", epoch=0).refused is not None
+    assert m.broker_addr_table["broker-a"].broker_addrs == {0: "127.0.0.1:10911"}
+    assert "127.0.0.1:20911" not in m.broker_live_table
+    # the routed master re-registers as it likes; a promoted slave with a newer epoch takes over
+    assert register(m, "127.0.0.1:10911", epoch=1).refused is None
+    register(m, "127.0.0.1:30911", broker_id=1)
+    assert register(m, "127.0.0.1:30911", epoch=2).refused is None
+    assert m.broker_addr_table["broker-a"].broker_addrs == {0: "127.0.0.1:30911"}
+    # the old master, back with its old epoch, is refused
+    assert register(m, "127.0.0.1:10911", epoch=1).refused is not None
+    assert m.broker_addr_table["broker-a"].broker_addrs == {0: "127.0.0.1:30911"}
+
+
+def test_masters_without_an_epoch_register_as_with_apache_name_servers():
+    m = RouteInfoManager()
+    register(m, "127.0.0.1:10911", epoch=3)
+    assert register(m, "127.0.0.1:20911").refused is None  # an Apache broker: no epoch, no check
+    assert m.broker_addr_table["broker-a"].broker_addrs == {0: "127.0.0.1:20911"}
+    assert register(m, "127.0.0.1:10911", epoch=1).refused is None  # the routed one has no epoch

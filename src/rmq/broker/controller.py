@@ -39,6 +39,7 @@ from rmq.broker.long_polling import PullRequestHoldService
 from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
 from rmq.broker.rebalance_lock import RebalanceLockManager
+from rmq.broker.role import RoleSwitch
 from rmq.broker.schedule import ScheduleMessageService
 from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL, SlaveSynchronize
 from rmq.broker.subscription_group import SubscriptionGroupManager
@@ -121,17 +122,7 @@ class BrokerController:
         self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port, name="rmq-broker-loop")
         self.pull_hold = PullRequestHoldService(self.server.loop)
         self.flush_rounds: FlushRoundKicker | None = None
-        if self.store.sync_flush or self.store.sync_master:
-            # SYNC_FLUSH / SYNC_MASTER sends are answered on the event loop as soon as their flush
-            # round ends or a slave acks them; the loop asks for the rounds (puts still waiting
-            # after 10 ms get one anyway) and tells the HA service of new bytes (an ASYNC_MASTER's
-            # HA service polls: its loop does nothing more per send)
-            self.flush_rounds = FlushRoundKicker(self.store, self.server.loop)
-            self.store.hand_over_commit_completion()
-            self.server.loop.add_handler(
-                self.store.commit_event_fd, select.EPOLLIN, lambda _events: self.store.complete_commits()
-            )
-            self.server.loop.schedule_periodic(COMMIT_DEADLINE_SCAN, self.store.complete_commits)
+        self._complete_commits_on_loop()
         self.namesrv_client = RemotingClient(name="rmq-broker-namesrv-client")
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
         self.scheduler = Scheduler("rmq-broker-scheduler")
@@ -155,10 +146,36 @@ class BrokerController:
                 self.server.register_processor(code, handler)
         self.server.on_channel_closed(self._on_channel_closed)
         if self.is_slave:
-            self.server.loop.schedule_periodic(
-                SLAVE_PARKED_PULL_SCAN,
-                lambda: self.pull_hold.wake_where_grown(self.store.get_max_offset_in_queue),
-            )
+            self.server.loop.schedule_periodic(SLAVE_PARKED_PULL_SCAN, self._wake_pulls_where_replicated)
+        self.role = RoleSwitch(self)
+
+    def _complete_commits_on_loop(self) -> None:
+        """SYNC_FLUSH / SYNC_MASTER sends are answered on the event loop as soon as their flush
+        round ends or a slave acks them; the loop asks for the rounds (puts still waiting after 10 ms
+        get one anyway) and tells the HA service of new bytes (an ASYNC_MASTER's HA service polls:
+        its loop does nothing more per send). At construction, and again on the loop when a slave
+        is promoted to SYNC_MASTER."""
+        if self.flush_rounds is not None or not (self.store.sync_flush or self.store.sync_master):
+            return
+        self.flush_rounds = FlushRoundKicker(self.store, self.server.loop)
+        self.store.hand_over_commit_completion()
+        self.server.loop.add_handler(
+            self.store.commit_event_fd, select.EPOLLIN, lambda _events: self.store.complete_commits()
+        )
+        self.server.loop.schedule_periodic(COMMIT_DEADLINE_SCAN, self.store.complete_commits)
+
+    def _wake_pulls_where_replicated(self) -> None:
+        if self.is_slave:
+            self.pull_hold.wake_where_grown(self.store.get_max_offset_in_queue)
+
+    def serve_as_master(self) -> None:
+        """On the loop, once the store is promoted (``rmq.broker.role``): sends complete here, every
+        processor reads the new role, and only then does the store take puts (a SYNC_MASTER send
+        answered before would not have waited for a slave)."""
+        self._complete_commits_on_loop()
+        for processor in self.processors:
+            processor.role_changed()
+        self.store.set_running(True)
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -189,7 +206,7 @@ class BrokerController:
                 raise ConfigError(f"cannot load {manager.path} nor its backup: fix or remove it to start")
         self.store.start()
         try:
-            self.store.start_ha()
+            self.store.start_ha(self.role.fetch_master_epochs if self.is_slave else None)
             self.check_disk()
             self.server.start()
             if not self.is_slave:
@@ -290,7 +307,8 @@ class BrokerController:
             config.ha_server_addr,
             self.topic_config_manager.build_serialize_wrapper(),
             wait=wait,
-            on_answer=self.slave_sync.on_register_answer if self.is_slave else None,
+            on_answer=self.slave_sync.on_register_answer if self.is_slave else self.role.on_register_answer,
+            epoch=None if self.is_slave else self.store.epoch,
         )
         if self.store.ha_client is not None:
             for future in futures:

@@ -3,7 +3,7 @@ UNREGISTER_BROKER (104), exactly as SPEC.md section 3 lays them out, so that an 
 with an Apache name server as well as with rmq's.
 
     REGISTER_BROKER extFields: brokerName, brokerAddr, clusterName, haServerAddr, brokerId,
-                               compressed ("false"), bodyCrc32
+                               compressed ("false"), bodyCrc32; a master adds its epoch (rmq's)
     body: {"topicConfigSerializeWrapper": {"topicConfigTable": {...}, "dataVersion": {...}},
            "filterServerList": []}
 
@@ -26,6 +26,7 @@ from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.crc import crc32
+from rmq.protocol.replica import REGISTER_EPOCH
 
 log = logging.getLogger("rmq.broker")
 
@@ -46,10 +47,12 @@ class NamesrvApi:
         topic_config_wrapper: dict[str, Any],
         wait: bool = False,
         on_answer: Callable[[str, RemotingCommand], None] | None = None,
+        epoch: int | None = None,
     ) -> list[concurrent.futures.Future]:
         """REGISTER_BROKER with every name server; the futures resolve to each answer (or error).
         ``on_answer(namesrv_addr, response)`` sees every answer (a slave learns its master from
-        ``masterAddr``), on the client's loop thread."""
+        ``masterAddr``; a master, that it was fenced), on the client's loop thread. A master sends its
+        ``epoch``: an rmq name server refuses a master older than the one it routes."""
         body = orjson.dumps({"topicConfigSerializeWrapper": topic_config_wrapper, "filterServerList": []})
         ext = {
             "brokerName": broker_name,
@@ -60,6 +63,8 @@ class NamesrvApi:
             "compressed": "false",
             "bodyCrc32": str(crc32(body)),
         }
+        if epoch is not None:
+            ext[REGISTER_EPOCH] = str(epoch)  # a master's term; Apache name servers ignore it
         futures = []
         for addr in namesrv_addrs:
             request = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body)

@@ -89,8 +89,8 @@ class SlaveSynchronize:
 
     def sync_all(self) -> None:
         master = self._master_addr
-        if master is None or master == self.controller.broker_addr:
-            return
+        if master is None or master == self.controller.broker_addr or not self.controller.is_slave:
+            return  # no master known, or this broker was promoted
         with self._sync_lock:
             try:
                 self.sync_topic_config(master)

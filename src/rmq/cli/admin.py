@@ -634,5 +634,30 @@ def broker_ha_verify(admin: AdminClient, as_json: bool, broker_name: str, range_
         sys.exit(EXIT_FAILED)
 
 
+@admin_command(broker, "promote")
+@click.argument("broker_name", metavar="BROKER")
+@click.option("--broker-id", type=click.IntRange(min=1), required=True, help="The slave to promote (its brokerId).")
+@click.option(
+    "--role",
+    type=click.Choice(["ASYNC_MASTER", "SYNC_MASTER"]),
+    default="ASYNC_MASTER",
+    show_default=True,
+    help="The role it takes (SYNC_MASTER: sends wait for a slave, so they degrade until one joins).",
+)
+def broker_promote(admin: AdminClient, as_json: bool, broker_name: str, broker_id: int, role: str) -> None:
+    """Make slave --broker-id of BROKER its master now, with a new epoch: it stops replicating, takes
+    sends and registers as master, so clients move to it within one route refresh. Restart the old
+    master as a slave (brokerRole=SLAVE, brokerId>0): it drops what the new master never had."""
+    promotion = admin.promote(broker_name, broker_id, role)
+    emit(
+        as_json,
+        dataclasses.asdict(promotion),
+        lambda: (
+            f"{broker_name}: {promotion.addr} is the master now, epoch {promotion.epoch} "
+            f"from CommitLog offset {promotion.start_offset}"
+        ),
+    )
+
+
 if __name__ == "__main__":
     main()

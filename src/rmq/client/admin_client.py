@@ -31,7 +31,7 @@ from rmq.protocol.message import (
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.record import StoredMessage, decode_msg_id, decode_records
-from rmq.protocol.replica import CommitLogDigests
+from rmq.protocol.replica import PROMOTE_ROLE, PROMOTED_EPOCH, PROMOTED_START_OFFSET, CommitLogDigests
 from rmq.protocol.route import MASTER_ID
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
@@ -88,6 +88,16 @@ class ReplicaCheck:
     @property
     def identical(self) -> bool:
         return self.first_difference is None
+
+
+@dataclasses.dataclass
+class Promotion:
+    """A slave made master (``promote``): its address, and the epoch it opened at ``start_offset``."""
+
+    broker_name: str
+    addr: str
+    epoch: int
+    start_offset: int
 
 
 @dataclasses.dataclass
@@ -441,6 +451,23 @@ class AdminClient:
                         check.first_difference = shorter[-1].offset + shorter[-1].length if shorter else start
             checks.append(check)
         return checks
+
+    def promote(self, broker_name: str, broker_id: int, role: str | None = None) -> Promotion:
+        """Make slave ``broker_id`` of ``broker_name`` its master (PROMOTE_TO_MASTER), in ``role``
+        (ASYNC_MASTER unless SYNC_MASTER is asked); answered once it registered as master."""
+        addr = self.broker_addrs(broker_name).get(broker_id)
+        if addr is None:
+            raise AdminError(f"broker {broker_name!r} has no broker with id {broker_id} registered")
+        if broker_id == MASTER_ID:
+            raise AdminError(f"broker {broker_id} of {broker_name!r} is its master already: promote a slave (id > 0)")
+        ext = {PROMOTE_ROLE: role} if role else {}
+        response = self.invoke(addr, RequestCode.PROMOTE_TO_MASTER, ext)
+        return Promotion(
+            broker_name,
+            addr,
+            int(response.ext_fields[PROMOTED_EPOCH]),
+            int(response.ext_fields[PROMOTED_START_OFFSET]),
+        )
 
     def broker_runtime_info(self, addr: str) -> dict[str, str]:
         response = self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)

@@ -17,6 +17,7 @@ from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.crc import crc32
 from rmq.protocol.fields import BadRequest, bool_field, int_field, json_body, str_field
+from rmq.protocol.replica import REGISTER_EPOCH
 
 
 class NamesrvProcessor:
@@ -61,7 +62,12 @@ class NamesrvProcessor:
             topic_config_wrapper=wrapper,
             filter_server_list=filter_servers if isinstance(filter_servers, list) else None,
             channel=channel,
+            epoch=int_field(request.ext_fields, REGISTER_EPOCH, None),
         )
+        if result.refused is not None:
+            return RemotingCommand.response_to(
+                request, ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH, remark=result.refused
+            )
         ext = {}
         if result.ha_server_addr is not None:
             ext["haServerAddr"] = result.ha_server_addr

@@ -34,12 +34,16 @@ class BrokerLiveInfo:
     data_version: dict[str, Any] | None
     channel: Any
     ha_server_addr: str
+    # a master's term (rmq brokers send it; None from Apache brokers and from slaves)
+    epoch: int | None = None
 
 
 @dataclass
 class RegisterBrokerResult:
     ha_server_addr: str | None = None
     master_addr: str | None = None
+    # why a master was refused (another master of its name has the same or a newer epoch)
+    refused: str | None = None
 
 
 def _same_data_version(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
@@ -76,13 +80,23 @@ class RouteInfoManager:
         filter_server_list: list[str] | None = None,
         channel: Any = None,
         now_ms: int | None = None,
+        epoch: int | None = None,
     ) -> RegisterBrokerResult:
-        """Record a broker's (re-)registration; a master's topic configs update the queue table."""
+        """Record a broker's (re-)registration; a master's topic configs update the queue table.
+
+        A master that gives its ``epoch`` is refused (``result.refused``, nothing recorded) while
+        another live master of its name has the same or a newer one: two masters of one name would
+        fork the log. A newer epoch replaces the routed master (a promoted slave)."""
         now_ms = _clock.now_ms() if now_ms is None else now_ms
         wrapper = topic_config_wrapper or {}
         data_version = wrapper.get("dataVersion") or {"timestamp": 0, "counter": 0}
         result = RegisterBrokerResult()
         with self._lock:
+            if broker_id == MASTER_ID and epoch is not None:
+                result.refused = self._newer_master(broker_name, broker_addr, epoch)
+                if result.refused is not None:
+                    log.warning("refused master %s of %s: %s", broker_addr, broker_name, result.refused)
+                    return result
             self._route_cache.clear()
             self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
             broker_data = self.broker_addr_table.get(broker_name)
@@ -105,7 +119,7 @@ class RouteInfoManager:
                     self._create_and_update_queue_data(broker_name, topic_config)
 
             previous = self.broker_live_table.get(broker_addr)
-            self.broker_live_table[broker_addr] = BrokerLiveInfo(now_ms, data_version, channel, ha_server_addr)
+            self.broker_live_table[broker_addr] = BrokerLiveInfo(now_ms, data_version, channel, ha_server_addr, epoch)
             if previous is None:
                 log.info(
                     "new broker registered: %s (%s, cluster %s, id %d) HA %s",
@@ -128,6 +142,20 @@ class RouteInfoManager:
                     result.ha_server_addr = master_live.ha_server_addr
                     result.master_addr = master_addr
         return result
+
+    def _newer_master(self, broker_name: str, broker_addr: str, epoch: int) -> str | None:
+        """Why a master of ``broker_name`` at ``broker_addr`` in ``epoch`` may not be routed, or None."""
+        broker_data = self.broker_addr_table.get(broker_name)
+        routed = broker_data.broker_addrs.get(MASTER_ID) if broker_data is not None else None
+        if routed is None or routed == broker_addr:
+            return None
+        live = self.broker_live_table.get(routed)
+        if live is None or live.epoch is None or live.epoch < epoch:
+            return None
+        return (
+            f"{broker_name} already has master {routed} in epoch {live.epoch}, and this one is in epoch "
+            f"{epoch}: a second master of one broker name is refused (restart it as a slave)"
+        )
 
     def _create_and_update_queue_data(self, broker_name: str, topic_config: dict[str, Any]) -> None:
         topic = topic_config["topicName"]

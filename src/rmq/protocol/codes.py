@@ -58,6 +58,12 @@ class RequestCode(IntEnum):
     # numbered from 9100, far from RocketMQ's codes.
     # {startOffset, endOffset, rangeSize} -> CommitLog digests (rmq.protocol.admin_body.CommitLogDigests)
     GET_COMMIT_LOG_DIGESTS = 9100
+    # 9101 is GET_HA_STATUS (branch ha-ops)
+    # {} -> the master's epoch table and max offset (rmq.protocol.replica.EpochTable); a slave asks
+    # it before it replicates
+    GET_EPOCH_TABLE = 9102
+    # {role?} -> a slave becomes the master of its broker name with a new epoch ({epoch, startOffset})
+    PROMOTE_TO_MASTER = 9103
 
 
 class ResponseCode(IntEnum):
@@ -80,6 +86,9 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_NOT_EXIST = 24
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
     CONSUMER_NOT_ONLINE = 206
+    # RocketMQ 5.x controller mode's code: a master's epoch is older than the routed master's. An rmq
+    # name server answers it to a REGISTER_BROKER of a second, stale master of a broker name.
+    CONTROLLER_FENCED_MASTER_EPOCH = 2000
 
 
 # A producer treats these as "stored, but degraded" (SPEC.md section 2).

@@ -2,6 +2,13 @@
 
     GET_COMMIT_LOG_DIGESTS (9100) {startOffset, endOffset, rangeSize} ->
         {"minOffset": m, "maxOffset": M, "rangeSize": r, "digests": [[offset, length, "xxh3-128 hex"], ...]}
+    GET_EPOCH_TABLE (9102) {} ->
+        {"epochs": [[epoch, startOffset], ...], "maxOffset": M}   the master's terms and CommitLog end
+    PROMOTE_TO_MASTER (9103) {role: ASYNC_MASTER | SYNC_MASTER (optional)} ->
+        extFields {epoch, startOffset}: the new term the promoted slave opened
+
+A master also sends ``epoch`` (its current term) in REGISTER_BROKER's extFields (``REGISTER_EPOCH``):
+an rmq name server refuses a master whose epoch is older than the routed master's, Apache's ignore it.
 
 Ranges are aligned on multiples of rangeSize from offset 0 (``rmq.store.digest``), so a master and
 its slave cut the same ranges and a command compares them one by one.
@@ -16,6 +23,12 @@ from typing import Any
 from rmq.protocol.java_json import COMPACT
 
 DEFAULT_RANGE_SIZE = 64 << 20
+# REGISTER_BROKER's extField with the registering master's epoch
+REGISTER_EPOCH = "epoch"
+# PROMOTE_TO_MASTER's request field (the role the slave takes) and answer fields
+PROMOTE_ROLE = "role"
+PROMOTED_EPOCH = "epoch"
+PROMOTED_START_OFFSET = "startOffset"
 # The most ranges one request may ask for (a 1 TiB log in 64 MiB ranges is 16,384).
 MAX_RANGES = 65_536
 
@@ -58,3 +71,22 @@ class CommitLogDigests:
             int(data["rangeSize"]),
             [RangeDigest(int(o), int(n), str(d)) for o, n, d in data["digests"]],
         )
+
+
+@dataclasses.dataclass(frozen=True)
+class EpochTable:
+    """A master's answer to GET_EPOCH_TABLE: its terms, oldest first, as ``(epoch, startOffset)``
+    pairs, and where its CommitLog ends."""
+
+    epochs: list[tuple[int, int]]
+    max_offset: int
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {"epochs": [[e, o] for e, o in self.epochs], "maxOffset": self.max_offset}, separators=COMPACT
+        ).encode()
+
+    @classmethod
+    def decode(cls, body: bytes) -> EpochTable:
+        data: dict[str, Any] = json.loads(body)
+        return cls([(int(e), int(o)) for e, o in data["epochs"]], int(data["maxOffset"]))

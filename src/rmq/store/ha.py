@@ -30,6 +30,7 @@ import os
 import select
 import socket
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from rmq._service import ServiceThread
@@ -38,7 +39,12 @@ from rmq.net.loop import EventLoop
 from rmq.protocol import ha as wire
 
 if TYPE_CHECKING:
+    from rmq.store.epoch import EpochEntry
     from rmq.store.message_store import MessageStore
+
+# What a slave calls before replicating: its master's epoch table and CommitLog end (the broker asks
+# the master with GET_EPOCH_TABLE). Raises when the master cannot be asked.
+EpochSource = Callable[[], "tuple[list[EpochEntry], int]"]
 
 log = logging.getLogger("rmq.store.ha")
 
@@ -61,6 +67,9 @@ SLAVE_POLL = 0.2
 READ_BUFFER = 1 << 20
 RECONNECT_MIN = 0.1
 RECONNECT_MAX = 5.0
+# Failed fetches of the master's epoch table in a row before the slave logs a warning (the backoff
+# makes that ~10 s).
+EPOCH_FAILURES_LOGGED = 8
 
 
 @dataclasses.dataclass
@@ -362,12 +371,16 @@ class HAClient(ServiceThread):
     """The slave's side, on ``rmq-store-ha-client``: copy the master's CommitLog into this store.
 
     The master's address is haMasterAddress, else the one the name server answered to this slave's
-    registration (``update_master_address``). A broken connection is retried with a backoff; a
+    registration (``update_master_address``). Before each connection it takes the master's epoch
+    table (``epoch_source``) and cuts what its own log holds past their last common point
+    (``MessageStore.reconcile_with_master``). A broken connection is retried with a backoff; a
     restarted slave resumes from its own max offset."""
 
-    def __init__(self, store: MessageStore):
+    def __init__(self, store: MessageStore, epoch_source: EpochSource | None = None):
         super().__init__("rmq-store-ha-client")
         self.store = store
+        self.epoch_source = epoch_source
+        self._epoch_failures = 0
         config = store.config
         self.master_address: str | None = config.ha_master_address
         self.heartbeat_interval = config.ha_send_heartbeat_interval / 1000
@@ -407,6 +420,24 @@ class HAClient(ServiceThread):
         address = self.master_address
         if not address:
             return False
+        if self.epoch_source is not None:
+            # the master's terms first, at every (re)connect: a tail this log holds that the master
+            # never had is cut before a byte is copied
+            try:
+                theirs, their_max = self.epoch_source()
+            except Exception as e:
+                # at start-up the master is not known yet: a warning only once it keeps failing
+                self._epoch_failures += 1
+                (log.warning if self._epoch_failures == EPOCH_FAILURES_LOGGED else log.debug)(
+                    "cannot fetch the epoch table of master %s: %s; retrying", address, e
+                )
+                return False
+            self._epoch_failures = 0
+            try:
+                self.store.reconcile_with_master(theirs, their_max)
+            except StoreError as e:
+                log.error("cannot reconcile this log with master %s's: %s", address, e)
+                return False
         host, _, port = address.rpartition(":")
         try:
             sock = socket.create_connection((host, int(port)), timeout=SLAVE_POLL * 5)

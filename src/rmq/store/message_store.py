@@ -27,8 +27,9 @@ from rmq._store import PutMessageResult, StoreCheckpoint, StoreCore, TagFilter
 from rmq.errors import StoreError, StoreLockedError
 from rmq.protocol.message import MessageProperty, encode_properties
 from rmq.protocol.record import decode_record, ipv4_to_int
-from rmq.store.config import MessageStoreConfig
-from rmq.store.ha import HAClient, HAService
+from rmq.store.config import BrokerRole, MessageStoreConfig
+from rmq.store.epoch import EpochEntry, EpochFile, divergence_point
+from rmq.store.ha import EpochSource, HAClient, HAService
 from rmq.store.services import (
     CleanCommitLogService,
     CommitCompletionService,
@@ -85,6 +86,8 @@ class MessageStore(StoreCore):
         self._completion_handed_over = False
         self.ha_service: HAService | None = None
         self.ha_client: HAClient | None = None
+        # the master terms this store's log went through (epoch.json), loaded by ``start``
+        self.epochs: EpochFile | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -103,6 +106,7 @@ class MessageStore(StoreCore):
                 os.path.join(self.store_path, "index"), self.config.max_hash_slot_num, self.config.max_index_num
             )
             self.attach(index, checkpoint)
+            self.epochs = EpochFile(self.store_path)
             self.commit_log.load()
             self.load_consume_queues()
             index.load(self.last_exit_ok, checkpoint.index_msg_timestamp)
@@ -125,14 +129,76 @@ class MessageStore(StoreCore):
             raise
         return self
 
-    def start_ha(self) -> None:
-        """After ``start``: replicate. A master listens on haListenPort for slaves (HAService); a
-        slave copies its master's CommitLog (HAClient). A store used on its own does neither."""
+    def start_ha(self, epoch_source: EpochSource | None = None) -> None:
+        """After ``start``: replicate. A master opens its first epoch if its store has none and
+        listens on haListenPort for slaves (HAService); a slave copies its master's CommitLog
+        (HAClient), after reconciling its log with the master's epoch table, which
+        ``epoch_source()`` fetches (the broker asks the master; without one, a slave replicates as
+        4.x does). A store used on its own does neither."""
+        assert self.epochs is not None, "start() first"
         if self.config.slave:
-            self.ha_client = HAClient(self)
+            self.ha_client = HAClient(self, epoch_source)
             self.ha_client.start()
         else:
+            self.epochs.ensure_started(self.get_max_phy_offset())
             self.ha_service = HAService(self).start()
+
+    @property
+    def epoch(self) -> int:
+        """The newest master term this store knows (0 before any)."""
+        return self.epochs.current_epoch if self.epochs is not None else 0
+
+    def reconcile_with_master(self, theirs: list[EpochEntry], their_max: int) -> tuple[int, int, int]:
+        """A slave, before it replicates: cut what its log holds past the last point it shares with
+        its master's (``divergence_point`` of the two epoch tables), then take the master's table.
+        The cut comes first: a crash in between leaves the old table, and the next try cuts again.
+        Returns ``(point, bytes, records)`` dropped (HA client thread)."""
+        assert self.epochs is not None, "start() first"
+        mine, my_max = self.epochs.entries, self.get_max_phy_offset()
+        point = divergence_point(mine, my_max, theirs, their_max)
+        dropped_bytes = dropped_records = 0
+        if point < my_max:
+            dropped_bytes, dropped_records = self.truncate_to(point)
+            log.warning(
+                "%s: dropped %d bytes (%d records) of CommitLog after offset %d: its master never had them "
+                "(epochs here %s, on the master %s, which ends at %d)",
+                self.store_path,
+                dropped_bytes,
+                dropped_records,
+                point,
+                [(e.epoch, e.start_offset) for e in mine],
+                [(e.epoch, e.start_offset) for e in theirs],
+                their_max,
+            )
+        if theirs != mine:
+            self.epochs.adopt(theirs)
+        return point, dropped_bytes, dropped_records
+
+    def promote(self, sync_master: bool) -> EpochEntry:
+        """A slave becomes its broker name's master: replication stops, a record copied only in part
+        is dropped (the dispatch finished every whole one), a new epoch opens at the CommitLog's end
+        and slaves may connect to haListenPort. Puts are accepted from the next ``set_running(True)``:
+        the caller (``rmq.broker.role``) first readies the broker to answer them as a master's."""
+        assert self.epochs is not None, "start() first"
+        if self.ha_client is not None:
+            self.ha_client.shutdown()
+            self.ha_client = None
+        self.close_replica_file()
+        if self.reput_offset < self.get_max_phy_offset():
+            dropped = self.truncate_to(self.reput_offset)
+            log.info("%s: dropped the %d bytes of a record copied only in part", self.store_path, dropped[0])
+        entry = self.epochs.begin(self.get_max_phy_offset())
+        self.config.broker_role = BrokerRole.SYNC_MASTER if sync_master else BrokerRole.ASYNC_MASTER
+        self.become_master(sync_master)
+        self.ha_service = HAService(self).start()
+        log.warning(
+            "%s: promoted to %s, epoch %d from offset %d",
+            self.store_path,
+            self.config.broker_role.value,
+            entry.epoch,
+            entry.start_offset,
+        )
+        return entry
 
     def hand_over_commit_completion(self) -> None:
         """Before ``start``: the caller completes SYNC_FLUSH puts itself, calling ``complete_commits``

@@ -113,6 +113,8 @@ class AdminBrokerProcessor(Processor):
             "brokerVersion": VERSION,
             "brokerName": c.config.broker_name,
             "brokerRole": c.config.broker_role.value,
+            # the master term this broker's log is in (rmq's key: a slave shows its master's)
+            "epoch": store.epoch,
             "commitLogMinOffset": store.get_min_phy_offset(),
             "commitLogMaxOffset": store.get_max_phy_offset(),
             "commitLogDiskRatio": f"{store.disk_used_ratio():.4f}",

@@ -32,6 +32,10 @@ class Processor:
     def handlers(self) -> dict[int, Handler]:
         raise NotImplementedError
 
+    def role_changed(self) -> None:
+        """The broker switched role (a slave promoted to master: ``rmq.broker.role``); on the
+        event loop. Processors that keep what depends on the role read it again."""
+
 
 def require_writeable_broker(controller: BrokerController) -> None:
     """Refuse (NO_PERMISSION) when the broker's own permission forbids writes (brokerPermission)."""

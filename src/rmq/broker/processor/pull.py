@@ -116,11 +116,14 @@ class PullProcessor(Processor):
         self.hold = controller.pull_hold
         self._tag_filters: dict[tuple[str, str], TagFilter | None] = {}
         self.hold.set_executor(self.execute)
-        self.slave = controller.config.broker_role is BrokerRole.SLAVE
+        self.role_changed()
         self.slave_read_enable = controller.config.slave_read_enable
         # how far behind the CommitLog's end a read may lie before the answer suggests a slave
         ratio = controller.store_config.access_message_in_memory_max_ratio
         self.in_memory_bytes = total_physical_memory() * ratio // 100
+
+    def role_changed(self) -> None:
+        self.slave = self.controller.config.broker_role is BrokerRole.SLAVE
 
     def handlers(self):
         return {RequestCode.PULL_MESSAGE: self.pull_message}

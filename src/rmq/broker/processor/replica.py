@@ -4,18 +4,31 @@ GET_COMMIT_LOG_DIGESTS (9100) {startOffset, endOffset, rangeSize} -> CommitLogDi
     the xxh3-128 of the CommitLog in rangeSize-aligned ranges (``rmq.store.digest``), for
     ``rmq-admin broker ha-verify``: hashed on the scheduler thread, never on the event loop,
     and answered from there.
+GET_EPOCH_TABLE (9102) {} -> EpochTable
+    this broker's master terms and CommitLog end: a slave asks its master before it replicates.
+PROMOTE_TO_MASTER (9103) {role?} -> {epoch, startOffset}
+    this slave becomes its broker name's master (``rmq.broker.role``), on the scheduler thread;
+    answered once it registered as master. SYSTEM_ERROR when it is not a slave.
 """
 
 from __future__ import annotations
 
 import logging
 
+from rmq.broker.config import BrokerRole
 from rmq.broker.processor.base import Handler, Processor, success
 from rmq.net.channel import Channel
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.fields import int_field, malformed
-from rmq.protocol.replica import MAX_RANGES, CommitLogDigests
+from rmq.protocol.replica import (
+    MAX_RANGES,
+    PROMOTE_ROLE,
+    PROMOTED_EPOCH,
+    PROMOTED_START_OFFSET,
+    CommitLogDigests,
+    EpochTable,
+)
 from rmq.store.digest import commit_log_digests
 
 log = logging.getLogger("rmq.broker")
@@ -23,7 +36,35 @@ log = logging.getLogger("rmq.broker")
 
 class ReplicaProcessor(Processor):
     def handlers(self) -> dict[int, Handler]:
-        return {RequestCode.GET_COMMIT_LOG_DIGESTS: self.get_commit_log_digests}
+        return {
+            RequestCode.GET_COMMIT_LOG_DIGESTS: self.get_commit_log_digests,
+            RequestCode.GET_EPOCH_TABLE: self.get_epoch_table,
+            RequestCode.PROMOTE_TO_MASTER: self.promote_to_master,
+        }
+
+    def get_epoch_table(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        store = self.controller.store
+        entries = store.epochs.entries if store.epochs is not None else []
+        table = EpochTable([(e.epoch, e.start_offset) for e in entries], store.get_max_phy_offset())
+        return success(request, body=table.encode())
+
+    def promote_to_master(self, channel: Channel, request: RemotingCommand) -> None:
+        text = request.ext_fields.get(PROMOTE_ROLE) or BrokerRole.ASYNC_MASTER.value
+        if text not in (BrokerRole.ASYNC_MASTER.value, BrokerRole.SYNC_MASTER.value):
+            raise malformed(PROMOTE_ROLE, text, "ASYNC_MASTER or SYNC_MASTER")
+        self.controller.scheduler.run_soon(self._promote, channel, request, BrokerRole(text))
+        return None
+
+    def _promote(self, channel: Channel, request: RemotingCommand, role: BrokerRole) -> None:
+        try:
+            entry = self.controller.role.promote(role)
+        except Exception as e:
+            if not isinstance(e, ValueError):  # ValueError: this broker cannot be promoted
+                log.exception("promotion to %s failed", role.value)
+            channel.send_response(RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark=str(e)))
+            return
+        ext = {PROMOTED_EPOCH: str(entry.epoch), PROMOTED_START_OFFSET: str(entry.start_offset)}
+        channel.send_response(success(request, ext_fields=ext))
 
     def get_commit_log_digests(self, channel: Channel, request: RemotingCommand) -> None:
         ext = request.ext_fields

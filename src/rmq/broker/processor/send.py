@@ -140,15 +140,19 @@ class SendProcessor(Processor):
         self.topics = controller.topic_config_manager
         self.broker_config = controller.config
         self.max_message_size = controller.store.max_message_size
-        # a send waits for the disk (SYNC_FLUSH) or for a slave (SYNC_MASTER) unless WAIT=false
-        self.waits = controller.store.sync_flush or controller.store.sync_master
-        self.slave = controller.store.slave
+        self.role_changed()
         self.wait_limit = controller.config.wait_time_mills_in_send_queue / 1000
         self._born_hosts: dict[str, tuple[int, int]] = {}
         self._writable_topics: dict[str, TopicConfig] = {}
         self._topics_version = -1
         self._hold = controller.pull_hold
         self._loop = controller.server.loop
+
+    def role_changed(self) -> None:
+        controller = self.controller
+        # a send waits for the disk (SYNC_FLUSH) or for a slave (SYNC_MASTER) unless WAIT=false
+        self.waits = controller.store.sync_flush or controller.store.sync_master
+        self.slave = controller.store.slave
         self._request_flush_round = controller.flush_rounds.request if controller.flush_rounds else None
 
     def handlers(self):
@@ -180,6 +184,14 @@ class SendProcessor(Processor):
                 remark=f"service not available now: broker {self.broker_config.broker_name} at "
                 f"{controller.broker_addr} is a slave (brokerId {self.broker_config.broker_id}); "
                 "messages are put to its master",
+            )
+        if self.store.fenced:
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.SERVICE_NOT_AVAILABLE,
+                remark=f"service not available now: broker {self.broker_config.broker_name} at "
+                f"{controller.broker_addr} was refused as master by the name servers (another master "
+                f"of that name has a newer epoch than its {self.store.epoch}): restart it as a slave",
             )
         if controller.disk_full:
             return RemotingCommand.response_to(

@@ -1,0 +1,104 @@
+"""Failover beyond 4.x (issue 11, acceptance 2): a SYNC_MASTER SIGKILLed while sends are in flight
+loses nothing it acknowledged; its slave, promoted, takes sends; the old master, restarted as a
+slave, cuts the tail its successor never had and converges to a byte-identical log. Round after
+round, the two stores swap roles.
+
+``RMQ_FAILOVER_ROUNDS=100 python -m pytest tests/broker/test_role_switch.py -k rounds -s`` runs
+more rounds than the suite's 20 and prints each (README: "Failover rounds").
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from rmq.client.admin_client import AdminClient
+from rmq.protocol.codes import ResponseCode
+from rmq.protocol.route import MASTER_ID
+from tests.helpers import wait_until
+from tests.helpers.failover import BROKER_NAME, FailoverPair
+
+ROUNDS = int(os.environ.get("RMQ_FAILOVER_ROUNDS", "20"))
+
+
+@pytest.fixture
+def pair(spawn, tmp_path: Path) -> Iterator[FailoverPair]:
+    p = FailoverPair(spawn, tmp_path)
+    try:
+        yield p.start()
+    finally:
+        p.close()
+
+
+@pytest.mark.slow
+def test_failover_rounds_lose_nothing_acknowledged_and_converge(pair: FailoverPair):
+    reports = [pair.round() for _ in range(ROUNDS)]
+    for r in reports:
+        print(
+            f"round {r.round}: killed {r.killed}, promoted {r.promoted} (epoch {r.epoch}); {r.acked} acked so far; "
+            f"rejoin dropped {r.dropped_bytes} bytes ({r.dropped_records} records); identical up to {r.converged_at}"
+        )
+    assert [r.epoch for r in reports] == list(range(2, ROUNDS + 2))
+    # every message ever acknowledged is on the master standing at the end
+    assert not set(pair.acked) - pair.bodies_on(pair.master)
+    print(f"{ROUNDS} rounds, {len(pair.acked)} acknowledged messages, lost 0")
+
+
+def test_rejoining_master_drops_exactly_what_its_successor_never_had(spawn, tmp_path: Path):
+    """ASYNC_MASTER, deterministic: the slave is stopped while the master takes 100 more messages,
+    then the master dies; the slave, back and promoted, never had them, so the old master drops
+    exactly those 100 records when it rejoins, and keeps what the new master took since."""
+    pair = FailoverPair(spawn, tmp_path)
+    try:
+        pair.start("ASYNC_MASTER")
+        a, b = pair.master, pair.slave
+        assert all(pair.send(a, b"before-%d" % i) == ResponseCode.SUCCESS for i in range(50))
+        pair.wait_converged()
+        pair.procs[b].send_signal(signal.SIGTERM)
+        pair.procs[b].wait(10)
+        assert all(pair.send(a, b"diverged-%d" % i) == ResponseCode.SUCCESS for i in range(100))
+        pair.procs[a].send_signal(signal.SIGKILL)
+        pair.procs[a].wait(10)
+        pair.start_broker(b, "SLAVE")  # no master to copy from
+        with AdminClient(pair.namesrv_addr) as admin:
+            promotion = admin.promote(BROKER_NAME, 1)
+        assert promotion.epoch == 2
+        assert pair.runtime(b)["brokerRole"] == "ASYNC_MASTER"
+        assert all(pair.send(b, b"after-%d" % i) == ResponseCode.SUCCESS for i in range(20))
+        pair.master, pair.slave = b, a
+        pair.start_broker(a, "SLAVE")
+        pair.wait_converged()
+        dropped_bytes, dropped_records = pair.dropped(a)
+        assert dropped_records == 100 and dropped_bytes > 0
+        on_a = pair.bodies_on(a)
+        assert on_a == pair.bodies_on(b)
+        assert {b"before-%d" % i for i in range(50)} | {b"after-%d" % i for i in range(20)} <= on_a
+        assert not {b"diverged-%d" % i for i in range(100)} & on_a
+        assert pair.runtime(a)["epoch"] == "2"
+    finally:
+        pair.close()
+
+
+def test_a_second_master_of_the_same_name_is_fenced(spawn, tmp_path: Path):
+    """The slave promoted while the old master still runs: the old master's next registration
+    (epoch 1 against the routed epoch 2) is refused, and it refuses sends from then on; a send to
+    the new master is stored."""
+    pair = FailoverPair(spawn, tmp_path, registerNameServerPeriod="1000")
+    try:
+        pair.start("ASYNC_MASTER")
+        a, b = pair.master, pair.slave
+        assert pair.send(a, b"one") == ResponseCode.SUCCESS
+        with AdminClient(pair.namesrv_addr) as admin:
+            admin.promote(BROKER_NAME, 1)
+            assert admin.broker_addrs(BROKER_NAME) == {MASTER_ID: pair.addr(b)}
+        wait_until(lambda: pair.send(a, b"refused?") == ResponseCode.SERVICE_NOT_AVAILABLE, 10, f"{a} fenced")
+        assert "refused" in pair.log_path(a).read_text(errors="replace")
+        assert pair.send(b, b"two") == ResponseCode.SUCCESS
+        with AdminClient(pair.namesrv_addr) as admin:
+            assert admin.broker_addrs(BROKER_NAME) == {MASTER_ID: pair.addr(b)}  # still routed
+    finally:
+        pair.close()
