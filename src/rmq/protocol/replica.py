@@ -3,6 +3,11 @@
     GET_COMMIT_LOG_DIGESTS (9100) {startOffset, endOffset, rangeSize} ->
         {"minOffset": m, "maxOffset": M, "rangeSize": r, "digests": [[offset, length, "xxh3-128 hex"], ...]}
 
+    GET_HA_STATUS (9101) {} -> {"masterMaxOffset": M, "slaves": [{"address": "ip:port",
+        "connectedSince": ms, "ackedOffset": o, "lagBytes": n, "lagMs": n}, ...]}
+        what a master's HA service knows of each slave connection (``rmq.store.ha``); ackedOffset
+        is -1 until the slave's first report; address is the slave's end of its HA connection.
+
 Ranges are aligned on multiples of rangeSize from offset 0 (``rmq.store.digest``), so a master and
 its slave cut the same ranges and a command compares them one by one.
 """
@@ -57,4 +62,58 @@ class CommitLogDigests:
             int(data["maxOffset"]),
             int(data["rangeSize"]),
             [RangeDigest(int(o), int(n), str(d)) for o, n, d in data["digests"]],
+        )
+
+
+@dataclasses.dataclass(frozen=True)
+class SlaveReplication:
+    """One slave connection as its master sees it."""
+
+    address: str
+    connected_since: int  # ms since the epoch
+    acked_offset: int  # -1 until its first report
+    lag_bytes: int
+    lag_ms: int
+
+
+@dataclasses.dataclass(frozen=True)
+class HAStatus:
+    """A master's answer to GET_HA_STATUS: its CommitLog's end and each connected slave."""
+
+    master_max_offset: int
+    slaves: list[SlaveReplication]
+
+    def encode(self) -> bytes:
+        return json.dumps(
+            {
+                "masterMaxOffset": self.master_max_offset,
+                "slaves": [
+                    {
+                        "address": s.address,
+                        "connectedSince": s.connected_since,
+                        "ackedOffset": s.acked_offset,
+                        "lagBytes": s.lag_bytes,
+                        "lagMs": s.lag_ms,
+                    }
+                    for s in self.slaves
+                ],
+            },
+            separators=COMPACT,
+        ).encode()
+
+    @classmethod
+    def decode(cls, body: bytes) -> HAStatus:
+        data: dict[str, Any] = json.loads(body)
+        return cls(
+            int(data["masterMaxOffset"]),
+            [
+                SlaveReplication(
+                    str(s["address"]),
+                    int(s["connectedSince"]),
+                    int(s["ackedOffset"]),
+                    int(s["lagBytes"]),
+                    int(s["lagMs"]),
+                )
+                for s in data["slaves"]
+            ],
         )
