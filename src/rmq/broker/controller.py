@@ -79,7 +79,7 @@ BIND_ADDRESS = "0.0.0.0"
 class FlushRoundKicker:
     """After the event-loop iteration's last put: SYNC_FLUSH asks for one flush round, so that a
     pipelined burst of sends shares one msync (the store's own rounds would start at the burst's
-    first put and split it); a master tells its HA service that new bytes are there to replicate."""
+    first put and split it); SYNC_MASTER tells its HA service that new bytes are there to replicate."""
 
     def __init__(self, store, loop):
         self.store = store
@@ -121,12 +121,12 @@ class BrokerController:
         self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port, name="rmq-broker-loop")
         self.pull_hold = PullRequestHoldService(self.server.loop)
         self.flush_rounds: FlushRoundKicker | None = None
-        if self.store.sync_flush or self.config.broker_role is not BrokerRole.SLAVE:
-            self.flush_rounds = FlushRoundKicker(self.store, self.server.loop)
         if self.store.sync_flush or self.store.sync_master:
             # SYNC_FLUSH / SYNC_MASTER sends are answered on the event loop as soon as their flush
-            # round ends or a slave acks them, and the loop asks for the rounds (puts still waiting
-            # after 10 ms get one anyway)
+            # round ends or a slave acks them; the loop asks for the rounds (puts still waiting
+            # after 10 ms get one anyway) and tells the HA service of new bytes (an ASYNC_MASTER's
+            # HA service polls: its loop does nothing more per send)
+            self.flush_rounds = FlushRoundKicker(self.store, self.server.loop)
             self.store.hand_over_commit_completion()
             self.server.loop.add_handler(
                 self.store.commit_event_fd, select.EPOLLIN, lambda _events: self.store.complete_commits()

@@ -18,6 +18,7 @@ broker's client loop never waits for them:
 
 A slave that breaks the protocol (an offset beyond the master's end, one that goes backwards or past
 what it was sent, bytes that are not reports) is logged and disconnected; the master serves on.
+Both threads, what they may touch and who stops them: docs/threads.md.
 """
 
 from __future__ import annotations
