@@ -642,21 +642,7 @@ def broker_ha_status(admin: AdminClient, as_json: bool, broker_name: str) -> Non
     """What BROKER's master knows of each slave it replicates to: connected since, the offset the
     slave acknowledged, and how far behind it is in bytes and ms."""
     master, status = admin.ha_status(broker_name)
-    data = {
-        "brokerName": broker_name,
-        "masterAddr": master,
-        "masterMaxOffset": status.master_max_offset,
-        "slaves": [
-            {
-                "address": s.address,
-                "connectedSince": s.connected_since,
-                "ackedOffset": s.acked_offset,
-                "lagBytes": s.lag_bytes,
-                "lagMs": s.lag_ms,
-            }
-            for s in status.slaves
-        ],
-    }
+    data = {"brokerName": broker_name, "masterAddr": master, **status.to_json()}
 
     def human() -> str:
         head = f"master {master} of {broker_name}, CommitLog max offset {status.master_max_offset}"

@@ -83,23 +83,24 @@ class HAStatus:
     master_max_offset: int
     slaves: list[SlaveReplication]
 
+    def to_json(self) -> dict[str, Any]:
+        """The body's object (what ``rmq-admin broker ha-status --json`` prints too)."""
+        return {
+            "masterMaxOffset": self.master_max_offset,
+            "slaves": [
+                {
+                    "address": s.address,
+                    "connectedSince": s.connected_since,
+                    "ackedOffset": s.acked_offset,
+                    "lagBytes": s.lag_bytes,
+                    "lagMs": s.lag_ms,
+                }
+                for s in self.slaves
+            ],
+        }
+
     def encode(self) -> bytes:
-        return json.dumps(
-            {
-                "masterMaxOffset": self.master_max_offset,
-                "slaves": [
-                    {
-                        "address": s.address,
-                        "connectedSince": s.connected_since,
-                        "ackedOffset": s.acked_offset,
-                        "lagBytes": s.lag_bytes,
-                        "lagMs": s.lag_ms,
-                    }
-                    for s in self.slaves
-                ],
-            },
-            separators=COMPACT,
-        ).encode()
+        return json.dumps(self.to_json(), separators=COMPACT).encode()
 
     @classmethod
     def decode(cls, body: bytes) -> HAStatus:
