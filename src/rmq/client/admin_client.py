@@ -111,13 +111,11 @@ class BrokerRow:
     @property
     def epoch(self) -> int | None:
         """The master term the broker is in, when it reports one (``epoch``)."""
-        value = self.runtime.get("epoch")
-        return int(value) if value is not None else None
+        return _int_or_none(self.runtime.get("epoch"))
 
     @property
     def max_offset(self) -> int | None:
-        value = self.runtime.get("commitLogMaxOffset")
-        return int(value) if value is not None else None
+        return _int_or_none(self.runtime.get("commitLogMaxOffset"))
 
 
 @dataclasses.dataclass
@@ -506,6 +504,14 @@ class AdminClient:
         response = self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         table: dict[str, str] = json.loads(body_bytes(response.body))["table"]
         return table
+
+
+def _int_or_none(value: str | None) -> int | None:
+    """A runtime info value as a number; None when it is missing or not a number."""
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _master_of(broker_data: dict[str, Any]) -> str | None:
