@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from rmq.broker.config import BrokerRole, load_broker_config
+
 BROKER = [sys.executable, "-m", "rmq.cli.broker"]
 
 
@@ -99,3 +101,17 @@ def test_print_config_shows_every_setting_and_where_it_came_from(tmp_path):
     assert rows["storePathRootDir"] == (str(tmp_path / "store"), "default")
     assert len(rows) > 40
     assert list(tmp_path.iterdir()) == [conf], "printing the settings starts nothing"
+
+
+def test_the_two_broker_set_conf_files_fit_on_one_machine():
+    """conf/2m-2s-async: broker-a and broker-b, each a master and a slave, every file loadable, no
+    port or store shared, all registering with the same name servers."""
+    conf = Path(__file__).resolve().parents[2] / "conf" / "2m-2s-async"
+    configs = [load_broker_config(path) for path in sorted(conf.glob("*.properties"))]
+    brokers = {(b.broker_name, b.broker_id): b for b, _ in configs}
+    assert sorted(brokers) == [("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]
+    assert all((b.broker_id == 0) == (b.broker_role is not BrokerRole.SLAVE) for b in brokers.values())
+    ports = [port for b, _ in configs for port in (b.listen_port, b.ha_listen_port)]
+    assert len(set(ports)) == len(ports) == 8
+    assert len({store.store_path_root_dir for _, store in configs}) == 4
+    assert len({b.namesrv_addr for b, _ in configs}) == 1

@@ -52,3 +52,22 @@ def test_pick_one_at_least_prefers_the_better_half():
     fault.update("worst", 30_000, isolation=True)
     picks = {fault.pick_one_at_least() for _ in range(10)}
     assert picks == {"ok", "slow"}
+
+
+def test_a_send_waiting_longer_than_550_ms_sets_its_broker_aside_until_it_ends():
+    clock = Clock()
+    fault = LatencyFaultTolerance(clock=clock)
+    first = fault.send_started("broker-a")
+    clock.now += 0.3
+    second = fault.send_started("broker-a")
+    assert fault.is_available("broker-a")  # waiting, but not yet for long
+    clock.now += 0.3
+    assert not fault.is_available("broker-a")  # the first has waited 600 ms: a hung broker looks so
+    assert fault.is_available("broker-b")
+    fault.send_ended("broker-a", first)
+    assert fault.is_available("broker-a")  # the one left has waited 300 ms
+    clock.now += 0.3
+    assert not fault.is_available("broker-a")
+    fault.send_ended("broker-a", second)
+    assert fault.is_available("broker-a")
+    fault.send_ended("broker-a", second)  # twice is harmless

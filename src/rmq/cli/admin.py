@@ -233,7 +233,7 @@ def consumer() -> None:
 
 @main.group()
 def broker() -> None:
-    """One broker (a master and its slaves): replication checks."""
+    """One broker (a master and its slaves): replication status and checks."""
 
 
 @main.group()
@@ -399,46 +399,48 @@ def topic_status(admin: AdminClient, as_json: bool, topic_name: str) -> None:
 
 @admin_command(cluster, "list")
 def cluster_list(admin: AdminClient, as_json: bool) -> None:
-    """Every broker of every cluster, with its CommitLog size and disk use (when it answers)."""
-    info = admin.cluster_info()
-    brokers = info.get("brokerAddrTable") or {}
-    data = []
-    for cluster_name, names in sorted((info.get("clusterAddrTable") or {}).items()):
-        for name in sorted(names):
-            for broker_id, addr in sorted(
-                (brokers.get(name, {}).get("brokerAddrs") or {}).items(), key=lambda item: int(item[0])
-            ):
-                try:
-                    runtime = admin.broker_runtime_info(addr)
-                except (RemotingError, ResponseError):
-                    runtime = {}
-                data.append(
-                    {
-                        "cluster": cluster_name,
-                        "brokerName": name,
-                        "brokerId": int(broker_id),
-                        "addr": addr,
-                        "runtime": runtime,
-                    }
-                )
+    """Every broker of every cluster, masters and slaves: role, epoch, CommitLog max offset, a
+    slave's replication lag in bytes (its master's max offset minus its own), disk use."""
+    rows = admin.cluster_brokers()
+    data = [
+        {
+            "cluster": r.cluster,
+            "brokerName": r.broker_name,
+            "brokerId": r.broker_id,
+            "addr": r.addr,
+            "role": r.role,
+            "epoch": r.epoch,
+            "maxOffset": r.max_offset,
+            "lagBytes": r.lag_bytes,
+            "runtime": r.runtime,
+        }
+        for r in rows
+    ]
+
+    def cell(value: Any) -> Any:
+        return "-" if value is None else value
+
     emit(
         as_json,
         data,
         lambda: render_table(
-            ["Cluster", "Broker", "BID", "Address", "Version", "CommitLog Max Offset", "Disk Used"],
+            ["Cluster", "Broker", "BID", "Address", "Role", "Epoch", "Max Offset", "Lag Bytes", "Version", "Disk Used"],
             [
                 [
-                    d["cluster"],
-                    d["brokerName"],
-                    d["brokerId"],
-                    d["addr"],
-                    d["runtime"].get("brokerVersionDesc", "-"),
-                    d["runtime"].get("commitLogMaxOffset", "-"),
-                    f"{float(d['runtime']['commitLogDiskRatio']) * 100:.1f}%"
-                    if "commitLogDiskRatio" in d["runtime"]
+                    r.cluster,
+                    r.broker_name,
+                    r.broker_id,
+                    r.addr,
+                    cell(r.role),
+                    cell(r.epoch),
+                    cell(r.max_offset),
+                    cell(r.lag_bytes),
+                    r.runtime.get("brokerVersionDesc", "-"),
+                    f"{float(r.runtime['commitLogDiskRatio']) * 100:.1f}%"
+                    if "commitLogDiskRatio" in r.runtime
                     else "-",
                 ]
-                for d in data
+                for r in rows
             ],
         ),
     )
@@ -657,6 +659,27 @@ def broker_promote(admin: AdminClient, as_json: bool, broker_name: str, broker_i
             f"from CommitLog offset {promotion.start_offset}"
         ),
     )
+
+
+@admin_command(broker, "ha-status")
+@click.argument("broker_name", metavar="BROKER")
+def broker_ha_status(admin: AdminClient, as_json: bool, broker_name: str) -> None:
+    """What BROKER's master knows of each slave it replicates to: connected since, the offset the
+    slave acknowledged, and how far behind it is in bytes and ms."""
+    master, status = admin.ha_status(broker_name)
+    data = {"brokerName": broker_name, "masterAddr": master, **status.to_json()}
+
+    def human() -> str:
+        head = f"master {master} of {broker_name}, CommitLog max offset {status.master_max_offset}"
+        if not status.slaves:
+            return f"{head}\nno slave connected"
+        table = render_table(
+            ["Slave (HA connection)", "Connected Since", "Acked Offset", "Lag Bytes", "Lag ms"],
+            [[s.address, format_time(s.connected_since), s.acked_offset, s.lag_bytes, s.lag_ms] for s in status.slaves],
+        )
+        return f"{head}\n{table}"
+
+    emit(as_json, data, human)
 
 
 if __name__ == "__main__":

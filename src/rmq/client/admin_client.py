@@ -31,7 +31,13 @@ from rmq.protocol.message import (
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.record import StoredMessage, decode_msg_id, decode_records
-from rmq.protocol.replica import PROMOTE_ROLE, PROMOTED_EPOCH, PROMOTED_START_OFFSET, CommitLogDigests
+from rmq.protocol.replica import (
+    PROMOTE_ROLE,
+    PROMOTED_EPOCH,
+    PROMOTED_START_OFFSET,
+    CommitLogDigests,
+    HAStatus,
+)
 from rmq.protocol.route import MASTER_ID
 
 DEFAULT_NAMESRV = "127.0.0.1:9876"
@@ -98,6 +104,34 @@ class Promotion:
     addr: str
     epoch: int
     start_offset: int
+
+
+@dataclasses.dataclass
+class BrokerRow:
+    """One broker of ``cluster_brokers``: where it is, and what its GET_BROKER_RUNTIME_INFO said
+    (``runtime`` is empty when it did not answer)."""
+
+    cluster: str
+    broker_name: str
+    broker_id: int
+    addr: str
+    runtime: dict[str, str]
+    # a slave's replication lag: its master's max CommitLog offset minus its own (None: a master,
+    # or one of the two did not answer)
+    lag_bytes: int | None = None
+
+    @property
+    def role(self) -> str | None:
+        return self.runtime.get("brokerRole")
+
+    @property
+    def epoch(self) -> int | None:
+        """The master term the broker is in, when it reports one (``epoch``)."""
+        return _int_or_none(self.runtime.get("epoch"))
+
+    @property
+    def max_offset(self) -> int | None:
+        return _int_or_none(self.runtime.get("commitLogMaxOffset"))
 
 
 @dataclasses.dataclass
@@ -469,10 +503,48 @@ class AdminClient:
             int(response.ext_fields[PROMOTED_START_OFFSET]),
         )
 
+    def ha_status(self, broker_name: str) -> tuple[str, HAStatus]:
+        """(master address, what it knows of each slave connection) of ``broker_name``."""
+        master = self.broker_addrs(broker_name).get(MASTER_ID)
+        if master is None:
+            raise AdminError(f"broker {broker_name!r} has no master registered")
+        return master, HAStatus.decode(body_bytes(self.invoke(master, RequestCode.GET_HA_STATUS).body))
+
+    def cluster_brokers(self) -> list[BrokerRow]:
+        """Every broker of every cluster, masters and slaves, with its runtime info (an empty one
+        when it does not answer) and, for a slave, how many bytes it is behind its master."""
+        info = self.cluster_info()
+        brokers = info.get("brokerAddrTable") or {}
+        rows = []
+        for cluster_name, names in sorted((info.get("clusterAddrTable") or {}).items()):
+            for name in sorted(names):
+                addrs = brokers.get(name, {}).get("brokerAddrs") or {}
+                for broker_id, addr in sorted(addrs.items(), key=lambda item: int(item[0])):
+                    try:
+                        runtime = self.broker_runtime_info(addr)
+                    except (RemotingError, ResponseError):
+                        runtime = {}
+                    rows.append(BrokerRow(cluster_name, name, int(broker_id), addr, runtime))
+        masters = {(r.cluster, r.broker_name): r for r in rows if r.broker_id == MASTER_ID}
+        for row in rows:
+            master = masters.get((row.cluster, row.broker_name))
+            if row.broker_id != MASTER_ID and master is not None:
+                if master.max_offset is not None and row.max_offset is not None:
+                    row.lag_bytes = max(0, master.max_offset - row.max_offset)
+        return rows
+
     def broker_runtime_info(self, addr: str) -> dict[str, str]:
         response = self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         table: dict[str, str] = json.loads(body_bytes(response.body))["table"]
         return table
+
+
+def _int_or_none(value: str | None) -> int | None:
+    """A runtime info value as a number; None when it is missing or not a number."""
+    try:
+        return int(value) if value is not None else None
+    except ValueError:
+        return None
 
 
 def _master_of(broker_data: dict[str, Any]) -> str | None:

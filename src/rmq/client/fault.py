@@ -5,6 +5,11 @@ the broker unavailable for the matching duration (a failed send counts as an iso
 latency). Queue selection skips unavailable brokers while any other will do, and otherwise picks
 one of the better half of the faulty ones. Thresholds follow RocketMQ's MQFaultStrategy, except
 that SPEC.md section 9 sets 3 s (Java: 30 s) for the 550 ms step.
+
+Beyond RocketMQ, a send still waiting counts too: a broker with a send outstanding for longer than
+the first threshold that sets a broker aside (550 ms) is passed over by the next sends. A broker
+that hangs (stopped, or its host gone without closing the connection) answers nothing until the
+send times out (3 s); without this every send chosen for it meanwhile would wait and fail too.
 """
 
 from __future__ import annotations
@@ -55,6 +60,10 @@ class LatencyFaultTolerance:
         self._items: dict[str, FaultItem] = {}
         self._lock = threading.Lock()
         self._worst_index = itertools.count()
+        # broker name -> {token: monotonic start} of sends under way, oldest first
+        self._outstanding: dict[str, dict[int, float]] = {}
+        self._tokens = itertools.count()
+        self._stall_ms = next((threshold for threshold, duration in self.steps if duration > 0), None)
 
     def update(self, broker_name: str, latency_ms: float, isolation: bool = False) -> None:
         """Record a send's latency (``isolation``: it failed)."""
@@ -64,9 +73,36 @@ class LatencyFaultTolerance:
         with self._lock:
             self._items[broker_name] = FaultItem(broker_name, latency_ms, self._clock() + duration / 1000)
 
+    def send_started(self, broker_name: str) -> int:
+        """A send to ``broker_name`` is under way; the token to hand ``send_ended``."""
+        with self._lock:
+            token = next(self._tokens)
+            self._outstanding.setdefault(broker_name, {})[token] = self._clock()
+        return token
+
+    def send_ended(self, broker_name: str, token: int) -> None:
+        with self._lock:
+            sends = self._outstanding.get(broker_name)
+            if sends is not None:
+                sends.pop(token, None)
+                if not sends:
+                    del self._outstanding[broker_name]
+
     def is_available(self, broker_name: str) -> bool:
+        now = self._clock()
         item = self._items.get(broker_name)
-        return item is None or item.is_available(self._clock())
+        if item is not None and not item.is_available(now):
+            return False
+        return not self._stalled(broker_name, now)
+
+    def _stalled(self, broker_name: str, now: float) -> bool:
+        """Whether a send to ``broker_name`` has waited longer than a latency that sets it aside."""
+        if self._stall_ms is None or broker_name not in self._outstanding:
+            return False
+        with self._lock:
+            sends = self._outstanding.get(broker_name)
+            oldest = next(iter(sends.values())) if sends else now
+        return (now - oldest) * 1000 >= self._stall_ms
 
     def remove(self, broker_name: str) -> None:
         with self._lock:

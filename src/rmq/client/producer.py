@@ -396,7 +396,8 @@ class Producer(InstanceMember):
                 job.errors.append(f"{mq.broker_name}: no master address")
                 job.last_broker = mq.broker_name
                 continue
-            on_answer = functools.partial(self._on_answer, job, mq, addr, time.monotonic())
+            token = self.fault.send_started(mq.broker_name)
+            on_answer = functools.partial(self._on_answer, job, mq, addr, time.monotonic(), token)
             instance.remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
             return
 
@@ -406,10 +407,12 @@ class Producer(InstanceMember):
         mq: MessageQueue,
         addr: str,
         began: float,
+        token: int,
         response: RemotingCommand | None,
         error: BaseException | None,
     ) -> None:
         latency_ms = (time.monotonic() - began) * 1000
+        self.fault.send_ended(mq.broker_name, token)
         if response is not None:
             status = _SEND_STATUS.get(response.code)
             if status is not None:

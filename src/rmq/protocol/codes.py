@@ -56,9 +56,10 @@ class RequestCode(IntEnum):
 
     # rmq's own requests, with no RocketMQ counterpart (documented in the README's protocol section);
     # numbered from 9100, far from RocketMQ's codes.
-    # {startOffset, endOffset, rangeSize} -> CommitLog digests (rmq.protocol.admin_body.CommitLogDigests)
+    # {startOffset, endOffset, rangeSize} -> CommitLog digests (rmq.protocol.replica.CommitLogDigests)
     GET_COMMIT_LOG_DIGESTS = 9100
-    # 9101 is GET_HA_STATUS (branch ha-ops)
+    # {} -> a master's replication per slave (rmq.protocol.replica.HAStatus)
+    GET_HA_STATUS = 9101
     # {} -> the master's epoch table and max offset (rmq.protocol.replica.EpochTable); a slave asks
     # it before it replicates
     GET_EPOCH_TABLE = 9102

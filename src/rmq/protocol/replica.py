@@ -10,6 +10,11 @@
 A master also sends ``epoch`` (its current term) in REGISTER_BROKER's extFields (``REGISTER_EPOCH``):
 an rmq name server refuses a master whose epoch is older than the routed master's, Apache's ignore it.
 
+    GET_HA_STATUS (9101) {} -> {"masterMaxOffset": M, "slaves": [{"address": "ip:port",
+        "connectedSince": ms, "ackedOffset": o, "lagBytes": n, "lagMs": n}, ...]}
+        what a master's HA service knows of each slave connection (``rmq.store.ha``); ackedOffset
+        is -1 until the slave's first report; address is the slave's end of its HA connection.
+
 Ranges are aligned on multiples of rangeSize from offset 0 (``rmq.store.digest``), so a master and
 its slave cut the same ranges and a command compares them one by one.
 """
@@ -90,3 +95,58 @@ class EpochTable:
     def decode(cls, body: bytes) -> EpochTable:
         data: dict[str, Any] = json.loads(body)
         return cls([(int(e), int(o)) for e, o in data["epochs"]], int(data["maxOffset"]))
+
+
+@dataclasses.dataclass(frozen=True)
+class SlaveReplication:
+    """One slave connection as its master sees it."""
+
+    address: str
+    connected_since: int  # ms since the epoch
+    acked_offset: int  # -1 until its first report
+    lag_bytes: int
+    lag_ms: int
+
+
+@dataclasses.dataclass(frozen=True)
+class HAStatus:
+    """A master's answer to GET_HA_STATUS: its CommitLog's end and each connected slave."""
+
+    master_max_offset: int
+    slaves: list[SlaveReplication]
+
+    def to_json(self) -> dict[str, Any]:
+        """The body's object (what ``rmq-admin broker ha-status --json`` prints too)."""
+        return {
+            "masterMaxOffset": self.master_max_offset,
+            "slaves": [
+                {
+                    "address": s.address,
+                    "connectedSince": s.connected_since,
+                    "ackedOffset": s.acked_offset,
+                    "lagBytes": s.lag_bytes,
+                    "lagMs": s.lag_ms,
+                }
+                for s in self.slaves
+            ],
+        }
+
+    def encode(self) -> bytes:
+        return json.dumps(self.to_json(), separators=COMPACT).encode()
+
+    @classmethod
+    def decode(cls, body: bytes) -> HAStatus:
+        data: dict[str, Any] = json.loads(body)
+        return cls(
+            int(data["masterMaxOffset"]),
+            [
+                SlaveReplication(
+                    str(s["address"]),
+                    int(s["connectedSince"]),
+                    int(s["ackedOffset"]),
+                    int(s["lagBytes"]),
+                    int(s["lagMs"]),
+                )
+                for s in data["slaves"]
+            ],
+        )

@@ -4,6 +4,9 @@ GET_COMMIT_LOG_DIGESTS (9100) {startOffset, endOffset, rangeSize} -> CommitLogDi
     the xxh3-128 of the CommitLog in rangeSize-aligned ranges (``rmq.store.digest``), for
     ``rmq-admin broker ha-verify``: hashed on the scheduler thread, never on the event loop,
     and answered from there.
+GET_HA_STATUS (9101) {} -> HAStatus
+    a master's HA service's view of each slave (connected since, acked offset, lag in bytes and
+    ms), for ``rmq-admin broker ha-status``; a broker that is not a master refuses it.
 GET_EPOCH_TABLE (9102) {} -> EpochTable
     this broker's master terms and CommitLog end: a slave asks its master before it replicates.
 PROMOTE_TO_MASTER (9103) {role?} -> {epoch, startOffset}
@@ -17,6 +20,7 @@ import logging
 
 from rmq.broker.config import BrokerRole
 from rmq.broker.processor.base import Handler, Processor, success
+from rmq.errors import RequestRefused
 from rmq.net.channel import Channel
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
@@ -28,6 +32,8 @@ from rmq.protocol.replica import (
     PROMOTED_START_OFFSET,
     CommitLogDigests,
     EpochTable,
+    HAStatus,
+    SlaveReplication,
 )
 from rmq.store.digest import commit_log_digests
 
@@ -38,9 +44,26 @@ class ReplicaProcessor(Processor):
     def handlers(self) -> dict[int, Handler]:
         return {
             RequestCode.GET_COMMIT_LOG_DIGESTS: self.get_commit_log_digests,
+            RequestCode.GET_HA_STATUS: self.get_ha_status,
             RequestCode.GET_EPOCH_TABLE: self.get_epoch_table,
             RequestCode.PROMOTE_TO_MASTER: self.promote_to_master,
         }
+
+    def get_ha_status(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        store = self.controller.store
+        ha_service = store.ha_service
+        if ha_service is None:
+            config = self.controller.config
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"broker {config.broker_name} id {config.broker_id} is a {config.broker_role.value}, "
+                "not a master: only a master tracks its slaves",
+            )
+        slaves = [
+            SlaveReplication(s.address, int(s.connected_since * 1000), s.acked_offset, s.lag_bytes, s.lag_ms)
+            for s in ha_service.slaves()
+        ]
+        return success(request, body=HAStatus(store.get_max_phy_offset(), slaves).encode())
 
     def get_epoch_table(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         store = self.controller.store

@@ -1,0 +1,27 @@
+"""Bodies of rmq's own replication requests: GET_HA_STATUS's JSON, as the README's protocol table
+documents it, both ways."""
+
+from __future__ import annotations
+
+import json
+
+from rmq.protocol.replica import HAStatus, SlaveReplication
+
+
+def test_ha_status_body_has_the_documented_keys_and_reads_back():
+    status = HAStatus(4096, [SlaveReplication("127.0.0.1:40000", 1_700_000_000_000, 1024, 3072, 12)])
+    body = status.encode()
+    assert json.loads(body) == {
+        "masterMaxOffset": 4096,
+        "slaves": [
+            {
+                "address": "127.0.0.1:40000",
+                "connectedSince": 1_700_000_000_000,
+                "ackedOffset": 1024,
+                "lagBytes": 3072,
+                "lagMs": 12,
+            }
+        ],
+    }
+    assert HAStatus.decode(body) == status
+    assert HAStatus.decode(HAStatus(0, []).encode()) == HAStatus(0, [])
