@@ -59,10 +59,9 @@ def test_cluster_list_and_ha_status_of_a_master_and_its_slave(pair):
     assert (slave["brokerId"], slave["addr"], slave["role"]) == (1, pair.slave_addr, "SLAVE")
     assert master["maxOffset"] > 0 and master["lagBytes"] is None
     assert slave["maxOffset"] == master["maxOffset"] and slave["lagBytes"] == 0
-    # the epoch column shows what a broker reports under "epoch", "-" when it reports none
-    assert master["epoch"] == master["runtime"].get("epoch") and (master["epoch"] is None) == (
-        "epoch" not in master["runtime"]
-    )
+    # the master's first term, and the slave holds its master's epoch table
+    assert (master["epoch"], master["runtime"]["epoch"]) == (1, "1")
+    assert slave["epoch"] == 1
     code, out = admin(pair, "cluster", "list")
     assert code == 0
     header, *lines = out.splitlines()
