@@ -11,29 +11,9 @@ from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode
 from rmq.protocol.message import encode_properties
 from rmq.protocol.record import StoredMessage, decode_records
+from rmq.protocol.send_header import V2
 
 TIMEOUT = 5.0
-
-# SEND_MESSAGE_V2's one-letter header names (SEND_MESSAGE spells them out)
-_V2_FIELDS = dict(
-    zip(
-        (
-            "producerGroup",
-            "topic",
-            "defaultTopic",
-            "defaultTopicQueueNums",
-            "queueId",
-            "sysFlag",
-            "bornTimestamp",
-            "flag",
-            "properties",
-            "reconsumeTimes",
-            "unitMode",
-        ),
-        "abcdefghijk",
-        strict=True,
-    )
-)
 
 
 def send_request(
@@ -67,7 +47,7 @@ def send_request(
         "unitMode": False,
     }
     if code != RequestCode.SEND_MESSAGE:
-        fields = {_V2_FIELDS[k]: v for k, v in fields.items()}
+        fields = {V2[k]: v for k, v in fields.items()}
     return RemotingCommand.request(code, fields, body)
 
 

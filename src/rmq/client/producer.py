@@ -60,6 +60,7 @@ from rmq.protocol.message import (
     java_string_hash,
 )
 from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.send_header import V2
 
 log = logging.getLogger("rmq.client")
 
@@ -277,23 +278,23 @@ class Producer(InstanceMember):
         self, topic: str, sys_flag: int, flag: int, properties: dict[str, str], batch: bool = False
     ) -> dict[str, Any]:
         ext: dict[str, Any] = {
-            "a": self.group,
-            "b": topic,
-            "c": self.config.create_topic_key,
-            "d": self.config.default_topic_queue_nums,
-            "e": 0,
-            "f": sys_flag,
-            "g": now_ms(),
-            "h": flag,
-            "i": encode_properties_checked(properties).decode(),
-            "j": 0,
-            "k": False,
-            "m": batch,
+            V2["producerGroup"]: self.group,
+            V2["topic"]: topic,
+            V2["defaultTopic"]: self.config.create_topic_key,
+            V2["defaultTopicQueueNums"]: self.config.default_topic_queue_nums,
+            V2["queueId"]: 0,
+            V2["sysFlag"]: sys_flag,
+            V2["bornTimestamp"]: now_ms(),
+            V2["flag"]: flag,
+            V2["properties"]: encode_properties_checked(properties).decode(),
+            V2["reconsumeTimes"]: 0,
+            V2["unitMode"]: False,
+            V2["batch"]: batch,
         }
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            ext["j"] = properties.get(MessageProperty.RECONSUME_TIME, 0)
+            ext[V2["reconsumeTimes"]] = properties.get(MessageProperty.RECONSUME_TIME, 0)
             if MessageProperty.MAX_RECONSUME_TIMES in properties:
-                ext["l"] = properties[MessageProperty.MAX_RECONSUME_TIMES]
+                ext[V2["maxReconsumeTimes"]] = properties[MessageProperty.MAX_RECONSUME_TIMES]
         return ext
 
     def _job_for(self, msg: Message, timeout: float | None, max_attempts: int) -> _SendJob:

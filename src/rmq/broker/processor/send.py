@@ -44,6 +44,7 @@ from rmq.protocol.message import (
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from rmq.protocol.record import ipv4_to_int
+from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
 from rmq.store import PutMessageStatus
 
 if TYPE_CHECKING:
@@ -51,23 +52,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmq.broker")
 
-# Field names by position: the long names of SEND_MESSAGE, the short keys of V2 and batch.
-LONG_KEYS = (
-    "producerGroup",
-    "topic",
-    "defaultTopic",
-    "defaultTopicQueueNums",
-    "queueId",
-    "sysFlag",
-    "bornTimestamp",
-    "flag",
-    "properties",
-    "reconsumeTimes",
-    "unitMode",
-    "maxReconsumeTimes",
-    "batch",
-)
-SHORT_KEYS = ("a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m")
 (
     _GROUP,
     _TOPIC,
