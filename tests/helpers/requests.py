@@ -135,29 +135,31 @@ def update_topic_request(topic: str, queues: int = 4, order: bool = False) -> Re
     )
 
 
+def topic_config_wrapper(topics: dict[str, int], counter: int = 1) -> dict:
+    """A REGISTER_BROKER body's topicConfigSerializeWrapper for ``topics`` ({name: queue count})."""
+    return {
+        "topicConfigTable": {
+            t: {
+                "topicName": t,
+                "readQueueNums": n,
+                "writeQueueNums": n,
+                "perm": 6,
+                "topicFilterType": "SINGLE_TAG",
+                "topicSysFlag": 0,
+                "order": False,
+            }
+            for t, n in topics.items()
+        },
+        "dataVersion": {"timestamp": 1700000000000, "counter": counter},
+    }
+
+
 def register_broker_request(
     broker_addr: str, topics: dict[str, int], broker_name: str = "broker-a", broker_id: int = 0, counter: int = 1
 ) -> RemotingCommand:
     """REGISTER_BROKER of a broker serving ``topics`` ({name: queue count}), with its body's CRC."""
     body = json.dumps(
-        {
-            "topicConfigSerializeWrapper": {
-                "topicConfigTable": {
-                    t: {
-                        "topicName": t,
-                        "readQueueNums": n,
-                        "writeQueueNums": n,
-                        "perm": 6,
-                        "topicFilterType": "SINGLE_TAG",
-                        "topicSysFlag": 0,
-                        "order": False,
-                    }
-                    for t, n in topics.items()
-                },
-                "dataVersion": {"timestamp": 1700000000000, "counter": counter},
-            },
-            "filterServerList": [],
-        }
+        {"topicConfigSerializeWrapper": topic_config_wrapper(topics, counter), "filterServerList": []}
     ).encode()
     return RemotingCommand.request(
         RequestCode.REGISTER_BROKER,

@@ -1,24 +1,7 @@
 """RouteInfoManager: RocketMQ's registration, expiry and route rules, without sockets."""
 
 from rmq.namesrv.routeinfo import RouteInfoManager
-
-
-def wrapper(topics: dict[str, int], counter: int = 1) -> dict:
-    return {
-        "topicConfigTable": {
-            t: {
-                "topicName": t,
-                "readQueueNums": n,
-                "writeQueueNums": n,
-                "perm": 6,
-                "topicFilterType": "SINGLE_TAG",
-                "topicSysFlag": 0,
-                "order": False,
-            }
-            for t, n in topics.items()
-        },
-        "dataVersion": {"timestamp": 1700000000000, "counter": counter},
-    }
+from tests.helpers.requests import topic_config_wrapper as wrapper
 
 
 def register(m, addr="127.0.0.1:10911", name="broker-a", broker_id=0, topics=None, counter=1, now_ms=1000, epoch=None):
