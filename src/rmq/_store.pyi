@@ -12,16 +12,9 @@ from rmq._group_commit import GroupCommit
 from rmq._index import IndexService
 from rmq._mapped_file import MappedFile as MappedFile
 from rmq._mapped_file import MappedFileQueue as MappedFileQueue
-from rmq._mapped_file import file_name_of as file_name_of
-from rmq.protocol._record import check_record as check_record
-from rmq.protocol._record import decode_msg_id as decode_msg_id
-from rmq.protocol._record import encode_msg_id as encode_msg_id
-from rmq.protocol._record import int_to_ipv4 as int_to_ipv4
-from rmq.protocol._record import ipv4_to_int as ipv4_to_int
 from rmq.store.status import GetMessageStatus, PutMessageStatus
 
 LAYOUT: Final[dict[str, int]]
-CHECK_RESULTS: Final[dict[int, str]]
 CRC_NATIVE: Final[bool]
 
 @disjoint_base

@@ -70,14 +70,7 @@ cdef enum:
 # rmq._store's Python API is older than its rooms: what they export is re-exported here. (A class
 # cimported from a room is a C-level name here, so its Python name is bound through globals().)
 LAYOUT = {**_record.LAYOUT, **_consume_queue.LAYOUT}
-CHECK_RESULTS = _record.CHECK_RESULTS
 CRC_NATIVE = _record.CRC_NATIVE
-check_record = _record.check_record
-decode_msg_id = _record.decode_msg_id
-encode_msg_id = _record.encode_msg_id
-int_to_ipv4 = _record.int_to_ipv4
-ipv4_to_int = _record.ipv4_to_int
-file_name_of = _mapped_file.file_name_of
 globals().update(MappedFile=_mapped_file.MappedFile, MappedFileQueue=_mapped_file.MappedFileQueue,
                  ConsumeQueue=_consume_queue.ConsumeQueue, StoreCheckpoint=_consume_queue.StoreCheckpoint)
 
@@ -308,7 +301,7 @@ cdef class StoreCore:
         self.consume_queue_table = {}
         self.mapped_file_size_consume_queue = mapped_file_size_consume_queue
         self.max_message_size = max_message_size
-        self.store_ip = ipv4_to_int(store_ip)
+        self.store_ip = _record.ipv4_to_int(store_ip)
         self.store_port = store_port
         self.sync_flush = sync_flush
         self.sync_flush_timeout = sync_flush_timeout
@@ -938,7 +931,7 @@ cdef class StoreCore:
             size = check_record_c(mf.base + pos, avail, self.reput_offset, False)
             if size <= 0:
                 raise StoreError(f"replicated CommitLog is not a record at {self.reput_offset}: "
-                                 f"{CHECK_RESULTS.get(size, size)}")
+                                 f"{_record.CHECK_RESULTS.get(size, size)}")
             record_properties(mf.base + pos, &props, &props_len, &topic, &topic_len)
             queue = self._find_or_create_queue((<char*>topic)[:topic_len].decode("utf-8", "replace"),
                                                load_be32(mf.base + pos + REC_QUEUEID))   # 4 QUEUEID
@@ -1133,7 +1126,7 @@ cdef class StoreCore:
                     if size == CHECK_END_OF_FILE:
                         pos = mf.file_size
                     elif size != CHECK_EMPTY:
-                        cut = (f"{CHECK_RESULTS[size]}: record header at {mf.file_from_offset + pos} "
+                        cut = (f"{_record.CHECK_RESULTS[size]}: record header at {mf.file_from_offset + pos} "
                                f"claims {load_be32(mf.base + pos)} bytes")
                     break
                 end = mf.file_from_offset + pos
@@ -1196,7 +1189,7 @@ cdef class StoreCore:
                 elif (position == offset and (size == CHECK_BAD_MAGIC or size == CHECK_BAD_OFFSET)
                       and mf.wrote_position - pos >= REC_FIXED_OVERHEAD):
                     raise StoreError(f"cannot cut the CommitLog at {offset}: not a record boundary "
-                                     f"({CHECK_RESULTS.get(size, size)})")
+                                     f"({_record.CHECK_RESULTS.get(size, size)})")
                 else:           # the EOF marker, or a record only partly copied: on to the next file
                     position = mf.file_from_offset + mf.file_size
             self.close_replica_file()
