@@ -6,6 +6,7 @@
     net       rmq.net                                                   + protocol
     settings  rmq.settings (every setting's declaration)                + protocol
     roles     store, namesrv, broker, client, cli                       + net, settings (and all below)
+    tools     perf (rmq-perf and its perf logs)                        + client (and all below it)
               broker may also use store; cli may use any role; no other role crosses to another
 
 The store role includes its compiled core: StoreCore (rmq._store), its rooms (_mapped_file, _commit_log,
@@ -33,7 +34,7 @@ STORE_CORE = {
     "rmq._index",
     "rmq._hash",
 }
-ROLES = {"store", "namesrv", "broker", "client", "cli"}
+ROLES = {"store", "namesrv", "broker", "client", "cli", "perf"}
 # what each layer or role may import besides itself
 ALLOWED = {
     "neutral": {"neutral"},
@@ -44,6 +45,7 @@ ALLOWED = {
     "namesrv": {"neutral", "protocol", "net", "settings"},
     "client": {"neutral", "protocol", "net", "settings"},
     "broker": {"neutral", "protocol", "net", "settings", "store"},
+    "perf": {"neutral", "protocol", "net", "settings", "client"},
     "cli": {"neutral", "protocol", "net", "settings"} | ROLES,
 }
 # `from rmq.x import y` / `cimport rmq.x` / `from rmq.x cimport y` in Cython sources
