@@ -138,7 +138,7 @@ class PerfLogWriter:
         Path(out_dir).mkdir(parents=True, exist_ok=True)
         self.path = Path(out_dir) / f"{run_id}{SUFFIX}"
         self.run_id = run_id
-        self._file: IO[str] = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 (closed in close)
+        self._file: IO[str] = open(self.path, "a", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
         record = check({"run_id": self.run_id, **record})
