@@ -4,7 +4,6 @@ transactions left open, and all of it survives a SIGKILL of the broker."""
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,19 +24,10 @@ from rmq.protocol.transaction import TRANSACTION_CHECK_GROUP
 from tests.helpers import wait_until
 from tests.helpers.processes import Cluster
 from tests.helpers.requests import offset_request
+from tests.helpers.transaction import Checks, bodies, tx_cluster
 
 COMMIT, ROLLBACK, UNKNOWN = LocalTransactionState.COMMIT, LocalTransactionState.ROLLBACK, LocalTransactionState.UNKNOWN
-# Checks every 0.5 s of transactions left open for 1 s: tests wait seconds, not minutes.
-FAST_CHECKS = {"transactionCheckInterval": "500", "transactionTimeOut": "1000"}
 CLIENT_TIMERS = {"heartbeat_broker_interval": 1.0, "poll_name_server_interval": 1.0}
-
-
-def tx_cluster(spawn, tmp_path: Path, **settings: str) -> Cluster:
-    store = tmp_path / "broker-store"
-    store.mkdir()
-    cluster = Cluster(spawn, store)
-    cluster.settings.update(FAST_CHECKS, **settings)
-    return cluster.start()
 
 
 @pytest.fixture
@@ -47,28 +37,6 @@ def cluster(spawn, tmp_path: Path) -> Iterator[Cluster]:
         yield c
     finally:
         c.close()
-
-
-class Checks:
-    """A ``check`` function answering from ``answers`` (body -> state) and recording each ask."""
-
-    def __init__(self, answers: dict[bytes, LocalTransactionState] | None = None):
-        self.answers = {} if answers is None else answers
-        self.asked: list[tuple[float, object]] = []
-        self.lock = threading.Lock()
-
-    def __call__(self, msg) -> LocalTransactionState:
-        with self.lock:
-            self.asked.append((time.time(), msg))
-        return self.answers.get(msg.body, UNKNOWN)
-
-    def bodies(self) -> list[bytes]:
-        with self.lock:
-            return [m.body for _, m in self.asked]
-
-
-def bodies(cluster: Cluster, topic: str) -> list[bytes]:
-    return sorted(m.body for m in cluster.messages(topic))
 
 
 def test_commit_is_delivered_once_rollback_never(cluster):
