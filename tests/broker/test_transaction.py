@@ -12,6 +12,7 @@ import pytest
 
 from rmq.client import LocalTransactionState, Message, PushConsumer, TransactionProducer
 from rmq.client.admin_client import AdminClient
+from rmq.net import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import (
     TRANS_CHECK_MAX_TIME_TOPIC,
@@ -20,11 +21,12 @@ from rmq.protocol.message import (
     MessageProperty,
     MessageSysFlag,
 )
-from rmq.protocol.transaction import TRANSACTION_CHECK_GROUP
+from rmq.protocol.record import decode_msg_id
+from rmq.protocol.transaction import TRANSACTION_CHECK_GROUP, EndTransactionHeader, TransactionState
 from tests.helpers import wait_until
-from tests.helpers.processes import Cluster
+from tests.helpers.processes import BrokerPair, Cluster
 from tests.helpers.requests import offset_request
-from tests.helpers.transaction import Checks, bodies, tx_cluster
+from tests.helpers.transaction import FAST_CHECKS, Checks, bodies, tx_cluster
 
 COMMIT, ROLLBACK, UNKNOWN = LocalTransactionState.COMMIT, LocalTransactionState.ROLLBACK, LocalTransactionState.UNKNOWN
 CLIENT_TIMERS = {"heartbeat_broker_interval": 1.0, "poll_name_server_interval": 1.0}
@@ -188,3 +190,43 @@ def test_broker_sigkilled_between_half_and_end_recovers_the_outcome(cluster):
         offset_request(RequestCode.QUERY_CONSUMER_OFFSET, TRANS_HALF_TOPIC, 0, TRANSACTION_CHECK_GROUP)
     )
     assert answer.code == ResponseCode.SUCCESS and int(answer.ext_fields["offset"]) > 0
+
+
+@pytest.mark.slow
+def test_a_slave_holds_the_half_and_op_records_and_only_the_master_checks(spawn, tmp_path):
+    pair = BrokerPair(spawn, tmp_path, master=FAST_CHECKS, slave={**FAST_CHECKS, "registerNameServerPeriod": "1000"})
+    pair.start()
+    try:
+        topic = pair.create_topic("TxReplicated", queues=1)
+        checks = Checks()  # UNKNOWN: asked again every round
+        outcomes = {b"rep-commit": COMMIT, b"rep-rollback": ROLLBACK, b"rep-open": UNKNOWN}
+        with TransactionProducer(
+            "tx-replicated", pair.namesrv_addr, execute=lambda m, a: outcomes[m.body], check=checks, **CLIENT_TIMERS
+        ) as producer:
+            results = {body: producer.send_message_in_transaction(Message(topic, body)) for body in outcomes}
+            for system_topic in (TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC):
+                wait_until(
+                    lambda t=system_topic: (
+                        pair.max_offsets(pair.slave_addr, t) == pair.max_offsets(pair.master_addr, t)
+                    ),
+                    30,
+                    f"{system_topic} replicated to the slave",
+                )
+            # END_TRANSACTION is for the master; the slave refuses it
+            open_result = results[b"rep-open"]
+            header = EndTransactionHeader(
+                "tx-replicated",
+                open_result.queue_offset,
+                decode_msg_id(open_result.offset_msg_id)[2],
+                TransactionState.COMMIT,
+                msg_id=open_result.msg_id,
+            )
+            request = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext_fields())
+            assert pair.call(pair.slave_addr, request).code == ResponseCode.SLAVE_NOT_AVAILABLE
+            wait_until(lambda: len(checks.asked) >= 3, 20, "the open transaction checked three times")
+        # the producer heartbeats both brokers, yet each check comes once: only the master checks
+        times = [m.get_property(MessageProperty.TRANSACTION_CHECK_TIMES) for m in checks.asked_messages()]
+        assert len(times) == len(set(times)), times
+        assert pair.max_offsets(pair.slave_addr, topic) == {0: 1}
+    finally:
+        pair.close()

@@ -36,8 +36,11 @@ class Checks:
         return self.answers.get(msg.body, LocalTransactionState.UNKNOWN)
 
     def bodies(self) -> list[bytes]:
+        return [m.body for m in self.asked_messages()]
+
+    def asked_messages(self) -> list:
         with self.lock:
-            return [m.body for _, m in self.asked]
+            return [m for _, m in self.asked]
 
 
 def bodies(cluster: Cluster, topic: str) -> list[bytes]:
