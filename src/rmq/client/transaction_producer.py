@@ -102,10 +102,11 @@ class TransactionProducer(Producer):
     def start(self) -> TransactionProducer:
         if self._instance is not None:
             return self
+        super().start()
+        # a check arriving before the pool is there is dropped: the broker asks again next round
         self._checks = concurrent.futures.ThreadPoolExecutor(
             self.check_thread_pool_size, thread_name_prefix=f"rmq-transaction-check-{self.group}"
         )
-        super().start()
         # As Java's producer: learn the brokers from the template topic's route and heartbeat them
         # now, so that a producer started to answer checks (its predecessor died) is asked at once.
         instance = self.instance
@@ -172,21 +173,22 @@ class TransactionProducer(Producer):
         self, msg: Message, result: SendResult, state: LocalTransactionState, error: Exception | None
     ) -> TransactionSendResult:
         """END_TRANSACTION, oneway (Java's endTransaction): a lost one is settled by a check."""
-        _, _, commit_log_offset = decode_msg_id(result.offset_msg_id)
-        header = EndTransactionHeader(
-            self.group,
-            result.queue_offset,
-            commit_log_offset,
-            state.value,
-            False,
-            result.msg_id,
-            result.transaction_id,
-        )
         remark = f"executeLocalTransactionBranch exception: {error!r}" if error is not None else None
         try:
+            _, _, commit_log_offset = decode_msg_id(result.offset_msg_id)
+            header = EndTransactionHeader(
+                self.group,
+                result.queue_offset,
+                commit_log_offset,
+                state.value,
+                False,
+                result.msg_id,
+                result.transaction_id,
+            )
             addr = self.instance.broker_addr_or_raise(result.message_queue.broker_name, msg.topic)
             self._end_oneway(addr, header, remark)
-        except (RemotingError, ClientError) as exc:
+        except (RemotingError, ClientError, ValueError) as exc:
+            # ValueError: the broker answered no usable msgId; its check settles the transaction
             log.warning("transaction %s is %s, but END_TRANSACTION failed: %s", result.msg_id, state.name, exc)
         return TransactionSendResult(
             result.status,
