@@ -47,11 +47,19 @@ class GetMessageResult:
 
 @disjoint_base
 class TagFilter:
-    codes: frozenset[int]
+    codes: frozenset[int] | None
     tags: frozenset[str] | None
-    def __init__(self, codes: Iterable[int] = ..., tags: Iterable[str] | None = None) -> None: ...
+    properties_filter: Callable[[bytes], bool] | None
+    def __init__(
+        self,
+        codes: Iterable[int] | None = ...,
+        tags: Iterable[str] | None = None,
+        properties_filter: Callable[[bytes], bool] | None = None,
+    ) -> None: ...
     @classmethod
     def of_tags(cls, tags: Iterable[str], exact: bool = True) -> TagFilter: ...
+    @classmethod
+    def of_properties(cls, properties_filter: Callable[[bytes], bool]) -> TagFilter: ...
 
 @disjoint_base
 class StoreCore:

@@ -223,19 +223,25 @@ cdef class GetMessageResult:
 
 cdef class TagFilter:
     """What a subscription accepts: tags codes checked on the ConsumeQueue entry, plus (optional)
-    exact tag strings re-checked on the record (two tags can share a hash)."""
+    exact tag strings re-checked on the record (two tags can share a hash), plus (optional) a
+    predicate over the record's properties (an SQL92 subscription's: ``of_properties``)."""
     cdef int64_t _codes[TAG_FILTER_MAX_CODES]
     cdef int _n_codes
     cdef readonly frozenset codes
     cdef readonly frozenset tags
+    cdef readonly object properties_filter
     cdef list _tag_bytes
 
-    def __init__(self, codes=(), tags=None):
-        self.codes = frozenset(int(c) for c in codes)
+    def __init__(self, codes=(), tags=None, properties_filter=None):
+        # codes None: every tags code passes the first step (a properties filter decides)
+        self.codes = frozenset(int(c) for c in codes) if codes is not None else None
         self.tags = frozenset(tags) if tags is not None else None
+        self.properties_filter = properties_filter
         self._tag_bytes = [t.encode() for t in self.tags] if self.tags is not None else None
         self._n_codes = -1
-        if len(self.codes) <= TAG_FILTER_MAX_CODES:
+        if self.codes is None:
+            self._n_codes = -2
+        elif len(self.codes) <= TAG_FILTER_MAX_CODES:
             self._n_codes = 0
             for c in self.codes:
                 self._codes[self._n_codes] = c
@@ -251,24 +257,33 @@ cdef class TagFilter:
             codes.append(java_string_hash(data, len(data)))
         return cls(codes, tags if exact else None)
 
+    @classmethod
+    def of_properties(cls, properties_filter):
+        """A filter accepting the records whose properties (the raw ``k\\x01v\\x02`` bytes) make
+        ``properties_filter`` return True; it runs on the mapped record, before anything is copied
+        into the answer."""
+        return cls(None, None, properties_filter)
+
     cdef inline bint accepts_code(self, int64_t code):
         cdef int i
         if self._n_codes < 0:
-            return code in self.codes
+            return self._n_codes == -2 or code in self.codes
         for i in range(self._n_codes):
             if self._codes[i] == code:
                 return True
         return False
 
-    cdef bint accepts_record(self, const unsigned char* record):
+    cdef bint accepts_record(self, const unsigned char* record) except -1:
         cdef const unsigned char* props
         cdef const unsigned char* topic
         cdef Py_ssize_t props_len, topic_len
         cdef PropertySpans spans
         cdef bytes tag
-        if self._tag_bytes is None:
+        if self._tag_bytes is None and self.properties_filter is None:
             return True
         record_properties(record, &props, &props_len, &topic, &topic_len)
+        if self.properties_filter is not None:
+            return bool(self.properties_filter((<const char*>props)[:props_len]))
         scan_properties(props, props_len, &spans)
         for tag in self._tag_bytes:
             if len(tag) == spans.tags_len and memcmp(<const char*>tag, spans.tags, spans.tags_len) == 0:
@@ -276,6 +291,8 @@ cdef class TagFilter:
         return False
 
     def __repr__(self):
+        if self.properties_filter is not None:
+            return f"TagFilter(properties_filter={self.properties_filter!r})"
         return f"TagFilter(codes={set(self.codes)}, tags={set(self.tags) if self.tags is not None else None})"
 
 
