@@ -21,6 +21,7 @@ does not load them.
 
 from __future__ import annotations
 
+import threading
 import zlib
 from collections.abc import Callable
 
@@ -51,17 +52,32 @@ def _lz4_decompress(data: bytes) -> bytes:
     return bytes(lz4.frame.decompress(data))
 
 
-def _zstd_compress(body: bytes, level: int) -> bytes:
-    import zstandard
+# zstd contexts are costly to make (a fresh one per ~8 KiB body halved compression and cut
+# decompression to a fifth: perf/bench_compression.py) and may not be shared between threads: one
+# of each per thread, a compressor per level
+_zstd_local = threading.local()
 
-    return bytes(zstandard.ZstdCompressor(level=level).compress(body))
+
+def _zstd_compress(body: bytes, level: int) -> bytes:
+    compressors = getattr(_zstd_local, "compressors", None)
+    if compressors is None:
+        compressors = _zstd_local.compressors = {}
+    compressor = compressors.get(level)
+    if compressor is None:
+        import zstandard
+
+        compressor = compressors[level] = zstandard.ZstdCompressor(level=level)
+    return bytes(compressor.compress(body))
 
 
 def _zstd_decompress(data: bytes) -> bytes:
-    import zstandard
+    decompressor = getattr(_zstd_local, "decompressor", None)
+    if decompressor is None:
+        import zstandard
 
+        decompressor = _zstd_local.decompressor = zstandard.ZstdDecompressor()
     # a streaming decoder: Java's ZstdOutputStream writes no content size into the frame header
-    return bytes(zstandard.ZstdDecompressor().decompressobj().decompress(data))
+    return bytes(decompressor.decompressobj().decompress(data))
 
 
 _COMPRESSORS: dict[str, tuple[Callable[[bytes, int], bytes], int]] = {

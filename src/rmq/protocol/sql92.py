@@ -47,7 +47,7 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["JavaLong", "SqlFilterError", "compile_sql92", "evaluate_sql92", "parse_java_double"]
+__all__ = ["JavaLong", "SqlFilter", "SqlFilterError", "compile_sql92", "evaluate_sql92", "parse_java_double"]
 
 # What an expression evaluates to: None (SQL NULL), bool, int, JavaLong, float or str.
 Value = Any
@@ -455,6 +455,8 @@ class _Parser:
         self.sql = sql
         self.tokens = _tokenize(sql)
         self.i = 0
+        # every property the expression reads: a record's other properties need not be decoded
+        self.property_names: set[str] = set()
 
     @property
     def tok(self) -> _Token:
@@ -656,6 +658,7 @@ class _Parser:
         if kind == "ID":
             self.take()
             name = tok.text
+            self.property_names.add(name)
             return _Node(lambda p: p.get(name), "prop", name=name)
         if kind == "(":
             self.take()
@@ -675,18 +678,31 @@ def _in(name: str, items: frozenset[str], negate: bool) -> Evaluator:
     return fn
 
 
-def compile_sql92(expression: str) -> Callable[[Props], bool]:
-    """The filter of ``expression``: called with a message's properties, True when it matches.
-    Raises SqlFilterError (with the position) when the expression does not parse."""
-    evaluate = _Parser(expression).parse()
+class SqlFilter:
+    """A compiled expression: called with a message's properties, True when it matches (null and a
+    failed evaluation do not). ``property_names``: the properties it reads."""
 
-    def matches(properties: Props) -> bool:
+    __slots__ = ("expression", "property_names", "_evaluate")
+
+    def __init__(self, expression: str):
+        parser = _Parser(expression)
+        self._evaluate = parser.parse()
+        self.expression = expression
+        self.property_names = frozenset(parser.property_names)
+
+    def __call__(self, properties: Props) -> bool:
         try:
-            return evaluate(properties) is True
+            return self._evaluate(properties) is True
         except _EvalAbort:
             return False
 
-    return matches
+    def __repr__(self) -> str:
+        return f"SqlFilter({self.expression!r})"
+
+
+def compile_sql92(expression: str) -> SqlFilter:
+    """The filter of ``expression``; raises SqlFilterError (with the position) when it does not parse."""
+    return SqlFilter(expression)
 
 
 def evaluate_sql92(expression: str, properties: Props) -> Value:

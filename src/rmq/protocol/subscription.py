@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable
 from typing import Any
 
 from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
-from rmq.protocol.message import decode_properties, java_string_hash
-from rmq.protocol.sql92 import SqlFilterError, compile_sql92
+from rmq.protocol.message import java_string_hash
+from rmq.protocol.sql92 import SqlFilter, SqlFilterError, compile_sql92
 
 SUB_ALL = "*"
 TAG_SEPARATOR = "||"
@@ -89,7 +88,7 @@ def build_subscription_data(
     expression_type = (expression_type or ExpressionType.TAG).strip().upper()
     if expression_type == ExpressionType.SQL92:
         text = (sub_string or "").strip()
-        sql92_properties_filter(topic, text)
+        sql92_filter(topic, text)
         return SubscriptionData(topic, text, sub_version=version, expression_type=ExpressionType.SQL92)
     if expression_type != ExpressionType.TAG:
         raise RequestRefused(
@@ -115,16 +114,10 @@ def build_subscription_data(
     )
 
 
-def sql92_properties_filter(topic: str, expression: str) -> Callable[[bytes], bool]:
-    """The filter of an SQL92 subscription over a stored record's raw properties
-    (``k\\x01v\\x02...``); raises RequestRefused (SUBSCRIPTION_PARSE_FAILED) naming the position
-    when the expression does not parse."""
+def sql92_filter(topic: str, expression: str) -> SqlFilter:
+    """The compiled filter of an SQL92 subscription; raises RequestRefused
+    (SUBSCRIPTION_PARSE_FAILED) naming the position when the expression does not parse."""
     try:
-        matches = compile_sql92(expression)
+        return compile_sql92(expression)
     except SqlFilterError as exc:
         raise RequestRefused(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"subscription to {topic!r}: {exc}") from None
-
-    def properties_filter(raw: bytes) -> bool:
-        return matches(decode_properties(raw))
-
-    return properties_filter

@@ -58,7 +58,7 @@ from rmq.protocol.fields import int_field, str_field
 from rmq.protocol.layout import REC_PHYSICALOFFSET
 from rmq.protocol.perm import is_readable
 from rmq.protocol.route import MASTER_ID
-from rmq.protocol.subscription import ExpressionType, build_subscription_data, sql92_properties_filter
+from rmq.protocol.subscription import ExpressionType, build_subscription_data, sql92_filter
 from rmq.store import GetMessageStatus, TagFilter
 
 if TYPE_CHECKING:
@@ -254,7 +254,8 @@ class PullProcessor(Processor):
     def _build_filter(topic: str, sub_string: str, expression_type: str) -> TagFilter | tuple[int, str] | None:
         try:
             if expression_type == ExpressionType.SQL92:
-                return TagFilter.of_properties(sql92_properties_filter(topic, sub_string.strip()))
+                sql = sql92_filter(topic, sub_string.strip())
+                return TagFilter.of_properties(sql, sql.property_names)
             subscription = build_subscription_data(topic, sub_string, expression_type)
         except RequestRefused as e:
             return (e.code, e.remark or "")
