@@ -26,6 +26,7 @@ One module per role:
 """
 
 from rmq.client.allocate import allocate_average, allocate_average_by_circle
+from rmq.client.consumer import MessageSelector
 from rmq.client.message import Message, MessageExt, MessageQueue
 from rmq.client.producer import Producer, select_by_hash
 from rmq.client.pull_consumer import PullConsumer
@@ -51,6 +52,7 @@ __all__ = [
     "MessageModel",
     "MessageQueue",
     "LocalTransactionState",
+    "MessageSelector",
     "Producer",
     "PullConsumer",
     "PushConsumer",
