@@ -204,6 +204,12 @@ class AclWatcher(ServiceThread):
         if stamp is None:
             log.error("ACL file %s is gone: keeping the rules loaded before", self.path)
             return False
+        if stamp[1] == 0:
+            # most likely a rewrite caught between its truncation and its write
+            log.error(
+                "ACL file %s is empty: keeping the rules loaded before (write 'accounts: []' to refuse all)", self.path
+            )
+            return False
         try:
             rules = load_plain_acl(self.path)
         except AclConfigError as exc:
