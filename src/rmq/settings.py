@@ -374,6 +374,8 @@ _section(
     Setting("waitTimeMillsInSendQueue", _POSITIVE_MS, 200,
             "ms a send may wait before being served; longer is answered SYSTEM_BUSY"),
     Setting("flushConsumerOffsetInterval", _POSITIVE_MS, 5000, "ms between writes of consumerOffset.json"),
+    Setting("statsLogInterval", Int(0), 60_000,
+            "ms between records of <storePathRootDir>/logs/stats.log (per topic and group; 0: none)"),
     # RocketMQ reads this one from the system property rocketmq.broker.rebalance.lockMaxLiveTime.
     Setting("rebalanceLockMaxLiveTime", _POSITIVE_MS, 60_000, "ms a queue lock of an orderly consumer lives"),
     Setting("rejectTransactionMessage", Bool(), False, "refuse transactional (prepared) messages"),

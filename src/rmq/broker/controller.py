@@ -43,6 +43,7 @@ from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.role import RoleSwitch
 from rmq.broker.schedule import ScheduleMessageService
 from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL, SlaveSynchronize
+from rmq.broker.stats_log import GetCounts, StatsLog
 from rmq.broker.subscription_group import SubscriptionGroupManager
 from rmq.broker.topic_config import TopicConfigManager
 from rmq.broker.transaction import TransactionalMessageCheckService, TransactionalMessageService
@@ -146,6 +147,7 @@ class BrokerController:
         broker_ip = self.config.broker_ip1
         assert broker_ip is not None, "BrokerConfig.resolve() sets brokerIP1"
         self._store_ip = ipv4_to_int(broker_ip)
+        self.get_counts = GetCounts()  # what pulls handed out, for the stats log
         self.processors = [cls(self) for cls in PROCESSORS]
         for processor in self.processors:
             for code, handler in processor.handlers().items():
@@ -230,6 +232,11 @@ class BrokerController:
         self.scheduler.schedule_periodic(config.flush_consumer_offset_interval / 1000, self.persist_offsets)
         self.scheduler.schedule_periodic(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
         self.scheduler.schedule_periodic(DISK_CHECK_INTERVAL, self.check_disk)
+        if config.stats_log_interval:
+            self.stats_log = StatsLog(
+                self.store, self.get_counts, config.broker_name, self.store_config.store_path_root_dir
+            )
+            self.scheduler.schedule_periodic(config.stats_log_interval / 1000, self.stats_log.log_once)
         if self.is_slave:
             self.scheduler.schedule_periodic(SLAVE_SYNC_INTERVAL, self.slave_sync.sync_all)
         self.scheduler.start()
