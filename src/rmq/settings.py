@@ -374,6 +374,8 @@ _section(
     Setting("waitTimeMillsInSendQueue", _POSITIVE_MS, 200,
             "ms a send may wait before being served; longer is answered SYSTEM_BUSY"),
     Setting("flushConsumerOffsetInterval", _POSITIVE_MS, 5000, "ms between writes of consumerOffset.json"),
+    Setting("statsLogInterval", Int(0), 60_000,
+            "ms between records of <storePathRootDir>/logs/stats.log (per topic and group; 0: none)"),
     # RocketMQ reads this one from the system property rocketmq.broker.rebalance.lockMaxLiveTime.
     Setting("rebalanceLockMaxLiveTime", _POSITIVE_MS, 60_000, "ms a queue lock of an orderly consumer lives"),
     Setting("rejectTransactionMessage", Bool(), False, "refuse transactional (prepared) messages"),
@@ -444,6 +446,15 @@ _section(
             "bytes a slave may lag before SYNC_MASTER sends are answered SLAVE_NOT_AVAILABLE at once"),
     Setting("slaveTimeout", _POSITIVE_MS, 3000,
             "ms a SYNC_MASTER send waits for a slave's ack before FLUSH_SLAVE_TIMEOUT"),
+)
+
+# Access control (RocketMQ 4.x plain ACL: rmq.broker.acl). 4.x reads ${ROCKETMQ_HOME}/conf/plain_acl.yml.
+_section(
+    "broker",
+    Setting("aclEnable", Bool(), False, "check every request's signature and permissions against aclConfigFile"),
+    Setting("aclConfigFile", Text(), "conf/plain_acl.yml",
+            "the plain_acl.yml of aclEnable, reloaded when it changes; a relative path is taken from "
+            "storePathRootDir"),
 )
 
 # fmt: on

@@ -59,11 +59,14 @@ class BrokerConfig(SettingsView):
     which_broker_when_consume_slowly: int = setting("whichBrokerWhenConsumeSlowly")
     wait_time_mills_in_send_queue: int = setting("waitTimeMillsInSendQueue")
     flush_consumer_offset_interval: int = setting("flushConsumerOffsetInterval")
+    stats_log_interval: int = setting("statsLogInterval")
     rebalance_lock_max_live_time: int = setting("rebalanceLockMaxLiveTime")
     reject_transaction_message: bool = setting("rejectTransactionMessage")
     transaction_time_out: int = setting("transactionTimeOut")
     transaction_check_max: int = setting("transactionCheckMax")
     transaction_check_interval: int = setting("transactionCheckInterval")
+    acl_enable: bool = setting("aclEnable")
+    acl_config_file: str = setting("aclConfigFile")
 
     def __post_init__(self) -> None:
         super().__post_init__()
