@@ -47,6 +47,7 @@ def main() -> None:
     shim.tx_producer_new.argtypes = [ctypes.c_char_p] * 3 + [CALLBACK, CALLBACK]
     shim.tx_producer_start.argtypes = [ctypes.c_void_p]
     shim.tx_producer_shutdown.argtypes = [ctypes.c_void_p]
+    shim.tx_producer_heartbeat.argtypes = [ctypes.c_void_p]
     shim.tx_producer_send.argtypes = [ctypes.c_void_p] + [ctypes.c_char_p] * 4
     producer = shim.tx_producer_new(group.encode(), namesrv.encode(), b"cpp-tx", execute_cb, check_cb)
     shim.tx_producer_start(producer)
@@ -54,6 +55,7 @@ def main() -> None:
         for body in execute_states:
             code = shim.tx_producer_send(producer, topic.encode(), b"cpp", f"key-{body}".encode(), body.encode())
             emit(sent=body, ok=code == 0)
+        shim.tx_producer_heartbeat(producer)  # the routes are known now: the broker learns the group
         select.select([sys.stdin], [], [], 120)
     finally:
         shim.tx_producer_shutdown(producer)

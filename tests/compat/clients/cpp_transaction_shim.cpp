@@ -45,10 +45,15 @@ class DefaultMQProducer {
  public:
   explicit DefaultMQProducer(const std::string& group);
 };
+class MQClientFactory {
+ public:
+  void sendHeartbeatToAllBroker();
+};
 class MQClient {  // DefaultMQProducer's base, at offset 0
  public:
   void setNamesrvAddr(const std::string& addr);
   void setInstanceName(const std::string& name);
+  MQClientFactory* getFactory() const;
 };
 class TransactionMQProducer {
  public:
@@ -117,6 +122,12 @@ void* tx_producer_new(const char* group, const char* namesrv, const char* instan
 }
 
 void tx_producer_start(void* producer) { static_cast<rocketmq::TransactionMQProducer*>(producer)->start(); }
+
+// The library's heartbeat now, not at its next 30 s tick: the broker checks back only producers it
+// heard from, and the client's first heartbeat (10 ms after start) knew no broker yet.
+void tx_producer_heartbeat(void* producer) {
+  static_cast<rocketmq::MQClient*>(producer)->getFactory()->sendHeartbeatToAllBroker();
+}
 
 void tx_producer_shutdown(void* producer) { static_cast<rocketmq::TransactionMQProducer*>(producer)->shutdown(); }
 
