@@ -88,9 +88,16 @@ class Pipeline:
         """Read what is there (blocking for at least one byte); complete frames as (header, body)."""
         data = self.sock.recv(1 << 20)
         if not data:
-            raise ConnectionError("broker closed the connection")
+            raise ConnectionError("the server closed the connection")
         buf = self.buffer
         buf += data
+        out, pos = self._frames(buf)
+        del buf[:pos]
+        return out
+
+    @staticmethod
+    def _frames(buf: bytearray) -> tuple[list[tuple[bytes, bytes]], int]:
+        """The complete remoting frames at the start of ``buf``, and where the rest begins."""
         out = []
         pos = 0
         while len(buf) - pos >= 8:
@@ -108,8 +115,7 @@ class Pipeline:
                 )
             )
             pos += 4 + total
-        del buf[:pos]
-        return out
+        return out, pos
 
     def run(self, next_frame, in_flight: int, seconds: float, on_answer=None) -> int:
         """Send ``next_frame()`` keeping ``in_flight`` outstanding for ``seconds``; the number of
