@@ -48,8 +48,12 @@ XADD = b"*5\r\n$4\r\nXADD\r\n$1\r\ns\r\n$1\r\n*\r\n$1\r\nf\r\n$%d\r\n%s\r\n" % (
 class RespPipeline(Pipeline):
     """``Pipeline`` speaking RESP: answers are Redis replies, (first line, b"") each."""
 
-    @staticmethod
-    def _frames(buf: bytearray) -> tuple[list[tuple[bytes, bytes]], int]:
+    def answers(self) -> list[tuple[bytes, bytes]]:
+        data = self.sock.recv(1 << 20)
+        if not data:
+            raise ConnectionError("redis closed the connection")
+        buf = self.buffer
+        buf += data
         out = []
         pos = 0
         while True:
@@ -65,12 +69,13 @@ class RespPipeline(Pipeline):
                 last = end + 2
             out.append((line, b""))
             pos = last
-        return out, pos
+        del buf[:pos]
+        return out
 
 
 def redis_pipelined(port: int, in_flight: int, seconds: float) -> float:
     """XADDs per second from the Python pipeliner, ``in_flight`` outstanding; only stream ids count."""
-    pipe = RespPipeline(port)
+    pipe = RespPipeline("127.0.0.1", port)
     try:
         started = time.perf_counter()
         ok = pipe.run(lambda: XADD, in_flight, seconds, lambda line, _body: int(line[:1] == b"$"))
