@@ -16,9 +16,8 @@ from datetime import datetime, timezone
 
 from rmq._clock import now_ms
 from rmq.client import Message, Producer
-from rmq.protocol.codes import ResponseCode
 from tests.helpers import wait_until
-from tests.helpers.requests import pull_request, records
+from tests.helpers.requests import pull_all
 
 MESSAGES = 10_000
 SPREAD_MS = 60_000
@@ -26,21 +25,6 @@ QUEUES = 4
 LATENESS_BOUND_MS = 1000
 SIGTERM_AT_S = 20
 SIGKILL_AT_S = 40
-
-
-def read_topic(cluster, topic: str) -> list:
-    """Every message of every queue of ``topic``, pulled from offset 0."""
-    found = []
-    for queue_id in range(QUEUES):
-        offset = 0
-        while True:
-            r = cluster.call(pull_request(topic, queue_id, offset, max_msgs=32))
-            if r.code != ResponseCode.SUCCESS:
-                break
-            batch = records(r.body)
-            found += batch
-            offset = int(r.ext_fields["nextBeginOffset"])
-    return found
 
 
 def test_ten_thousand_timed_messages_across_a_restart_and_a_crash(cluster):
@@ -74,7 +58,7 @@ def test_ten_thousand_timed_messages_across_a_restart_and_a_crash(cluster):
 
     last_due = max(due.values())
     wait_until(lambda: now_ms() > last_due + 2 * LATENESS_BOUND_MS, 40, "every message due")
-    got = read_topic(cluster, topic)
+    got = pull_all(cluster.client, cluster.broker_addr, topic, QUEUES)
     ids = [m.uniq_key for m in got]
     assert len(ids) == len(set(ids)), f"{len(ids) - len(set(ids))} delivered twice"
     assert set(ids) == set(due), f"{len(set(due) - set(ids))} never delivered"

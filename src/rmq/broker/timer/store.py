@@ -34,12 +34,17 @@ not delivered again. The window is closed: a delivery either is in that scan (sk
 with the CommitLog's unflushed tail (delivered again, once). The scan's set is dropped once the
 tick open at restart is closed and the enqueue has read past the queue's end at restart. The
 window's cost is the CommitLog written between two checkpoints (about a second of traffic).
-Without a checkpoint (a fresh store, or a promoted slave, which copies no timer state from its
-master yet) C is the CommitLog's first offset: correct, but the scan reads the whole log.
+Without a checkpoint (a fresh store, or a slave that never copied one) C is the CommitLog's first
+offset: correct, but the scan reads the whole log.
+
+**A promoted slave** has the master's CommitLog and timer queue (replication) and a copy of its
+checkpoint (``GET_TIMER_CHECKPOINT``, with the other metadata every 10 s), no timer log. It files
+the timer queue from its start, skipping what the checkpoint says was delivered (below its
+``enqueueOffset`` and due before its ``readSlot``), and reads the CommitLog from its
+``commitLogOffset`` for the rest, as after a crash: an older copy only makes that scan longer.
 
 Not done: a message due more than the CommitLog's retention (fileReservedTime) after it was sent
-loses its record when the file is deleted (5.x re-puts such messages, "rolls" them, every two days);
-the checkpoint is not copied to slaves.
+loses its record when the file is deleted (5.x re-puts such messages, "rolls" them, every two days).
 """
 
 from __future__ import annotations
@@ -47,6 +52,7 @@ from __future__ import annotations
 import heapq
 import logging
 import os
+import shutil
 import threading
 import time
 from typing import Any
@@ -110,6 +116,17 @@ class TimerCheckpoint(ConfigManager):
             self.enqueue_offset = enqueue_offset
             self.mark_changed()
 
+    def copy_from(self, obj: Any) -> None:
+        """Take the master's checkpoint (``encode``'s shape): a slave, for when it is promoted."""
+        if obj.get("readSlot") is None:
+            return  # the master's timer store never ran
+        before = self.encode()
+        with self._lock:
+            self.decode(obj)
+        if self.encode() != before:
+            self.mark_changed()
+            self.persist()
+
     def encode(self) -> dict[str, Any]:
         with self._lock:
             return {
@@ -164,6 +181,8 @@ class TimerMessageStore:
         self._delivered_in_window: set[str] = set()
         self._window_until: tuple[int, int] = (0, 0)
         self._window_drop_after: int | None = None
+        # (queue offset, tick): entries below both were delivered before the checkpoint
+        self._delivered_below = (0, 0)
         self.delivered = 0
         self.duplicates_skipped = 0
 
@@ -210,12 +229,17 @@ class TimerMessageStore:
 
     # -- lifecycle ----------------------------------------------------------------------------
 
-    def start(self) -> None:
+    def start(self, promoted: bool = False) -> None:
         """Recover (rebuild the wheel, read the crash window) and start both services. On a master,
-        after the store started; on a promoted slave, after its promotion."""
+        after the store started; on a promoted slave, after its promotion (``promoted``): a timer log
+        it has is from an older term as master, whose CommitLog offsets its rejoin may have cut, so
+        it goes, and the wheel is rebuilt from the timer queue and the checkpoint copied from the
+        last master."""
         if self._running:
             return
         started = time.monotonic()
+        if promoted:
+            shutil.rmtree(self.log_path, ignore_errors=True)
         self.checkpoint.load()
         self.timer_log = TimerLog(self.log_path, self.log_file_size)
         torn = self.timer_log.load()
@@ -287,7 +311,11 @@ class TimerMessageStore:
             wheel.put(slot, pos, num + 1)
             filed += 1
         self.read_slot = read_slot
-        self.enqueue_offset = max(cp.enqueue_offset, last[6] + 1 if last is not None else 0)
+        # On from the last unit filed (or the queue's start: a promoted slave has no timer log). An
+        # entry below the checkpoint's enqueue offset due before its tick was filed and delivered
+        # before that tick opened: read again, it is skipped.
+        self.enqueue_offset = last[6] + 1 if last is not None else 0
+        self._delivered_below = (cp.enqueue_offset, read_slot)
         if rechain:
             cp.update(read_slot, self.precision_ms, cp.commit_log_offset, self.enqueue_offset)
             cp.persist()
@@ -339,24 +367,28 @@ class TimerMessageStore:
         offset = max(self.enqueue_offset, queue.min_offset)
         filed = 0
         wake = False
+        delivered_below_offset, delivered_below_slot = self._delivered_below
         for _ in range(ENQUEUE_BATCH):
             entry = queue.get_entry(offset)
             if entry is None:
                 break
             offset_py, size_py, _tags_code = entry
             deliver_ms = self._deliver_ms_of(offset, offset_py, size_py)
-            if deliver_ms is not None:
-                with self._lock:
-                    slot = max(deliver_ms // self.precision_ms, self.read_slot)
-                    if slot - self.read_slot >= self.slots_total - 1:
-                        break  # the dequeue is far behind (after downtime): let it catch up first
-                    last_pos, num = self.wheel.get(slot)
-                    pos = self.timer_log.append(last_pos, slot, deliver_ms, offset_py, size_py, offset)
-                    self.wheel.put(slot, pos, num + 1)
-                    wake = wake or slot == self.read_slot
-                filed += 1
-            offset += 1
-        self.enqueue_offset = offset
+            # under the lock with the filing: a tick's close sees every unit below enqueue_offset
+            with self._lock:
+                if deliver_ms is not None:
+                    slot = deliver_ms // self.precision_ms
+                    if offset >= delivered_below_offset or slot >= delivered_below_slot:
+                        slot = max(slot, self.read_slot)
+                        if slot - self.read_slot >= self.slots_total - 1:
+                            break  # the dequeue is far behind (after downtime): let it catch up first
+                        last_pos, num = self.wheel.get(slot)
+                        pos = self.timer_log.append(last_pos, slot, deliver_ms, offset_py, size_py, offset)
+                        self.wheel.put(slot, pos, num + 1)
+                        wake = wake or slot == self.read_slot
+                        filed += 1
+                offset += 1
+                self.enqueue_offset = offset
         if wake:
             self.dequeue_service.wakeup()
         return filed
@@ -422,6 +454,10 @@ class TimerMessageStore:
                 self.wheel.clear(slot)
                 self.read_slot = slot + 1
                 self._loaded_num = 0
+                if self._snapshot is None:
+                    # nothing of the new tick is delivered yet: its deliveries begin at the CommitLog's
+                    # end; every unit below enqueue_offset is filed into a tick < slot + 1 or its own
+                    self._snapshot = (slot + 1, self.store.get_max_phy_offset(), self.enqueue_offset)
             self._tick_closed(slot)
         return 0
 
@@ -475,10 +511,7 @@ class TimerMessageStore:
     # -- progress ------------------------------------------------------------------------------
 
     def _tick_closed(self, slot: int) -> None:
-        """Tick ``slot`` is delivered and ``slot + 1`` opens: nothing of it is delivered yet, so the
-        CommitLog's end now is where its deliveries begin."""
-        if self._snapshot is None:
-            self._snapshot = (slot + 1, self.store.get_max_phy_offset(), self.enqueue_offset)
+        """Tick ``slot`` is delivered: the crash window's set may go."""
         if self._delivered_in_window:
             # The set goes once the tick open at restart is closed, the enqueue has read past the
             # queue's end at restart, and the tick that was open then (late units went there) is
