@@ -244,7 +244,9 @@ class TimerMessageStore:
         self.timer_log = TimerLog(self.log_path, self.log_file_size)
         torn = self.timer_log.load()
         if torn:
-            log.warning("timer log %s: %d bytes of a torn unit dropped", self.log_path, torn)
+            log.warning(
+                "timer log %s: a torn unit dropped (%d bytes zeroed after the last whole one)", self.log_path, torn
+            )
         self.wheel = TimerWheel(self.slots_total)
         units = self._recover_wheel()
         scanned = self._read_crash_window()

@@ -48,6 +48,9 @@ UNIT_MAGIC_AT = 36
 UNIT_MAGIC = 0x7131E7A1
 NO_POS = -1
 
+# Bytes of a timer log file read at once when it is scanned (a multiple of UNIT_SIZE).
+_CHUNK = 21_846 * UNIT_SIZE  # about 1 MiB
+
 SLOT = struct.Struct(">qqii")
 SLOT_SIZE = SLOT.size  # 24
 
@@ -88,14 +91,15 @@ class TimerLog:
             last = starts[-1]
             mapping = self._files[last][1]
             end = 0
-            for unit in UNIT.iter_unpack(mapping):
+            for unit in self._units_of(mapping, self.file_size):
                 if unit[5] != UNIT_MAGIC:
                     break
                 end += UNIT_SIZE
-            tail = mapping[end:]
-            if tail.strip(b"\0"):
-                torn = len(tail.rstrip(b"\0"))
-                mapping[end:] = bytes(self.file_size - end)
+            for chunk_start in range(end, self.file_size, _CHUNK):
+                chunk_end = min(chunk_start + _CHUNK, self.file_size)
+                if mapping[chunk_start:chunk_end].strip(b"\0"):  # a power cut wrote pages out of order
+                    torn += chunk_end - chunk_start
+                    mapping[chunk_start:chunk_end] = bytes(chunk_end - chunk_start)
             self.write_pos = last + end
         self._flushed_pos = self.write_pos
         return torn
@@ -167,9 +171,15 @@ class TimerLog:
             if end <= 0:
                 continue
             pos = start
-            for unit in UNIT.iter_unpack(mapping[:end]):
+            for unit in self._units_of(mapping, end):
                 yield pos, unit
                 pos += UNIT_SIZE
+
+    @staticmethod
+    def _units_of(mapping: mmap.mmap, end: int) -> Iterator[tuple[int, int, int, int, int, int, int]]:
+        """The units of ``mapping[:end]``, read a chunk at a time (a file may be 100 MB)."""
+        for chunk_start in range(0, end, _CHUNK):
+            yield from UNIT.iter_unpack(mapping[chunk_start : min(chunk_start + _CHUNK, end)])
 
     def last_unit(self) -> tuple[int, int, int, int, int, int, int] | None:
         return self.read(self.write_pos - UNIT_SIZE) if self.write_pos > self.min_pos else None
