@@ -271,6 +271,11 @@ def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
     assert answer["code"] == 0, answer
 
 
+# --pin: the CPUs a master (or standalone) broker runs on, and the CPUs of everything else (its slave
+# and this load generator); None runs every process where the kernel puts it.
+PIN: tuple[set[int], set[int]] | None = None
+
+
 def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen, int, int]:
     """An ``rmq-broker`` process (embedded name server) holding TOPIC: (process, port, name server port)."""
     port, namesrv_port = free_port(), free_port()
@@ -287,6 +292,8 @@ def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen,
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
     proc = subprocess.Popen(args, env=dict(os.environ))
+    if PIN is not None:
+        os.sched_setaffinity(proc.pid, PIN[1] if more.get("brokerRole") == "SLAVE" else PIN[0])
     wait_for_port(port, proc)
     if more.get("brokerRole") != "SLAVE":
         create_topic(port, TOPIC)
@@ -443,11 +450,25 @@ def main() -> int:
     parser.add_argument(
         "--roles", help="compare these roles instead (standalone,async_master,sync_master), ASYNC_FLUSH"
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="run the master (or standalone broker) alone on CPU 0 and its slave and this load generator on "
+        "the other CPUs, as a slave on a machine of its own would be; without it the kernel places them all",
+    )
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parser.parse_args()
+    if args.pin:
+        global PIN
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            parser.error("--pin needs at least 2 CPUs")
+        PIN = ({cpus[0]}, set(cpus[1:]))
+        os.sched_setaffinity(0, PIN[1])
     depths = [int(d) for d in args.in_flight.split(",")]
     report = Report(args.json)
-    report.line(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}")
+    pinned = f", master on CPU {min(PIN[0])}, slave and load on {sorted(PIN[1])}" if PIN else ""
+    report.line(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}{pinned}")
     if args.roles:
         with report.section("roles"):
             compare_roles(args, report, args.roles.split(","), [d for d in depths if d > 1] or depths)

@@ -383,6 +383,13 @@ _section(
     Setting("transactionCheckInterval", _POSITIVE_MS, 30_000, "ms between transaction check rounds"),
 )
 
+# SQL92 subscriptions (RocketMQ's name and default): filtered on the broker, by message properties.
+_section(
+    "broker",
+    Setting("enablePropertyFilter", Bool(), False,
+            "filter pulls of SQL92 subscriptions by message properties; off: such pulls are refused"),
+)
+
 # Reads from slaves (RocketMQ's names): where pulls are steered when a consumer reads far behind.
 _section(
     "broker",

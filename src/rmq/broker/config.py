@@ -55,6 +55,7 @@ class BrokerConfig(SettingsView):
     short_polling_time_mills: int = setting("shortPollingTimeMills")
     notify_consumer_ids_changed_enable: bool = setting("notifyConsumerIdsChangedEnable")
     slave_read_enable: bool = setting("slaveReadEnable")
+    enable_property_filter: bool = setting("enablePropertyFilter")
     which_broker_when_consume_slowly: int = setting("whichBrokerWhenConsumeSlowly")
     wait_time_mills_in_send_queue: int = setting("waitTimeMillsInSendQueue")
     flush_consumer_offset_interval: int = setting("flushConsumerOffsetInterval")

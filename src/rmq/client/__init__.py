@@ -25,6 +25,7 @@ One module per role:
 """
 
 from rmq.client.allocate import allocate_average, allocate_average_by_circle
+from rmq.client.consumer import MessageSelector
 from rmq.client.message import Message, MessageExt, MessageQueue
 from rmq.client.producer import Producer, select_by_hash
 from rmq.client.pull_consumer import PullConsumer
@@ -48,6 +49,7 @@ __all__ = [
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "MessageSelector",
     "Producer",
     "PullConsumer",
     "PushConsumer",

@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import zlib
 from collections.abc import Iterable
 from typing import Any
 
+from rmq.client.compression import UndecodableBody, decompress_body
 from rmq.errors import AdminError, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand, body_bytes
@@ -26,7 +26,6 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_java_json, loads_mq_tables
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
-    MessageSysFlag,
     retry_topic,
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
@@ -152,12 +151,10 @@ def _records(body: bytes) -> list[StoredMessage]:
 
 def message_body(message: StoredMessage) -> bytes:
     """The body as the producer gave it (inflated when the producer compressed it)."""
-    if message.sys_flag & MessageSysFlag.COMPRESSED:
-        try:
-            return zlib.decompress(message.body)
-        except zlib.error:
-            return message.body
-    return message.body
+    try:
+        return decompress_body(message.body, message.sys_flag)
+    except UndecodableBody:
+        return message.body
 
 
 def parse_namesrv_addrs(namesrv: str) -> list[str]:

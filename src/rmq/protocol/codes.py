@@ -34,6 +34,8 @@ class RequestCode(IntEnum):
     UNLOCK_BATCH_MQ = 42
     GET_ALL_CONSUMER_OFFSET = 43
     GET_ALL_DELAY_OFFSET = 45
+    # a consumer asks whether a broker can filter by its subscription (Java's SQL92 consumers, at start)
+    CHECK_CLIENT_CONFIG = 46
     GET_KV_CONFIG = 101
     REGISTER_BROKER = 103
     UNREGISTER_BROKER = 104

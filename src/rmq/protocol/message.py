@@ -43,7 +43,7 @@ class MessageProperty:
     TIMER_DELAY_SEC = "TIMER_DELAY_SEC"  # seconds after the broker receives it
     TIMER_DELAY_MS = "TIMER_DELAY_MS"  # ms after the broker receives it
     # ... and what the broker adds: the due time (epoch ms) while it waits in rmq_sys_wheel_timer,
-    # then, on the delivered message, when it was filed into the timing wheel and taken out.
+    # then, on the delivered message, when it was stored there and when it was taken out.
     TIMER_OUT_MS = "TIMER_OUT_MS"
     TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
     TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
@@ -62,6 +62,26 @@ class MessageSysFlag:
     # bits 4-5 mark IPv6 born/store hosts; rmq never sets them (clients assume IPv4)
     BORNHOST_V6 = 0x10
     STOREHOSTADDRESS_V6 = 0x20
+    # RocketMQ 5.x: with COMPRESSED, bits 8-10 say how (CompressionType); 0 is zlib, as 4.x
+    # clients (which know only zlib and never set these bits) compress
+    COMPRESSION_TYPE_SHIFT = 8
+    COMPRESSION_TYPE_MASK = 0x7 << 8
+
+
+class CompressionType:
+    """RocketMQ 5.x's CompressionType values, as sysFlag bits 8-10 carry them."""
+
+    LZ4 = 1
+    ZSTD = 2
+    ZLIB = 3
+    NAMES = {"lz4": LZ4, "zstd": ZSTD, "zlib": ZLIB}
+
+    @staticmethod
+    def of_sys_flag(sys_flag: int) -> int:
+        """The type of a COMPRESSED body: ZLIB when the bits are 0 (RocketMQ 4.x clients), else
+        the bits' value, which may be one no codec has (5.x reserves 4-7)."""
+        value = (sys_flag & MessageSysFlag.COMPRESSION_TYPE_MASK) >> MessageSysFlag.COMPRESSION_TYPE_SHIFT
+        return value or CompressionType.ZLIB
 
 
 # Topic names: at most 127 bytes of [A-Za-z0-9_%|-] (the retry/DLQ prefixes use % ); a stored

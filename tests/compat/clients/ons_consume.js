@@ -8,6 +8,7 @@
 // handler's return value, so the retry counts as consumed), while a thrown error is sent back either way.
 // MAX_RECONSUME_TIMES: the consumer's maxReconsumeTimes (default 16), sent with each send-back.
 // OPTIONS_JSON: more Consumer options, over these (pullBatchSize, pullInterval, pollNameServerInteval...).
+// SUB_EXPRESSION "SQL92:<sql>" subscribes by SQL92 (ali-ons takes {expressionType, subString}).
 'use strict';
 const { Consumer } = require('ali-ons');
 
@@ -28,7 +29,10 @@ async function main() {
   consumer.on('error', err => console.error(`consumer error: ${err.message}`));
   let received = 0;
   let last = Date.now();
-  consumer.subscribe(topic, expression, async msg => {
+  const selector = expression.startsWith('SQL92:')
+    ? { expressionType: 'SQL92', subString: expression.slice('SQL92:'.length) }
+    : expression;
+  consumer.subscribe(topic, selector, async msg => {
     last = Date.now();
     if (toFail > 0) {
       toFail--;

@@ -495,6 +495,8 @@ class TimerMessageStore:
             self._delivered_in_window.discard(uniq)
             self.duplicates_skipped += 1
             return True
+        # as 5.x: when it was put in the timer topic, and when it was taken out
+        properties[MessageProperty.TIMER_ENQUEUE_MS] = str(message.store_timestamp)
         properties[MessageProperty.TIMER_DEQUEUE_MS] = str(now_ms())
         result = self.controller.put_again(message, topic, int(queue_id), properties)
         if not result.ok:
