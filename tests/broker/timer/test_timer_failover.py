@@ -41,14 +41,15 @@ def test_a_promoted_slave_delivers_the_rest_once(pair, tmp_path):
     with Producer("timed-failover", namesrv_addr=pair.namesrv_addr) as producer:
         for i in range(40):
             delay_ms = 500 + 100 * i if i < 20 else 14_000 + 100 * i
+            earliest = now_ms() + delay_ms  # the broker's receipt comes after this
             result = producer.send(Message(TOPIC, f"m{i}".encode(), delay=timedelta(milliseconds=delay_ms)))
-            due[result.msg_id] = now_ms() + delay_ms
+            due[result.msg_id] = earliest
     first_batch_done = max(at for at in list(due.values())[:20])
     copied = tmp_path / "slave" / "config" / "timerCheckpoint.json"
     # the slave's copy of the checkpoint says the first batch is delivered (it copies every 10 s)
     wait_until(
         lambda: copied.exists() and json.loads(copied.read_text())["readSlot"] * 1000 > first_batch_done,
-        20,
+        30,
         "the slave copied a checkpoint past the first batch",
     )
     pair.wait_replicated(TOPIC)
@@ -63,4 +64,4 @@ def test_a_promoted_slave_delivers_the_rest_once(pair, tmp_path):
     )
     ids = [m.uniq_key for m in got]
     assert len(ids) == len(set(ids)) == len(due) and set(ids) == set(due)
-    assert all(m.store_timestamp >= due[m.uniq_key] - 50 for m in got)
+    assert all(m.store_timestamp >= due[m.uniq_key] for m in got)  # none early
