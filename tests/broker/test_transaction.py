@@ -10,6 +10,7 @@ import pytest
 
 from rmq.client import LocalTransactionState, Message, PushConsumer, TransactionProducer
 from rmq.client.admin_client import AdminClient
+from rmq.errors import ResponseError
 from rmq.net import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import (
@@ -219,3 +220,21 @@ def test_a_slave_holds_the_half_and_op_records_and_only_the_master_checks(spawn,
         assert pair.max_offsets(pair.slave_addr, topic) == {0: 1}
     finally:
         pair.close()
+
+
+def test_a_timed_transactional_message_waits_for_its_time_from_the_commit(tx_cluster):
+    topic = tx_cluster.create_topic("TxTimed", queues=1)
+    with TransactionProducer("tx-timed", tx_cluster.namesrv_addr, execute=lambda m, a: COMMIT, check=Checks()) as p:
+        timed = Message(topic, b"at-time")
+        timed.put_property(MessageProperty.TIMER_DELAY_MS, "2000")
+        p.send_message_in_transaction(timed)
+        committed_at = time.monotonic()
+        p.send_message_in_transaction(Message(topic, b"at-once"))
+        wait_until(lambda: bodies(tx_cluster, topic) == [b"at-once"], 10, "the untimed one delivered")
+        wait_until(lambda: bodies(tx_cluster, topic) == [b"at-once", b"at-time"], 15, "the timed one delivered")
+    assert time.monotonic() - committed_at >= 2.0 - 0.1
+    with TransactionProducer("tx-timed", tx_cluster.namesrv_addr, execute=lambda m, a: COMMIT, check=Checks()) as p:
+        too_far = Message(topic, b"too-far")
+        too_far.put_property(MessageProperty.TIMER_DELAY_SEC, str(10 * 24 * 3600))
+        with pytest.raises(ResponseError, match="max delay"):
+            p.send_message_in_transaction(too_far)
