@@ -59,6 +59,7 @@ class BrokerConfig(SettingsView):
     which_broker_when_consume_slowly: int = setting("whichBrokerWhenConsumeSlowly")
     wait_time_mills_in_send_queue: int = setting("waitTimeMillsInSendQueue")
     flush_consumer_offset_interval: int = setting("flushConsumerOffsetInterval")
+    stats_log_interval: int = setting("statsLogInterval")
     rebalance_lock_max_live_time: int = setting("rebalanceLockMaxLiveTime")
     reject_transaction_message: bool = setting("rejectTransactionMessage")
     transaction_time_out: int = setting("transactionTimeOut")

@@ -28,14 +28,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from rmq._service import Scheduler
 from rmq.client.api import ClientAPI
+from rmq.client.message import decode_messages
 from rmq.client.msg_id import local_ipv4
 from rmq.client.route import TopicRouteData
-from rmq.errors import ClientError, RemotingConnectError, RemotingError, ResponseError
+from rmq.errors import ClientError, RemotingConnectError, RemotingError, RequestRefused, ResponseError
 from rmq.net import RemotingClient, RemotingCommand
+from rmq.net.codec import body_bytes
 from rmq.protocol.codes import RequestCode
-from rmq.protocol.message import group_error
+from rmq.protocol.message import MessageProperty, group_error
 from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.route import MASTER_ID
+from rmq.protocol.transaction import CheckTransactionStateHeader
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self from Python 3.11
@@ -180,6 +183,7 @@ class ClientInstance:
                 return
             self._started = True
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+        self.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         self.remoting.start()
         self.scheduler.schedule_periodic(self.config.poll_name_server_interval, self.update_all_routes)
         self.scheduler.schedule_periodic(self.config.heartbeat_broker_interval, self.send_heartbeat_to_all)
@@ -414,6 +418,29 @@ class ClientInstance:
         consumer = self.consumers.get(group)
         if consumer is not None:
             self.scheduler.run_soon(consumer.rebalance)
+        return None
+
+    # -- transactional producers ----------------------------------------------------------------
+
+    def _on_check_transaction_state(self, channel: Channel, request: RemotingCommand) -> None:
+        """A broker asks about a transaction (Java's ClientRemotingProcessor.checkTransactionState):
+        handed to the transactional producer of the message's group (PGROUP), if this client has one."""
+        try:
+            header = CheckTransactionStateHeader.from_ext_fields(request.ext_fields)
+            messages = decode_messages(body_bytes(request.body))
+        except (RequestRefused, ClientError) as exc:
+            log.warning("unusable CHECK_TRANSACTION_STATE from %s: %s", channel.remote_address, exc)
+            return None
+        if not messages:
+            log.warning("CHECK_TRANSACTION_STATE from %s without a message", channel.remote_address)
+            return None
+        msg = messages[0]
+        group = msg.get_property(MessageProperty.PRODUCER_GROUP)
+        check = getattr(self.producers.get(group or ""), "check_transaction_state", None)
+        if check is None:
+            log.debug("CHECK_TRANSACTION_STATE for group %s: no transactional producer of it here", group)
+            return None
+        check(channel.remote_address, msg, header)
         return None
 
 

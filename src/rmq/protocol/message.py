@@ -36,6 +36,11 @@ class MessageProperty:
     MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
     CONSUME_START_TIMESTAMP = "CONSUME_START_TIME"
     TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    # on the copy of a half message kept back for its CHECK_IMMUNITY time: the original's queue offset
+    TRANSACTION_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    # the transaction id (the half message's UNIQ_KEY): Java's producer puts it on the message it hands
+    # its local transaction; rmq's broker on its op records, to know the ended transactions at restart
+    TRANSACTION_ID = "__transactionId__"
     CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
     BUYER_ID = "BUYER_ID"
 

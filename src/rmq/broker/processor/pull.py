@@ -122,6 +122,7 @@ class PullProcessor(Processor):
         super().__init__(controller)
         self.store = controller.store
         self.hold = controller.pull_hold
+        self.get_counts = controller.get_counts
         # (topic, expression type, expression) -> the store filter, or the refusal (code, remark)
         self._filters: dict[tuple[str, str, str], TagFilter | tuple[int, str] | None] = {}
         self.enable_property_filter = controller.config.enable_property_filter
@@ -288,14 +289,16 @@ class PullProcessor(Processor):
                 self.hold.park(pull)
                 return None
         if status == GetMessageStatus.FOUND:
+            messages = result.messages
+            self.get_counts.add(pull.group, pull.topic, len(messages), sum(map(len, messages)))
             return pull_response(
                 pull.request,
                 ResponseCode.SUCCESS,
                 result.next_begin_offset,
                 result.min_offset,
                 result.max_offset,
-                self._suggest(pull, result.messages),
-                body=result.messages,
+                self._suggest(pull, messages),
+                body=messages,
             )
         if status in _NOT_FOUND_STATUSES:
             code = ResponseCode.PULL_NOT_FOUND
