@@ -448,6 +448,15 @@ _section(
             "ms a SYNC_MASTER send waits for a slave's ack before FLUSH_SLAVE_TIMEOUT"),
 )
 
+# Access control (RocketMQ 4.x plain ACL: rmq.broker.acl). 4.x reads ${ROCKETMQ_HOME}/conf/plain_acl.yml.
+_section(
+    "broker",
+    Setting("aclEnable", Bool(), False, "check every request's signature and permissions against aclConfigFile"),
+    Setting("aclConfigFile", Text(), "conf/plain_acl.yml",
+            "the plain_acl.yml of aclEnable, reloaded when it changes; a relative path is taken from "
+            "storePathRootDir"),
+)
+
 # fmt: on
 
 _BY_ATTR = {s.attr: s for s in SETTINGS.values()}

@@ -103,10 +103,11 @@ class Cluster:
     """One ``rmq-namesrv`` and one ``rmq-broker`` process; ``restart_broker`` keeps the store and
     the port. ``client`` is a started RemotingClient for requests built by hand."""
 
-    def __init__(self, spawn, store: Path):
+    def __init__(self, spawn, store: Path, credentials: tuple[str, str] | None = None):
+        """``credentials``: what ``client`` signs with (a broker with aclEnable)."""
         self.spawn = spawn
         self.store = store
-        self.client = RemotingClient()
+        self.client = RemotingClient(credentials=credentials)
         self.namesrv_proc: subprocess.Popen | None = None
         self.broker_proc: subprocess.Popen | None = None
         self.settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS)

@@ -65,6 +65,8 @@ class BrokerConfig(SettingsView):
     transaction_time_out: int = setting("transactionTimeOut")
     transaction_check_max: int = setting("transactionCheckMax")
     transaction_check_interval: int = setting("transactionCheckInterval")
+    acl_enable: bool = setting("aclEnable")
+    acl_config_file: str = setting("aclConfigFile")
 
     def __post_init__(self) -> None:
         super().__post_init__()

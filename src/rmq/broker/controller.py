@@ -27,11 +27,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 import select
 import threading
 from collections.abc import Callable
 
 from rmq._service import Scheduler
+from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
 from rmq.broker.client_manager import ClientManager
 from rmq.broker.config import BrokerConfig, BrokerRole
 from rmq.broker.consumer_offset import ConsumerOffsetManager
@@ -153,6 +155,10 @@ class BrokerController:
             for code, handler in processor.handlers().items():
                 self.server.register_processor(code, handler)
         self.server.on_channel_closed(self._on_channel_closed)
+        # aclEnable: every request is checked before its processor (rmq.broker.acl), from start()
+        self.acl_config_path = os.path.join(root, os.path.expanduser(self.config.acl_config_file))
+        self.acl: PlainAccessValidator | None = None
+        self.acl_watcher: AclWatcher | None = None
         if self.is_slave:
             self.server.loop.schedule_periodic(SLAVE_PARKED_PULL_SCAN, self._wake_pulls_where_replicated)
         self.role = RoleSwitch(self)
@@ -212,11 +218,18 @@ class BrokerController:
         ):
             if not manager.load():
                 raise ConfigError(f"cannot load {manager.path} nor its backup: fix or remove it to start")
+        if self.config.acl_enable:
+            # a file that cannot be used stops the start: there are no earlier rules to keep
+            self.acl = PlainAccessValidator(load_plain_acl(self.acl_config_path), self.config.msg_trace_topic_name)
+            self.server.set_request_check(self.acl.check)
+            self.acl_watcher = AclWatcher(self.acl_config_path, self.acl)
         self.store.start()
         try:
             self.store.start_ha(self.role.fetch_master_epochs if self.is_slave else None)
             self.check_disk()
             self.server.start()
+            if self.acl_watcher is not None:
+                self.acl_watcher.start()
             if not self.is_slave:
                 # a slave's schedule queues are copies: only the master delivers, as in RocketMQ
                 self.schedule_message_service.start()
@@ -273,6 +286,8 @@ class BrokerController:
             self._stopped.set()
 
     def _stop_parts(self) -> None:
+        if self.acl_watcher is not None:
+            self.acl_watcher.shutdown()
         self.server.loop.run_and_wait(self.pull_hold.shutdown)
         self.server.shutdown()
         self.namesrv_client.shutdown()

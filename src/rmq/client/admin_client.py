@@ -22,6 +22,7 @@ from rmq.client.compression import UndecodableBody, decompress_body
 from rmq.errors import AdminError, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_java_json, loads_mq_tables
 from rmq.protocol.message import (
@@ -165,10 +166,19 @@ def parse_namesrv_addrs(namesrv: str) -> list[str]:
 
 
 class AdminClient:
-    def __init__(self, namesrv: str = DEFAULT_NAMESRV, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        namesrv: str = DEFAULT_NAMESRV,
+        timeout: float = DEFAULT_TIMEOUT,
+        credentials: SessionCredentials | tuple[str, ...] | None = None,
+    ):
+        """``credentials``: ``(access_key, secret_key[, security_token])`` to sign every request
+        for brokers with aclEnable (admin requests need an account with ``admin: true``)."""
         self.namesrv_addrs = parse_namesrv_addrs(namesrv)
         self.timeout = timeout
-        self.client = RemotingClient(connect_timeout=min(timeout, 3.0), name="rmq-admin-client")
+        self.client = RemotingClient(
+            connect_timeout=min(timeout, 3.0), name="rmq-admin-client", credentials=credentials
+        )
 
     def __enter__(self) -> AdminClient:
         self.client.start()

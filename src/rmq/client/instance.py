@@ -34,6 +34,7 @@ from rmq.client.route import TopicRouteData
 from rmq.errors import ClientError, RemotingConnectError, RemotingError, RequestRefused, ResponseError
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.net.codec import body_bytes
+from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode
 from rmq.protocol.message import MessageProperty, group_error
 from rmq.protocol.message_queue import MessageQueue
@@ -67,6 +68,15 @@ class ClientConfig:
     persist_consumer_offset_interval: float = 5.0
     # How long a request to a name server or broker may take (sends have their own timeout).
     request_timeout: float = 3.0
+    # (access_key, secret_key[, security_token]): every request is signed for brokers with aclEnable
+    # (RocketMQ's AclClientRPCHook). The members of one instance share its credentials.
+    credentials: SessionCredentials | tuple[str, ...] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            self.credentials = SessionCredentials.of(self.credentials)
+        except (TypeError, ValueError) as exc:
+            raise ClientError(str(exc)) from None
 
     @property
     def client_id(self) -> str:
@@ -158,7 +168,9 @@ class ClientInstance:
         self.config = config
         self.client_id = config.client_id
         self.remoting = RemotingClient(
-            connect_timeout=config.request_timeout, name=f"rmq-client-{config.instance_name}"
+            connect_timeout=config.request_timeout,
+            name=f"rmq-client-{config.instance_name}",
+            credentials=config.credentials,
         )
         self.api = ClientAPI(self.remoting)
         self.scheduler = Scheduler(f"rmq-client-timer-{config.instance_name}")
@@ -454,6 +466,12 @@ def acquire_instance(config: ClientConfig) -> ClientInstance:
         instance = _instances.get(config.client_id)
         if instance is None:
             instance = _instances[config.client_id] = ClientInstance(config)
+        elif instance.config.credentials != config.credentials:
+            # one connection per broker signs with one account: a second would be signed as the first
+            raise ClientError(
+                f"client {config.client_id} already signs with other credentials: "
+                "give this producer or consumer another instance_name"
+            )
         instance._users += 1
     instance.start()
     return instance

@@ -12,6 +12,10 @@
 'use strict';
 const { Consumer } = require('ali-ons');
 
+// ACL_ACCESS_KEY / ACL_SECRET_KEY in the environment: sign every request (ali-ons' Channel.beforeRequest).
+const credentials = () => (process.env.ACL_ACCESS_KEY ?
+  { accessKey: process.env.ACL_ACCESS_KEY, secretKey: process.env.ACL_SECRET_KEY } : {});
+
 async function main() {
   const [nameSrv, topic, group, expression, countText, idleText, failText = '0', maxText = '16', optionsText = '{}'] =
     process.argv.slice(2);
@@ -24,6 +28,7 @@ async function main() {
     // offsets are committed to the broker every 5 s by default; restart tests want it prompt
     persistConsumerOffsetInterval: 1000,
     maxReconsumeTimes: Number(maxText),
+    ...credentials(),
     ...JSON.parse(optionsText),
   });
   consumer.on('error', err => console.error(`consumer error: ${err.message}`));
