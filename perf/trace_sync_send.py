@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -109,7 +110,7 @@ def main() -> None:
         "brokerIP1": "127.0.0.1",
         "listenPort": str(port),
         "namesrvListenPort": str(free_port()),
-        "storePathRootDir": tempfile.mkdtemp(prefix="rmq-trace-"),
+        "storePathRootDir": (store := tempfile.mkdtemp(prefix="rmq-trace-")),
         "flushDiskType": "SYNC_FLUSH",
         **sizes,
     }
@@ -139,6 +140,7 @@ def main() -> None:
             print(f"  {'one cycle (answers written to answers written)':55s} {total * 1e6:7.0f}")
     finally:
         startup.shutdown()
+        shutil.rmtree(store, ignore_errors=True)
 
 
 if __name__ == "__main__":
