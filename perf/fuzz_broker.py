@@ -20,17 +20,18 @@ sends with that code, then mutated:
 
 Several frames are kept in flight per connection, matched to answers by opaque. Beside the workers
 a control client sends (SEND_MESSAGE_V2, recording acknowledgements), pulls them back and commits
-consumer offsets, every ~20 ms; any error it meets is a failure. The broker's RSS is sampled each
-second (RssAnon). At the end the broker is SIGKILLed and restarted on its store, and everything the control
-client got acknowledged is pulled back (records CRC-checked) and compared, body by body.
+consumer offsets, every ~20 ms; any error it meets is a failure (a SYSTEM_BUSY it retries, as
+clients do, and counts). The broker's anonymous RSS (RssAnon: its heap, without the CommitLog pages
+it mapped) is sampled each second. At the end the broker is SIGKILLed and restarted on its store,
+and everything the control client got acknowledged is pulled back (records CRC-checked).
 
-Reported: frames per second, per outcome the count (answered with which response code, connection
-closed by the broker, no answer expected (oneway or response flag), parked pulls, no answer in time),
-the broker's anonymous RSS (its heap: first, max, last; the mapped CommitLog pages it touched are
-not counted), the control client's sends and errors, unexpected exceptions the
-broker logged (a processor that failed instead of refusing), and the recovery check. Exit code 1 when
-the broker died, the control client met an error, an answer did not come, the broker logged an
-unexpected exception, or the recovery check failed.
+Reported: frames per second; per outcome the count (answered, with which response code; connection
+closed by the broker; no answer, as RocketMQ gives none: parked pulls, END_TRANSACTION; no answer in
+time), oneway frames and frames flagged as responses expecting none and not counted; the broker's
+RssAnon (first, max, last); the control client's sends, busy retries and errors; unexpected
+exceptions the broker logged (a processor that failed instead of refusing); the recovery check.
+Exit code 1 when the broker died, the control client met an error, an answer did not come, the
+broker logged an unexpected exception, or the recovery check failed.
 
 The topics and groups the fuzzer names come from small pools (and a few illegal names), apart from
 the control client's, so that it neither deletes what the control client reads nor creates topics
@@ -89,6 +90,12 @@ CONNECTION_FRAMES = (1, 400)
 # RssAnon is the broker's own memory; VmRSS adds the CommitLog's mapped pages it touched (RssFile),
 # which grow with the log and which the kernel takes back when it needs them.
 RSS = re.compile(r"RssAnon:\s+(\d+) kB")
+# Requests RocketMQ may leave unanswered: a pull parks until a message comes or its suspend time
+# ends (any length a client asks for); END_TRANSACTION is sent oneway by clients, and the broker
+# answers it only when it has something to say (EndTransactionProcessor returns null otherwise).
+ANSWER_OPTIONAL = frozenset({RequestCode.PULL_MESSAGE, RequestCode.END_TRANSACTION})
+# A refusal a client meets under load and retries (flow control), not an error.
+BUSY_RETRIES = 20
 FAILED = re.compile(r"processor for request code (\d+) from \S+ failed")
 
 
@@ -499,9 +506,9 @@ def worker(port: int, frames: int, seed: int, results: multiprocessing.Queue) ->
             deadline = time.monotonic() + ANSWER_TIMEOUT
             pulls_parked = 0
             while expected and alive:
-                waiting_only_for_pulls = all(c == RequestCode.PULL_MESSAGE for c in expected.values())
-                if waiting_only_for_pulls and time.monotonic() > deadline - ANSWER_TIMEOUT + 1.0:
-                    pulls_parked = len(expected)  # suspended pulls (sysFlag bit 2): answered later, or never
+                waiting_only_for_optional = all(c in ANSWER_OPTIONAL for c in expected.values())
+                if waiting_only_for_optional and time.monotonic() > deadline - ANSWER_TIMEOUT + 1.0:
+                    pulls_parked = len(expected)
                     break
                 conn.sock.settimeout(max(0.01, min(1.0, deadline - time.monotonic())))
                 try:
@@ -529,7 +536,7 @@ def worker(port: int, frames: int, seed: int, results: multiprocessing.Queue) ->
                     else:
                         outcomes["answers to parked pulls or unmatched"] += 1
             if pulls_parked:
-                outcomes["pulls parked"] += pulls_parked
+                outcomes["no answer, as RocketMQ (parked pulls, END_TRANSACTION)"] += pulls_parked
                 alive = False  # a new connection: the next answers should not mix with theirs
         if alive and rng.random() < 0.15 and sent < frames:
             # the last frame: broken framing
@@ -563,6 +570,7 @@ class Control:
         self.client = RemotingClient()
         self.acked: set[bytes] = set()
         self.pulled = 0
+        self.busy = 0  # SYSTEM_BUSY answers, retried
         self.errors: list[str] = []
         self.next_offset = [0] * CONTROL_QUEUES
         self._stop = threading.Event()
@@ -588,7 +596,14 @@ class Control:
             body = b"control-%08d" % n
             queue_id = n % CONTROL_QUEUES
             try:
-                answer = self.client.invoke_sync(self.addr, send_request(CONTROL_TOPIC, body, queue_id=queue_id), 10)
+                request = send_request(CONTROL_TOPIC, body, queue_id=queue_id)
+                answer = self.client.invoke_sync(self.addr, request, 10)
+                for _ in range(BUSY_RETRIES):  # as a client does: flow control, retry a little later
+                    if answer.code != ResponseCode.SYSTEM_BUSY:
+                        break
+                    self.busy += 1
+                    self._stop.wait(0.05)
+                    answer = self.client.invoke_sync(self.addr, request, 10)
                 if answer.code != ResponseCode.SUCCESS:
                     self.errors.append(f"send answered {answer.code}: {answer.remark}")
                     continue
@@ -725,6 +740,7 @@ def run(args: argparse.Namespace) -> dict:
             control={
                 "acked": len(control.acked),
                 "pulled": control.pulled,
+                "busy_retried": control.busy,
                 "errors": len(control.errors),
                 "first_errors": control.errors[:5],
             },
