@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import struct
 
 import pytest
@@ -80,6 +81,52 @@ def test_encoded_commands_decode_to_themselves(impl, fields, chunk):
     # the other implementation reads the same bytes the same way
     other = _codec if impl is codec_py else codec_py
     assert [c.opaque for c in other.decode_frames(stream)] == [c.opaque for c in got]
+
+
+def _decoded(impl, data: bytes):
+    """What one twin makes of ``data``: the commands' fields, or the ProtocolError's class."""
+    try:
+        return [
+            (c.code, c.opaque, c.flag, c.remark, c.ext_fields, bytes(c.body or b""))
+            for c in impl.FrameDecoder(max_frame_size=SMALL_MAX).feed(data)
+        ]
+    except ProtocolError:
+        return ProtocolError
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.binary(max_size=400)
+    | st.builds(
+        lambda header, body: raw_frame(header, body),
+        st.one_of(
+            st.binary(max_size=80),
+            st.dictionaries(st.sampled_from(["code", "opaque", "flag", "remark", "extFields", "x"]), ext_values).map(
+                lambda d: json.dumps(d).encode()
+            ),
+        ),
+        st.binary(max_size=40),
+    )
+)
+def test_both_twins_read_any_bytes_alike(data):
+    assert _decoded(codec_py, data) == _decoded(_codec, data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(fields=commands)
+def test_both_twins_encode_a_command_to_the_same_bytes(fields):
+    built = [
+        impl.RemotingCommand(
+            fields["code"],
+            opaque=fields["opaque"],
+            flag=fields["flag"],
+            remark=fields["remark"],
+            ext_fields=fields["ext_fields"],
+            body=fields["body"],
+        )
+        for impl in (codec_py, _codec)
+    ]
+    assert codec_py.encode(built[0]) == _codec.encode(built[1])
 
 
 BAD_INPUTS = st.one_of(

@@ -1,5 +1,5 @@
 """Property-based fuzzing of what rmq.protocol decodes from peers: stored records (both twins of the
-record codec), batch bodies, message properties, Java JSON, heartbeats and lock bodies. Whatever the
+record codec), batch bodies, message properties, Java JSON, heartbeats, lock bodies and SQL92 filters. Whatever the
 bytes, a decoder answers with a value or with its own error, never another exception; and what the
 encoders write decodes to what they were given."""
 
@@ -19,6 +19,7 @@ from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.protocol.java_json import dumps_mq_table, loads_java_json, loads_mq_tables
 from rmq.protocol.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, decode_properties, encode_properties
 from rmq.protocol.message_queue import MessageQueue, parse_lock_batch_body
+from rmq.protocol.sql92 import SqlFilterError, compile_sql92, evaluate_sql92
 from tests.helpers.golden import spec_record
 
 FUZZ = settings(max_examples=100, deadline=None)
@@ -257,3 +258,159 @@ def test_any_heartbeat_or_lock_body_parses_or_is_refused(data):
 def test_a_lock_body_missing_queue_fields_is_refused(body):
     with pytest.raises(RequestRefused):
         parse_lock_batch_body(body)
+
+
+# -- SQL92 filters ---------------------------------------------------------------------------------
+
+SQL_NAMES = st.sampled_from(["a", "b", "c_1", "$d"])
+SQL_STRINGS = st.text(st.characters(codec="utf-8", blacklist_categories=["Cs"]), max_size=6)
+SQL_PROPERTIES = st.dictionaries(SQL_NAMES, st.one_of(st.integers(-5, 5).map(str), SQL_STRINGS), max_size=4)
+
+
+def _quoted(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+@st.composite
+def sql_expressions(draw, depth: int = 0):
+    """A boolean SQL92 expression RocketMQ's parser takes, as a tree: (kind, parts...)."""
+    if depth < 3 and draw(st.booleans()):
+        kind = draw(st.sampled_from(["AND", "OR", "NOT"]))
+        if kind == "NOT":
+            return ("NOT", draw(sql_expressions(depth + 1)))
+        return (kind, draw(sql_expressions(depth + 1)), draw(sql_expressions(depth + 1)))
+    name = draw(SQL_NAMES)
+    kind = draw(st.sampled_from(["cmp", "eq", "null", "between", "in", "text"]))
+    if kind == "cmp":
+        return ("cmp", name, draw(st.sampled_from([">", ">=", "<", "<="])), str(draw(st.integers(-9, 9))))
+    if kind == "eq":
+        literal = draw(st.one_of(st.integers(-9, 9).map(str), SQL_STRINGS.map(_quoted)))
+        return ("cmp", name, draw(st.sampled_from(["=", "<>"])), literal)
+    if kind == "null":
+        return ("null", name, draw(st.booleans()))
+    if kind == "between":
+        low = draw(st.integers(-9, 9))
+        return ("between", name, draw(st.booleans()), low, low + draw(st.integers(0, 5)))
+    if kind == "in":
+        return ("in", name, draw(st.booleans()), draw(st.lists(SQL_STRINGS, min_size=1, max_size=3)))
+    return (
+        "text",
+        name,
+        draw(st.booleans()),
+        draw(st.sampled_from(["CONTAINS", "STARTSWITH", "ENDSWITH"])),
+        draw(SQL_STRINGS),
+    )
+
+
+def render(tree, keyword=str.upper, gap: str = " ", extra_parens: bool = False) -> str:
+    """The text of ``tree``; keyword case, spacing and redundant parentheses vary, the meaning not."""
+    kind = tree[0]
+    k = keyword
+    not_ = k("NOT") + gap if len(tree) > 2 and tree[2] is True else ""
+    if kind in ("AND", "OR"):
+        left, right = (render(part, keyword, gap, extra_parens) for part in tree[1:])
+        text = f"({left}){gap}{k(kind)}{gap}({right})"
+    elif kind == "NOT":
+        text = f"{k('NOT')}{gap}({render(tree[1], keyword, gap, extra_parens)})"
+    elif kind == "cmp":
+        text = f"{tree[1]}{gap}{tree[2]}{gap}{tree[3]}"
+    elif kind == "null":
+        text = f"{tree[1]}{gap}{k('IS')}{gap}{not_}{k('NULL')}"
+    elif kind == "between":
+        text = f"{tree[1]}{gap}{not_}{k('BETWEEN')}{gap}{tree[3]}{gap}{k('AND')}{gap}{tree[4]}"
+    elif kind == "in":
+        items = ",".join(_quoted(s) for s in tree[3])
+        text = f"{tree[1]}{gap}{not_}{k('IN')}{gap}({items})"
+    else:
+        text = f"{tree[1]}{gap}{not_}{k(tree[3])}{gap}{_quoted(tree[4])}"
+    return f"({text})" if extra_parens else text
+
+
+def names_of(tree) -> set[str]:
+    if tree[0] in ("AND", "OR"):
+        return names_of(tree[1]) | names_of(tree[2])
+    if tree[0] == "NOT":
+        return names_of(tree[1])
+    return {tree[1]}
+
+
+@FUZZ
+@given(tree=sql_expressions(), properties=SQL_PROPERTIES)
+def test_a_generated_sql92_expression_reads_back_the_same_however_written(tree, properties):
+    plain = render(tree)
+    sql92 = compile_sql92(plain)
+    assert sql92.property_names == names_of(tree)
+    expected = evaluate_sql92(plain, properties)
+    assert expected in (True, False, None, "error")
+    assert sql92(properties) is (expected is True)
+    for other in (
+        render(tree, str.lower, "  ", True),
+        render(tree, str.title, "\n/* c */ ", False),
+        render(tree, str.upper, "\t", True) + " -- the end",
+    ):
+        assert evaluate_sql92(other, properties) == expected, other
+
+
+THREE_VALUED_AND = {
+    (True, True): True,
+    (False, None): False,
+    (None, False): False,
+    (None, True): None,
+    (True, None): None,
+    (None, None): None,
+}
+
+
+@FUZZ
+@given(left=sql_expressions(), right=sql_expressions(), properties=SQL_PROPERTIES)
+def test_sql92_logic_is_three_valued(left, right, properties):
+    a, b = evaluate_sql92(render(left), properties), evaluate_sql92(render(right), properties)
+    if "error" in (a, b):
+        return
+    both = evaluate_sql92(f"({render(left)}) AND ({render(right)})", properties)
+    either = evaluate_sql92(f"({render(left)}) OR ({render(right)})", properties)
+    negated = evaluate_sql92(f"NOT ({render(left)})", properties)
+    assert both == (False if False in (a, b) else None if None in (a, b) else True)
+    assert either == (True if True in (a, b) else None if None in (a, b) else False)
+    assert negated == (None if a is None else not a)
+
+
+@FUZZ
+@given(
+    text=st.text(max_size=60)
+    | st.lists(
+        st.sampled_from(
+            [
+                "a",
+                "'x'",
+                "1",
+                "1.5",
+                "(",
+                ")",
+                "AND",
+                "OR",
+                "NOT",
+                "=",
+                ">",
+                "IN",
+                "IS",
+                "NULL",
+                "BETWEEN",
+                ",",
+                "--",
+                "/*",
+                "*/",
+                "TRUE",
+                "99999999999999999999",
+            ]
+        )
+    ).map(" ".join),
+    properties=SQL_PROPERTIES,
+)
+def test_any_text_compiles_or_is_refused_and_never_fails_a_message(text, properties):
+    try:
+        sql92 = compile_sql92(text)
+    except SqlFilterError as e:
+        assert str(e)
+        return
+    assert sql92(properties) in (True, False)
