@@ -62,6 +62,7 @@ from pathlib import Path
 from harness import (
     LOOPBACK,
     Processes,
+    bodies_in,
     broker_settings,
     offset_request,
     pull_request,
@@ -640,19 +641,6 @@ def rss_kib(pid: int) -> int:
     return int(found.group(1)) if found else 0
 
 
-def pull_all(client: RemotingClient, addr: str) -> set[bytes]:
-    found: set[bytes] = set()
-    for queue_id in range(CONTROL_QUEUES):
-        offset = 0
-        while True:
-            answer = client.invoke_sync(addr, pull_request(CONTROL_TOPIC, queue_id, offset, max_msgs=1000), 10)
-            if answer.code != ResponseCode.SUCCESS:
-                break
-            found.update(bytes(m.body) for m in records(answer.body))  # CRC checked
-            offset = int(answer.ext_fields["nextBeginOffset"])
-    return found
-
-
 def unexpected_exceptions(log_path: Path) -> collections.Counter:
     """What the broker logged as a failed processor: (request code, last line of the traceback)."""
     found: collections.Counter = collections.Counter()
@@ -755,7 +743,7 @@ def run(args: argparse.Namespace) -> dict:
         client = RemotingClient()
         client.start()
         try:
-            found = pull_all(client, addr)
+            found = bodies_in(client, addr, CONTROL_TOPIC, CONTROL_QUEUES)
         finally:
             client.shutdown()
         missing = control.acked - found

@@ -292,6 +292,21 @@ IN_FLIGHT = 32
 DROPPED = re.compile(r"dropped (\d+) bytes \((\d+) records\)")
 
 
+def bodies_in(client: RemotingClient, addr: str, topic: str = TOPIC, queues: int = QUEUES) -> set[bytes]:
+    """Every body in ``topic``'s queues on ``addr``, pulled from offset 0 (records CRC-checked: a
+    torn one raises RecordError)."""
+    found: set[bytes] = set()
+    for queue_id in range(queues):
+        offset = 0
+        while True:
+            answer = client.invoke_sync(addr, pull_request(topic, queue_id, offset, max_msgs=1000), 10)
+            if answer.code != ResponseCode.SUCCESS:
+                break
+            found.update(bytes(m.body) for m in records(answer.body))
+            offset = int(answer.ext_fields["nextBeginOffset"])
+    return found
+
+
 @dataclasses.dataclass
 class RoundReport:
     round: int
@@ -304,26 +319,36 @@ class RoundReport:
     converged_at: int  # CommitLog offset up to which both logs are identical
 
 
-class Sender:
-    """Sends to one broker address from a thread, ``IN_FLIGHT`` at a time, until stopped; keeps the
-    bodies answered SEND_OK."""
+class ClientThread:
+    """A client's loop (``_run``) on a thread of its own, from ``start()`` until ``stop()``."""
 
-    def __init__(self, client: RemotingClient, addr: str, first: int):
-        self.client = client
-        self.addr = addr
-        self.next = first
-        self.acked: list[bytes] = []
-        self.failed = 0
+    def __init__(self, name: str):
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="failover-sender")
+        self._thread = threading.Thread(target=self._run, name=name)
 
-    def start(self) -> Sender:
+    def start(self):
         self._thread.start()
         return self
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(30)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class Sender(ClientThread):
+    """Sends to one broker address from a thread, ``IN_FLIGHT`` at a time, until stopped; keeps the
+    bodies answered SEND_OK."""
+
+    def __init__(self, client: RemotingClient, addr: str, first: int):
+        super().__init__("failover-sender")
+        self.client = client
+        self.addr = addr
+        self.next = first
+        self.acked: list[bytes] = []
+        self.failed = 0
 
     def _run(self) -> None:
         window = threading.Semaphore(IN_FLIGHT)
@@ -443,18 +468,7 @@ class FailoverPair:
         return answer.code != ResponseCode.TOPIC_NOT_EXIST
 
     def bodies_on(self, name: str) -> set[bytes]:
-        found: set[bytes] = set()
-        for queue_id in range(QUEUES):
-            offset = 0
-            while True:
-                answer = self.client.invoke_sync(
-                    self.addr(name), pull_request(TOPIC, queue_id, offset, max_msgs=1000), 5
-                )
-                if answer.code != ResponseCode.SUCCESS:
-                    break
-                found.update(bytes(m.body) for m in records(answer.body))
-                offset = int(answer.ext_fields["nextBeginOffset"])
-        return found
+        return bodies_in(self.client, self.addr(name))
 
     def round(self, min_acked: int = 300) -> RoundReport:
         """One failover; afterwards ``master`` and ``slave`` are swapped."""

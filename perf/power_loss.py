@@ -52,9 +52,8 @@ from harness import (
     TOPIC,
     Processes,
     Sender,
+    bodies_in,
     broker_settings,
-    pull_request,
-    records,
     start_broker_process,
     update_topic_request,
     wait_until,
@@ -91,20 +90,6 @@ def mirror_metadata(live: Path, disk: Path) -> None:
             with open(twin, "ab"):
                 pass
             os.truncate(twin, path.stat().st_size)
-
-
-def bodies(client: RemotingClient, addr: str) -> tuple[set[bytes], int]:
-    """Every body in TOPIC from offset 0 (records CRC-checked, a torn one raises), and their bytes."""
-    found: set[bytes] = set()
-    for queue_id in range(QUEUES):
-        offset = 0
-        while True:
-            answer = client.invoke_sync(addr, pull_request(TOPIC, queue_id, offset, max_msgs=1000), 10)
-            if answer.code != ResponseCode.SUCCESS:
-                break
-            found.update(bytes(m.body) for m in records(answer.body))
-            offset = int(answer.ext_fields["nextBeginOffset"])
-    return found, sum(len(b) for b in found)
 
 
 def rounds_of(flush: str, rounds: int, root: Path, shim: Path, min_acked: int, seconds: float, log) -> dict:
@@ -157,7 +142,7 @@ def rounds_of(flush: str, rounds: int, root: Path, shim: Path, min_acked: int, s
             t0 = time.monotonic()
             proc = start()
             restart = time.monotonic() - t0
-            found, _ = bodies(client, addr)
+            found = bodies_in(client, addr)
             lost = acked - found
             lost_this_round = round_acked - found
             per_round.append(

@@ -44,9 +44,11 @@ from pathlib import Path
 from harness import (
     QUEUES,
     TOPIC,
+    ClientThread,
     FailoverPair,
     Processes,
     Sender,
+    bodies_in,
     broker_settings,
     offset_request,
     pull_request,
@@ -64,11 +66,12 @@ GROUP = "soak-consumers"
 OFFSET_FLUSH_MS = 500
 
 
-class Consumer:
+class Consumer(ClientThread):
     """Pulls every queue of TOPIC from ``addr()`` (the broker of the moment), checks the records and
     commits after each pull; ``commits`` holds (time acknowledged, queue, offset)."""
 
     def __init__(self, client: RemotingClient, addr, commit: bool = True):
+        super().__init__("soak-consumer")
         self.client = client
         self.addr = addr
         self.commit = commit
@@ -78,16 +81,6 @@ class Consumer:
         self.commits: list[tuple[float, int, int]] = []
         self.sent_max = [-1] * QUEUES  # the highest offset sent in a commit, acknowledged or not
         self.paused = threading.Event()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name="soak-consumer")
-
-    def start(self) -> Consumer:
-        self._thread.start()
-        return self
-
-    def stop(self) -> None:
-        self._stop.set()
-        self._thread.join(30)
 
     def _run(self) -> None:
         queue_id = 0
@@ -126,20 +119,6 @@ class Consumer:
                     self.commits.append((time.monotonic(), queue_id, self.next[queue_id]))
             except Exception:
                 pass
-
-
-def bodies_from_zero(client: RemotingClient, addr: str) -> set[bytes]:
-    """Every body in TOPIC's queues on ``addr``, pulled from offset 0 (records CRC-checked)."""
-    found: set[bytes] = set()
-    for queue_id in range(QUEUES):
-        offset = 0
-        while True:
-            answer = client.invoke_sync(addr, pull_request(TOPIC, queue_id, offset, max_msgs=1000), 10)
-            if answer.code != ResponseCode.SUCCESS:
-                break
-            found.update(bytes(m.body) for m in records(answer.body))
-            offset = int(answer.ext_fields["nextBeginOffset"])
-    return found
 
 
 def persisted_offsets(store: Path) -> dict[int, int]:
@@ -206,7 +185,7 @@ def sync_flush_rounds(rounds: int, root: Path, min_acked: int, offset_age: float
                 up_since = time.monotonic()
                 restart_seconds.append(up_since - t0)
                 # every acknowledged message survived, whole
-                missing = acked - bodies_from_zero(client, addr)
+                missing = acked - bodies_in(client, addr)
                 report["lost"] += len(missing)
                 commits = list(consumer.commits)
                 for queue_id in range(QUEUES):

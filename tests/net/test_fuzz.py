@@ -32,6 +32,13 @@ commands = st.builds(
 )
 
 
+def command(impl, f: dict):
+    """A RemotingCommand of twin ``impl`` from drawn ``commands`` fields."""
+    return impl.RemotingCommand(
+        f["code"], opaque=f["opaque"], flag=f["flag"], remark=f["remark"], ext_fields=f["ext_fields"], body=f["body"]
+    )
+
+
 @IMPLEMENTATIONS
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=600), cuts=st.lists(st.integers(0, 600), max_size=6))
@@ -51,17 +58,7 @@ def test_arbitrary_bytes_give_commands_or_protocol_error(impl, data, cuts):
 @settings(max_examples=200, deadline=None)
 @given(fields=st.lists(commands, min_size=1, max_size=4), chunk=st.integers(1, 64))
 def test_encoded_commands_decode_to_themselves(impl, fields, chunk):
-    sent = [
-        impl.RemotingCommand(
-            f["code"],
-            opaque=f["opaque"],
-            flag=f["flag"],
-            remark=f["remark"],
-            ext_fields=f["ext_fields"],
-            body=f["body"],
-        )
-        for f in fields
-    ]
+    sent = [command(impl, f) for f in fields]
     stream = b"".join(impl.encode(cmd) for cmd in sent)
     decoder = impl.FrameDecoder()
     got = []
@@ -115,18 +112,7 @@ def test_both_twins_read_any_bytes_alike(data):
 @settings(max_examples=200, deadline=None)
 @given(fields=commands)
 def test_both_twins_encode_a_command_to_the_same_bytes(fields):
-    built = [
-        impl.RemotingCommand(
-            fields["code"],
-            opaque=fields["opaque"],
-            flag=fields["flag"],
-            remark=fields["remark"],
-            ext_fields=fields["ext_fields"],
-            body=fields["body"],
-        )
-        for impl in (codec_py, _codec)
-    ]
-    assert codec_py.encode(built[0]) == _codec.encode(built[1])
+    assert codec_py.encode(command(codec_py, fields)) == _codec.encode(command(_codec, fields))
 
 
 BAD_INPUTS = st.one_of(
