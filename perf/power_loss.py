@@ -32,6 +32,13 @@ journal commit, and torn sectors inside one synced range (a disk writes 4 KiB se
 not a whole msync), are outside it. It intercepts the C library's calls only (a raw ``syscall``
 bypasses it), which is how rmq's store (Cython msync, Python's mmap, os.fsync, os.replace) reaches
 the kernel.
+
+Why not LazyFS (a FUSE file system that drops what was not fsynced on command): FUSE mounts work
+here and LazyFS builds (with Debian's libspdlog-dev and libtoml11-dev in place of its downloads),
+but a store on FUSE is another store: its mapped writes reach the file system only when the kernel
+writes the pages back, and in a first probe even a file fsynced and renamed was gone after its
+``clear-cache`` (it also wants the directory fsynced). The preloaded layer sees exactly the calls
+rmq makes, on the file system the broker runs on in production.
 """
 
 from __future__ import annotations
