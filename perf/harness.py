@@ -292,19 +292,24 @@ IN_FLIGHT = 32
 DROPPED = re.compile(r"dropped (\d+) bytes \((\d+) records\)")
 
 
-def bodies_in(client: RemotingClient, addr: str, topic: str = TOPIC, queues: int = QUEUES) -> set[bytes]:
-    """Every body in ``topic``'s queues on ``addr``, pulled from offset 0 (records CRC-checked: a
-    torn one raises RecordError)."""
-    found: set[bytes] = set()
+def pull_all(client: RemotingClient, addr: str, topic: str = TOPIC, queues: int = QUEUES) -> list[StoredMessage]:
+    """Every message of queues ``0..queues-1`` of ``topic`` on ``addr``, pulled from offset 0
+    (records CRC-checked: a torn one raises RecordError)."""
+    found: list[StoredMessage] = []
     for queue_id in range(queues):
         offset = 0
         while True:
-            answer = client.invoke_sync(addr, pull_request(topic, queue_id, offset, max_msgs=1000), 10)
+            answer = call(client, addr, pull_request(topic, queue_id, offset, max_msgs=1000))
             if answer.code != ResponseCode.SUCCESS:
                 break
-            found.update(bytes(m.body) for m in records(answer.body))
+            found += records(answer.body)
             offset = int(answer.ext_fields["nextBeginOffset"])
     return found
+
+
+def bodies_in(client: RemotingClient, addr: str, topic: str = TOPIC, queues: int = QUEUES) -> set[bytes]:
+    """The bodies of ``pull_all``."""
+    return {bytes(m.body) for m in pull_all(client, addr, topic, queues)}
 
 
 @dataclasses.dataclass

@@ -19,6 +19,7 @@ offset_request = harness.offset_request
 update_topic_request = harness.update_topic_request
 records = harness.records
 call = harness.call
+pull_all = harness.pull_all
 
 
 def batch_body(messages: list[tuple[bytes, dict]]) -> bytes:
