@@ -174,3 +174,19 @@ if __name__ == "__main__":
         old.unlink()
     for path in synthetic_matrix(target):
         print(path, path.stat().st_size)
+
+
+def stats_log_lines(broker: str = "broker-a", t0: float = 1.7e9) -> list[dict[str, Any]]:
+    """Two minutes of a broker's stats.log (rmq.broker.stats_log's format): TopicA took 120,000 then
+    60,000 messages of 1,176 stored bytes; GroupA read 170,000 of them."""
+    bounds = [0, 10, 50, 100, 200, 500, 1000]
+    return [
+        {"kind": "topic_put", "broker": broker, "t_start": t0, "t_end": t0 + 60, "topic": "TopicA",
+         "put_nums": 120_000, "put_size": 120_000 * 1176, "put_tps": 2000.0,
+         "put_latency_ms": {"bounds": bounds, "counts": [0, 250, 6, 0, 0, 0, 0, 0], "sampled": 256}},
+        {"kind": "topic_put", "broker": broker, "t_start": t0 + 60, "t_end": t0 + 120, "topic": "TopicA",
+         "put_nums": 60_000, "put_size": 60_000 * 1176, "put_tps": 1000.0,
+         "put_latency_ms": {"bounds": bounds, "counts": [0, 250, 0, 0, 6, 0, 0, 0], "sampled": 256}},
+        {"kind": "group_get", "broker": broker, "t_start": t0, "t_end": t0 + 120, "group": "GroupA",
+         "topic": "TopicA", "get_nums": 170_000, "get_size": 170_000 * 1176, "get_tps": 1416.67},
+    ]  # fmt: skip

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers.perf_logs import stats_log_lines
+
 ROOT = Path(__file__).resolve().parents[3]
 SAMPLES = ROOT / "spark" / "samples"
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
@@ -36,11 +38,15 @@ def test_spark_submit_writes_the_plan_the_report_and_the_charts(tmp_path):
     spark_submit = shutil.which("spark-submit")
     if spark_submit is None:
         pytest.skip("spark-submit is not on PATH (pip install 'rmq[spark]' puts it there)")
+    logs = tmp_path / "logs"
+    shutil.copytree(SAMPLES, logs)
+    (logs / "store" / "logs").mkdir(parents=True)
+    (logs / "store" / "logs" / "stats.log").write_text("".join(json.dumps(r) + "\n" for r in stats_log_lines()))
     workload = tmp_path / "workload.yaml"
     workload.write_text("peak_rate: 50000\navg_rate: 20000\nsize: 1024\nslo_p99_ms: 2\nretention_hours: 48\n")
     out = tmp_path / "out"
     result = subprocess.run(
-        [spark_submit, "--master", "local[1]", "spark/capacity.py", str(SAMPLES), "--out", str(out),
+        [spark_submit, "--master", "local[1]", "spark/capacity.py", str(logs), "--out", str(out),
          "--workload", str(workload), "--groups", "2"],
         capture_output=True, text=True, timeout=240, env=_env(), cwd=ROOT,
     )  # fmt: skip
@@ -52,9 +58,14 @@ def test_spark_submit_writes_the_plan_the_report_and_the_charts(tmp_path):
     assert rec["mode"] == "ASYNC_FLUSH standalone" and rec["broker_sets"] == 2
     assert rec["throughput"]["cell_ids"] and rec["throughput"]["run_ids"] == ["synthetic-12-r0", "synthetic-12-r1"]
     assert plan["inputs"]["bad_lines"]["total"] == 0
+    assert [(s["kind"], s["messages"]) for s in plan["broker_stats"]] == [
+        ("group_get", 170_000),
+        ("topic_put", 180_000),
+    ]
     assert {f["mode"]["role"] for f in plan["size_fits"]} == {"standalone", "async_master", "sync_master"}
     report = (out / "report.html").read_text()
     assert report.count("src='data:image/png;base64,") == 4 and "ASYNC_FLUSH standalone" in report
+    assert "What the brokers' stats logs saw" in report
     for name in ("throughput_vs_in_flight", "latency_vs_load", "mode_cost", "disk_per_retention"):
         png = (out / f"{name}.png").read_bytes()
         assert png.startswith(PNG_MAGIC) and len(png) > 10_000

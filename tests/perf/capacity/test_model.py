@@ -3,13 +3,15 @@ throughput, repeats and the summary fallback; saturation on a hand-made curve; t
 
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
 from rmq.perf import log
 from rmq.perf.capacity import model, read
 from rmq.perf.histogram import Histogram
-from tests.helpers.perf_logs import cell, cell_records, header, write_run
+from tests.helpers.perf_logs import cell, cell_records, header, stats_log_lines, write_run
 
 # a bucket's midpoint is within 1/64 of any value it holds
 PRECISION = 1 / 64 + 1e-9
@@ -131,3 +133,20 @@ def test_the_size_fit_recovers_a_per_message_and_a_per_byte_cost():
 
 def test_one_size_gives_no_fit():
     assert model.size_fits([model.Saturation(_point(16, 9_000, 1_000), 2_000, True)]) == {}
+
+
+def test_broker_stats_logs_are_summed_per_topic_and_group(spark, tmp_path):
+    logs = tmp_path / "store" / "logs"
+    logs.mkdir(parents=True)
+    lines = [json.dumps(r) for r in stats_log_lines()]
+    (logs / "stats.log").write_text("\n".join([lines[0], '{"kind": "topic_put", "put_nums": "x"}', *lines[1:]]))
+    files = read.stats_log_files([tmp_path])
+    assert files == [str(logs / "stats.log")]
+    stats, bad = read.read_stats_logs(spark, files)
+    assert bad.total == 1
+    get, put = model.broker_stats(stats)  # in order of kind, broker, topic, group
+    assert (put["kind"], put["topic"], put["messages"]) == ("topic_put", "TopicA", 180_000)
+    assert put["bytes_per_message"] == 1176 and put["avg_msgs_per_s"] == 1500 and put["peak_msgs_per_s"] == 2000
+    # 512 samples merged: the 99th percentile (rank 507) falls past 250 + 250 + 6 in the "<= 200" bucket
+    assert put["put_p99_ms"] == "<= 200"
+    assert (get["kind"], get["group"], get["messages"]) == ("group_get", "GroupA", 170_000)

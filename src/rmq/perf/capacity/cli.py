@@ -107,14 +107,18 @@ def main(
             _say(quiet, f"{bad.total} bad line(s) skipped: " + ", ".join(f"{f} {n}" for f, n in bad.by_file.items()))
         headers = records.filter(records.kind == log.KIND_HEADER).select("run_id", "env.*").collect()
         points = model.points(spark, records)
+        broker_stats: list[dict[str, Any]] = []
+        stats_bad = read.BadLines(0, {}, [])
+        if stats_files := read.stats_log_files(logdirs):
+            stats, stats_bad = read.read_stats_logs(spark, stats_files)
+            broker_stats = model.broker_stats(stats)
+            _say(quiet, f"read {len(stats_files)} broker stats log(s), {stats_bad.total} bad line(s)")
     finally:
         spark.stop()
     saturations = [s for c in model.curves(points).values() if (s := model.saturation(c, workload.slo_us))]
     fits = model.size_fits(saturations)
     plan = make_plan(workload, saturations, fits)
     notes = []
-    if stats := read.stats_log_files(logdirs):
-        notes.append(f"{len(stats)} broker stats.log file(s) found and not read: rmq does not write that format yet")
     if saturated := sorted({c for p in points if p.generator_saturated for c in p.cell_ids}):
         notes.append(f"the load generator was the bottleneck in {len(saturated)} cell(s): {', '.join(saturated)}")
     runs = {r["run_id"]: r.asDict() for r in headers}
@@ -123,7 +127,9 @@ def main(
             runs.setdefault(run_id, {"run_id": run_id})
     inputs = {"files": files, "runs": sorted(runs.values(), key=lambda r: r["run_id"]), "bad_lines": bad.to_json()}
     inputs["notes"] = notes
-    paths = report.write_outputs(Path(out), report.Capacity(points, saturations, fits, plan, inputs))
+    inputs["stats_logs"] = {"files": stats_files, "bad_lines": stats_bad.to_json()}
+    capacity = report.Capacity(points, saturations, fits, plan, inputs, broker_stats)
+    paths = report.write_outputs(Path(out), capacity)
     for note in notes:
         _say(quiet, f"note: {note}")
     rec = plan.recommended

@@ -28,6 +28,7 @@ from pyspark.sql import DataFrame, SparkSession, Window
 from pyspark.sql import functions as F
 
 from rmq.perf import log
+from rmq.perf.capacity import read
 from rmq.perf.histogram import N_BUCKETS, value_of
 
 FAMILY = ("system", "peer_mode", "flush", "role", "size", "batch")
@@ -293,3 +294,59 @@ def size_fits(saturations: Iterable[Saturation]) -> dict[tuple[Any, ...], SizeFi
         runs = sorted({r for s in sats for r in s.point.run_ids})
         fits[mode] = SizeFit(mode, float(a), float(b), sizes, cells, runs)
     return fits
+
+
+def broker_stats(stats: DataFrame) -> list[dict[str, Any]]:
+    """Per broker and topic what the stats logs saw put (messages, stored bytes, average and peak
+    msgs/s, stored bytes a message, the p99 put latency bucket of the merged samples), and per group
+    what it got: what a running cluster's own logs say, beside the perf logs' figures."""
+    seconds = F.sum(F.col("t_end") - F.col("t_start"))
+    puts = stats.filter(F.col("kind") == F.lit(read.STATS_TOPIC_PUT))
+    put_rows = puts.groupBy("broker", "topic").agg(
+        F.sum("put_nums").alias("messages"),
+        F.sum("put_size").alias("bytes"),
+        (F.sum("put_nums") / seconds).alias("avg_msgs_per_s"),
+        F.max("put_tps").alias("peak_msgs_per_s"),
+        (F.sum("put_size") / F.sum("put_nums")).alias("bytes_per_message"),
+    )
+    buckets = (
+        puts.select("broker", "topic", F.col("put_latency_ms.bounds").alias("bounds"),
+                    F.posexplode("put_latency_ms.counts").alias("bucket", "count"))
+        .groupBy("broker", "topic", "bucket")
+        .agg(F.sum("count").alias("count"), F.first("bounds").alias("bounds"))
+        .collect()
+    )  # fmt: skip
+    latency: dict[tuple[str, str], list[tuple[int, int, list[int]]]] = defaultdict(list)
+    for row in buckets:
+        latency[(row["broker"], row["topic"])].append((row["bucket"], row["count"], row["bounds"] or []))
+    result = []
+    for row in put_rows.collect():
+        counts = sorted(latency.get((row["broker"], row["topic"]), []))
+        result.append({"kind": read.STATS_TOPIC_PUT, **row.asDict(), "put_p99_ms": _p99_bucket(counts)})
+    gets = stats.filter(F.col("kind") == F.lit(read.STATS_GROUP_GET))
+    for row in (
+        gets.groupBy("broker", "group", "topic")
+        .agg(
+            F.sum("get_nums").alias("messages"),
+            F.sum("get_size").alias("bytes"),
+            (F.sum("get_nums") / seconds).alias("avg_msgs_per_s"),
+            F.max("get_tps").alias("peak_msgs_per_s"),
+        )
+        .collect()
+    ):
+        result.append({"kind": read.STATS_GROUP_GET, **row.asDict()})
+    return sorted(result, key=lambda r: (r["kind"], r["broker"], r["topic"], r.get("group") or ""))
+
+
+def _p99_bucket(counts: list[tuple[int, int, list[int]]]) -> str | None:
+    """``"<= 10"`` (ms): the bucket of the merged put-latency counts where the 99th percentile falls."""
+    total = sum(c for _, c, _ in counts)
+    if not total:
+        return None
+    rank = max(1, math.ceil(0.99 * total))
+    seen = 0
+    for bucket, count, bounds in counts:
+        seen += count
+        if seen >= rank:
+            return f"<= {bounds[bucket]}" if bucket < len(bounds) else f"> {bounds[-1]}" if bounds else None
+    return None

@@ -1,5 +1,8 @@
 """Perf logs into Spark, with an explicit schema: every field ``rmq.perf.log`` documents, typed.
 
+Broker stats logs (``stats.log``, RocketMQ's per-topic puts and per-group gets) are read the same
+way with a schema of their own.
+
 Lines that are not records of that schema (not JSON, a field of the wrong type, an unknown kind, a
 required field missing or null, a histogram whose index and count arrays differ in length) are
 counted per file and a few are kept as examples; they never stop a run. Fields the schema does not
@@ -32,9 +35,11 @@ from rmq.perf.histogram import SCHEME
 
 CORRUPT = "_corrupt_record"
 SOURCE = "_source"
-# the broker's stats log (RocketMQ's stats.log, <store>/logs/stats.log): not written by rmq yet;
-# stats_log_files is where it joins the pipeline once it is
+# the broker's stats log, <storePathRootDir>/logs/stats.log (format: rmq.broker.stats_log, which a
+# tool may not import; the schema below is written from its docstring)
 STATS_LOG_NAME = "stats.log"
+STATS_TOPIC_PUT = "topic_put"
+STATS_GROUP_GET = "group_get"
 
 
 def _struct(fields: dict[str, Any]) -> StructType:
@@ -112,6 +117,31 @@ PERF_LOG_SCHEMA = _struct(
     }
 )
 
+STATS_LOG_SCHEMA = _struct(
+    {
+        "kind": StringType(),
+        "broker": StringType(),
+        "t_start": DoubleType(),
+        "t_end": DoubleType(),
+        "topic": StringType(),
+        "put_nums": LongType(),
+        "put_size": LongType(),
+        "put_tps": DoubleType(),
+        "put_latency_ms": _struct(
+            {"bounds": ArrayType(LongType()), "counts": ArrayType(LongType()), "sampled": LongType()}
+        ),
+        "group": StringType(),
+        "get_nums": LongType(),
+        "get_size": LongType(),
+        "get_tps": DoubleType(),
+        CORRUPT: StringType(),
+    }
+)
+STATS_NOT_NULL = {
+    STATS_TOPIC_PUT: ("broker", "t_start", "t_end", "topic", "put_nums", "put_size"),
+    STATS_GROUP_GET: ("broker", "t_start", "t_end", "group", "topic", "get_nums", "get_size"),
+}
+
 # what the pipeline needs of a record to use it; rmq.perf.log.REQUIRED says which keys a writer must
 # write, and a reader may only insist on values that may not be null
 NOT_NULL = {
@@ -149,6 +179,7 @@ def session(master: str | None = None, app_name: str = "rmq-capacity") -> SparkS
         master = master or DEFAULT_MASTER
         builder = builder.master(master)
         if master.startswith("local"):  # one process: no port needs to face the network
+            os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
             builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
     return (
         builder.appName(app_name)
@@ -183,37 +214,47 @@ def require_perf_log_files(paths: Iterable[str | os.PathLike[str]]) -> list[str]
     return files
 
 
-def _is_valid() -> Column:
+def _all(conditions: list[Column]) -> Column:
+    result = conditions[0]
+    for condition in conditions[1:]:
+        result = result & condition
+    return F.coalesce(result, F.lit(False))
+
+
+def _valid(needed: dict[str, list[Column]]) -> Column:
+    """True for a line that parsed, is of a known kind and has what that kind needs."""
     kind = F.col("kind")
-    ok = F.col(CORRUPT).isNull() & kind.isin(*NOT_NULL)
-    for name, fields in NOT_NULL.items():
-        needed = [F.col(f).isNotNull() for f in fields]
-        if name != log.KIND_HEADER:
-            needed += [F.col(f"cell.{f}").isNotNull() for f in CELL_NOT_NULL]
-            needed += [
-                F.col("latency.scheme") == F.lit(SCHEME),
-                F.size("latency.index") == F.size("latency.count"),
-            ]
-        all_needed = needed[0]
-        for condition in needed[1:]:
-            all_needed = all_needed & condition
-        ok = ok & (~(kind == F.lit(name)) | F.coalesce(all_needed, F.lit(False)))
+    ok = F.col(CORRUPT).isNull() & kind.isin(*needed)
+    for name, conditions in needed.items():
+        ok = ok & (~(kind == F.lit(name)) | _all(conditions))
     return F.coalesce(ok, F.lit(False))
 
 
-def read_perf_logs(
-    spark: SparkSession, paths: Iterable[str | os.PathLike[str]], examples: int = 5
+def _perf_log_needs() -> dict[str, list[Column]]:
+    needed = {}
+    for kind, fields in NOT_NULL.items():
+        conditions = [F.col(f).isNotNull() for f in fields]
+        if kind != log.KIND_HEADER:
+            conditions += [F.col(f"cell.{f}").isNotNull() for f in CELL_NOT_NULL]
+            conditions += [
+                F.col("latency.scheme") == F.lit(SCHEME),
+                F.size("latency.index") == F.size("latency.count"),
+            ]
+        needed[kind] = conditions
+    return needed
+
+
+def _read_json_lines(
+    spark: SparkSession, files: list[str], schema: StructType, needed: dict[str, list[Column]], examples: int
 ) -> tuple[DataFrame, BadLines]:
-    """The usable records of every perf log under ``paths`` (with ``_source``, the file each came
-    from), and the lines that were not records. NoPerfLogs when there is no file or no record."""
-    files = require_perf_log_files(paths)
+    """The valid records of ``files`` read with ``schema`` (and ``_source``), and the bad lines."""
     raw = (
-        spark.read.schema(PERF_LOG_SCHEMA)
+        spark.read.schema(schema)
         .option("mode", "PERMISSIVE")
         .option("columnNameOfCorruptRecord", CORRUPT)
         .json(files)
         .withColumn(SOURCE, F.input_file_name())
-        .withColumn("_valid", _is_valid())
+        .withColumn("_valid", _valid(needed))
         .cache()  # Spark refuses a query of the corrupt-record column alone on an uncached read
     )
     bad = raw.filter(~F.col("_valid"))
@@ -223,12 +264,22 @@ def read_perf_logs(
         for row in bad.limit(examples).collect()
     ]
     good = raw.filter(F.col("_valid")).drop(CORRUPT, "_valid")
+    return good, BadLines(total=sum(by_file.values()), by_file=by_file, examples=shown)
+
+
+def read_perf_logs(
+    spark: SparkSession, paths: Iterable[str | os.PathLike[str]], examples: int = 5
+) -> tuple[DataFrame, BadLines]:
+    """The usable records of every perf log under ``paths`` (with ``_source``, the file each came
+    from), and the lines that were not records. NoPerfLogs when there is no file or no record."""
+    files = require_perf_log_files(paths)
+    good, bad = _read_json_lines(spark, files, PERF_LOG_SCHEMA, _perf_log_needs(), examples)
     if good.filter(F.col("kind") != F.lit(log.KIND_HEADER)).limit(1).count() == 0:
         raise NoPerfLogs(
             f"no interval or summary record in {len(files)} perf log file(s)"
-            + (f" ({sum(by_file.values())} bad lines)" if by_file else "")
+            + (f" ({bad.total} bad lines)" if bad.total else "")
         )
-    return good, BadLines(total=sum(by_file.values()), by_file=by_file, examples=shown)
+    return good, bad
 
 
 def _describe(record: dict[str, Any]) -> str:
@@ -238,7 +289,11 @@ def _describe(record: dict[str, Any]) -> str:
 
 
 def stats_log_files(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
-    """Broker stats logs (``stats.log``) under ``paths``. The pipeline does not read them yet: rmq's
-    broker does not write one so far (issue 12), so there is no format to parse; the CLI names the
-    ones it finds and takes broker figures from the perf logs' ``broker`` fields meanwhile."""
+    """Every broker stats log (``stats.log``, as a broker writes it in ``<store>/logs``) under ``paths``."""
     return [str(p) for path in map(Path, paths) if path.is_dir() for p in sorted(path.rglob(STATS_LOG_NAME))]
+
+
+def read_stats_logs(spark: SparkSession, files: list[str], examples: int = 5) -> tuple[DataFrame, BadLines]:
+    """The usable records of broker stats logs, and the lines that were not records."""
+    needed = {kind: [F.col(f).isNotNull() for f in fields] for kind, fields in STATS_NOT_NULL.items()}
+    return _read_json_lines(spark, files, STATS_LOG_SCHEMA, needed, examples)

@@ -16,7 +16,7 @@ import json
 import math
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import matplotlib
 
@@ -24,14 +24,21 @@ matplotlib.use("Agg")  # files only, no display
 
 import matplotlib.pyplot as plt
 from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
 
 from rmq.perf.capacity.model import Point, Saturation, SizeFit
-from rmq.perf.capacity.plan import MODE_ORDER, Plan, disk_per_broker, mode_name
+from rmq.perf.capacity.plan import MODE_ORDER, Plan, disk_per_broker, mode_name, record_bytes
 
 CHARTS = ("throughput_vs_in_flight", "latency_vs_load", "mode_cost", "disk_per_retention")
 # a colour per role, a line and marker per flush: kept in every chart
 ROLE_COLOURS = {"standalone": "#1f77b4", "async_master": "#2ca02c", "sync_master": "#d62728"}
 COLOURS = {(f, r): ROLE_COLOURS[r] for f, r in MODE_ORDER}
+# percentile field, label, line style: the same in every panel
+PERCENTILE_LINES: tuple[tuple[str, str, Literal[":", "-", "--"]], ...] = (
+    ("p50_us", "p50", ":"),
+    ("p99_us", "p99", "-"),
+    ("p999_us", "p99.9", "--"),
+)
 FLUSH_STYLE = {"ASYNC_FLUSH": ("-", "o"), "SYNC_FLUSH": ("--", "s")}
 GiB = 1 << 30
 # the sizes the report tabulates a size fit at
@@ -79,7 +86,7 @@ def throughput_chart(points: Sequence[Point], size: int) -> Figure:
 
 def latency_chart(points: Sequence[Point], size: int, slo_ms: float, saturations: Sequence[Saturation]) -> Figure:
     modes = _rmq_single(points, size)
-    cols = 3
+    cols = max(1, min(3, len(modes)))
     rows = max(1, math.ceil(len(modes) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(13, 3.8 * rows), layout="constrained", sharey=True, squeeze=False)
     sat_by_mode = {
@@ -90,7 +97,7 @@ def latency_chart(points: Sequence[Point], size: int, slo_ms: float, saturations
     for ax, (mode, pts) in zip(axes.flat, modes.items(), strict=False):
         pts = sorted(pts, key=lambda p: p.msgs_per_s)
         x = [p.msgs_per_s / 1000 for p in pts]
-        for field, label, style in (("p50_us", "p50", ":"), ("p99_us", "p99", "-"), ("p999_us", "p99.9", "--")):
+        for field, label, style in PERCENTILE_LINES:
             ax.plot(
                 x, [getattr(p, field) / 1000 for p in pts], style, marker="o", ms=3, color=COLOURS[mode], label=label
             )
@@ -117,12 +124,20 @@ def latency_chart(points: Sequence[Point], size: int, slo_ms: float, saturations
         ax.set_title(mode_name(*mode), fontsize=10)
         ax.set_xlabel("K msgs/s acked")
         ax.grid(True, which="both", alpha=0.25)
-        ax.legend(fontsize=8, loc="upper left", ncols=3)
     for ax in axes[:, 0]:
         ax.set_ylabel("latency (ms)")
     for ax in list(axes.flat)[len(modes) :]:
         ax.set_visible(False)
     fig.suptitle(f"Latency percentiles against load, {size} B messages (merged histograms)")
+    fig.legend(
+        handles=[
+            Line2D([], [], color="black", linestyle=style, marker="o", ms=3, label=label)
+            for _, label, style in PERCENTILE_LINES
+        ],
+        loc="outside upper right",
+        ncols=3,
+        fontsize=9,
+    )
     return fig
 
 
@@ -205,6 +220,7 @@ class Capacity:
     fits: Mapping[Any, SizeFit]
     plan: Plan
     inputs: Mapping[str, Any]
+    broker_stats: Sequence[Mapping[str, Any]] = ()  # model.broker_stats of the stats logs read
 
     def to_json(self) -> dict[str, Any]:
         """capacity.json."""
@@ -214,6 +230,7 @@ class Capacity:
             "saturation": [s.to_json() for s in self.saturations],
             "size_fits": [f.to_json() for f in self.fits.values()],
             "points": [p.to_json() for p in self.points],
+            "broker_stats": [dict(s) for s in self.broker_stats],
         }
 
 
@@ -354,6 +371,30 @@ def report_html(doc: Mapping[str, Any], charts: Mapping[str, Path], plan: Plan) 
         parts.append("<h2>Throughput against message size (fitted: 1/x = a + b*size)</h2>")
         parts.append(
             _table(["mode", "a (us/msg)", "b (ns/B)", "256 B msgs/s / MB/s", "1 KiB", "4 KiB", "16 KiB"], fit_rows)
+        )
+    if doc["broker_stats"]:
+        parts.append("<h2>What the brokers' stats logs saw</h2>")
+        parts.append(
+            _table(
+                ["broker", "topic", "group", "messages", "avg msgs/s", "peak msgs/s", "stored B/msg", "put p99 (ms)"],
+                [
+                    [
+                        s["broker"],
+                        s["topic"],
+                        s.get("group") or "(puts)",
+                        f"{s['messages']:,}",
+                        f"{s['avg_msgs_per_s']:,.0f}",
+                        f"{s['peak_msgs_per_s'] or 0:,.0f}",
+                        f"{s['bytes_per_message']:,.0f}" if s.get("bytes_per_message") else "",
+                        s.get("put_p99_ms") or "",
+                    ]
+                    for s in doc["broker_stats"]
+                ],
+            )
+        )
+        parts.append(
+            f"<p><small>Stored bytes a message by the plan's formula for this workload: "
+            f"{record_bytes(w.size, w.topic, w.properties())} B.</small></p>"
         )
     inputs = doc["inputs"]
     parts.append("<h2>Inputs</h2>")
