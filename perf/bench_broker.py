@@ -42,10 +42,19 @@ from rmq.net.codec import RemotingCommand, encode
 
 try:
     from rmq.protocol.codes import RequestCode
-    from rmq.protocol.message import encode_properties
 except ImportError:  # a build from before rmq.protocol (e78e7a7), as perf/compare_revisions.py may measure
-    from rmq.message import encode_properties
     from rmq.net.codes import RequestCode
+try:
+    from rmq.perf.remoting import Pipeline, send_request
+except ImportError:  # a build from before rmq-perf, as perf/compare_revisions.py may measure: this tree's copy
+    import importlib.util
+
+    _spec = importlib.util.spec_from_file_location(
+        "rmq_perf_remoting", os.path.join(os.path.dirname(__file__), "..", "src", "rmq", "perf", "remoting.py")
+    )
+    _remoting = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(_remoting)
+    Pipeline, send_request = _remoting.Pipeline, _remoting.send_request
 
 TOPIC = "BenchTopic"
 QUEUES = 4
@@ -73,97 +82,8 @@ def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> N
     raise TimeoutError(f"broker did not listen on {port}")
 
 
-class Pipeline:
-    """A raw remoting connection that keeps ``in_flight`` requests outstanding."""
-
-    def __init__(self, port: int):
-        self.sock = socket.create_connection(("127.0.0.1", port))
-        self.sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self.buffer = bytearray()
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def _answers(self) -> list[tuple[bytes, bytes]]:
-        """Read what is there (blocking for at least one byte); complete frames as (header, body)."""
-        data = self.sock.recv(1 << 20)
-        if not data:
-            raise ConnectionError("broker closed the connection")
-        buf = self.buffer
-        buf += data
-        out = []
-        pos = 0
-        while len(buf) - pos >= 8:
-            total = int.from_bytes(buf[pos : pos + 4], "big")
-            if len(buf) - pos - 4 < total:
-                break
-            header_len = int.from_bytes(buf[pos + 4 : pos + 8], "big") & 0xFFFFFF
-            header = bytes(buf[pos + 8 : pos + 8 + header_len])
-            out.append(
-                (
-                    header,
-                    memoryview(buf)[pos + 8 + header_len : pos + 4 + total].tobytes()
-                    if total - 4 - header_len
-                    else b"",
-                )
-            )
-            pos += 4 + total
-        del buf[:pos]
-        return out
-
-    def run(self, next_frame, in_flight: int, seconds: float, on_answer=None) -> int:
-        """Send ``next_frame()`` keeping ``in_flight`` outstanding for ``seconds``; the number of
-        answers with code 0 (``on_answer(header, body)`` may count differently and returns the count)."""
-        ok = 0
-        outstanding = 0
-        deadline = time.perf_counter() + seconds
-        self.sock.sendall(b"".join(next_frame() for _ in range(in_flight)))
-        outstanding = in_flight
-        sending = True
-        while outstanding:
-            answers = self._answers()
-            outstanding -= len(answers)
-            for header, body in answers:
-                if on_answer is not None:
-                    ok += on_answer(header, body)
-                elif header.startswith(b'{"code":0,') or b'"code":0,' in header:
-                    ok += 1
-            if sending and time.perf_counter() >= deadline:
-                sending = False
-            if sending and answers:
-                self.sock.sendall(b"".join(next_frame() for _ in range(len(answers))))
-                outstanding += len(answers)
-        return ok
-
-
 def send_frame(queue_id: int, batch: bool) -> bytes:
-    ext = {
-        "a": "bench-producer",
-        "b": TOPIC,
-        "c": "TBW102",
-        "d": "4",
-        "e": str(queue_id),
-        "f": "0",
-        "g": str(int(time.time() * 1000)),
-        "h": "0",
-        "i": "",
-        "j": "0",
-        "k": "false",
-        "m": "false",
-    }
-    if not batch:
-        ext["i"] = encode_properties(
-            {"TAGS": "bench", "UNIQ_KEY": "0A00000100002A9F0000000000000000", "WAIT": "true"}
-        ).decode()
-        return encode(RemotingCommand.request(RequestCode.SEND_MESSAGE_V2, ext, BODY))
-    ext["m"] = "true"
-    body = bytearray()
-    props = encode_properties({"TAGS": "bench", "UNIQ_KEY": "0A00000100002A9F0000000000000000", "WAIT": "true"})
-    for _ in range(BATCH):
-        total = 20 + len(BODY) + 2 + len(props)
-        body += total.to_bytes(4, "big") + bytes(8) + bytes(4) + len(BODY).to_bytes(4, "big") + BODY
-        body += len(props).to_bytes(2, "big") + props
-    return encode(RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, bytes(body)))
+    return encode(send_request(TOPIC, queue_id, BODY, BATCH if batch else 1, tags="bench"))
 
 
 def sends_per_second(port: int, in_flight: int, batch: bool, seconds: float) -> float:
@@ -174,7 +94,7 @@ def sends_per_second(port: int, in_flight: int, batch: bool, seconds: float) -> 
         counter[0] += 1
         return frames[counter[0] % QUEUES]
 
-    pipe = Pipeline(port)
+    pipe = Pipeline("127.0.0.1", port)
     try:
         started = time.perf_counter()
         ok = pipe.run(next_frame, in_flight, seconds)
@@ -223,7 +143,7 @@ def pulls_per_second(port: int, in_flight: int, seconds: float, max_offsets: lis
             record_size = int.from_bytes(body[:4], "big")
         return len(body) // record_size
 
-    pipe = Pipeline(port)
+    pipe = Pipeline("127.0.0.1", port)
     try:
         started = time.perf_counter()
         ok = pipe.run(next_frame, in_flight, seconds, on_answer)
@@ -235,10 +155,10 @@ def pulls_per_second(port: int, in_flight: int, seconds: float, max_offsets: lis
 
 def admin(port: int, request: RemotingCommand, with_body: bool = False):
     """The answer's header as a dict (and its body, ``with_body``)."""
-    pipe = Pipeline(port)
+    pipe = Pipeline("127.0.0.1", port)
     try:
         pipe.sock.sendall(encode(request))
-        ((header, body),) = pipe._answers() or pipe._answers()
+        ((header, body),) = pipe.answers() or pipe.answers()
         return (orjson.loads(header), body) if with_body else orjson.loads(header)
     finally:
         pipe.close()
@@ -271,6 +191,11 @@ def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
     assert answer["code"] == 0, answer
 
 
+# --pin: the CPUs a master (or standalone) broker runs on, and the CPUs of everything else (its slave
+# and this load generator); None runs every process where the kernel puts it.
+PIN: tuple[set[int], set[int]] | None = None
+
+
 def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen, int, int]:
     """An ``rmq-broker`` process (embedded name server) holding TOPIC: (process, port, name server port)."""
     port, namesrv_port = free_port(), free_port()
@@ -287,6 +212,8 @@ def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen,
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
     proc = subprocess.Popen(args, env=dict(os.environ))
+    if PIN is not None:
+        os.sched_setaffinity(proc.pid, PIN[1] if more.get("brokerRole") == "SLAVE" else PIN[0])
     wait_for_port(port, proc)
     if more.get("brokerRole") != "SLAVE":
         create_topic(port, TOPIC)
@@ -443,11 +370,25 @@ def main() -> int:
     parser.add_argument(
         "--roles", help="compare these roles instead (standalone,async_master,sync_master), ASYNC_FLUSH"
     )
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="run the master (or standalone broker) alone on CPU 0 and its slave and this load generator on "
+        "the other CPUs, as a slave on a machine of its own would be; without it the kernel places them all",
+    )
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parser.parse_args()
+    if args.pin:
+        global PIN
+        cpus = sorted(os.sched_getaffinity(0))
+        if len(cpus) < 2:
+            parser.error("--pin needs at least 2 CPUs")
+        PIN = ({cpus[0]}, set(cpus[1:]))
+        os.sched_setaffinity(0, PIN[1])
     depths = [int(d) for d in args.in_flight.split(",")]
     report = Report(args.json)
-    report.line(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}")
+    pinned = f", master on CPU {min(PIN[0])}, slave and load on {sorted(PIN[1])}" if PIN else ""
+    report.line(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}{pinned}")
     if args.roles:
         with report.section("roles"):
             compare_roles(args, report, args.roles.split(","), [d for d in depths if d > 1] or depths)

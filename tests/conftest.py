@@ -55,9 +55,20 @@ def client() -> Iterator[RemotingClient]:
 @pytest.fixture
 def cluster(spawn, tmp_path: Path) -> Iterator[Cluster]:
     """An ``rmq-namesrv`` and an ``rmq-broker`` process (small files, delay levels of 1-2 s)."""
+    yield from _cluster(spawn, tmp_path)
+
+
+@pytest.fixture
+def filtering_cluster(spawn, tmp_path: Path) -> Iterator[Cluster]:
+    """The ``cluster`` fixture's processes, the broker with enablePropertyFilter=true (SQL92)."""
+    yield from _cluster(spawn, tmp_path, enablePropertyFilter="true")
+
+
+def _cluster(spawn, tmp_path: Path, **settings: str) -> Iterator[Cluster]:
     store = tmp_path / "broker-store"
     store.mkdir()
     c = Cluster(spawn, store)
+    c.settings.update(settings)
     try:
         yield c.start()
     finally:

@@ -47,11 +47,22 @@ class GetMessageResult:
 
 @disjoint_base
 class TagFilter:
-    codes: frozenset[int]
+    codes: frozenset[int] | None
     tags: frozenset[str] | None
-    def __init__(self, codes: Iterable[int] = ..., tags: Iterable[str] | None = None) -> None: ...
+    properties_filter: Callable[[dict[str, str]], bool] | None
+    def __init__(
+        self,
+        codes: Iterable[int] | None = ...,
+        tags: Iterable[str] | None = None,
+        properties_filter: Callable[[dict[str, str]], bool] | None = None,
+        property_names: Iterable[str] = (),
+    ) -> None: ...
     @classmethod
     def of_tags(cls, tags: Iterable[str], exact: bool = True) -> TagFilter: ...
+    @classmethod
+    def of_properties(
+        cls, properties_filter: Callable[[dict[str, str]], bool], property_names: Iterable[str]
+    ) -> TagFilter: ...
 
 @disjoint_base
 class StoreCore:

@@ -60,6 +60,7 @@ log = logging.getLogger("rmq.store")
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object s, Py_ssize_t* size) except NULL
+    object PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
 
 cdef enum:
     # a get scans at most this many ConsumeQueue entries when a filter rejects them (RocketMQ: 16000 bytes)
@@ -223,19 +224,27 @@ cdef class GetMessageResult:
 
 cdef class TagFilter:
     """What a subscription accepts: tags codes checked on the ConsumeQueue entry, plus (optional)
-    exact tag strings re-checked on the record (two tags can share a hash)."""
+    exact tag strings re-checked on the record (two tags can share a hash), plus (optional) a
+    predicate over the record's properties (an SQL92 subscription's: ``of_properties``)."""
     cdef int64_t _codes[TAG_FILTER_MAX_CODES]
     cdef int _n_codes
     cdef readonly frozenset codes
     cdef readonly frozenset tags
+    cdef readonly object properties_filter
     cdef list _tag_bytes
+    cdef list _property_keys  # [(key as UTF-8, key)]: what properties_filter reads
 
-    def __init__(self, codes=(), tags=None):
-        self.codes = frozenset(int(c) for c in codes)
+    def __init__(self, codes=(), tags=None, properties_filter=None, property_names=()):
+        # codes None: every tags code passes the first step (a properties filter decides)
+        self.codes = frozenset(int(c) for c in codes) if codes is not None else None
         self.tags = frozenset(tags) if tags is not None else None
+        self.properties_filter = properties_filter
+        self._property_keys = [(name.encode(), name) for name in property_names]
         self._tag_bytes = [t.encode() for t in self.tags] if self.tags is not None else None
         self._n_codes = -1
-        if len(self.codes) <= TAG_FILTER_MAX_CODES:
+        if self.codes is None:
+            self._n_codes = -2
+        elif len(self.codes) <= TAG_FILTER_MAX_CODES:
             self._n_codes = 0
             for c in self.codes:
                 self._codes[self._n_codes] = c
@@ -251,31 +260,67 @@ cdef class TagFilter:
             codes.append(java_string_hash(data, len(data)))
         return cls(codes, tags if exact else None)
 
+    @classmethod
+    def of_properties(cls, properties_filter, property_names):
+        """A filter accepting the records for which ``properties_filter({name: value})`` is True,
+        given those of ``property_names`` the record has (read in C from the mapped record, the
+        others not decoded), before anything is copied into the answer."""
+        return cls(None, None, properties_filter, property_names)
+
     cdef inline bint accepts_code(self, int64_t code):
         cdef int i
         if self._n_codes < 0:
-            return code in self.codes
+            return self._n_codes == -2 or code in self.codes
         for i in range(self._n_codes):
             if self._codes[i] == code:
                 return True
         return False
 
-    cdef bint accepts_record(self, const unsigned char* record):
+    cdef bint accepts_record(self, const unsigned char* record) except -1:
         cdef const unsigned char* props
         cdef const unsigned char* topic
         cdef Py_ssize_t props_len, topic_len
         cdef PropertySpans spans
         cdef bytes tag
-        if self._tag_bytes is None:
+        if self._tag_bytes is None and self.properties_filter is None:
             return True
         record_properties(record, &props, &props_len, &topic, &topic_len)
+        if self.properties_filter is not None:
+            return bool(self.properties_filter(self._read_properties(props, props_len)))
         scan_properties(props, props_len, &spans)
         for tag in self._tag_bytes:
             if len(tag) == spans.tags_len and memcmp(<const char*>tag, spans.tags, spans.tags_len) == 0:
                 return True
         return False
 
+    cdef dict _read_properties(self, const unsigned char* p, Py_ssize_t n):
+        """{key: value} of the properties named in _property_keys, as decode_properties reads
+        ``k\\x01v\\x02...``: an item without \\x01 is skipped, the last of a repeated key wins."""
+        cdef dict found = {}
+        cdef Py_ssize_t i = 0, key_start, key_len, value_start
+        cdef bytes key
+        while i < n:
+            key_start = i
+            while i < n and p[i] != 1 and p[i] != 2:
+                i += 1
+            if i >= n or p[i] == 2:
+                i += 1
+                continue
+            key_len = i - key_start
+            i += 1
+            value_start = i
+            while i < n and p[i] != 2:
+                i += 1
+            for key, name in self._property_keys:
+                if PyBytes_GET_SIZE(key) == key_len and memcmp(PyBytes_AS_STRING(key), p + key_start, key_len) == 0:
+                    found[name] = PyUnicode_DecodeUTF8(<const char*>p + value_start, i - value_start, "replace")
+                    break
+            i += 1
+        return found
+
     def __repr__(self):
+        if self.properties_filter is not None:
+            return f"TagFilter(properties_filter={self.properties_filter!r})"
         return f"TagFilter(codes={set(self.codes)}, tags={set(self.tags) if self.tags is not None else None})"
 
 

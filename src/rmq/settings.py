@@ -374,13 +374,21 @@ _section(
     Setting("waitTimeMillsInSendQueue", _POSITIVE_MS, 200,
             "ms a send may wait before being served; longer is answered SYSTEM_BUSY"),
     Setting("flushConsumerOffsetInterval", _POSITIVE_MS, 5000, "ms between writes of consumerOffset.json"),
+    Setting("statsLogInterval", Int(0), 60_000,
+            "ms between records of <storePathRootDir>/logs/stats.log (per topic and group; 0: none)"),
     # RocketMQ reads this one from the system property rocketmq.broker.rebalance.lockMaxLiveTime.
     Setting("rebalanceLockMaxLiveTime", _POSITIVE_MS, 60_000, "ms a queue lock of an orderly consumer lives"),
     Setting("rejectTransactionMessage", Bool(), False, "refuse transactional (prepared) messages"),
-    Setting("transactionTimeOut", _POSITIVE_MS, 6000, "ms before a half message is checked back"),
+    Setting("transactionTimeOut", _POSITIVE_MS, 6000, "ms a half message waits for its END_TRANSACTION before a check"),
     Setting("transactionCheckMax", Int(1), 15, "check-backs before a half message is given up"),
-    # SPEC.md section 8 (30 s); RocketMQ 4.9 defaults to 60 s.
-    Setting("transactionCheckInterval", _POSITIVE_MS, 30_000, "ms between transaction check rounds"),
+    Setting("transactionCheckInterval", _POSITIVE_MS, 60_000, "ms between transaction check rounds"),
+)
+
+# SQL92 subscriptions (RocketMQ's name and default): filtered on the broker, by message properties.
+_section(
+    "broker",
+    Setting("enablePropertyFilter", Bool(), False,
+            "filter pulls of SQL92 subscriptions by message properties; off: such pulls are refused"),
 )
 
 # Reads from slaves (RocketMQ's names): where pulls are steered when a consumer reads far behind.
@@ -438,6 +446,15 @@ _section(
             "bytes a slave may lag before SYNC_MASTER sends are answered SLAVE_NOT_AVAILABLE at once"),
     Setting("slaveTimeout", _POSITIVE_MS, 3000,
             "ms a SYNC_MASTER send waits for a slave's ack before FLUSH_SLAVE_TIMEOUT"),
+)
+
+# Access control (RocketMQ 4.x plain ACL: rmq.broker.acl). 4.x reads ${ROCKETMQ_HOME}/conf/plain_acl.yml.
+_section(
+    "broker",
+    Setting("aclEnable", Bool(), False, "check every request's signature and permissions against aclConfigFile"),
+    Setting("aclConfigFile", Text(), "conf/plain_acl.yml",
+            "the plain_acl.yml of aclEnable, reloaded when it changes; a relative path is taken from "
+            "storePathRootDir"),
 )
 
 # fmt: on

@@ -11,11 +11,13 @@ from pathlib import Path
 import pytest
 
 from rmq.net import RemotingClient
+from rmq.protocol import ha as wire
 from rmq.protocol.codes import ResponseCode
 from tests.helpers import wait_until
 from tests.helpers.broker import broker_settings
+from tests.helpers.frames import refused
 from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, Processes, start_broker_process, start_namesrv
-from tests.helpers.requests import call, send_request
+from tests.helpers.requests import call, route_request, send_request
 
 
 @pytest.fixture
@@ -38,8 +40,10 @@ def client():
 
 def start_pair(processes, tmp_path: Path, role: str, start_slave: bool = True, **more: str):
     _, namesrv = start_namesrv(processes.spawn)
+    processes.namesrv = namesrv
     common = {**CLUSTER_BROKER_SETTINGS, "autoCreateTopicEnable": "true", "slaveTimeout": "1000", **more}
     master_settings = broker_settings(tmp_path / "master", **common, brokerRole=role)
+    processes.master_settings = master_settings
     slave_settings = broker_settings(
         tmp_path / "slave", **common, brokerRole="SLAVE", brokerId="1", haSendHeartbeatInterval="500"
     )
@@ -137,3 +141,39 @@ def test_a_slave_started_late_copies_the_last_file_and_resumes_after_a_restart(p
     wait_replicated(tmp_path)
     slave_files = sorted(p.name for p in (tmp_path / "slave" / "commitlog").iterdir())
     assert slave_files[0] == master_files[-1] and len(slave_files) > 1
+
+
+def test_bad_input_on_the_ha_port_is_refused_and_the_master_serves_on(processes, client, tmp_path):
+    """Garbage, an offset beyond the master's end, one that goes backwards, and a second master of
+    the same broker name: each refused and logged, while clients and the real slave are served."""
+    master, _, _ = start_pair(processes, tmp_path, "ASYNC_MASTER")
+    for i in range(50):
+        assert call(client, master, send_request("Guarded", bytes([i]) * 300, queue_id=i % 4)).code == 0
+    wait_replicated(tmp_path)
+    ha_port = int(processes.master_settings["haListenPort"])
+    assert refused(ha_port, b"GET / HTTP/1.1\r\n\r\n\xff\xff\xff\xff\xff")  # a negative offset
+    assert refused(ha_port, wire.encode_report(1 << 40))  # beyond the master's end
+    assert refused(ha_port, wire.encode_report(0) + wire.encode_report(1 << 40))
+    assert refused(ha_port, wire.encode_report(4096) + wire.encode_report(0))  # backwards
+
+    # a second master of broker-a (the default name of both), with a store of its own, asks the same
+    # name server to route it
+    impostor_settings = broker_settings(tmp_path / "impostor", **CLUSTER_BROKER_SETTINGS, brokerName="broker-a")
+    del impostor_settings["namesrvListenPort"]
+    impostor_log = tmp_path / "impostor.err"
+    argv = ["-m", "rmq.cli.broker", "-n", processes.namesrv, "--log-level", "INFO"]
+    for key, value in impostor_settings.items():
+        argv += ["--set", f"{key}={value}"]
+    with open(impostor_log, "wb") as err:
+        processes.spawn(*argv, stderr=err)
+    wait_until(lambda: "refused" in impostor_log.read_text(), 20, "the name server refusing the second master")
+    assert "a second master of one broker name is refused" in impostor_log.read_text()
+
+    for i in range(50):
+        assert call(client, master, send_request("Guarded", bytes([i]) * 300, queue_id=i % 4)).code == 0
+    wait_replicated(tmp_path)
+    route = call(client, processes.namesrv, route_request("Guarded"))
+    assert route.code == ResponseCode.SUCCESS
+    assert master.encode() in route.body and impostor_settings["listenPort"].encode() not in route.body
+    log = (tmp_path / "master" / "logs" / "broker.log").read_text()
+    assert "beyond this master's CommitLog" in log and "went backwards" in log

@@ -6,10 +6,9 @@ import zlib
 
 import pytest
 
+from rmq.client.compression import compress_body
 from rmq.client.message import (
-    COMPRESS_OVER,
     Message,
-    compress_body,
     decode_messages,
     encode_batch,
     validate_message,
@@ -109,11 +108,42 @@ def test_truncated_pull_body_is_a_clear_error():
         decode_messages(rec + rec[:30])
 
 
-def test_compression_threshold():
-    small = b"a" * (COMPRESS_OVER - 1)
-    assert compress_body(small) == (small, 0)
-    data, flag = compress_body(b"a" * COMPRESS_OVER)
-    assert flag == 1 and zlib.decompress(data) == b"a" * COMPRESS_OVER
+@pytest.mark.parametrize("compression", ["zlib", "lz4", "zstd"])
+def test_pulled_bodies_of_every_codec_are_restored(compression):
+    big = b'{"order": 1, "items": ["a", "b"]} ' * 300
+    data, flag = compress_body(big, compression=compression)
+    rec = stored_record(topic="T", body=data, props=b"", queue_id=0, queue_offset=0, phy=0, sys_flag=flag)
+    (msg,) = decode_messages(rec)
+    assert msg.body == big and msg.sys_flag == flag
+
+
+def test_a_5x_zlib_body_is_inflated():
+    # RocketMQ 5.x's default producer sets COMPRESSED and ZLIB (3) in bits 8-10
+    rec = stored_record(
+        topic="T", body=zlib.compress(b"x" * 5000, 5), props=b"", queue_id=0, queue_offset=0, phy=0, sys_flag=0x301
+    )
+    assert decode_messages(rec)[0].body == b"x" * 5000
+
+
+@pytest.mark.parametrize(
+    "sys_flag, body, reason",
+    [
+        (0x401, zlib.compress(b"x" * 5000), "compression type 4"),
+        (0x701, zlib.compress(b"x" * 5000), "compression type 7"),
+        (0x1, b"not deflated at all", "flagged zlib-compressed but does not decompress"),
+        (0x201, b"not a zstd frame", "flagged zstd-compressed but does not decompress"),
+    ],
+)
+def test_a_body_that_cannot_be_restored_is_reported_not_delivered(caplog, sys_flag, body, reason):
+    bad = stored_record(topic="T", body=body, props=b"", queue_id=2, queue_offset=7, phy=0, sys_flag=sys_flag)
+    good = stored_record(topic="T", body=b"fine", props=b"", queue_id=2, queue_offset=8, phy=len(bad))
+    with caplog.at_level("ERROR", logger="rmq.client"):
+        messages = decode_messages(bad + good)
+    assert [m.body for m in messages] == [b"fine"]
+    (record,) = caplog.records
+    text = record.getMessage()
+    assert reason in text and "queue 2 offset 7" in text
+    assert encode_msg_id("127.0.0.1", 10911, 0) in text  # the broker's id: rmq-admin message id finds it
 
 
 def test_message_properties():

@@ -8,6 +8,7 @@ other test modules or conftests (tests/test_tree.py checks it).
     tests.helpers.store      small store files, for tests that open a MessageStore
     tests.helpers.broker     an in-process broker: start it, put into its store, read its queues
     tests.helpers.processes  real rmq-namesrv / rmq-broker processes, and a Cluster of both
+    tests.helpers.acl        a broker process with aclEnable, its plain_acl.yml rewritten under it
     tests.helpers.failover   two broker processes swapping roles by SIGKILL, promotion and rejoin
     tests.helpers.threads    what the leak checks look at: rmq threads, open descriptors
     tests.helpers.compat     third-party RocketMQ clients: installs, families, a runner of their scripts

@@ -125,6 +125,8 @@ class ClientRunner:
         self.home = home
         self.node_path = node_path
         self.python = python
+        #: more environment of the scripts (ACL_ACCESS_KEY / ACL_SECRET_KEY: they sign their requests)
+        self.env: dict[str, str] = {}
 
     def _env(self) -> dict[str, str]:
         env = dict(os.environ)
@@ -132,6 +134,7 @@ class ClientRunner:
             env["NODE_PATH"] = str(self.node_path)
         env["HOME"] = str(self.home)  # the C++ client writes $HOME/logs
         env.pop("PYTHONPATH", None)  # the client venv must not see rmq
+        env.update(self.env)
         return env
 
     def command(self, script: str, *args: object) -> list[str]:

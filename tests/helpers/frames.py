@@ -80,3 +80,16 @@ class RawConnection:
 
     def __exit__(self, *exc_info) -> None:
         self.close()
+
+
+def refused(port: int, payload: bytes) -> bool:
+    """Send ``payload`` to a master's HA port; True once the master closed the connection."""
+    with socket.create_connection((LOOPBACK, port), timeout=5) as s:
+        s.sendall(payload)
+        s.settimeout(5)
+        try:
+            while s.recv(65536):
+                pass
+        except (TimeoutError, ConnectionResetError):
+            return False
+        return True

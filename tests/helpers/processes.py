@@ -20,9 +20,10 @@ from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_mq_tables
 from rmq.protocol.message import retry_topic
+from rmq.protocol.record import StoredMessage
 from tests.helpers import LOOPBACK, free_port, wait_for_port, wait_until
 from tests.helpers.broker import broker_settings
-from tests.helpers.requests import call, offset_request, pull_request, update_topic_request
+from tests.helpers.requests import call, offset_request, pull_request, records, update_topic_request
 
 START_TIMEOUT = 30.0
 
@@ -102,10 +103,11 @@ class Cluster:
     """One ``rmq-namesrv`` and one ``rmq-broker`` process; ``restart_broker`` keeps the store and
     the port. ``client`` is a started RemotingClient for requests built by hand."""
 
-    def __init__(self, spawn, store: Path):
+    def __init__(self, spawn, store: Path, credentials: tuple[str, str] | None = None):
+        """``credentials``: what ``client`` signs with (a broker with aclEnable)."""
         self.spawn = spawn
         self.store = store
-        self.client = RemotingClient()
+        self.client = RemotingClient(credentials=credentials)
         self.namesrv_proc: subprocess.Popen | None = None
         self.broker_proc: subprocess.Popen | None = None
         self.settings = broker_settings(store, **CLUSTER_BROKER_SETTINGS)
@@ -155,6 +157,19 @@ class Cluster:
         assert answer.code == ResponseCode.SUCCESS, answer.remark
         table = loads_mq_tables(answer.body)["offsetTable"]
         return {mq.queue_id: int(stats["maxOffset"]) for mq, stats in table.items()}
+
+    def messages(self, topic: str) -> list[StoredMessage]:
+        """Every stored message of ``topic`` (system topics too), read by pulls, queue by queue."""
+        found: list[StoredMessage] = []
+        for queue_id, max_offset in sorted(self.max_offsets(topic).items()):
+            offset = 0
+            while offset < max_offset:
+                answer = self.call(pull_request(topic, queue_id, offset, max_msgs=1000))
+                if answer.code != ResponseCode.SUCCESS:
+                    break
+                found += records(answer.body)
+                offset = int(answer.ext_fields["nextBeginOffset"])
+        return found
 
     def lag(self, group: str, *topics: str, subscription: str = "*") -> dict[tuple[str, int], tuple[int, int]]:
         """(topic, queue) -> (committed, max offset) of every queue of ``topics`` (with ``subscription``)

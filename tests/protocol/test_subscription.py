@@ -35,11 +35,14 @@ def test_hash_collision_is_caught_by_the_exact_check():
     assert not sub.is_matched_by_tag("BB")
 
 
-def test_sql92_and_empty_tag_lists_are_refused_clearly():
+def test_sql92_is_parsed_when_built_and_bad_sql_and_empty_tag_lists_are_refused_clearly():
+    sub = build_subscription_data("T", " a > 5 ", "sql92", sub_version=3)
+    assert (sub.expression_type, sub.sub_string, sub.sub_version) == ("SQL92", "a > 5", 3)
+    assert not sub.sub_all and sub.is_matched_by_tags_code(123)  # the broker filters by properties
     with pytest.raises(RequestRefused) as e:
-        build_subscription_data("T", "a > 5", "SQL92")
+        build_subscription_data("T", "a >> 5", "SQL92")
     assert e.value.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
-    assert "SQL92 filtering ('a > 5') is not supported" in e.value.remark
+    assert e.value.remark.startswith("subscription to 'T': SQL92 expression 'a >> 5', line 1 column 4: unexpected '>'")
     with pytest.raises(RequestRefused, match="names no tag"):
         build_subscription_data("T", "||")
     with pytest.raises(RequestRefused, match="unknown expression type 'XPATH'"):

@@ -74,3 +74,25 @@ def test_views_stay_valid_after_the_store_is_gone(open_store):
         mf.destroy()
     del store
     assert decode_record(view).body == b"keep me"
+
+
+def test_a_properties_filter_sees_only_the_properties_it_names_as_decode_properties_reads_them(open_store):
+    store = open_store()
+    raw = [
+        b"a\x011\x02b\x01x\x02",
+        b"a\x011\x02a\x012\x02",  # a repeated key: the last one, as Java's HashMap keeps it
+        b"noseparator\x02a\x01v\x01w\x02",  # an item without \x01 is skipped; a value keeps a \x01
+        b"b\x01only\x02",
+        b"a\x01caf\xc3\xa9\x02",  # UTF-8
+    ]
+    for i, props in enumerate(raw):
+        store.put_message("TopicA", 0, b"%d" % i, props)
+    seen = []
+
+    def accepts(found: dict) -> bool:
+        seen.append(found)
+        return "a" in found
+
+    got = store.get_message("g", "TopicA", 0, 0, 32, tag_filter=TagFilter.of_properties(accepts, ["a"]))
+    assert seen == [{"a": "1"}, {"a": "2"}, {"a": "v\x01w"}, {}, {"a": "café"}]
+    assert got.queue_offsets == [0, 1, 2, 4] and got.next_begin_offset == 5

@@ -3,7 +3,6 @@ the HA port on loopback (rmq.store.ha); the store primitives under it; bad input
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 from pathlib import Path
@@ -14,6 +13,7 @@ from rmq.errors import StoreError
 from rmq.protocol import ha as wire
 from rmq.store import MessageStore, PutMessageStatus
 from tests.helpers import LOOPBACK, free_port, wait_until
+from tests.helpers.frames import refused
 from tests.helpers.store import small_store_config
 
 
@@ -226,19 +226,6 @@ def test_sync_master_and_sync_flush_wait_for_both(tmp_path, opened):
 
 
 # -- bad input on the HA port ---------------------------------------------------------------------
-
-
-def refused(port: int, payload: bytes) -> bool:
-    """Send ``payload`` to the HA port; True once the master closed the connection."""
-    with socket.create_connection((LOOPBACK, port), timeout=5) as s:
-        s.sendall(payload)
-        s.settimeout(5)
-        try:
-            while s.recv(65536):
-                pass
-        except (TimeoutError, ConnectionResetError):
-            return False
-        return True
 
 
 def test_bad_input_on_the_ha_port_is_refused_and_replication_goes_on(tmp_path, opened, caplog):

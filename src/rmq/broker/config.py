@@ -55,14 +55,18 @@ class BrokerConfig(SettingsView):
     short_polling_time_mills: int = setting("shortPollingTimeMills")
     notify_consumer_ids_changed_enable: bool = setting("notifyConsumerIdsChangedEnable")
     slave_read_enable: bool = setting("slaveReadEnable")
+    enable_property_filter: bool = setting("enablePropertyFilter")
     which_broker_when_consume_slowly: int = setting("whichBrokerWhenConsumeSlowly")
     wait_time_mills_in_send_queue: int = setting("waitTimeMillsInSendQueue")
     flush_consumer_offset_interval: int = setting("flushConsumerOffsetInterval")
+    stats_log_interval: int = setting("statsLogInterval")
     rebalance_lock_max_live_time: int = setting("rebalanceLockMaxLiveTime")
     reject_transaction_message: bool = setting("rejectTransactionMessage")
     transaction_time_out: int = setting("transactionTimeOut")
     transaction_check_max: int = setting("transactionCheckMax")
     transaction_check_interval: int = setting("transactionCheckInterval")
+    acl_enable: bool = setting("aclEnable")
+    acl_config_file: str = setting("aclConfigFile")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -18,6 +18,7 @@ The seam for the broker's other services (retry, delay scheduler, transactions):
     controller.put_inner(topic, queue_id, body, properties, ...) -> PutMessageResult
     controller.notify_message_arriving(topic, queue_id)     # any thread; put_inner calls it
     controller.schedule_message_service                     # delayed messages (master only)
+    controller.transactions, controller.transaction_check_service   # half messages, check-backs
     controller.register_broker_all(force=True)
     rmq.broker.processor.PROCESSORS                         # the request processor classes
 """
@@ -26,11 +27,13 @@ from __future__ import annotations
 
 import concurrent.futures
 import logging
+import os
 import select
 import threading
 from collections.abc import Callable
 
 from rmq._service import Scheduler
+from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
 from rmq.broker.client_manager import ClientManager
 from rmq.broker.config import BrokerConfig, BrokerRole
 from rmq.broker.consumer_offset import ConsumerOffsetManager
@@ -42,8 +45,10 @@ from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.role import RoleSwitch
 from rmq.broker.schedule import ScheduleMessageService
 from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL, SlaveSynchronize
+from rmq.broker.stats_log import GetCounts, StatsLog
 from rmq.broker.subscription_group import SubscriptionGroupManager
 from rmq.broker.topic_config import TopicConfigManager
+from rmq.broker.transaction import TransactionalMessageCheckService, TransactionalMessageService
 from rmq.errors import ConfigError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
@@ -129,6 +134,10 @@ class BrokerController:
         # a slave copies its master's metadata (the master's address comes with registrations)
         self.slave_sync = SlaveSynchronize(self, self.namesrv_client, self.scheduler.run_soon)
         self.schedule_message_service = ScheduleMessageService(self)
+        self.transactions = TransactionalMessageService(self)
+        self.transaction_check_service = TransactionalMessageCheckService(
+            self.transactions, self.config.transaction_check_interval
+        )
         self.disk_full = False
         # The answers to the registration that followed the last topic change.
         self.last_registration: list[concurrent.futures.Future] = []
@@ -140,11 +149,16 @@ class BrokerController:
         broker_ip = self.config.broker_ip1
         assert broker_ip is not None, "BrokerConfig.resolve() sets brokerIP1"
         self._store_ip = ipv4_to_int(broker_ip)
+        self.get_counts = GetCounts()  # what pulls handed out, for the stats log
         self.processors = [cls(self) for cls in PROCESSORS]
         for processor in self.processors:
             for code, handler in processor.handlers().items():
                 self.server.register_processor(code, handler)
         self.server.on_channel_closed(self._on_channel_closed)
+        # aclEnable: every request is checked before its processor (rmq.broker.acl), from start()
+        self.acl_config_path = os.path.join(root, os.path.expanduser(self.config.acl_config_file))
+        self.acl: PlainAccessValidator | None = None
+        self.acl_watcher: AclWatcher | None = None
         if self.is_slave:
             self.server.loop.schedule_periodic(SLAVE_PARKED_PULL_SCAN, self._wake_pulls_where_replicated)
         self.role = RoleSwitch(self)
@@ -204,14 +218,22 @@ class BrokerController:
         ):
             if not manager.load():
                 raise ConfigError(f"cannot load {manager.path} nor its backup: fix or remove it to start")
+        if self.config.acl_enable:
+            # a file that cannot be used stops the start: there are no earlier rules to keep
+            self.acl = PlainAccessValidator(load_plain_acl(self.acl_config_path), self.config.msg_trace_topic_name)
+            self.server.set_request_check(self.acl.check)
+            self.acl_watcher = AclWatcher(self.acl_config_path, self.acl)
         self.store.start()
         try:
             self.store.start_ha(self.role.fetch_master_epochs if self.is_slave else None)
             self.check_disk()
             self.server.start()
+            if self.acl_watcher is not None:
+                self.acl_watcher.start()
             if not self.is_slave:
                 # a slave's schedule queues are copies: only the master delivers, as in RocketMQ
                 self.schedule_message_service.start()
+                self.transaction_check_service.start()  # and only a master checks transactions
             self.namesrv_client.start()
             self._started = True
             self.register_broker_all(wait=True)
@@ -223,6 +245,11 @@ class BrokerController:
         self.scheduler.schedule_periodic(config.flush_consumer_offset_interval / 1000, self.persist_offsets)
         self.scheduler.schedule_periodic(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
         self.scheduler.schedule_periodic(DISK_CHECK_INTERVAL, self.check_disk)
+        if config.stats_log_interval:
+            self.stats_log = StatsLog(
+                self.store, self.get_counts, config.broker_name, self.store_config.store_path_root_dir
+            )
+            self.scheduler.schedule_periodic(config.stats_log_interval / 1000, self.stats_log.log_once)
         if self.is_slave:
             self.scheduler.schedule_periodic(SLAVE_SYNC_INTERVAL, self.slave_sync.sync_all)
         self.scheduler.start()
@@ -259,11 +286,14 @@ class BrokerController:
             self._stopped.set()
 
     def _stop_parts(self) -> None:
+        if self.acl_watcher is not None:
+            self.acl_watcher.shutdown()
         self.server.loop.run_and_wait(self.pull_hold.shutdown)
         self.server.shutdown()
         self.namesrv_client.shutdown()
         # before the store: the last delivered offsets are published, then the store flushes them
         self.schedule_message_service.shutdown()
+        self.transaction_check_service.shutdown()
         self.store.shutdown()
         self.persist_all()
 
@@ -365,11 +395,13 @@ class BrokerController:
         *,
         born_port: int = 0,
         callback: Callable[[PutMessageResult], None] | None = None,
+        prepared_tx_offset: int = 0,
     ) -> PutMessageResult:
         """Store a message the broker makes itself (retry, dead letter, a delayed message come due).
 
         A DELAY property > 0 sends it to SCHEDULE_TOPIC_XXXX first (``schedule_redirect``); clear
-        it to store in ``topic`` now. ``born_host`` is "ip" or an int. Under SYNC_FLUSH with a
+        it to store in ``topic`` now. ``born_host`` is "ip" or an int; ``prepared_tx_offset`` is a
+        committed transactional message's half message offset. Under SYNC_FLUSH with a
         ``callback`` the result is pending and ``callback(result)`` runs on the event loop. Pulls
         parked on the queue are woken. Any thread.
         """
@@ -389,6 +421,7 @@ class BrokerController:
             host or self._store_ip,
             born_port,
             callback,
+            prepared_tx_offset,
         )
         if result.status_code == PutMessageStatus.PUT_OK:
             self.notify_message_arriving(topic, queue_id)

@@ -152,10 +152,27 @@ def admin_command(group: click.Group, name: str, **kwargs) -> Callable:
             type=click.FloatRange(min=0.1),
             help="Seconds to wait for each answer.",
         )
+        @click.option(
+            "--access-key",
+            envvar="RMQ_ACCESS_KEY",
+            default=None,
+            help="Sign requests with this access key (brokers with aclEnable); needs --secret-key.",
+        )
+        @click.option(
+            "--secret-key",
+            envvar="RMQ_SECRET_KEY",
+            default=None,
+            help="The access key's secret (or the RMQ_SECRET_KEY environment variable, kept out of ps).",
+        )
         @functools.wraps(fn)
-        def command(namesrv: str, as_json: bool, timeout: float, **params):
+        def command(
+            namesrv: str, as_json: bool, timeout: float, access_key: str | None, secret_key: str | None, **params
+        ):
+            if (access_key is None) != (secret_key is None):
+                raise click.UsageError("--access-key and --secret-key go together")
+            credentials = (access_key, secret_key) if access_key and secret_key else None
             try:
-                with AdminClient(namesrv, timeout) as admin:
+                with AdminClient(namesrv, timeout, credentials=credentials) as admin:
                     fn(admin, as_json, **params)
             except NotFound as e:
                 fail(str(e), EXIT_NOT_FOUND)

@@ -17,6 +17,7 @@ One module per role:
     scheduler   the timer thread of periodic jobs
     instance    what the clients of a process share (RocketMQ's MQClientInstance)
     producer    Producer
+    transaction_producer  TransactionProducer: messages delivered only if a local transaction commits
     offset_store  consumer offsets on the broker (clustering) or in a local file (broadcasting)
     process_queue the messages of one queue between pull and commit
     consumer    what both consumers share: rebalance, long-polling pulls, offsets
@@ -25,6 +26,7 @@ One module per role:
 """
 
 from rmq.client.allocate import allocate_average, allocate_average_by_circle
+from rmq.client.consumer import MessageSelector
 from rmq.client.message import Message, MessageExt, MessageQueue
 from rmq.client.producer import Producer, select_by_hash
 from rmq.client.pull_consumer import PullConsumer
@@ -39,6 +41,7 @@ from rmq.client.results import (
     SendResult,
     SendStatus,
 )
+from rmq.client.transaction_producer import LocalTransactionState, TransactionProducer, TransactionSendResult
 
 __all__ = [
     "ConsumeConcurrentlyStatus",
@@ -48,6 +51,8 @@ __all__ = [
     "MessageExt",
     "MessageModel",
     "MessageQueue",
+    "LocalTransactionState",
+    "MessageSelector",
     "Producer",
     "PullConsumer",
     "PushConsumer",
@@ -55,6 +60,8 @@ __all__ = [
     "PullStatus",
     "SendResult",
     "SendStatus",
+    "TransactionProducer",
+    "TransactionSendResult",
     "allocate_average",
     "allocate_average_by_circle",
     "select_by_hash",

@@ -15,18 +15,18 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import zlib
 from collections.abc import Iterable
 from typing import Any
 
+from rmq.client.compression import UndecodableBody, decompress_body
 from rmq.errors import AdminError, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_java_json, loads_mq_tables
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
-    MessageSysFlag,
     retry_topic,
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
@@ -152,12 +152,10 @@ def _records(body: bytes) -> list[StoredMessage]:
 
 def message_body(message: StoredMessage) -> bytes:
     """The body as the producer gave it (inflated when the producer compressed it)."""
-    if message.sys_flag & MessageSysFlag.COMPRESSED:
-        try:
-            return zlib.decompress(message.body)
-        except zlib.error:
-            return message.body
-    return message.body
+    try:
+        return decompress_body(message.body, message.sys_flag)
+    except UndecodableBody:
+        return message.body
 
 
 def parse_namesrv_addrs(namesrv: str) -> list[str]:
@@ -168,10 +166,19 @@ def parse_namesrv_addrs(namesrv: str) -> list[str]:
 
 
 class AdminClient:
-    def __init__(self, namesrv: str = DEFAULT_NAMESRV, timeout: float = DEFAULT_TIMEOUT):
+    def __init__(
+        self,
+        namesrv: str = DEFAULT_NAMESRV,
+        timeout: float = DEFAULT_TIMEOUT,
+        credentials: SessionCredentials | tuple[str, ...] | None = None,
+    ):
+        """``credentials``: ``(access_key, secret_key[, security_token])`` to sign every request
+        for brokers with aclEnable (admin requests need an account with ``admin: true``)."""
         self.namesrv_addrs = parse_namesrv_addrs(namesrv)
         self.timeout = timeout
-        self.client = RemotingClient(connect_timeout=min(timeout, 3.0), name="rmq-admin-client")
+        self.client = RemotingClient(
+            connect_timeout=min(timeout, 3.0), name="rmq-admin-client", credentials=credentials
+        )
 
     def __enter__(self) -> AdminClient:
         self.client.start()

@@ -109,6 +109,13 @@ class ClientAPI:
         ext = {"clientID": client_id, "producerGroup": producer_group, "consumerGroup": consumer_group}
         self._call(addr, RequestCode.UNREGISTER_CLIENT, ext, timeout)
 
+    def check_client_config(
+        self, addr: str, client_id: str, group: str, subscription: dict[str, Any], timeout: float
+    ) -> None:
+        """CHECK_CLIENT_CONFIG: ResponseError when the broker cannot filter by ``subscription``."""
+        body = json.dumps({"clientId": client_id, "group": group, "subscriptionData": subscription}).encode()
+        self._call(addr, RequestCode.CHECK_CLIENT_CONFIG, {}, timeout, body)
+
     def get_consumer_id_list(self, addr: str, group: str, timeout: float) -> list[str]:
         response = self._call(addr, RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group}, timeout)
         return list(json.loads(body_bytes(response.body) or b"{}").get("consumerIdList") or [])

@@ -47,7 +47,7 @@ from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, topic_error
 from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.route import MASTER_ID
-from rmq.protocol.subscription import SubscriptionData, build_subscription_data
+from rmq.protocol.subscription import SUB_ALL, ExpressionType, SubscriptionData, build_subscription_data
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self from Python 3.11
@@ -79,6 +79,27 @@ class ConsumerConfig(ClientConfig):
     consumer_timeout_when_suspend: float = 30.0
     # Broadcasting offsets live under this directory.
     offset_store_dir: str = "~/.rmq_offsets"
+
+
+@dataclass(frozen=True)
+class MessageSelector:
+    """What a subscription selects (RocketMQ's MessageSelector): by tag or by an SQL92 expression
+    over message properties, which the broker evaluates (it needs enablePropertyFilter=true).
+
+        consumer.subscribe("Orders", MessageSelector.by_sql("amount > 100 AND region = 'eu'"))
+        consumer.subscribe("Orders", MessageSelector.by_tag("created || paid"))
+    """
+
+    expression_type: str
+    expression: str
+
+    @classmethod
+    def by_sql(cls, sql: str) -> MessageSelector:
+        return cls(ExpressionType.SQL92, sql)
+
+    @classmethod
+    def by_tag(cls, tag: str | None = None) -> MessageSelector:
+        return cls(ExpressionType.TAG, tag or SUB_ALL)
 
 
 E = TypeVar("E", bound=enum.IntEnum)
@@ -131,13 +152,19 @@ class ConsumerBase(InstanceMember):
 
     # -- set up ---------------------------------------------------------------------------------
 
-    def subscribe(self, topic: str, expression: str = "*") -> None:
-        """Consume ``topic``'s messages whose tag matches ``expression``: ``"*"`` or ``"TagA || TagB"``."""
+    def subscribe(self, topic: str, expression: str | MessageSelector = SUB_ALL) -> None:
+        """Consume ``topic``'s messages that ``expression`` selects: a tag expression (``"*"`` or
+        ``"TagA || TagB"``) or a ``MessageSelector``. An SQL92 expression that does not parse is
+        refused here (ClientError naming the position)."""
         error = topic_error(topic)
         if error:
             raise ClientError(f"cannot subscribe: {error}")
+        if isinstance(expression, MessageSelector):
+            expression_type, text = expression.expression_type, expression.expression
+        else:
+            expression_type, text = ExpressionType.TAG, expression
         try:
-            self.subscriptions[topic] = build_subscription_data(topic, expression)
+            self.subscriptions[topic] = build_subscription_data(topic, text, expression_type)
         except RequestRefused as exc:
             raise ClientError(exc.remark) from None
         if self._running:
@@ -176,6 +203,11 @@ class ConsumerBase(InstanceMember):
                     log.warning("consumer %s: topic %s has no route yet", self.group, topic)
             except RemotingError as exc:
                 log.warning("consumer %s: route of %s: %s", self.group, topic, exc)
+        try:
+            self._check_client_in_brokers()
+        except ClientError:
+            self.shutdown()
+            raise
         instance.send_heartbeat_to_all()
         self._rebalance_timer = instance.scheduler.schedule_periodic(
             self.config.rebalance_interval, self.rebalance, initial_delay=0
@@ -187,6 +219,31 @@ class ConsumerBase(InstanceMember):
 
     def _on_start(self) -> None:
         """Subclass hook, before the first rebalance."""
+
+    def _check_client_in_brokers(self) -> None:
+        """Ask every broker of a topic subscribed by something other than tags whether it can filter
+        by it (CHECK_CLIENT_CONFIG, as Java's checkClientInBroker): ClientError with the broker's
+        answer when one cannot (enablePropertyFilter off, an expression it does not parse)."""
+        instance = self.instance
+        for topic, sub in self.subscriptions.items():
+            if sub.expression_type == ExpressionType.TAG:
+                continue
+            route = instance.routes.get(topic)
+            for broker in route.broker_datas if route is not None else ():
+                found = instance.find_broker_addr_in_subscribe(broker.broker_name, MASTER_ID)
+                if found is None:
+                    continue
+                try:
+                    instance.api.check_client_config(
+                        found[0], instance.client_id, self.group, sub.to_json(), self.config.request_timeout
+                    )
+                except ResponseError as exc:
+                    raise ClientError(
+                        f"consumer {self.group}: broker {found[0]} cannot filter {topic} by "
+                        f"{sub.expression_type} {sub.sub_string!r}: {exc.remark}"
+                    ) from None
+                except RemotingError as exc:
+                    log.warning("consumer %s: CHECK_CLIENT_CONFIG to %s failed: %s", self.group, found[0], exc)
 
     def shutdown(self) -> None:
         """Stop pulling, let running listeners finish, commit every offset, leave the group."""

@@ -28,14 +28,18 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from rmq._service import Scheduler
 from rmq.client.api import ClientAPI
+from rmq.client.message import decode_messages
 from rmq.client.msg_id import local_ipv4
 from rmq.client.route import TopicRouteData
-from rmq.errors import ClientError, RemotingConnectError, RemotingError, ResponseError
+from rmq.errors import ClientError, RemotingConnectError, RemotingError, RequestRefused, ResponseError
 from rmq.net import RemotingClient, RemotingCommand
+from rmq.net.codec import body_bytes
+from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode
-from rmq.protocol.message import group_error
+from rmq.protocol.message import MessageProperty, group_error
 from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.route import MASTER_ID
+from rmq.protocol.transaction import CheckTransactionStateHeader
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self from Python 3.11
@@ -64,6 +68,15 @@ class ClientConfig:
     persist_consumer_offset_interval: float = 5.0
     # How long a request to a name server or broker may take (sends have their own timeout).
     request_timeout: float = 3.0
+    # (access_key, secret_key[, security_token]): every request is signed for brokers with aclEnable
+    # (RocketMQ's AclClientRPCHook). The members of one instance share its credentials.
+    credentials: SessionCredentials | tuple[str, ...] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        try:
+            self.credentials = SessionCredentials.of(self.credentials)
+        except (TypeError, ValueError) as exc:
+            raise ClientError(str(exc)) from None
 
     @property
     def client_id(self) -> str:
@@ -155,7 +168,9 @@ class ClientInstance:
         self.config = config
         self.client_id = config.client_id
         self.remoting = RemotingClient(
-            connect_timeout=config.request_timeout, name=f"rmq-client-{config.instance_name}"
+            connect_timeout=config.request_timeout,
+            name=f"rmq-client-{config.instance_name}",
+            credentials=config.credentials,
         )
         self.api = ClientAPI(self.remoting)
         self.scheduler = Scheduler(f"rmq-client-timer-{config.instance_name}")
@@ -180,6 +195,7 @@ class ClientInstance:
                 return
             self._started = True
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
+        self.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
         self.remoting.start()
         self.scheduler.schedule_periodic(self.config.poll_name_server_interval, self.update_all_routes)
         self.scheduler.schedule_periodic(self.config.heartbeat_broker_interval, self.send_heartbeat_to_all)
@@ -416,6 +432,29 @@ class ClientInstance:
             self.scheduler.run_soon(consumer.rebalance)
         return None
 
+    # -- transactional producers ----------------------------------------------------------------
+
+    def _on_check_transaction_state(self, channel: Channel, request: RemotingCommand) -> None:
+        """A broker asks about a transaction (Java's ClientRemotingProcessor.checkTransactionState):
+        handed to the transactional producer of the message's group (PGROUP), if this client has one."""
+        try:
+            header = CheckTransactionStateHeader.from_ext_fields(request.ext_fields)
+            messages = decode_messages(body_bytes(request.body))
+        except (RequestRefused, ClientError) as exc:
+            log.warning("unusable CHECK_TRANSACTION_STATE from %s: %s", channel.remote_address, exc)
+            return None
+        if not messages:
+            log.warning("CHECK_TRANSACTION_STATE from %s without a message", channel.remote_address)
+            return None
+        msg = messages[0]
+        group = msg.get_property(MessageProperty.PRODUCER_GROUP)
+        check = getattr(self.producers.get(group or ""), "check_transaction_state", None)
+        if check is None:
+            log.debug("CHECK_TRANSACTION_STATE for group %s: no transactional producer of it here", group)
+            return None
+        check(channel.remote_address, msg, header)
+        return None
+
 
 _instances: dict[str, ClientInstance] = {}
 _instances_lock = threading.Lock()
@@ -427,6 +466,12 @@ def acquire_instance(config: ClientConfig) -> ClientInstance:
         instance = _instances.get(config.client_id)
         if instance is None:
             instance = _instances[config.client_id] = ClientInstance(config)
+        elif instance.config.credentials != config.credentials:
+            # one connection per broker signs with one account: a second would be signed as the first
+            raise ClientError(
+                f"client {config.client_id} already signs with other credentials: "
+                "give this producer or consumer another instance_name"
+            )
         instance._users += 1
     instance.start()
     return instance

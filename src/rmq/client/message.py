@@ -2,15 +2,16 @@
 
 A PULL_MESSAGE body is stored CommitLog records back to back (SPEC.md section 5), decoded with
 ``rmq.protocol.record``, the one reader of that layout; a SEND_BATCH_MESSAGE body is
-``rmq.protocol.batch``'s. Bodies of at least ``COMPRESS_OVER`` bytes are zlib-deflated when sent
-singly (sysFlag bit0), as the Java client does; batches are never compressed.
+``rmq.protocol.batch``'s. Bodies are compressed and restored by ``rmq.client.compression``; a
+pulled message whose body cannot be restored is logged and not handed on.
 """
 
 from __future__ import annotations
 
-import zlib
+import logging
 from collections.abc import Iterable, Mapping
 
+from rmq.client.compression import UndecodableBody, decompress_body
 from rmq.errors import ClientError, RecordError
 from rmq.protocol import batch
 from rmq.protocol.message import (
@@ -20,7 +21,6 @@ from rmq.protocol.message import (
     NOT_ALLOWED_SEND_TOPICS,
     PROPERTIES_MAX_LENGTH,
     MessageProperty,
-    MessageSysFlag,
     encode_properties,
     topic_error,
 )
@@ -36,10 +36,7 @@ __all__ = [
     "validate_message",
 ]
 
-# Bodies from this size on are compressed (RocketMQ's compressMsgBodyOverHowmuch).
-COMPRESS_OVER = 4 * 1024
-# zlib level of RocketMQ's producer (its compressLevel default).
-COMPRESS_LEVEL = 5
+log = logging.getLogger("rmq.client")
 
 
 class Message:
@@ -204,7 +201,9 @@ class MessageExt(Message):
 def decode_messages(data: bytes | memoryview, broker_name: str | None = None) -> list[MessageExt]:
     """The messages of a PULL_MESSAGE body: stored records back to back, bodies decompressed.
 
-    Raises ClientError when the bytes are not whole records.
+    Raises ClientError when the bytes are not whole records. A message whose body cannot be
+    restored (a compression type this client does not know, bytes that do not decompress) is
+    logged as an error, with what finds it again (its broker id, queue and offset), and left out.
     """
     try:
         records = decode_records(data)
@@ -212,15 +211,18 @@ def decode_messages(data: bytes | memoryview, broker_name: str | None = None) ->
         raise ClientError(f"pulled body is {exc}") from None
     messages = []
     for rec in records:
-        body = rec.body
-        if rec.sys_flag & MessageSysFlag.COMPRESSED:
-            try:
-                body = zlib.decompress(body)
-            except zlib.error as exc:
-                raise ClientError(
-                    f"message at commit-log offset {rec.physical_offset} is flagged "
-                    f"compressed but does not inflate: {exc}"
-                ) from None
+        try:
+            body = decompress_body(rec.body, rec.sys_flag)
+        except UndecodableBody as exc:
+            log.error(
+                "message %s (%s queue %d offset %d) not delivered: %s",
+                encode_msg_id(rec.store_host[0], rec.store_host[1], rec.physical_offset),
+                rec.topic,
+                rec.queue_id,
+                rec.queue_offset,
+                exc,
+            )
+            continue
         messages.append(
             MessageExt(
                 rec.topic,
@@ -256,13 +258,6 @@ def encode_properties_checked(properties: dict[str, str]) -> bytes:
 def encode_batch(messages: Iterable[Message]) -> bytes:
     """The SEND_BATCH_MESSAGE body of ``messages`` (layout in ``rmq.protocol.batch``)."""
     return batch.encode_batch((msg.body, encode_properties_checked(msg.properties), msg.flag) for msg in messages)
-
-
-def compress_body(body: bytes, over: int = COMPRESS_OVER, level: int = COMPRESS_LEVEL) -> tuple[bytes, int]:
-    """``(body to send, sysFlag bits)``: deflated with COMPRESSED set from ``over`` bytes on."""
-    if len(body) >= over:
-        return zlib.compress(body, level), MessageSysFlag.COMPRESSED
-    return body, 0
 
 
 # Topics the broker keeps for itself: a producer may not send to them directly (nor to the

@@ -34,13 +34,17 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rmq._clock import now_ms
+from rmq.client.compression import (
+    COMPRESS_LEVEL,
+    COMPRESS_OVER,
+    DEFAULT_COMPRESSION,
+    check_compression,
+    compress_body,
+)
 from rmq.client.fault import LatencyFaultTolerance
 from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
 from rmq.client.message import (
-    COMPRESS_LEVEL,
-    COMPRESS_OVER,
     Message,
-    compress_body,
     encode_batch,
     encode_properties_checked,
     validate_message,
@@ -100,6 +104,8 @@ class ProducerConfig(ClientConfig):
     max_message_size: int = MAX_MESSAGE_SIZE
     compress_msg_body_over_howmuch: int = COMPRESS_OVER
     compress_level: int = COMPRESS_LEVEL
+    # "zlib" (what every 4.x and 5.x consumer reads), or "lz4" / "zstd" (RocketMQ 5.x consumers only)
+    compression: str = DEFAULT_COMPRESSION
     send_latency_fault_enable: bool = True
     # A degraded answer (FLUSH_DISK_TIMEOUT...) is retried on another broker instead of returned.
     retry_another_broker_when_not_store_ok: bool = False
@@ -140,6 +146,7 @@ class Producer(InstanceMember):
         check_group(group)
         self.group = group
         self.config: ProducerConfig = option_fields(ProducerConfig, dict(options, namesrv_addr=namesrv_addr))
+        self.config.compression = check_compression(self.config.compression)
         self.fault = LatencyFaultTolerance()
         self._publish: dict[str, TopicPublishInfo] = {}
         self._lock = threading.Lock()
@@ -300,7 +307,10 @@ class Producer(InstanceMember):
     def _job_for(self, msg: Message, timeout: float | None, max_attempts: int) -> _SendJob:
         validate_message(msg, self.config.max_message_size)
         msg_id = _uniq_key(msg)
-        body, sys_flag = compress_body(msg.body, self.config.compress_msg_body_over_howmuch, self.config.compress_level)
+        config = self.config
+        body, sys_flag = compress_body(
+            msg.body, config.compress_msg_body_over_howmuch, config.compress_level, config.compression
+        )
         if msg.get_property(MessageProperty.TRANSACTION_PREPARED) == "true":
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
         ext = self._header(msg.topic, sys_flag, msg.flag, msg.properties)

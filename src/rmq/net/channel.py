@@ -132,6 +132,7 @@ class Endpoint:
         self._processors: dict[int, Handler] = {}
         self._default_processor: Handler | None = None
         self._closed_callbacks: list[Callable[[Channel], object]] = []
+        self._request_check: Callable[[Channel, RemotingCommand], object] | None = None
 
     def register_processor(self, code: int, handler: Handler) -> None:
         """``handler(channel, request)`` answers requests of ``code``: it returns the response, or
@@ -142,6 +143,12 @@ class Endpoint:
     def register_default_processor(self, handler: Handler) -> None:
         """The handler for request codes without a processor of their own."""
         self._default_processor = handler
+
+    def set_request_check(self, check: Callable[[Channel, RemotingCommand], object] | None) -> None:
+        """Run ``check(channel, request)`` before every request's processor (RocketMQ's server
+        RPCHook, where its ACL runs): a check that raises ``RequestRefused`` answers the refusal
+        instead, and the processor never sees the request."""
+        self._request_check = check
 
     def on_channel_closed(self, callback: Callable[[Channel], object]) -> None:
         """Call ``callback(channel)`` on the loop thread whenever a channel closes (its result is ignored)."""
@@ -163,6 +170,8 @@ class Endpoint:
                 _answer_error(channel, request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "not supported")
             return
         try:
+            if self._request_check is not None:
+                self._request_check(channel, request)
             response = handler(channel, request)
         except RequestRefused as refusal:
             log.info(

@@ -7,6 +7,8 @@ One connection per address carries every request to it (answers matched by opaqu
 on first use, without blocking the loop, and again on the next use after it drops. Requests waiting
 on a connection that drops fail at once. Requests the server sends to the client
 (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE) go to processors registered as on a server.
+With ``credentials`` every request it sends is signed for a broker's ACL (``rmq.protocol.acl``),
+as Java's AclClientRPCHook does it: one hook here signs for every producer, consumer and admin.
 Unless given one, the client starts its own loop thread; docs/threads.md lists each, and who stops it.
 """
 
@@ -24,8 +26,10 @@ from rmq.net.channel import (
     ResponseCallback,
 )
 from rmq.net.codec import RemotingCommand
+from rmq.net.codec_py import ext_fields_for_wire
 from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
 from rmq.net.loop import EventLoop
+from rmq.protocol.acl import SessionCredentials
 
 CONNECT_TIMEOUT_DEFAULT = 3.0
 # How long invoke_sync waits past its timeout for the loop to report it (the loop's own timer
@@ -52,9 +56,12 @@ class RemotingClient(Endpoint):
         max_pending_output: int = MAX_PENDING_OUTPUT_DEFAULT,
         loop: EventLoop | None = None,
         name: str = "rmq-client",
+        credentials: SessionCredentials | tuple[str, ...] | None = None,
     ):
-        """``name`` names the loop thread when the client owns its loop."""
+        """``name`` names the loop thread when the client owns its loop; ``credentials``
+        (``(access_key, secret_key[, security_token])``) sign every request."""
         super().__init__()
+        self.credentials = SessionCredentials.of(credentials)
         self.connect_timeout = connect_timeout
         self.max_frame_size = max_frame_size
         self.max_pending_output = max_pending_output
@@ -129,6 +136,8 @@ class RemotingClient(Endpoint):
         """Send ``request``; ``callback(response, None)`` or ``callback(None, error)`` runs on the loop
         thread. The cheapest way to keep many requests in flight."""
         self._check_usable()
+        if self.credentials is not None:
+            self._sign(request)
         if self.loop.in_loop_thread():
             self._invoke_in_loop(addr, request, timeout, callback)
         else:
@@ -137,10 +146,19 @@ class RemotingClient(Endpoint):
     def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """Send ``request`` flagged oneway: no answer, no retry. Connection errors are only logged."""
         self._check_usable()
+        if self.credentials is not None:
+            self._sign(request)
         if self.loop.in_loop_thread():
             self._oneway_in_loop(addr, request)
         else:
             self.loop.call_soon_threadsafe(self._oneway_in_loop, addr, request)
+
+    def _sign(self, request: RemotingCommand) -> None:
+        assert self.credentials is not None
+        # the signature covers the values as they go on the wire (True as "true", None left out)
+        ext = ext_fields_for_wire(request.ext_fields)
+        self.credentials.sign(ext, request.body)
+        request.ext_fields = ext
 
     def close_channel(self, addr: str) -> None:
         """Close the connection to ``addr`` (pending requests to it fail)."""

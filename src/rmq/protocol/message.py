@@ -36,6 +36,11 @@ class MessageProperty:
     MAX_RECONSUME_TIMES = "MAX_RECONSUME_TIMES"
     CONSUME_START_TIMESTAMP = "CONSUME_START_TIME"
     TRANSACTION_CHECK_TIMES = "TRANSACTION_CHECK_TIMES"
+    # on the copy of a half message kept back for its CHECK_IMMUNITY time: the original's queue offset
+    TRANSACTION_PREPARED_QUEUE_OFFSET = "TRAN_PREPARED_QUEUE_OFFSET"
+    # the transaction id (the half message's UNIQ_KEY): Java's producer puts it on the message it hands
+    # its local transaction; rmq's broker on its op records, to know the ended transactions at restart
+    TRANSACTION_ID = "__transactionId__"
     CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
     BUYER_ID = "BUYER_ID"
 
@@ -53,6 +58,26 @@ class MessageSysFlag:
     # bits 4-5 mark IPv6 born/store hosts; rmq never sets them (clients assume IPv4)
     BORNHOST_V6 = 0x10
     STOREHOSTADDRESS_V6 = 0x20
+    # RocketMQ 5.x: with COMPRESSED, bits 8-10 say how (CompressionType); 0 is zlib, as 4.x
+    # clients (which know only zlib and never set these bits) compress
+    COMPRESSION_TYPE_SHIFT = 8
+    COMPRESSION_TYPE_MASK = 0x7 << 8
+
+
+class CompressionType:
+    """RocketMQ 5.x's CompressionType values, as sysFlag bits 8-10 carry them."""
+
+    LZ4 = 1
+    ZSTD = 2
+    ZLIB = 3
+    NAMES = {"lz4": LZ4, "zstd": ZSTD, "zlib": ZLIB}
+
+    @staticmethod
+    def of_sys_flag(sys_flag: int) -> int:
+        """The type of a COMPRESSED body: ZLIB when the bits are 0 (RocketMQ 4.x clients), else
+        the bits' value, which may be one no codec has (5.x reserves 4-7)."""
+        value = (sys_flag & MessageSysFlag.COMPRESSION_TYPE_MASK) >> MessageSysFlag.COMPRESSION_TYPE_SHIFT
+        return value or CompressionType.ZLIB
 
 
 # Topic names: at most 127 bytes of [A-Za-z0-9_%|-] (the retry/DLQ prefixes use % ); a stored

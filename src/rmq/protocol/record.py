@@ -14,7 +14,7 @@ import socket
 
 from rmq.errors import RecordError
 from rmq.protocol import layout
-from rmq.protocol.message import MessageProperty, decode_properties
+from rmq.protocol.message import MessageProperty, decode_properties, encode_properties
 
 if os.environ.get("RMQ_NO_EXTENSIONS") == "1":
     from rmq.protocol import record_py as implementation
@@ -43,6 +43,7 @@ __all__ = [
     "decode_record",
     "decode_records",
     "encode_msg_id",
+    "encode_record",
     "implementation",
     "int_to_ipv4",
     "ipv4_to_int",
@@ -155,3 +156,33 @@ def decode_records(data: Buffer, check_crc: bool = False) -> list[StoredMessage]
         messages.append(decode_record(view[pos : pos + size], check_crc=False))
         pos += size
     return messages
+
+
+def encode_record(message: StoredMessage) -> bytes:
+    """``message`` as one stored record (RocketMQ's MessageDecoder.encode): the body of a
+    CHECK_TRANSACTION_STATE. TOTALSIZE is computed from the fields; the others go as they are."""
+    topic = message.topic.encode()
+    properties = encode_properties(message.properties)
+    born_ip, born_port = message.born_host
+    store_ip, store_port = message.store_host
+    total = layout.REC_FIXED_OVERHEAD + len(message.body) + len(topic) + len(properties)
+    head = layout.RECORD_HEAD.pack(
+        total,  # 1 TOTALSIZE
+        layout.MESSAGE_MAGIC_CODE,  # 2 MAGIC
+        message.body_crc,  # 3 BODYCRC
+        message.queue_id,  # 4 QUEUEID
+        message.flag,  # 5 FLAG
+        message.queue_offset,  # 6 QUEUEOFFSET
+        message.physical_offset,  # 7 PHYSICALOFFSET
+        message.sys_flag,  # 8 SYSFLAG
+        message.born_timestamp,  # 9 BORNTIMESTAMP
+        socket.inet_aton(born_ip),  # 10 BORNHOST
+        born_port,
+        message.store_timestamp,  # 11 STORETIMESTAMP
+        socket.inet_aton(store_ip),  # 12 STOREHOST
+        store_port,
+        message.reconsume_times,  # 13 RECONSUMETIMES
+        message.prepared_transaction_offset,  # 14 PREPARED_TX_OFFSET
+        len(message.body),  # 15 BODYLEN
+    )
+    return b"".join((head, message.body, bytes((len(topic),)), topic, len(properties).to_bytes(2, "big"), properties))

@@ -7,6 +7,10 @@ tagsCode of each ConsumeQueue entry (``java_string_hash(tag)``, written by the s
 codes of the subscribed tags, which costs no CommitLog read; since two tags can share a hash, the
 tag of a message that passed is then compared exactly (RocketMQ leaves that step to the client;
 ``is_matched_by_tag`` lets the broker do it).
+
+An SQL92 expression (``rmq.protocol.sql92``) is checked when the subscription is built, so a client
+learns of a bad one at ``subscribe`` and a broker answers SUBSCRIPTION_PARSE_FAILED naming where it
+is wrong; the broker filters by it only with enablePropertyFilter.
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from typing import Any
 from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.message import java_string_hash
+from rmq.protocol.sql92 import SqlFilter, SqlFilterError, compile_sql92
 
 SUB_ALL = "*"
 TAG_SEPARATOR = "||"
@@ -77,19 +82,18 @@ def build_subscription_data(
     sub_version: int | None = None,
 ) -> SubscriptionData:
     """Parse a subscription expression; raises RequestRefused (SUBSCRIPTION_PARSE_FAILED) for
-    an expression this broker cannot filter by (SQL92, an unknown type, a TAG list with no tag)."""
+    an expression that does not parse (an SQL92 one, with its position; a TAG list with no tag) or
+    of an unknown type."""
     version = int(time.time() * 1000) if sub_version is None else sub_version
     expression_type = (expression_type or ExpressionType.TAG).strip().upper()
     if expression_type == ExpressionType.SQL92:
-        raise RequestRefused(
-            ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-            f"subscription to {topic!r}: SQL92 filtering ({sub_string!r}) is not supported by this broker; "
-            "subscribe by tag",
-        )
+        text = (sub_string or "").strip()
+        sql92_filter(topic, text)
+        return SubscriptionData(topic, text, sub_version=version, expression_type=ExpressionType.SQL92)
     if expression_type != ExpressionType.TAG:
         raise RequestRefused(
             ResponseCode.SUBSCRIPTION_PARSE_FAILED,
-            f"subscription to {topic!r}: unknown expression type {expression_type!r}, expected TAG",
+            f"subscription to {topic!r}: unknown expression type {expression_type!r}, expected TAG or SQL92",
         )
     text = (sub_string or "").strip()
     if not text or text == SUB_ALL:
@@ -108,3 +112,12 @@ def build_subscription_data(
         frozenset(java_string_hash(tag) for tag in tags),
         sub_version=version,
     )
+
+
+def sql92_filter(topic: str, expression: str) -> SqlFilter:
+    """The compiled filter of an SQL92 subscription; raises RequestRefused
+    (SUBSCRIPTION_PARSE_FAILED) naming the position when the expression does not parse."""
+    try:
+        return compile_sql92(expression)
+    except SqlFilterError as exc:
+        raise RequestRefused(ResponseCode.SUBSCRIPTION_PARSE_FAILED, f"subscription to {topic!r}: {exc}") from None

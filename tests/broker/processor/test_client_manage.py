@@ -84,3 +84,29 @@ def test_malformed_heartbeat_is_refused(broker, client):
         r = call(client, broker.broker_addr, RemotingCommand.request(RequestCode.HEART_BEAT, {}, body))
         assert r.code == ResponseCode.SYSTEM_ERROR and "heartbeat" in r.remark
     assert_still_serving(broker, client)
+
+
+def check_client_config(expression_type: str, sub_string: str) -> RemotingCommand:
+    """CHECK_CLIENT_CONFIG as a Java consumer sends it before it starts."""
+    body = {
+        "clientId": "java-client",
+        "group": "SqlGroup",
+        "subscriptionData": {"topic": "T", "subString": sub_string, "expressionType": expression_type},
+    }
+    return RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, orjson.dumps(body))
+
+
+def test_check_client_config_answers_as_rocketmq(start_broker, client, tmp_path):
+    plain = start_broker(storePathRootDir=str(tmp_path / "plain"))
+    r = call(client, plain.broker_addr, check_client_config("TAG", "TagA || TagB"))
+    assert r.code == ResponseCode.SUCCESS
+    r = call(client, plain.broker_addr, check_client_config("SQL92", "a > 1"))
+    assert r.code == ResponseCode.SYSTEM_ERROR
+    assert r.remark.startswith("The broker does not support consumer to filter message by SQL92")
+    filtering = start_broker(enablePropertyFilter="true", storePathRootDir=str(tmp_path / "filtering"))
+    assert call(client, filtering.broker_addr, check_client_config("SQL92", "a > 1")).code == ResponseCode.SUCCESS
+    r = call(client, filtering.broker_addr, check_client_config("SQL92", "a >"))
+    assert r.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED and "line 1 column 4" in r.remark
+    r = call(client, filtering.broker_addr, RemotingCommand.request(RequestCode.CHECK_CLIENT_CONFIG, {}, b"{oops"))
+    assert r.code == ResponseCode.SYSTEM_ERROR and "not JSON" in r.remark
+    assert_still_serving(filtering, client)

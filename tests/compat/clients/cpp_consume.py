@@ -7,6 +7,7 @@ group" answer (SPEC.md section 4).
 """
 
 import json
+import os
 import sys
 import threading
 import time
@@ -40,6 +41,8 @@ def main() -> None:
 
     consumer = PushConsumer(group)
     consumer.set_namesrv_addr(namesrv)
+    if os.environ.get("ACL_ACCESS_KEY"):  # sign every request for a broker with aclEnable
+        consumer.set_session_credentials(os.environ["ACL_ACCESS_KEY"], os.environ["ACL_SECRET_KEY"], "ALIYUN")
     consumer.subscribe(topic, on_message, expression)
     consumer.start()
     try:

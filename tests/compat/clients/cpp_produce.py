@@ -5,6 +5,7 @@ Runs in its own virtual environment (the package installs a top-level ``rocketmq
 """
 
 import json
+import os
 import sys
 
 from rocketmq.client import Message, Producer
@@ -16,6 +17,8 @@ def main() -> None:
     tags = tags_csv.split(",")
     producer = Producer(group)
     producer.set_namesrv_addr(namesrv)
+    if os.environ.get("ACL_ACCESS_KEY"):  # sign every request for a broker with aclEnable
+        producer.set_session_credentials(os.environ["ACL_ACCESS_KEY"], os.environ["ACL_SECRET_KEY"], "ALIYUN")
     producer.start()
     try:
         for i in range(int(count)):

@@ -8,8 +8,13 @@
 // handler's return value, so the retry counts as consumed), while a thrown error is sent back either way.
 // MAX_RECONSUME_TIMES: the consumer's maxReconsumeTimes (default 16), sent with each send-back.
 // OPTIONS_JSON: more Consumer options, over these (pullBatchSize, pullInterval, pollNameServerInteval...).
+// SUB_EXPRESSION "SQL92:<sql>" subscribes by SQL92 (ali-ons takes {expressionType, subString}).
 'use strict';
 const { Consumer } = require('ali-ons');
+
+// ACL_ACCESS_KEY / ACL_SECRET_KEY in the environment: sign every request (ali-ons' Channel.beforeRequest).
+const credentials = () => (process.env.ACL_ACCESS_KEY ?
+  { accessKey: process.env.ACL_ACCESS_KEY, secretKey: process.env.ACL_SECRET_KEY } : {});
 
 async function main() {
   const [nameSrv, topic, group, expression, countText, idleText, failText = '0', maxText = '16', optionsText = '{}'] =
@@ -23,12 +28,16 @@ async function main() {
     // offsets are committed to the broker every 5 s by default; restart tests want it prompt
     persistConsumerOffsetInterval: 1000,
     maxReconsumeTimes: Number(maxText),
+    ...credentials(),
     ...JSON.parse(optionsText),
   });
   consumer.on('error', err => console.error(`consumer error: ${err.message}`));
   let received = 0;
   let last = Date.now();
-  consumer.subscribe(topic, expression, async msg => {
+  const selector = expression.startsWith('SQL92:')
+    ? { expressionType: 'SQL92', subString: expression.slice('SQL92:'.length) }
+    : expression;
+  consumer.subscribe(topic, selector, async msg => {
     last = Date.now();
     if (toFail > 0) {
       toFail--;

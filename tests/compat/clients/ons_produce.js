@@ -6,6 +6,10 @@
 'use strict';
 const { Producer, Message } = require('ali-ons');
 
+// ACL_ACCESS_KEY / ACL_SECRET_KEY in the environment: sign every request (ali-ons' Channel.beforeRequest).
+const credentials = () => (process.env.ACL_ACCESS_KEY ?
+  { accessKey: process.env.ACL_ACCESS_KEY, secretKey: process.env.ACL_SECRET_KEY } : {});
+
 async function main() {
   const [nameSrv, topic, group, countText, tagsCsv, prefix = 'ons', propsJson = '{}', bigText = '0'] =
     process.argv.slice(2);
@@ -13,7 +17,8 @@ async function main() {
   const bigBytes = Number(bigText);
   const tags = tagsCsv.split(',');
   // httpclient is only used to look up name servers over HTTP, which nameSrv makes unnecessary.
-  const producer = new Producer({ nameSrv, httpclient: {}, producerGroup: group, instanceName: `p${process.pid}` });
+  const producer = new Producer({ nameSrv, httpclient: {}, producerGroup: group, instanceName: `p${process.pid}`,
+                                  ...credentials() });
   producer.on('error', err => console.error(`producer error: ${err.message}`));
   await producer.ready();
   for (let i = 0; i < Number(countText); i++) {

@@ -5,6 +5,7 @@ with ``handlers() -> {request code: handler(channel, request)}``.
     pull            PULL_MESSAGE (11), long polling
     consumer_manage, client_manage, queue_offset, topic: offsets, heartbeats, queue offsets, topics
     send_back       CONSUMER_SEND_MSG_BACK (36): %RETRY%<group>, delays, %DLQ%<group>
+    end_transaction END_TRANSACTION (37): commit or roll back a half message
     query           QUERY_MESSAGE (12, by key), VIEW_MESSAGE_BY_ID (33)
     lock            LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)
     admin_broker    what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
@@ -19,6 +20,7 @@ code replaces an earlier one's).
 from rmq.broker.processor.admin_broker import AdminBrokerProcessor
 from rmq.broker.processor.client_manage import ClientManageProcessor
 from rmq.broker.processor.consumer_manage import ConsumerManageProcessor
+from rmq.broker.processor.end_transaction import EndTransactionProcessor
 from rmq.broker.processor.lock import LockProcessor
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.query import QueryMessageProcessor
@@ -36,6 +38,7 @@ PROCESSORS = [
     QueueOffsetProcessor,
     TopicProcessor,
     SendBackProcessor,
+    EndTransactionProcessor,
     QueryMessageProcessor,
     LockProcessor,
     AdminBrokerProcessor,

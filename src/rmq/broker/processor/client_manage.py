@@ -1,19 +1,28 @@
-"""Client heartbeats and departures: HEART_BEAT (34), UNREGISTER_CLIENT (35), as RocketMQ's
-ClientManageProcessor serves them. Membership changes are told to the group's consumers with
+"""Client heartbeats and departures: HEART_BEAT (34), UNREGISTER_CLIENT (35), and CHECK_CLIENT_CONFIG
+(46), as RocketMQ's ClientManageProcessor serves them. Membership changes are told to the group's consumers with
 NOTIFY_CONSUMER_IDS_CHANGED (the controller's ``notify_consumer_ids_changed``).
 
 A consumer's heartbeat creates its group's config (autoCreateSubscriptionGroup) and its retry topic
 ``%RETRY%<group>`` (retryQueueNums queues, 1 by default), which it subscribes to implicitly.
+
+CHECK_CLIENT_CONFIG's body is ``{"clientId", "group", "subscriptionData": {...}}``; a Java consumer
+with an SQL92 subscription sends it to every broker before it starts, and does not start unless
+each answers SUCCESS. A TAG subscription always passes; SQL92 without enablePropertyFilter is
+SYSTEM_ERROR, an expression that does not parse SUBSCRIPTION_PARSE_FAILED (the remark names where).
 """
 
 from __future__ import annotations
 
+import json
+
 from rmq.broker.processor.base import Processor, success
+from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
-from rmq.protocol.codes import RequestCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.protocol.message import retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
+from rmq.protocol.subscription import ExpressionType, build_subscription_data
 
 
 class ClientManageProcessor(Processor):
@@ -21,6 +30,7 @@ class ClientManageProcessor(Processor):
         return {
             RequestCode.HEART_BEAT: self.heart_beat,
             RequestCode.UNREGISTER_CLIENT: self.unregister_client,
+            RequestCode.CHECK_CLIENT_CONFIG: self.check_client_config,
         }
 
     def heart_beat(self, channel, request: RemotingCommand):
@@ -44,4 +54,24 @@ class ClientManageProcessor(Processor):
         )
         for group in changed:
             self.controller.notify_consumer_ids_changed(group)
+        return success(request)
+
+    def check_client_config(self, channel, request: RemotingCommand):
+        try:
+            body = json.loads(body_bytes(request.body) or b"{}")
+        except (ValueError, UnicodeDecodeError) as e:
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR, f"CHECK_CLIENT_CONFIG body is not JSON ({e})") from None
+        sub = body.get("subscriptionData") if isinstance(body, dict) else None
+        if not isinstance(sub, dict):
+            return success(request)
+        expression_type = str(sub.get("expressionType") or ExpressionType.TAG).strip().upper()
+        if expression_type == ExpressionType.TAG:
+            return success(request)
+        if not self.controller.config.enable_property_filter:
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type} "
+                "(set enablePropertyFilter=true)",
+            )
+        build_subscription_data(str(sub.get("topic") or ""), str(sub.get("subString") or ""), expression_type)
         return success(request)

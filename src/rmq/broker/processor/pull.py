@@ -1,9 +1,17 @@
 """PULL_MESSAGE (11), as RocketMQ's PullMessageProcessor serves it (SPEC.md section 4).
 
 Request fields: consumerGroup, topic, queueId, queueOffset, maxMsgNums, sysFlag, commitOffset,
-suspendTimeoutMillis, subscription ("*" or "TagA || TagB"), subVersion, expressionType (TAG; SQL92 is
-refused with SUBSCRIPTION_PARSE_FAILED). sysFlag bits: 1 commit offset too, 2 suspend (long poll),
+suspendTimeoutMillis, subscription ("*", "TagA || TagB" or an SQL92 expression), subVersion,
+expressionType (TAG or SQL92). sysFlag bits: 1 commit offset too, 2 suspend (long poll),
 4 subscription given in the request, 8 class filter.
+
+SQL92 subscriptions, as RocketMQ's PullMessageProcessor: an expression that does not parse is answered
+SUBSCRIPTION_PARSE_FAILED (23, the remark names the position); without enablePropertyFilter a parsed
+one is answered SYSTEM_ERROR "The broker does not support consumer to filter message by SQL92". The
+expression is compiled once (cached per topic and expression, the outcome too) and runs on each
+record's properties in the mapped CommitLog, before anything is copied into the answer. A pull that
+matched nothing in its scan answers PULL_RETRY_IMMEDIATELY with nextBeginOffset past what it scanned,
+as a tag miss does, so a long run of misses never stalls a consumer.
 
 Reply extFields, all four on every code (some clients read them only when they are strings, and
 read them whatever the code): nextBeginOffset, minOffset, maxOffset, suggestWhichBrokerId. A FOUND
@@ -50,7 +58,7 @@ from rmq.protocol.fields import int_field, str_field
 from rmq.protocol.layout import REC_PHYSICALOFFSET
 from rmq.protocol.perm import is_readable
 from rmq.protocol.route import MASTER_ID
-from rmq.protocol.subscription import ExpressionType, build_subscription_data
+from rmq.protocol.subscription import ExpressionType, build_subscription_data, sql92_filter
 from rmq.store import GetMessageStatus, TagFilter
 
 if TYPE_CHECKING:
@@ -69,7 +77,7 @@ class PullSysFlag:
 # RocketMQ's maxTransferCountOnMessageInMemory / maxTransferBytesOnMessageInMemory.
 MAX_TRANSFER_COUNT = 32
 MAX_TRANSFER_BYTES = 256 * 1024
-_TAG_FILTER_CACHE_MAX = 4096
+_FILTER_CACHE_MAX = 4096
 
 _NOT_FOUND_STATUSES = (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE)
 _MOVED_STATUSES = (GetMessageStatus.OFFSET_OVERFLOW_BADLY, GetMessageStatus.OFFSET_TOO_SMALL)
@@ -114,7 +122,10 @@ class PullProcessor(Processor):
         super().__init__(controller)
         self.store = controller.store
         self.hold = controller.pull_hold
-        self._tag_filters: dict[tuple[str, str], TagFilter | None] = {}
+        self.get_counts = controller.get_counts
+        # (topic, expression type, expression) -> the store filter, or the refusal (code, remark)
+        self._filters: dict[tuple[str, str, str], TagFilter | tuple[int, str] | None] = {}
+        self.enable_property_filter = controller.config.enable_property_filter
         self.hold.set_executor(self.execute)
         self.role_changed()
         self.slave_read_enable = controller.config.slave_read_enable
@@ -178,7 +189,7 @@ class PullProcessor(Processor):
             )
 
         if sys_flag & PullSysFlag.SUBSCRIPTION:
-            tag_filter = self._tag_filter(
+            tag_filter = self._message_filter(
                 topic, ext.get("subscription") or "*", ext.get("expressionType") or ExpressionType.TAG
             )
         else:
@@ -190,7 +201,7 @@ class PullProcessor(Processor):
                     f"group {group!r} has no subscription to {topic!r}: send a heartbeat first, "
                     "or give the subscription in the pull",
                 )
-            tag_filter = self._tag_filter(topic, subscription.sub_string, subscription.expression_type)
+            tag_filter = self._message_filter(topic, subscription.sub_string, subscription.expression_type)
 
         commit = sys_flag & PullSysFlag.COMMIT_OFFSET and commit_offset >= 0 and not self.slave
         if commit:
@@ -218,19 +229,38 @@ class PullProcessor(Processor):
             group_config.which_broker_when_consume_slowly,
         )
 
-    def _tag_filter(self, topic: str, sub_string: str, expression_type: str) -> TagFilter | None:
-        """The store filter of a subscription (None: everything); parsed once per expression."""
-        key = (sub_string, expression_type)
+    def _message_filter(self, topic: str, sub_string: str, expression_type: str) -> TagFilter | None:
+        """The store filter of a subscription (None: everything); built once per expression."""
+        expression_type = expression_type.strip().upper()
+        key = (topic, expression_type, sub_string)
         try:
-            return self._tag_filters[key]
+            found = self._filters[key]
         except KeyError:
-            pass
-        subscription = build_subscription_data(topic, sub_string, expression_type)
-        tag_filter = None if subscription.sub_all else TagFilter(subscription.code_set, subscription.tags_set)
-        if len(self._tag_filters) >= _TAG_FILTER_CACHE_MAX:
-            self._tag_filters.clear()
-        self._tag_filters[key] = tag_filter
-        return tag_filter
+            found = self._build_filter(topic, sub_string, expression_type)
+            if len(self._filters) >= _FILTER_CACHE_MAX:
+                self._filters.clear()
+            self._filters[key] = found
+        if isinstance(found, tuple):
+            raise RequestRefused(*found)
+        if expression_type == ExpressionType.SQL92 and not self.enable_property_filter:
+            # RocketMQ's words, which its clients show
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"The broker does not support consumer to filter message by {expression_type} "
+                "(set enablePropertyFilter=true)",
+            )
+        return found
+
+    @staticmethod
+    def _build_filter(topic: str, sub_string: str, expression_type: str) -> TagFilter | tuple[int, str] | None:
+        try:
+            if expression_type == ExpressionType.SQL92:
+                sql = sql92_filter(topic, sub_string.strip())
+                return TagFilter.of_properties(sql, sql.property_names)
+            subscription = build_subscription_data(topic, sub_string, expression_type)
+        except RequestRefused as e:
+            return (e.code, e.remark or "")
+        return None if subscription.sub_all else TagFilter(subscription.code_set, subscription.tags_set)
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -259,14 +289,16 @@ class PullProcessor(Processor):
                 self.hold.park(pull)
                 return None
         if status == GetMessageStatus.FOUND:
+            messages = result.messages
+            self.get_counts.add(pull.group, pull.topic, len(messages), sum(map(len, messages)))
             return pull_response(
                 pull.request,
                 ResponseCode.SUCCESS,
                 result.next_begin_offset,
                 result.min_offset,
                 result.max_offset,
-                self._suggest(pull, result.messages),
-                body=result.messages,
+                self._suggest(pull, messages),
+                body=messages,
             )
         if status in _NOT_FOUND_STATUSES:
             code = ResponseCode.PULL_NOT_FOUND

@@ -45,6 +45,7 @@ from rmq.protocol.message import (
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from rmq.protocol.record import ipv4_to_int
 from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
+from rmq.protocol.transaction import PREPARED_MARK, is_prepared
 from rmq.store import PutMessageStatus
 
 if TYPE_CHECKING:
@@ -240,6 +241,13 @@ class SendProcessor(Processor):
             topic, queue_id = self._retry_or_dlq(ext, keys, topic, queue_id, reconsume_times)
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 properties = _without_delay(properties)
+        if PREPARED_MARK in properties and is_prepared(properties):  # a half message (rmq.broker.transaction)
+            callback = self._durable_callback(channel, request, queue_id) if wait else None
+            result = controller.transactions.prepare_message(
+                topic, queue_id, body, properties, sys_flag, born_timestamp, flag, reconsume_times,
+                born_host, born_port, callback,
+            )  # fmt: skip
+            return self._answer_put(request, result, topic, queue_id)
         if _DELAY_MARK in properties:
             topic, queue_id, props = controller.schedule_redirect(topic, queue_id, properties)
         else:

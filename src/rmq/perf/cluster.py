@@ -1,0 +1,247 @@
+"""Fresh real processes for one matrix cell, and what is sampled from them while it runs.
+
+``RmqCell`` starts ``rmq-namesrv``, an ``rmq-broker`` master and, for the replicated roles, a slave,
+each with a store of its own in a temporary directory, on free loopback ports; it creates the
+topic, waits until a master's slave is connected, and stops and removes everything on exit.
+
+``ProcessSampler`` reads a process's CPU time, RSS and bytes written to disk from /proc;
+``BrokerSampler`` adds a broker's own counters: CommitLog flush rounds (GET_BROKER_RUNTIME_INFO
+``commitLogFlushRounds``: under SYNC_FLUSH one msync per group-commit round) and replication lag
+(GET_HA_STATUS 9101). ``delta`` turns two samples into the perf log's ``broker`` object.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from rmq.client.admin_client import AdminClient
+from rmq.errors import RmqError
+
+LOOPBACK = "127.0.0.1"
+START_TIMEOUT = 30.0
+STOP_TIMEOUT = 30.0
+BROKER_NAME = "perf-broker"
+_TICKS = os.sysconf("SC_CLK_TCK")
+
+ROLES = ("standalone", "async_master", "sync_master")
+# brokerRole of the master of each matrix role; "standalone" is a master without a slave
+MASTER_ROLE = {"standalone": "ASYNC_MASTER", "async_master": "ASYNC_MASTER", "sync_master": "SYNC_MASTER"}
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind((LOOPBACK, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = START_TIMEOUT) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"{what} exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection((LOOPBACK, port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.05)
+    raise TimeoutError(f"{what} did not listen on {port} within {timeout:.0f} s")
+
+
+def stop_process(proc: subprocess.Popen[bytes]) -> None:
+    """SIGTERM, then SIGKILL when it does not exit in time."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+    try:
+        proc.wait(STOP_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait(STOP_TIMEOUT)
+
+
+def wait_until(predicate: Any, timeout: float, what: str, interval: float = 0.05) -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"gave up waiting {timeout:.0f} s for {what}")
+        time.sleep(interval)
+
+
+class RmqCell(contextlib.AbstractContextManager["RmqCell"]):
+    """Name server, master and (for ``async_master``/``sync_master``) a slave for one cell."""
+
+    def __init__(self, flush: str, role: str, topic: str, queues: int = 4, settings: dict[str, str] | None = None):
+        if role not in MASTER_ROLE:
+            raise ValueError(f"role {role!r}, expected one of {', '.join(ROLES)}")
+        self.flush, self.role, self.topic, self.queues = flush, role, topic, queues
+        self.settings = settings or {}
+        self.procs: list[subprocess.Popen[bytes]] = []
+        self.root = Path(tempfile.mkdtemp(prefix="rmq-perf-"))
+        self.namesrv_addr = ""
+        self.master_addr = ""
+        self.master: subprocess.Popen[bytes] | None = None
+        self.slave: subprocess.Popen[bytes] | None = None
+
+    def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
+        proc = subprocess.Popen(
+            [sys.executable, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ)
+        )
+        self.procs.append(proc)
+        return proc
+
+    def _broker(self, store: str, **settings: str) -> tuple[subprocess.Popen[bytes], int]:
+        port = free_port()
+        merged = {
+            "brokerIP1": LOOPBACK,
+            "brokerName": BROKER_NAME,
+            "listenPort": str(port),
+            "haListenPort": str(free_port()),
+            "storePathRootDir": str(self.root / store),
+            "flushDiskType": self.flush,
+            **self.settings,
+            **settings,
+        }
+        argv = ["-m", "rmq.cli.broker", "-n", self.namesrv_addr, "--log-level", "WARNING"]
+        for key, value in merged.items():
+            argv += ["--set", f"{key}={value}"]
+        proc = self._spawn(*argv)
+        wait_for_port(port, proc, f"rmq-broker ({store})")
+        return proc, port
+
+    def start(self) -> RmqCell:
+        try:
+            port = free_port()
+            namesrv = self._spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port))
+            wait_for_port(port, namesrv, "rmq-namesrv")
+            self.namesrv_addr = f"{LOOPBACK}:{port}"
+            self.master, master_port = self._broker("master", brokerRole=MASTER_ROLE[self.role])
+            self.master_addr = f"{LOOPBACK}:{master_port}"
+            with AdminClient(self.namesrv_addr, timeout=3.0) as admin:
+                wait_until(lambda: self._registered(admin), START_TIMEOUT, "the master to register")
+                admin.update_topic(self.topic, self.queues, self.queues, broker_addr=self.master_addr)
+                if self.role != "standalone":
+                    self.slave, _ = self._broker("slave", brokerRole="SLAVE", brokerId="1")
+                    wait_until(lambda: self._slave_connected(admin), START_TIMEOUT, "the slave to connect")
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def _registered(self, admin: AdminClient) -> bool:
+        try:
+            return self.master_addr in admin.master_addrs().values()
+        except RmqError:
+            return False
+
+    def _slave_connected(self, admin: AdminClient) -> bool:
+        try:
+            return bool(admin.ha_status(BROKER_NAME)[1].slaves)
+        except RmqError:
+            return False
+
+    def close(self) -> None:
+        for proc in reversed(self.procs):
+            stop_process(proc)
+            if proc.stderr is not None:
+                proc.stderr.close()
+        self.procs.clear()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> RmqCell:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+@dataclasses.dataclass
+class ProcessSample:
+    at: float  # time.monotonic()
+    cpu_s: float | None = None
+    rss_bytes: int | None = None
+    write_bytes: int | None = None
+    flush_rounds: int | None = None
+    repl_lag_bytes: int | None = None
+    repl_lag_ms: float | None = None
+
+
+class ProcessSampler:
+    """CPU seconds, RSS and disk bytes written of one process, from /proc (None where unreadable)."""
+
+    def __init__(self, pid: int):
+        self.pid = pid
+
+    def sample(self) -> ProcessSample:
+        s = ProcessSample(time.monotonic())
+        with contextlib.suppress(OSError, ValueError, IndexError):
+            with open(f"/proc/{self.pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+            s.cpu_s = (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
+            s.rss_bytes = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
+        with contextlib.suppress(OSError, ValueError):
+            with open(f"/proc/{self.pid}/io") as f:
+                for line in f:
+                    if line.startswith("write_bytes:"):
+                        s.write_bytes = int(line.split()[1])
+        return s
+
+
+class BrokerSampler(ProcessSampler):
+    """A broker's process figures and its flush rounds and replication lag, asked over the wire."""
+
+    def __init__(self, pid: int, namesrv_addr: str, broker_addr: str, replicated: bool):
+        super().__init__(pid)
+        self.admin = AdminClient(namesrv_addr, timeout=2.0).__enter__()
+        self.broker_addr = broker_addr
+        self.replicated = replicated
+
+    def sample(self) -> ProcessSample:
+        s = super().sample()
+        with contextlib.suppress(RmqError, KeyError, ValueError):
+            s.flush_rounds = int(self.admin.broker_runtime_info(self.broker_addr)["commitLogFlushRounds"])
+        if self.replicated:
+            with contextlib.suppress(RmqError, KeyError, ValueError):
+                slaves = self.admin.ha_status(BROKER_NAME)[1].slaves
+                if slaves:
+                    s.repl_lag_bytes = max(x.lag_bytes for x in slaves)
+                    s.repl_lag_ms = float(max(x.lag_ms for x in slaves))
+        return s
+
+    def close(self) -> None:
+        self.admin.__exit__(None, None, None)
+
+
+def delta(before: ProcessSample, after: ProcessSample, acked: int) -> dict[str, Any]:
+    """The perf log's ``broker`` object over the time between two samples (``acked`` messages)."""
+    seconds = max(after.at - before.at, 1e-9)
+    cpu = after.cpu_s - before.cpu_s if after.cpu_s is not None and before.cpu_s is not None else None
+    rounds = (
+        after.flush_rounds - before.flush_rounds
+        if after.flush_rounds is not None and before.flush_rounds is not None
+        else None
+    )
+    written = (
+        after.write_bytes - before.write_bytes
+        if after.write_bytes is not None and before.write_bytes is not None
+        else None
+    )
+    return {
+        "cpu_pct": None if cpu is None else round(100.0 * cpu / seconds, 1),
+        "rss_bytes": after.rss_bytes,
+        "flushes_per_s": None if rounds is None else round(rounds / seconds, 1),
+        "msgs_per_flush": round(acked / rounds, 2) if rounds else None,
+        "repl_lag_bytes": after.repl_lag_bytes,
+        "repl_lag_ms": after.repl_lag_ms,
+        "disk_bytes_written": written,
+    }

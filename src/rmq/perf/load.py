@@ -1,0 +1,403 @@
+"""Load that does not measure itself: worker processes, each pipelined over its own connection.
+
+``run_load(spec, on_interval)`` starts ``spec.workers`` processes (multiprocessing, spawn). The
+total in-flight is split over them as evenly as it goes (16 over 3 workers: 6, 5, 5), each worker
+keeping its share outstanding on one connection of its own, so ``connections == workers``; a target
+rate is split the same way. Every worker sends from a common start (after ``warmup`` seconds that
+are not recorded) and reports each interval to the parent: messages sent and acked, failures by
+code, the latency histogram of its acked requests, and the CPU seconds it used, from which the
+parent tells whether the generator itself was the bottleneck (``saturated``: its processes used
+>= 90 % of the cores they could have had).
+
+Latency, wrk2 style: in an open-loop run (``rate`` > 0) request k is *due* at start + k / rate and
+its latency runs from that intended time, so a broker that stalls is charged for every request that
+should have gone out meanwhile, not only for the one that was stuck (no coordinated omission). In a
+closed-loop run (``rate`` 0: as fast as answers come back) latency runs from the actual send.
+A batch request's latency counts once per message in it, so a histogram's total equals ``acked``.
+
+A protocol is a ``Driver``: it builds requests and parses answers (rmq's remoting frames here,
+Redis and NATS in ``rmq.perf.peers``); the loop, timing and reporting are the same for all.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import multiprocessing as mp
+import os
+import queue
+import select
+import socket
+import time
+from collections import Counter, deque
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+
+from rmq.perf.histogram import Histogram
+from rmq.perf.remoting import (
+    BORN_MARK,
+    OPAQUE_BASE,
+    OPAQUE_SPAN,
+    FrameTemplate,
+    answer_code,
+    answer_opaque,
+    send_request,
+    take_frames,
+)
+
+SATURATED_SHARE = 0.9
+# An answer still missing this long after the last send counts as failed with "timeout".
+DRAIN_TIMEOUT = 5.0
+FAIL_TIMEOUT = "timeout"
+FAIL_CONNECTION = "connection"
+# Codes a RocketMQ producer counts as "Send Failed" (no answer) rather than "Response Failed".
+SEND_FAILURES = (FAIL_TIMEOUT, FAIL_CONNECTION)
+
+
+@dataclasses.dataclass
+class LoadSpec:
+    """What to send where: picklable, handed to every worker."""
+
+    system: str  # "rmq", "redis", "nats"
+    host: str
+    port: int
+    topic: str
+    size: int = 1024
+    batch: int = 1
+    in_flight: int = 1  # in total, over all workers
+    workers: int = 1
+    rate: float = 0.0  # msgs/s in total; 0 = closed loop
+    duration: float = 10.0
+    warmup: float = 0.0
+    interval: float = 1.0
+    tags: str = ""
+    queues: int = 4
+    options: dict[str, Any] = dataclasses.field(default_factory=dict)  # a peer's own (stream name, ...)
+
+    def share(self, worker: int) -> tuple[int, float]:
+        """(in-flight, msgs/s) of one worker."""
+        workers = self.effective_workers
+        base, extra = divmod(self.in_flight, workers)
+        return base + (1 if worker < extra else 0), self.rate / workers
+
+    @property
+    def effective_workers(self) -> int:
+        """No more workers than requests in flight: a worker with none would only idle."""
+        return max(1, min(self.workers, self.in_flight))
+
+    @property
+    def intervals(self) -> int:
+        return max(1, round(self.duration / self.interval))
+
+
+@dataclasses.dataclass
+class IntervalReport:
+    """One interval of one or all workers."""
+
+    index: int
+    sent: int = 0
+    acked: int = 0
+    failed: Counter[str] = dataclasses.field(default_factory=Counter)
+    histogram: Histogram = dataclasses.field(default_factory=Histogram)
+    cpu_s: float = 0.0
+    reports: int = 0
+
+    def merge(self, other: IntervalReport) -> None:
+        self.sent += other.sent
+        self.acked += other.acked
+        self.failed.update(other.failed)
+        self.histogram.merge(other.histogram)
+        self.cpu_s += other.cpu_s
+        self.reports += other.reports
+
+
+class Driver:
+    """A protocol: ``connect``, then ``requests(n)`` to send and ``feed(data)`` for what came back.
+    ``keyed``: answers name their request (a key ``requests`` returned); otherwise they come in order."""
+
+    keyed = False
+
+    def __init__(self, spec: LoadSpec, worker: int):
+        self.spec = spec
+        self.worker = worker
+
+    def connect(self) -> socket.socket:
+        sock = socket.create_connection((self.spec.host, self.spec.port), timeout=10)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        return sock
+
+    def requests(self, n: int) -> tuple[bytes, list[int]]:
+        raise NotImplementedError
+
+    def feed(self, data: bytes) -> list[tuple[int, str | None]]:
+        """The answers completed by ``data``: (key, None when it succeeded, else its failure code)."""
+        raise NotImplementedError
+
+
+class RmqDriver(Driver):
+    """rmq's (RocketMQ's) remoting protocol: send frames over the topic's queues in turn, answers
+    matched by opaque."""
+
+    keyed = True
+
+    def __init__(self, spec: LoadSpec, worker: int):
+        super().__init__(spec, worker)
+        body = b"x" * spec.size
+        self.templates = [
+            FrameTemplate(send_request(spec.topic, q, body, spec.batch, spec.tags, BORN_MARK))
+            for q in range(spec.queues)
+        ]
+        self.seq = worker  # workers start on different queues
+        self.buffer = bytearray()
+
+    def requests(self, n: int) -> tuple[bytes, list[int]]:
+        keys = []
+        frames = []
+        templates = self.templates
+        born = b"%d" % int(time.time() * 1000)
+        for _ in range(n):
+            self.seq += 1
+            opaque = OPAQUE_BASE + self.seq % OPAQUE_SPAN
+            keys.append(opaque)
+            frames.append(templates[self.seq % len(templates)].frame(opaque, born))
+        return b"".join(frames), keys
+
+    def feed(self, data: bytes) -> list[tuple[int, str | None]]:
+        self.buffer += data
+        out: list[tuple[int, str | None]] = []
+        for header, _body in take_frames(self.buffer):
+            code = answer_code(header)
+            out.append((answer_opaque(header), None if code == 0 else str(code)))
+        return out
+
+
+def make_driver(spec: LoadSpec, worker: int) -> Driver:
+    if spec.system == "rmq":
+        return RmqDriver(spec, worker)
+    from rmq.perf import peers  # the peers' drivers import this module
+
+    return peers.driver(spec, worker)
+
+
+def _worker_main(spec: LoadSpec, worker: int, reports: Any, start: Any, go: Any) -> None:
+    """One worker process: connect, say ready, wait for the common start, run, report."""
+    try:
+        driver = make_driver(spec, worker)
+        sock = driver.connect()
+    except Exception as e:  # the parent reports it and stops the run
+        reports.put(("error", worker, f"{type(e).__name__}: {e}"))
+        return
+    reports.put(("ready", worker, None))
+    if not go.wait(60):
+        return
+    try:
+        _drive(spec, worker, driver, sock, start.value, reports)
+    except Exception as e:
+        reports.put(("error", worker, f"{type(e).__name__}: {e}"))
+    finally:
+        sock.close()
+    reports.put(("done", worker, None))
+
+
+def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_warm: float, reports: Any) -> None:
+    in_flight, rate = spec.share(worker)
+    batch = spec.batch
+    period = batch / rate if rate > 0 else 0.0  # seconds between requests of this worker
+    t0 = t_warm + spec.warmup  # recorded from here
+    end = t0 + spec.duration
+    interval = spec.interval
+    n_intervals = spec.intervals
+    sock.setblocking(False)
+    time.sleep(max(0.0, t_warm - time.monotonic()))
+
+    pending_keyed: dict[int, float] = {}  # key -> intended send time
+    pending_fifo: deque[float] = deque()
+    keyed = driver.keyed
+    outstanding = 0
+    next_due = t_warm  # open loop: when the next request is due
+    index = 0  # the interval being recorded; -1 while warming up
+    latencies: list[float] = []
+    sent = acked = 0
+    failed: Counter[str] = Counter()
+    cpu_mark = time.process_time()
+
+    def report(i: int) -> None:
+        nonlocal sent, acked, failed, latencies, cpu_mark
+        h = Histogram()
+        if latencies:
+            us = (np.asarray(latencies) * 1e6).astype(np.int64)
+            h.record_us(np.repeat(us, batch) if batch > 1 else us)
+        cpu = time.process_time()
+        reports.put(("interval", worker, (i, sent, acked, dict(failed), h.to_json(), cpu - cpu_mark)))
+        cpu_mark = cpu
+        sent = acked = 0
+        failed = Counter()
+        latencies = []
+
+    while True:
+        now = time.monotonic()
+        recording = now >= t0
+        while index < n_intervals - 1 and now >= t0 + (index + 1) * interval:
+            report(index)
+            index += 1
+        sending = now < end
+        if sending:
+            n = in_flight - outstanding
+            if period and n > 0:
+                due = int((now - next_due) / period) + 1 if now >= next_due else 0
+                n = min(n, due)
+            if n > 0:
+                data, keys = driver.requests(n)
+                if period:
+                    due_times = [next_due + k * period for k in range(n)]
+                    next_due += n * period
+                else:
+                    due_times = [now] * n
+                if keyed:
+                    pending_keyed.update(zip(keys, due_times, strict=True))
+                else:
+                    pending_fifo.extend(due_times)
+                try:
+                    _send_all(sock, data)
+                except OSError:
+                    failed[FAIL_CONNECTION] += n * batch
+                    break
+                outstanding += n
+                if now >= t0:
+                    sent += n * batch
+        elif outstanding == 0 or now >= end + DRAIN_TIMEOUT:
+            break
+        # wait for answers, or until the next request is due / the interval ends
+        wake = t0 + (index + 1) * interval if recording else t0
+        if sending and period and outstanding < in_flight:
+            wake = min(wake, next_due)
+        timeout = max(0.0, min(wake - now, 0.05))
+        if outstanding == 0:
+            time.sleep(timeout)
+            continue
+        readable, _, _ = select.select([sock], [], [], timeout)
+        if not readable:
+            continue
+        try:
+            data = sock.recv(1 << 20)
+        except BlockingIOError:
+            continue
+        except OSError:
+            data = b""
+        if not data:
+            failed[FAIL_CONNECTION] += outstanding * batch
+            outstanding = 0
+            break
+        answered = time.monotonic()
+        for key, failure in driver.feed(data):
+            intended: float | None = pending_keyed.pop(key, None) if keyed else pending_fifo.popleft()
+            outstanding -= 1
+            if intended is None or intended < t0:
+                continue  # an answer to a warm-up request: not recorded
+            if failure is None:
+                acked += batch
+                latencies.append(answered - intended)
+            else:
+                failed[failure] += batch
+    if outstanding:
+        failed[FAIL_TIMEOUT] += outstanding * batch
+    report(index)
+
+
+def _send_all(sock: socket.socket, data: bytes) -> None:
+    """sendall on a non-blocking socket: wait for room instead of failing."""
+    view = memoryview(data)
+    while view:
+        try:
+            sent = sock.send(view)
+        except BlockingIOError:
+            select.select([], [sock], [], 1.0)
+            continue
+        view = view[sent:]
+
+
+class LoadError(RuntimeError):
+    """A worker could not connect or failed while running."""
+
+
+def run_load(
+    spec: LoadSpec,
+    on_interval: Callable[[IntervalReport, float, float], None],
+    on_start: Callable[[], None] | None = None,
+) -> IntervalReport:
+    """Run ``spec`` in worker processes; ``on_start()`` when the warm-up is over and recording
+    starts, ``on_interval(report, t_start, t_end)`` for each interval of all workers merged (``t_*``
+    Unix seconds) as soon as every worker reported it; the whole run merged at the end (its
+    ``index`` is -1)."""
+    ctx = mp.get_context("spawn")
+    reports = ctx.Queue()
+    start = ctx.Value("d", 0.0)
+    go = ctx.Event()
+    workers = [
+        ctx.Process(target=_worker_main, args=(spec, w, reports, start, go), name=f"rmq-perf-worker-{w}", daemon=True)
+        for w in range(spec.effective_workers)
+    ]
+    for p in workers:
+        p.start()
+    total = IntervalReport(-1)
+    try:
+        ready = 0
+        while ready < len(workers):
+            kind, worker, payload = reports.get(timeout=60)
+            if kind == "error":
+                raise LoadError(f"worker {worker}: {payload}")
+            ready += 1
+        t_warm = time.monotonic() + 0.05
+        wall_offset = time.time() - time.monotonic()
+        start.value = t_warm
+        go.set()
+        t0 = t_warm + spec.warmup
+        if on_start is not None:
+            time.sleep(max(0.0, t0 - time.monotonic()))
+            on_start()
+        merged: dict[int, IntervalReport] = {}
+        done = 0
+        emitted = 0
+        deadline = t0 + spec.duration + DRAIN_TIMEOUT + 30
+        while done < len(workers):
+            try:
+                kind, worker, payload = reports.get(timeout=max(0.1, deadline - time.monotonic()))
+            except queue.Empty:
+                raise LoadError("workers did not finish in time") from None
+            if kind == "error":
+                raise LoadError(f"worker {worker}: {payload}")
+            if kind == "done":
+                done += 1
+                continue
+            i, sent, acked, failed, histogram, cpu_s = payload
+            part = IntervalReport(i, sent, acked, Counter(failed), Histogram.from_json(histogram), cpu_s, 1)
+            merged.setdefault(i, IntervalReport(i)).merge(part)
+            while emitted in merged and merged[emitted].reports == len(workers):
+                r = merged.pop(emitted)
+                t_start = wall_offset + t0 + emitted * spec.interval
+                t_end = wall_offset + (
+                    t0 + (emitted + 1) * spec.interval if emitted < spec.intervals - 1 else time.monotonic()
+                )
+                on_interval(r, t_start, t_end)
+                total.merge(r)
+                emitted += 1
+        for i in sorted(merged):  # a worker that stopped early left intervals the others reported
+            r = merged[i]
+            on_interval(r, wall_offset + t0 + i * spec.interval, wall_offset + t0 + (i + 1) * spec.interval)
+            total.merge(r)
+    finally:
+        go.set()
+        for p in workers:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join(timeout=5)
+    return total
+
+
+def generator_fields(cpu_s: float, seconds: float, processes: int) -> dict[str, Any]:
+    """The perf log's ``generator`` object: CPU % (100 = one core) and whether it hit the ceiling."""
+    cpu_pct = 100.0 * cpu_s / seconds if seconds > 0 else 0.0
+    cores = min(processes, os.cpu_count() or 1)
+    return {"cpu_pct": round(cpu_pct, 1), "processes": processes, "saturated": cpu_pct >= SATURATED_SHARE * 100 * cores}

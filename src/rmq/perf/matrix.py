@@ -1,0 +1,214 @@
+"""``rmq-perf matrix``: every cell of flushDiskType x role x size x in-flight x batch on fresh
+processes, the peers at equal concurrency beside them, one perf log, one summary table.
+
+A cell: start a name server, a master and (replicated roles) a slave, each with a store of its own;
+run the producer load for ``warmup`` seconds unrecorded, then ``duration`` seconds recorded while
+the master's CPU, RSS, disk writes, flush rounds and replication lag are sampled every interval;
+stop everything. Repeats run the whole list again (cell A, B, C, A, B, C, ...) so that a drift of
+the machine hits every cell alike. Peers (``rmq.perf.peers``) get the standalone cells of the flush
+modes they have an equivalent of, batch 1.
+
+The table has a row per cell (repeats merged: the median msgs/s, percentiles of the summed
+histograms) and its ratio to the rmq ASYNC_FLUSH standalone cell of the same size, in-flight and
+batch; a ``*`` after the generator CPU marks a run whose load generator was saturated.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import itertools
+import secrets
+import statistics
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import click
+
+from rmq.perf.cluster import BrokerSampler, RmqCell
+from rmq.perf.env import environment
+from rmq.perf.histogram import Histogram
+from rmq.perf.load import LoadSpec
+from rmq.perf.log import KIND_HEADER, SCHEMA_VERSION, PerfLogWriter
+from rmq.perf.peers import PeerServer, available, flushes, peer_mode
+from rmq.perf.producer import make_cell, run_producer
+
+TOPIC = "RmqPerfTopic"
+
+
+@dataclasses.dataclass(frozen=True)
+class Planned:
+    system: str
+    flush: str
+    role: str
+    size: int
+    in_flight: int
+    batch: int
+    repeat: int
+
+
+@dataclasses.dataclass
+class MatrixOptions:
+    flushes: list[str]
+    roles: list[str]
+    sizes: list[int]
+    in_flights: list[int]
+    batches: list[int]
+    duration: float
+    warmup: float
+    repeat: int
+    workers: int
+    peers: list[str]
+    out: Path
+    interval: float = 1.0
+
+
+def new_run_id(kind: str) -> str:
+    stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    return f"{stamp}-{kind}-{secrets.token_hex(3)}"
+
+
+def header(run_id: str, store_dir: str) -> dict[str, Any]:
+    return {
+        "kind": KIND_HEADER,
+        "schema": SCHEMA_VERSION,
+        "run_id": run_id,
+        "started": round(time.time(), 3),
+        "argv": sys.argv,
+        "env": environment(store_dir),
+    }
+
+
+def plan(options: MatrixOptions, peers: list[str]) -> list[Planned]:
+    """Every run, in the order they go: repeat by repeat, rmq cells then each peer's."""
+    runs = []
+    for repeat in range(options.repeat):
+        for flush, role, size, in_flight, batch in itertools.product(
+            options.flushes, options.roles, options.sizes, options.in_flights, options.batches
+        ):
+            runs.append(Planned("rmq", flush, role, size, in_flight, batch, repeat))
+        for peer in peers:
+            for flush, size, in_flight in itertools.product(options.flushes, options.sizes, options.in_flights):
+                if flush in flushes(peer) and 1 in options.batches:
+                    runs.append(Planned(peer, flush, "standalone", size, in_flight, 1, repeat))
+    return runs
+
+
+def run_cell(p: Planned, options: MatrixOptions, writer: PerfLogWriter) -> dict[str, Any]:
+    """Fresh processes for one run, the load, the summary record."""
+
+    def spec(host: str, port: int) -> LoadSpec:
+        return LoadSpec(
+            system=p.system,
+            host=host,
+            port=port,
+            topic=TOPIC,
+            size=p.size,
+            batch=p.batch,
+            in_flight=p.in_flight,
+            workers=options.workers,
+            duration=options.duration,
+            warmup=options.warmup,
+            interval=options.interval,
+        )
+
+    if p.system == "rmq":
+        with RmqCell(p.flush, p.role, TOPIC) as cell:
+            host, port = cell.master_addr.rsplit(":", 1)
+            s = spec(host, int(port))
+            assert cell.master is not None
+            sampler = BrokerSampler(cell.master.pid, cell.namesrv_addr, cell.master_addr, p.role != "standalone")
+            try:
+                return run_producer(s, make_cell(s, p.flush, p.role, None, p.repeat), writer, sampler)
+            finally:
+                sampler.close()
+    with PeerServer(p.system, p.flush) as server:
+        s = spec("127.0.0.1", server.port)
+        cell_fields = make_cell(s, p.flush, p.role, peer_mode(p.system, p.flush), p.repeat)
+        return run_producer(s, cell_fields, writer, server.sampler())
+
+
+def run_matrix(options: MatrixOptions, notice: Callable[[str], None]) -> tuple[Path, list[dict[str, Any]]]:
+    """Run every planned cell; (the perf log's path, the summary records)."""
+    peers = []
+    for peer in options.peers:
+        why = available(peer)
+        if why:
+            notice(why)
+        else:
+            peers.append(peer)
+    runs = plan(options, peers)
+    run_id = new_run_id("matrix")
+    summaries: list[dict[str, Any]] = []
+    started = time.monotonic()
+    with PerfLogWriter(options.out, run_id) as writer:
+        writer.write(header(run_id, tempfile.gettempdir()))
+        each = f"{options.duration:g} s (+{options.warmup:g} s warm-up)"
+        notice(f"rmq-perf matrix: {len(runs)} runs of {each}, log {writer.path}")
+        with click.progressbar(
+            runs,
+            label="cells",
+            show_eta=True,
+            show_pos=True,
+            file=sys.stderr,
+            item_show_func=lambda p: _label(p) if p else "",
+        ) as bar:
+            for p in bar:
+                try:
+                    summaries.append(run_cell(p, options, writer))
+                except Exception as e:  # one broken cell must not lose the others' figures
+                    notice(f"\n{_label(p)}: failed: {type(e).__name__}: {e}")
+        notice(f"{len(summaries)} of {len(runs)} runs in {time.monotonic() - started:.0f} s; log {writer.path}")
+        return writer.path, summaries
+
+
+def _label(p: Planned) -> str:
+    return f"{p.system} {p.flush} {p.role} {p.size}B if{p.in_flight} b{p.batch} r{p.repeat}"
+
+
+def _key(cell: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(cell[k] for k in ("system", "flush", "role", "size", "in_flight", "connections", "batch", "rate"))
+
+
+def table(summaries: list[dict[str, Any]]) -> Iterator[str]:
+    """The summary table: a row per cell, repeats merged."""
+    groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
+    for s in summaries:
+        groups.setdefault(_key(s["cell"]), []).append(s)
+    base: dict[tuple[Any, ...], float] = {}
+    rows = []
+    for runs in groups.values():
+        cell = runs[0]["cell"]
+        rate = statistics.median(r["msgs_per_s"] for r in runs)
+        mb = statistics.median(r["mb_per_s"] for r in runs)
+        h = Histogram.merged(Histogram.from_json(r["latency"]) for r in runs)
+        flushes_per_s = [r["broker"]["flushes_per_s"] for r in runs if r.get("broker") and r["broker"]["flushes_per_s"]]
+        gen = statistics.median(r["generator"]["cpu_pct"] for r in runs)
+        saturated = any(r["generator"]["saturated"] for r in runs)
+        failed = sum(sum(r["failed"].values()) for r in runs)
+        if cell["system"] == "rmq" and cell["flush"] == "ASYNC_FLUSH" and cell["role"] == "standalone":
+            base[(cell["size"], cell["in_flight"], cell["batch"], cell["rate"])] = rate
+        rows.append((cell, rate, mb, h, flushes_per_s, gen, saturated, failed))
+    head = (
+        f"{'system':15s} {'flush':11s} {'role':12s} {'size':>6s} {'in-fl':>5s} {'conns':>5s} {'batch':>5s}"
+        f" {'msgs/s':>9s} {'MB/s':>7s} {'p50 ms':>7s} {'p99 ms':>7s} {'p999 ms':>8s} {'ratio':>6s}"
+        f" {'flush/s':>8s} {'gen cpu':>8s} {'failed':>6s}"
+    )
+    yield head
+    yield "-" * len(head)
+    for cell, rate, mb, h, flushes_per_s, gen, saturated, failed in rows:
+        b = base.get((cell["size"], cell["in_flight"], cell["batch"], cell["rate"]))
+        ratio = f"{rate / b:.2f}x" if b else "-"
+        mode = cell["peer_mode"]
+        name = cell["system"] + ("/" + mode.rsplit("=", 1)[-1] if mode else "")
+        fps = f"{statistics.median(flushes_per_s):.0f}" if flushes_per_s else "-"
+        yield (
+            f"{name:15s} {cell['flush']:11s} {cell['role']:12s} {cell['size']:6d} {cell['in_flight']:5d}"
+            f" {cell['connections']:5d} {cell['batch']:5d} {rate:9.0f} {mb:7.1f} {h.percentile(50) / 1000:7.2f}"
+            f" {h.percentile(99) / 1000:7.2f} {h.percentile(99.9) / 1000:8.2f} {ratio:>6s} {fps:>8s}"
+            f" {gen:7.0f}%{'*' if saturated else ' '} {failed:6d}"
+        )

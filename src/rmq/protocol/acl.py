@@ -1,0 +1,88 @@
+"""RocketMQ 4.x plain ACL on the wire: the extFields a signed request carries and its signature.
+
+A client with credentials (access key, secret key, optionally a security token) adds to every
+request's extFields, before it is encoded (Java's ``AclClientRPCHook``)::
+
+    AccessKey       the access key
+    SecurityToken   the token, only when the client has one
+    Signature       base64(HMAC-SHA1(secretKey, content))
+
+    content = the values of every other extFields entry, in the order of their keys, concatenated
+              and UTF-8 encoded, followed by the body bytes (``AclUtils.combineRequestContent``)
+
+Keys sort as Java's ``TreeMap<String, String>`` sorts them (UTF-16 code units, which is also how
+ali-ons' ``Array.sort`` compares). A broker recomputes the content over the extFields it received,
+without ``Signature`` and ``_UNIQUE_KEY_QUERY`` (``PlainAccessValidator.parse``), so a field a
+client adds (ali-ons adds ``OnsChannel``) is signed like any other.
+"""
+
+from __future__ import annotations
+
+import base64
+import dataclasses
+import hashlib
+import hmac
+from collections.abc import Iterable, Mapping
+
+ACCESS_KEY = "AccessKey"
+SECRET_KEY = "SecretKey"
+SIGNATURE = "Signature"
+SECURITY_TOKEN = "SecurityToken"
+# A field of QUERY_MESSAGE that the broker leaves out of the content (RocketMQ's UNIQUE_MSG_QUERY_FLAG).
+UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
+_NOT_SIGNED = frozenset({SIGNATURE, UNIQUE_MSG_QUERY_FLAG})
+
+Buffer = bytes | bytearray | memoryview
+
+
+def _java_order(key: str) -> bytes:
+    # Java compares strings by UTF-16 code unit; big-endian UTF-16 bytes compare the same way.
+    return key.encode("utf-16-be", "surrogatepass")
+
+
+def signature_content(ext_fields: Mapping[str, str], body: Buffer | Iterable[Buffer] = b"") -> bytes:
+    """The bytes a request's signature covers: its extFields values (not Signature's), ordered by
+    key, then the body (bytes or a list of buffers, as a RemotingCommand holds it)."""
+    keys = sorted((k for k in ext_fields if k not in _NOT_SIGNED), key=_java_order)
+    head = "".join(ext_fields[k] for k in keys).encode("utf-8")
+    if isinstance(body, bytes | bytearray | memoryview):
+        return head + bytes(body)
+    return head + b"".join(bytes(part) for part in body)
+
+
+def calc_signature(content: bytes, secret_key: str) -> str:
+    """base64(HMAC-SHA1(secret_key, content)), as ``AclSigner.calSignature``."""
+    digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
+    return base64.b64encode(digest).decode("ascii")
+
+
+@dataclasses.dataclass(frozen=True)
+class SessionCredentials:
+    """What a client signs its requests with (RocketMQ's SessionCredentials). The secret never
+    shows in a repr or a log line."""
+
+    access_key: str
+    secret_key: str = dataclasses.field(repr=False)
+    security_token: str | None = dataclasses.field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        for name in ("access_key", "secret_key"):
+            value = getattr(self, name)
+            if not isinstance(value, str) or not value:
+                raise ValueError(f"credentials need a non-empty {name} string")
+
+    @classmethod
+    def of(cls, value: SessionCredentials | tuple[str, ...] | None) -> SessionCredentials | None:
+        """``(access_key, secret_key[, security_token])`` or credentials as they are; None stays None."""
+        if value is None or isinstance(value, SessionCredentials):
+            return value
+        if not isinstance(value, tuple | list) or len(value) not in (2, 3):
+            raise ValueError("credentials must be (access_key, secret_key) or (access_key, secret_key, security_token)")
+        return cls(*value)
+
+    def sign(self, ext_fields: dict[str, str], body: Buffer | Iterable[Buffer] = b"") -> None:
+        """Add AccessKey (and SecurityToken) to ``ext_fields``, then the Signature over them and the body."""
+        ext_fields[ACCESS_KEY] = self.access_key
+        if self.security_token is not None:
+            ext_fields[SECURITY_TOKEN] = self.security_token
+        ext_fields[SIGNATURE] = calc_signature(signature_content(ext_fields, body), self.secret_key)

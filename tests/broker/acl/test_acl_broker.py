@@ -1,0 +1,207 @@
+"""A broker process with aclEnable: what our SDK and hand-built requests get through it, how it
+answers the others, and plain_acl.yml edited under it."""
+
+from __future__ import annotations
+
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from rmq.client import Message, Producer, PushConsumer
+from rmq.client.admin_client import AdminClient
+from rmq.errors import ResponseError
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
+from tests.helpers import wait_until
+from tests.helpers.acl import start_acl_cluster, write_acl_rules
+from tests.helpers.broker import broker_settings
+from tests.helpers.processes import Cluster
+from tests.helpers.requests import call, offset_request, send_request, update_topic_request
+
+ADMIN = ("admin-key", "admin-secret")
+PRODUCER = ("producer-key", "producer-secret")
+CONSUMER = ("consumer-key", "consumer-secret")
+RULES = """\
+accounts:
+  - accessKey: admin-key
+    secretKey: admin-secret
+    admin: true
+  - accessKey: producer-key
+    secretKey: producer-secret
+    defaultTopicPerm: DENY
+    topicPerms: [Orders=PUB]
+  - accessKey: consumer-key
+    secretKey: consumer-secret
+    defaultTopicPerm: SUB
+    defaultGroupPerm: DENY
+    groupPerms: [billing=SUB]
+"""
+# How soon an edit of plain_acl.yml must be in force.
+RELOAD_WITHIN = 2.0
+
+
+@pytest.fixture
+def acl_cluster(spawn, tmp_path: Path):
+    """A name server and a broker with aclEnable and RULES; ``client`` signs as the admin."""
+    cluster = start_acl_cluster(spawn, tmp_path, RULES, ADMIN)
+    try:
+        yield cluster
+    finally:
+        cluster.close()
+
+
+def answer(cluster: Cluster, request: RemotingCommand, credentials=None) -> RemotingCommand:
+    """``request`` sent by a client of its own, signed with ``credentials`` (None: unsigned)."""
+    with RemotingClient(credentials=credentials) as client:
+        return call(client, cluster.broker_addr, request)
+
+
+def refused(cluster: Cluster, request: RemotingCommand, credentials=None) -> str:
+    response = answer(cluster, request, credentials)
+    assert response.code == ResponseCode.NO_PERMISSION, (response.code, response.remark)
+    return response.remark
+
+
+def test_signed_sdk_clients_send_consume_and_commit_offsets(acl_cluster):
+    topic = acl_cluster.create_topic("Orders", queues=2)
+    with Producer("orders-producer", acl_cluster.namesrv_addr, credentials=PRODUCER) as producer:
+        sent = [producer.send(Message(topic, f"order-{i}".encode())) for i in range(20)]
+    assert all(r.status.name == "SEND_OK" for r in sent)
+
+    got: list[bytes] = []
+    consumer = PushConsumer(
+        "billing",
+        acl_cluster.namesrv_addr,
+        credentials=CONSUMER,
+        consume_from_where="FIRST_OFFSET",
+        persist_consumer_offset_interval=0.3,
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(lambda msgs: got.extend(m.body for m in msgs))
+    with consumer.start():
+        wait_until(lambda: len(got) >= 20, 20, "the consumer got every order")
+        acl_cluster.wait_caught_up("billing", topic)  # offsets committed through the ACL
+    assert sorted(got) == sorted(f"order-{i}".encode() for i in range(20))
+
+
+def test_unsigned_wrongly_signed_and_unknown_keys_are_refused(acl_cluster):
+    topic = acl_cluster.create_topic("Orders", queues=1)
+    send = send_request(topic, b"x")
+    assert "No accessKey is configured" in refused(acl_cluster, send)
+    assert "Check signature failed for accessKey=producer-key" in refused(
+        acl_cluster, send_request(topic, b"x"), ("producer-key", "not-the-secret")
+    )
+    assert refused(acl_cluster, send_request(topic, b"x"), ("nobody-key", "producer-secret")) == (
+        "No acl config for accessKey=nobody-key"
+    )
+    assert answer(acl_cluster, send_request(topic, b"x"), PRODUCER).code == ResponseCode.SUCCESS
+    assert acl_cluster.max_offsets(topic) == {0: 1}  # only the signed send was stored
+
+
+def test_out_of_permission_requests_are_refused_saying_key_resource_and_permission(acl_cluster):
+    acl_cluster.create_topic("Orders", queues=1)
+    acl_cluster.create_topic("Payments", queues=1)
+    assert refused(acl_cluster, send_request("Payments", b"x"), PRODUCER) == (
+        "No permission for topic:Payments: accessKey=producer-key needs PUB, has DENY"
+    )
+    commit = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, "Orders", 0, "analytics", commitOffset=0)
+    assert refused(acl_cluster, commit, CONSUMER) == (
+        "No permission for group:analytics: accessKey=consumer-key needs SUB, has DENY"
+    )
+    commit = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, "Orders", 0, "billing", commitOffset=0)
+    assert answer(acl_cluster, commit, CONSUMER).code == ResponseCode.SUCCESS
+
+
+def test_admin_requests_need_an_admin_account(acl_cluster):
+    assert refused(acl_cluster, update_topic_request("Created"), PRODUCER).startswith(
+        f"Need admin permission for request code={int(RequestCode.UPDATE_AND_CREATE_TOPIC)}"
+    )
+    with AdminClient(acl_cluster.namesrv_addr, credentials=PRODUCER) as admin:
+        with pytest.raises(ResponseError) as error:
+            admin.update_topic("Created")
+        assert error.value.code == ResponseCode.NO_PERMISSION
+    with AdminClient(acl_cluster.namesrv_addr, credentials=ADMIN) as admin:
+        admin.update_topic("Created")
+        assert admin.topic_exists("Created")
+
+
+def test_a_wrong_secret_is_a_prompt_clear_error_for_a_producer(acl_cluster):
+    topic = acl_cluster.create_topic("Orders", queues=1)
+    with Producer("orders-producer", acl_cluster.namesrv_addr, credentials=("producer-key", "guessed")) as producer:
+        with pytest.raises(ResponseError) as error:  # the broker's answer, not a timeout
+            producer.send(Message(topic, b"x"))
+    assert error.value.code == ResponseCode.NO_PERMISSION
+    assert "Check signature failed for accessKey=producer-key" in str(error.value)
+
+
+def test_edits_take_effect_within_two_seconds_and_a_broken_file_keeps_the_last_rules(acl_cluster):
+    topic = acl_cluster.create_topic("Payments", queues=1)
+    assert answer(acl_cluster, send_request(topic, b"x"), PRODUCER).code == ResponseCode.NO_PERMISSION
+
+    write_acl_rules(
+        acl_cluster.store, RULES.replace("topicPerms: [Orders=PUB]", "topicPerms: [Orders=PUB, Payments=PUB]")
+    )
+    wait_until(
+        lambda: answer(acl_cluster, send_request(topic, b"x"), PRODUCER).code == ResponseCode.SUCCESS,
+        RELOAD_WITHIN,
+        "the producer may send to Payments after the edit",
+    )
+
+    write_acl_rules(acl_cluster.store, RULES + "    topicPerms: [Payments=SUBB\n")
+    log = acl_cluster.store / "logs" / "broker.log"
+    wait_until(
+        lambda: "cannot be used, keeping the rules loaded before" in log.read_text(),
+        RELOAD_WITHIN + 1,
+        "the broker logs why it keeps its rules",
+    )
+    assert "plain_acl.yml, line" in log.read_text()
+    assert answer(acl_cluster, send_request(topic, b"x"), PRODUCER).code == ResponseCode.SUCCESS
+    assert "producer-secret" not in log.read_text()
+
+    write_acl_rules(acl_cluster.store, RULES)
+    wait_until(
+        lambda: answer(acl_cluster, send_request(topic, b"x"), PRODUCER).code == ResponseCode.NO_PERMISSION,
+        RELOAD_WITHIN,
+        "Payments closed again once the file is fixed",
+    )
+
+
+def test_white_addresses_let_unsigned_requests_through_from_loopback_only_when_listed(acl_cluster):
+    topic = acl_cluster.create_topic("Orders", queues=1)
+    write_acl_rules(acl_cluster.store, "globalWhiteRemoteAddresses: [10.10.103.*]\n" + RULES)
+    time.sleep(RELOAD_WITHIN)  # in force by now; 127.0.0.1 is not in the list
+    assert "No accessKey is configured" in refused(acl_cluster, send_request(topic, b"x"))
+
+    write_acl_rules(acl_cluster.store, "globalWhiteRemoteAddresses: [127.0.0.*]\n" + RULES)
+    wait_until(
+        lambda: answer(acl_cluster, send_request(topic, b"x")).code == ResponseCode.SUCCESS,
+        RELOAD_WITHIN,
+        "unsigned requests from a globally white address pass",
+    )
+
+    # an account's white address: its key without a signature
+    write_acl_rules(
+        acl_cluster.store, RULES.replace("    admin: true\n", "    admin: true\n    whiteRemoteAddress: 127.0.0.1\n")
+    )
+    keyed = send_request(topic, b"x")
+    keyed.ext_fields["AccessKey"] = "admin-key"
+    wait_until(
+        lambda: answer(acl_cluster, send_request(topic, b"x")).code == ResponseCode.NO_PERMISSION,
+        RELOAD_WITHIN,
+        "the global white list is gone",
+    )
+    assert answer(acl_cluster, keyed).code == ResponseCode.SUCCESS
+
+
+def test_a_broker_does_not_start_on_a_file_it_cannot_use(spawn, tmp_path: Path):
+    store = tmp_path / "store"
+    store.mkdir()
+    write_acl_rules(store, RULES.replace("defaultTopicPerm: SUB", "defaultTopicPerm: READ"))
+    settings = broker_settings(store, aclEnable="true")
+    argv = ["-m", "rmq.cli.broker", *(a for k, v in settings.items() for a in ("--set", f"{k}={v}"))]
+    proc = spawn(*argv, stderr=subprocess.PIPE, text=True)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode != 0
+    assert "plain_acl.yml, line 11: accounts[2] (consumer-key).defaultTopicPerm is 'READ'" in err

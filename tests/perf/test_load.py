@@ -1,0 +1,34 @@
+"""The load generator's open loop: latency runs from when a request was due, not from when a
+stalled sender got round to sending it (no coordinated omission)."""
+
+from __future__ import annotations
+
+from rmq.perf.load import IntervalReport, LoadSpec, run_load
+from tests.helpers import LOOPBACK
+
+TOPIC = "OpenLoopTopic"
+
+
+def run(cluster, rate: float, duration: float = 2.0) -> tuple[list[IntervalReport], IntervalReport]:
+    spec = LoadSpec("rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=1, rate=rate, duration=duration)
+    intervals: list[IntervalReport] = []
+    total = run_load(spec, lambda report, t_start, t_end: intervals.append(report))
+    return intervals, total
+
+
+def test_a_rate_the_broker_cannot_meet_shows_latency_growing_with_the_backlog(cluster):
+    cluster.create_topic(TOPIC)
+    # one request in flight cannot come near 200,000 msgs/s: each answer comes later after its due time
+    intervals, total = run(cluster, rate=200_000)
+    first, second = (r.histogram.percentile(50) for r in intervals)
+    assert total.acked < 200_000, "the broker met the rate: the test needs a rate it cannot meet"
+    # request k is due at k / rate; sent at (k / capacity): half a second behind after half a second
+    assert first > 200_000 and second > first + 500_000, (first, second)
+
+
+def test_a_rate_the_broker_meets_is_held_with_latencies_of_a_round_trip(cluster):
+    cluster.create_topic(TOPIC)
+    intervals, total = run(cluster, rate=300)
+    # every request due in the 2 s was sent (a stall of the machine may push a few past the end)
+    assert 590 <= total.acked <= 600 and all(250 <= r.acked <= 350 for r in intervals), [r.acked for r in intervals]
+    assert total.histogram.percentile(50) < 50_000

@@ -1,0 +1,79 @@
+"""``rmq-perf matrix``: fresh processes per cell, one perf log, a summary table; peers at equal
+concurrency, or a notice when they are not installed."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from rmq.perf.histogram import Histogram
+from rmq.perf.log import KIND_HEADER, KIND_INTERVAL, KIND_SUMMARY, SUFFIX, read
+
+MATRIX_TIMEOUT = 120
+
+
+def matrix(out, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "rmq.perf.cli", "matrix", "--roles", "standalone", "--in-flight", "4", "--duration",
+         "1", "--warmup", "0", "--out", str(out), *args],
+        capture_output=True, text=True, timeout=MATRIX_TIMEOUT, env=env,
+    )  # fmt: skip
+
+
+def log_records(out) -> list[dict]:
+    (path,) = out.glob("*" + SUFFIX)
+    recs = list(read(path))
+    assert all(isinstance(r, dict) for r in recs), [r for r in recs if not isinstance(r, dict)]
+    return recs
+
+
+def test_two_cells_run_end_to_end_and_a_missing_peer_is_skipped_with_a_notice(tmp_path):
+    # a PATH holding only this Python: no redis-server on it
+    env = {**os.environ, "PATH": os.path.dirname(sys.executable)}
+    result = matrix(tmp_path, "--flush", "ASYNC_FLUSH,SYNC_FLUSH", "--peers", "redis", env=env)
+    assert result.returncode == 0, result.stderr
+    assert "peer redis: redis-server is not on PATH, skipped" in result.stderr
+
+    header, *rest = log_records(tmp_path)
+    assert header["kind"] == KIND_HEADER and header["argv"][1:3] == ["matrix", "--roles"]
+    summaries = [r for r in rest if r["kind"] == KIND_SUMMARY]
+    assert [(s["cell"]["system"], s["cell"]["flush"]) for s in summaries] == [
+        ("rmq", "ASYNC_FLUSH"),
+        ("rmq", "SYNC_FLUSH"),
+    ]
+    for s in summaries:
+        intervals = [r for r in rest if r["kind"] == KIND_INTERVAL and r["cell_id"] == s["cell_id"]]
+        assert len(intervals) == 1 and intervals[0]["acked"] == s["acked"] > 0
+        assert Histogram.from_json(s["latency"]).total == s["acked"]
+        broker = s["broker"]
+        assert broker["cpu_pct"] > 0 and broker["rss_bytes"] > 0 and broker["disk_bytes_written"] is not None
+    # SYNC_FLUSH answers a send after its flush: at least one flush round per 4 sends in flight
+    sync = summaries[1]
+    assert sync["broker"]["flushes_per_s"] * sync["duration_s"] >= sync["acked"] / 4
+
+    table = result.stdout.splitlines()
+    assert table[0].split()[:8] == ["system", "flush", "role", "size", "in-fl", "conns", "batch", "msgs/s"]
+    rows = [line.split() for line in table[2:]]
+    assert [(r[0], r[1], r[4], r[5]) for r in rows] == [
+        ("rmq", "ASYNC_FLUSH", "4", "2"),
+        ("rmq", "SYNC_FLUSH", "4", "2"),
+    ]
+    assert rows[0][12] == "1.00x"
+
+
+@pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")
+def test_redis_runs_beside_rmq_at_the_same_in_flight_over_the_same_connections(tmp_path):
+    result = matrix(tmp_path, "--flush", "SYNC_FLUSH", "--peers", "redis", "-w", "2")
+    assert result.returncode == 0, result.stderr
+    summaries = [r for r in log_records(tmp_path) if r["kind"] == KIND_SUMMARY]
+    assert [(s["cell"]["system"], s["cell"]["peer_mode"]) for s in summaries] == [
+        ("rmq", None),
+        ("redis", "appendfsync=always"),
+    ]
+    assert {(s["cell"]["in_flight"], s["cell"]["connections"]) for s in summaries} == {(4, 2)}
+    assert all(s["acked"] > 0 and s["failed"] == {} for s in summaries)
+    assert "redis/always" in result.stdout
