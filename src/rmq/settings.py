@@ -433,6 +433,17 @@ _section(
             "the delay of each delay level, '1s 5s 10s ...'"),
 )
 
+# Timed delivery (RocketMQ 5.x's timer message store: rmq.broker.timer).
+_section(
+    "store",
+    Setting("timerWheelEnable", Bool(), True,
+            "accept messages with TIMER_DELIVER_MS / TIMER_DELAY_SEC / TIMER_DELAY_MS (refused when false)"),
+    Setting("timerPrecisionMs", Int(100, 1000), 1000, "ms of one tick (slot) of the timing wheel"),
+    Setting("timerMaxDelaySec", Int(1), 3 * 24 * 3600,
+            "seconds ahead a timed message may be due at most; a later one is refused"),
+    Setting("mappedFileSizeTimerLog", Size(4096), 100 * MiB, "bytes of one timer log file"),
+)
+
 # Replication (RocketMQ keeps these in MessageStoreConfig too; SPEC.md section 6).
 _section(
     "store",

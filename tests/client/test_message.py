@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import zlib
+from datetime import datetime, timedelta, timezone
 
 import pytest
 
@@ -169,3 +170,23 @@ def test_message_properties():
 def test_validation_refuses_before_sending(msg, reason):
     with pytest.raises(ClientError, match=reason):
         validate_message(msg, max_message_size=100)
+
+
+def test_deliver_at_and_delay_set_rocketmq_5_timer_properties():
+    at = datetime(2030, 1, 2, 3, 4, 5, 678000, tzinfo=timezone.utc)
+    message = Message("T", b"x", deliver_at=at)
+    assert message.properties["TIMER_DELIVER_MS"] == str(int(at.timestamp() * 1000)) == "1893553445678"
+    assert message.deliver_at == at and message.delay is None
+    message = Message("T", b"x", delay=timedelta(minutes=2, milliseconds=5))
+    assert message.properties == {"TIMER_DELAY_MS": "120005"} and message.delay == timedelta(seconds=120.005)
+    message.delay = None
+    assert message.properties == {}
+    assert Message("T", b"x", properties={"TIMER_DELAY_SEC": "7"}).delay == timedelta(seconds=7)
+    assert Message("T", b"x", delay_level=3).delay_level == 3  # the delay levels stay as they were
+
+
+def test_a_negative_delay_or_both_kinds_are_refused():
+    with pytest.raises(ValueError, match="delay must not be negative"):
+        Message("T", b"x", delay=timedelta(seconds=-1))
+    with pytest.raises(ValueError, match="deliver_at or delay, not both"):
+        Message("T", b"x", deliver_at=datetime.now(timezone.utc), delay=timedelta(seconds=1))

@@ -24,7 +24,7 @@ from rmq.protocol.route import MASTER_ID
 from tests.helpers import LOOPBACK, wait_until
 from tests.helpers.broker import broker_settings
 from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, start_broker_process, start_namesrv
-from tests.helpers.requests import pull_request, records, send_request, update_topic_request
+from tests.helpers.requests import pull_all, pull_request, send_request, update_topic_request
 
 BROKER_NAME = "broker-f"
 TOPIC = "FailoverTopic"
@@ -185,18 +185,7 @@ class FailoverPair:
         return answer.code != ResponseCode.TOPIC_NOT_EXIST
 
     def bodies_on(self, name: str) -> set[bytes]:
-        found: set[bytes] = set()
-        for queue_id in range(QUEUES):
-            offset = 0
-            while True:
-                answer = self.client.invoke_sync(
-                    self.addr(name), pull_request(TOPIC, queue_id, offset, max_msgs=1000), 5
-                )
-                if answer.code != ResponseCode.SUCCESS:
-                    break
-                found.update(bytes(m.body) for m in records(answer.body))
-                offset = int(answer.ext_fields["nextBeginOffset"])
-        return found
+        return {bytes(m.body) for m in pull_all(self.client, self.addr(name), TOPIC, QUEUES)}
 
     def round(self, min_acked: int = 300) -> RoundReport:
         """One failover; afterwards ``master`` and ``slave`` are swapped."""

@@ -8,7 +8,7 @@ import struct
 import zlib
 
 from rmq.net import RemotingClient, RemotingCommand
-from rmq.protocol.codes import RequestCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import encode_properties
 from rmq.protocol.record import StoredMessage, decode_records
 from rmq.protocol.send_header import V2
@@ -187,3 +187,17 @@ def records(body) -> list[StoredMessage]:
 
 def call(client: RemotingClient, addr: str, request: RemotingCommand, timeout: float = TIMEOUT) -> RemotingCommand:
     return client.invoke_sync(addr, request, timeout)
+
+
+def pull_all(client: RemotingClient, addr: str, topic: str, queues: int) -> list[StoredMessage]:
+    """Every message of queues ``0..queues-1`` of ``topic`` on ``addr``, pulled from offset 0."""
+    found: list[StoredMessage] = []
+    for queue_id in range(queues):
+        offset = 0
+        while True:
+            answer = call(client, addr, pull_request(topic, queue_id, offset, max_msgs=1000))
+            if answer.code != ResponseCode.SUCCESS:
+                break
+            found += records(answer.body)
+            offset = int(answer.ext_fields["nextBeginOffset"])
+    return found

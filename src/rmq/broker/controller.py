@@ -16,8 +16,10 @@ runs on one ``Scheduler`` thread, ``rmq-broker-scheduler``.
 The seam for the broker's other services (retry, delay scheduler, transactions):
 
     controller.put_inner(topic, queue_id, body, properties, ...) -> PutMessageResult
+    controller.put_again(stored_message, topic, queue_id, properties)   # the same, from a record
     controller.notify_message_arriving(topic, queue_id)     # any thread; put_inner calls it
     controller.schedule_message_service                     # delayed messages (master only)
+    controller.timer_message_store                          # timed messages (master only)
     controller.transactions, controller.transaction_check_service   # half messages, check-backs
     controller.register_broker_all(force=True)
     rmq.broker.processor.PROCESSORS                         # the request processor classes
@@ -47,6 +49,7 @@ from rmq.broker.schedule import ScheduleMessageService
 from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL, SlaveSynchronize
 from rmq.broker.stats_log import GetCounts, StatsLog
 from rmq.broker.subscription_group import SubscriptionGroupManager
+from rmq.broker.timer import TimerMessageStore
 from rmq.broker.topic_config import TopicConfigManager
 from rmq.broker.transaction import TransactionalMessageCheckService, TransactionalMessageService
 from rmq.errors import ConfigError
@@ -60,7 +63,7 @@ from rmq.protocol.message import (
     decode_properties,
     encode_properties,
 )
-from rmq.protocol.record import ipv4_to_int
+from rmq.protocol.record import StoredMessage, ipv4_to_int
 from rmq.store import (
     MessageStore,
     MessageStoreConfig,
@@ -134,6 +137,7 @@ class BrokerController:
         # a slave copies its master's metadata (the master's address comes with registrations)
         self.slave_sync = SlaveSynchronize(self, self.namesrv_client, self.scheduler.run_soon)
         self.schedule_message_service = ScheduleMessageService(self)
+        self.timer_message_store = TimerMessageStore(self)
         self.transactions = TransactionalMessageService(self)
         self.transaction_check_service = TransactionalMessageCheckService(
             self.transactions, self.config.transaction_check_interval
@@ -233,6 +237,7 @@ class BrokerController:
             if not self.is_slave:
                 # a slave's schedule queues are copies: only the master delivers, as in RocketMQ
                 self.schedule_message_service.start()
+                self.timer_message_store.start()
                 self.transaction_check_service.start()  # and only a master checks transactions
             self.namesrv_client.start()
             self._started = True
@@ -293,6 +298,7 @@ class BrokerController:
         self.namesrv_client.shutdown()
         # before the store: the last delivered offsets are published, then the store flushes them
         self.schedule_message_service.shutdown()
+        self.timer_message_store.shutdown()
         self.transaction_check_service.shutdown()
         self.store.shutdown()
         self.persist_all()
@@ -426,6 +432,29 @@ class BrokerController:
         if result.status_code == PutMessageStatus.PUT_OK:
             self.notify_message_arriving(topic, queue_id)
         return result
+
+    def put_again(
+        self,
+        message: StoredMessage,
+        topic: str,
+        queue_id: int,
+        properties: dict[str, str],
+        reconsume_times: int | None = None,
+    ) -> PutMessageResult:
+        """``put_inner`` of a stored message's body, flags and born host under ``topic`` and new
+        ``properties`` (a delayed, timed or retried message put where it goes next)."""
+        return self.put_inner(
+            topic,
+            queue_id,
+            message.body,
+            properties,
+            sys_flag=message.sys_flag,
+            born_timestamp=message.born_timestamp,
+            born_host=message.born_host[0],
+            born_port=message.born_host[1],
+            flag=message.flag,
+            reconsume_times=message.reconsume_times if reconsume_times is None else reconsume_times,
+        )
 
     def notify_message_arriving(self, topic: str, queue_id: int) -> None:
         """Answer the pulls parked on (topic, queue_id): a message was just stored there. Any thread."""

@@ -88,6 +88,7 @@ class RoleSwitch:
             c.consumer_offset_manager.slave = False
             c.server.loop.run_and_wait(c.serve_as_master)
             c.schedule_message_service.start()
+            c.timer_message_store.start(promoted=True)
             c.transaction_check_service.start()
         log.warning(
             "broker %s at %s promoted to %s: epoch %d from CommitLog offset %d",

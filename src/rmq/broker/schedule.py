@@ -150,18 +150,7 @@ class ScheduleMessageService(ServiceThread):
             return True
         for key in SCHEDULE_ONLY_PROPERTIES:
             properties.pop(key, None)
-        result = self.controller.put_inner(
-            topic,
-            int(queue_id),
-            message.body,
-            properties,
-            sys_flag=message.sys_flag,
-            born_timestamp=message.born_timestamp,
-            born_host=message.born_host[0],
-            born_port=message.born_host[1],
-            flag=message.flag,
-            reconsume_times=message.reconsume_times,
-        )
+        result = self.controller.put_again(message, topic, int(queue_id), properties)
         if not result.ok:
             log.error(
                 "delay level %d: re-put of %s to %s queue %s failed (%s); retrying in %d ms",

@@ -96,6 +96,9 @@ class SlaveSynchronize:
                 self.sync_topic_config(master)
                 self.sync_consumer_offset(master)
                 self.sync_delay_offset(master)
+                self.controller.timer_message_store.checkpoint.copy_from(
+                    self._get(master, RequestCode.GET_TIMER_CHECKPOINT)
+                )
                 self.sync_subscription_group_config(master)
             except (RemotingError, ResponseError, ValueError, KeyError, TypeError, AttributeError) as e:
                 # RemotingError: the master is away (its registration may outlive it a while)

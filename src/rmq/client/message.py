@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timedelta, timezone
 
 from rmq.client.compression import UndecodableBody, decompress_body
 from rmq.errors import ClientError, RecordError
@@ -46,7 +47,13 @@ class Message:
         msg.put_property("region", "eu")
 
     ``keys`` are indexed by the broker (query by key); several keys travel space-separated.
-    ``delay_level`` 1-18 delays delivery (1s 5s 10s 30s 1m ... 2h by default).
+    ``delay_level`` 1-18 delays delivery (1s 5s 10s 30s 1m ... 2h by default). Any other time, as
+    RocketMQ 5.x's timer messages: ``deliver_at=datetime`` (TIMER_DELIVER_MS; a naive datetime is
+    local time) or ``delay=timedelta`` from the broker's receipt (TIMER_DELAY_MS), at most the
+    broker's timerMaxDelaySec (3 days by default) ahead::
+
+        Message("OrderTopic", b"remind", delay=timedelta(minutes=30))
+        Message("OrderTopic", b"open", deliver_at=datetime(2030, 1, 1, tzinfo=timezone.utc))
     """
 
     __slots__ = ("topic", "body", "flag", "properties")
@@ -60,6 +67,9 @@ class Message:
         properties: Mapping[str, str] | None = None,
         delay_level: int = 0,
         flag: int = 0,
+        *,
+        deliver_at: datetime | None = None,
+        delay: timedelta | None = None,
     ):
         self.topic = topic
         self.body = body.encode() if isinstance(body, str) else bytes(body)
@@ -71,6 +81,12 @@ class Message:
             self.keys = keys
         if delay_level:
             self.delay_level = delay_level
+        if deliver_at is not None and delay is not None:
+            raise ValueError("give deliver_at or delay, not both")
+        if deliver_at is not None:
+            self.deliver_at = deliver_at
+        if delay is not None:
+            self.delay = delay
 
     @property
     def tags(self) -> str | None:
@@ -97,6 +113,35 @@ class Message:
     @delay_level.setter
     def delay_level(self, level: int) -> None:
         self._set(MessageProperty.DELAY_TIME_LEVEL, str(level) if level > 0 else None)
+
+    @property
+    def deliver_at(self) -> datetime | None:
+        """When the broker delivers the message (TIMER_DELIVER_MS), as an aware UTC datetime."""
+        ms = self.properties.get(MessageProperty.TIMER_DELIVER_MS)
+        return None if ms is None else datetime.fromtimestamp(int(ms) / 1000, timezone.utc)
+
+    @deliver_at.setter
+    def deliver_at(self, when: datetime | None) -> None:
+        self._set(MessageProperty.TIMER_DELIVER_MS, None if when is None else str(round(when.timestamp() * 1000)))
+
+    @property
+    def delay(self) -> timedelta | None:
+        """How long after the broker receives it the message is delivered (TIMER_DELAY_MS or _SEC)."""
+        ms = self.properties.get(MessageProperty.TIMER_DELAY_MS)
+        if ms is not None:
+            return timedelta(milliseconds=int(ms))
+        sec = self.properties.get(MessageProperty.TIMER_DELAY_SEC)
+        return None if sec is None else timedelta(seconds=int(sec))
+
+    @delay.setter
+    def delay(self, delay: timedelta | None) -> None:
+        if delay is not None and delay < timedelta(0):
+            raise ValueError(f"delay must not be negative, got {delay}")
+        self.properties.pop(MessageProperty.TIMER_DELAY_SEC, None)
+        ms = None if delay is None else str(delay // timedelta(milliseconds=1))
+        self.properties.pop(MessageProperty.TIMER_DELAY_MS, None)
+        if ms is not None:
+            self.properties[MessageProperty.TIMER_DELAY_MS] = ms
 
     @property
     def uniq_key(self) -> str | None:

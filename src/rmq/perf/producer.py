@@ -38,11 +38,11 @@ def response_failed(r: IntervalReport) -> int:
     return sum(n for code, n in r.failed.items() if code not in SEND_FAILURES)
 
 
-def interval_line(r: IntervalReport, seconds: float, when: float) -> str:
+def interval_line(r: IntervalReport, msgs_per_s: float, when: float) -> str:
     stamp = datetime.datetime.fromtimestamp(when).strftime("%Y-%m-%d %H:%M:%S,%f")[:-3]
     h = r.histogram
     return (
-        f"Current Time: {stamp} | Send TPS: {r.acked / seconds:.0f} | Max RT(ms): {_ms(h.max_us()):.0f}"
+        f"Current Time: {stamp} | Send TPS: {msgs_per_s:.0f} | Max RT(ms): {_ms(h.max_us()):.0f}"
         f" | Average RT(ms): {_ms(h.mean_us()):7.3f} | Send Failed: {send_failed(r)}"
         f" | Response Failed: {response_failed(r)}"
     )
@@ -127,7 +127,7 @@ def run_producer(
             rec["broker"] = delta(samples[-2], samples[-1], r.acked)
         emit(rec)
         if echo is not None and not echo_records:
-            echo(interval_line(r, max(t_end - t_start, 1e-9), t_end))
+            echo(interval_line(r, rec["msgs_per_s"], t_end))
 
     total = run_load(spec, on_interval, on_start)
     t_start = first[0] if first else 0.0

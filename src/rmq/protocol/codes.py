@@ -70,6 +70,8 @@ class RequestCode(IntEnum):
     GET_EPOCH_TABLE = 9102
     # {role?} -> a slave becomes the master of its broker name with a new epoch ({epoch, startOffset})
     PROMOTE_TO_MASTER = 9103
+    # {} -> the timer store's checkpoint (JSON, rmq.broker.timer); a slave copies its master's
+    GET_TIMER_CHECKPOINT = 9104
 
 
 class ResponseCode(IntEnum):

@@ -43,6 +43,15 @@ class MessageProperty:
     TRANSACTION_ID = "__transactionId__"
     CHECK_IMMUNITY_TIME_IN_SECONDS = "CHECK_IMMUNITY_TIME_IN_SECONDS"
     BUYER_ID = "BUYER_ID"
+    # RocketMQ 5.x timed delivery: what a producer sets (one of the three) ...
+    TIMER_DELIVER_MS = "TIMER_DELIVER_MS"  # epoch ms to deliver at
+    TIMER_DELAY_SEC = "TIMER_DELAY_SEC"  # seconds after the broker receives it
+    TIMER_DELAY_MS = "TIMER_DELAY_MS"  # ms after the broker receives it
+    # ... and what the broker adds: the due time (epoch ms) while it waits in rmq_sys_wheel_timer,
+    # then, on the delivered message, when it was stored there and when it was taken out.
+    TIMER_OUT_MS = "TIMER_OUT_MS"
+    TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
+    TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
 
 
 class MessageSysFlag:
@@ -99,8 +108,12 @@ TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 # Where a half message goes once it has been checked transactionCheckMax times.
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+# Where a timed message (TIMER_* properties) waits for its time, queue 0 (RocketMQ 5.x's TIMER_TOPIC).
+TIMER_TOPIC = "rmq_sys_wheel_timer"
 # Topics only the broker writes to (RocketMQ's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
-NOT_ALLOWED_SEND_TOPICS = frozenset({SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC})
+NOT_ALLOWED_SEND_TOPICS = frozenset(
+    {SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, TIMER_TOPIC}
+)
 
 
 def retry_topic(group: str) -> str:

@@ -33,6 +33,10 @@ class MessageStoreConfig(SettingsView):
     max_hash_slot_num: int = setting("maxHashSlotNum")
     max_index_num: int = setting("maxIndexNum")
     message_delay_level: str = setting("messageDelayLevel")
+    timer_wheel_enable: bool = setting("timerWheelEnable")
+    timer_precision_ms: int = setting("timerPrecisionMs")
+    timer_max_delay_sec: int = setting("timerMaxDelaySec")
+    mapped_file_size_timer_log: int = setting("mappedFileSizeTimerLog")
     access_message_in_memory_max_ratio: int = setting("accessMessageInMemoryMaxRatio")
     # the store host written in every record and in msgIds: brokerIP1 and the broker's listenPort
     broker_ip1: str = setting("brokerIP1")  # declared optional (None until a broker resolves it)

@@ -63,6 +63,7 @@ class AdminBrokerProcessor(Processor):
             RequestCode.GET_BROKER_RUNTIME_INFO: self.get_broker_runtime_info,
             RequestCode.GET_ALL_CONSUMER_OFFSET: self.get_all_consumer_offset,
             RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
+            RequestCode.GET_TIMER_CHECKPOINT: self.get_timer_checkpoint,
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group_config,
             RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
@@ -101,6 +102,9 @@ class AdminBrokerProcessor(Processor):
 
     def get_all_delay_offset(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         return success(request, body=_json(self.controller.delay_offset_manager.encode()))
+
+    def get_timer_checkpoint(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        return success(request, body=_json(self.controller.timer_message_store.checkpoint.encode()))
 
     def get_all_subscription_group_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         return success(request, body=_json(self.controller.subscription_group_manager.encode()))

@@ -74,6 +74,9 @@ DLQ_NUMS_PER_GROUP = 1
 
 _DELAY_MARK = MessageProperty.DELAY_TIME_LEVEL + NAME_VALUE_SEPARATOR
 _NO_WAIT_MARK = MessageProperty.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "false"
+# The common prefix of TIMER_DELIVER_MS, TIMER_DELAY_SEC and TIMER_DELAY_MS: one cheap test on the
+# hot path, the timer store decides the rest (rmq.broker.timer).
+_TIMER_MARK = "TIMER_DEL"
 
 # PutMessageStatus -> (response code, remark); codes 10-12 mean "stored, but degraded".
 _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
@@ -132,6 +135,7 @@ class SendProcessor(Processor):
         self._topics_version = -1
         self._hold = controller.pull_hold
         self._loop = controller.server.loop
+        self._timer = controller.timer_message_store
 
     def role_changed(self) -> None:
         controller = self.controller
@@ -248,6 +252,8 @@ class SendProcessor(Processor):
                 born_host, born_port, callback,
             )  # fmt: skip
             return self._answer_put(request, result, topic, queue_id)
+        if _TIMER_MARK in properties:
+            topic, queue_id, properties = self._timer.redirect(topic, queue_id, properties)
         if _DELAY_MARK in properties:
             topic, queue_id, props = controller.schedule_redirect(topic, queue_id, properties)
         else:
@@ -307,6 +313,10 @@ class SendProcessor(Processor):
             if _DELAY_MARK.encode() in props:
                 raise RequestRefused(
                     ResponseCode.MESSAGE_ILLEGAL, "batch messages do not support delay levels (DELAY property)"
+                )
+            if _TIMER_MARK.encode() in props:
+                raise RequestRefused(
+                    ResponseCode.MESSAGE_ILLEGAL, "batch messages do not support timer properties (TIMER_*)"
                 )
             if len(props) > PROPERTIES_MAX_LENGTH:
                 raise RequestRefused(

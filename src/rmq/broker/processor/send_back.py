@@ -100,18 +100,7 @@ class SendBackProcessor(Processor):
             properties[MessageProperty.DELAY_TIME_LEVEL] = str(delay_level)
 
         # a DELAY makes put_inner store it in SCHEDULE_TOPIC_XXXX first
-        result = c.put_inner(
-            topic,
-            queue_id,
-            message.body,
-            properties,
-            sys_flag=message.sys_flag,
-            born_timestamp=message.born_timestamp,
-            born_host=message.born_host[0],
-            born_port=message.born_host[1],
-            flag=message.flag,
-            reconsume_times=message.reconsume_times + 1,
-        )
+        result = c.put_again(message, topic, queue_id, properties, reconsume_times=message.reconsume_times + 1)
         if not result.ok:
             raise RequestRefused(
                 ResponseCode.SYSTEM_ERROR, f"storing the message in {topic} failed: {result.status.name}"
