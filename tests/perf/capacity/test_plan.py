@@ -89,6 +89,8 @@ def test_broker_sets_network_and_the_cheapest_mode_by_hand():
     assert [(m.broker_sets, m.machines) for m in p.modes] == [(3, 3), (5, 5), (4, 8), (5, 10), (4, 8), (None, None)]
     assert not by_mode["ASYNC_FLUSH", "standalone"].qualifies
     assert "no measurement meets" in (by_mode["SYNC_FLUSH", "sync_master"].why_not or "")
+    unmeasured = plan.make_plan(_workload(), SATURATIONS, {}, measured=[("ASYNC_FLUSH", "standalone")]).modes[-1]
+    assert unmeasured.why_not == "not measured"
     # ASYNC_FLUSH async_master and ASYNC_FLUSH sync_master both need 8 machines: the earlier wins
     rec = p.recommended
     assert rec is not None and (rec.flush, rec.role) == ("ASYNC_FLUSH", "async_master")

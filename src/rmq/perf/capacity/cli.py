@@ -117,8 +117,16 @@ def main(
         spark.stop()
     saturations = [s for c in model.curves(points).values() if (s := model.saturation(c, workload.slo_us))]
     fits = model.size_fits(saturations)
-    plan = make_plan(workload, saturations, fits)
+    measured = {(p.flush, p.role) for p in points if p.system == "rmq" and p.batch == 1}
+    plan = make_plan(workload, saturations, fits, measured)
     notes = []
+    rec = plan.recommended
+    if rec is not None and rec.throughput is not None and not any(p.rate for p in points):
+        notes.append(
+            f"every measurement is closed loop (a fixed number in flight): an open-loop load at "
+            f"{rec.throughput.msgs_per_s:,.0f} msgs/s queues behind any stall; check it with "
+            f"rmq-perf producer --rate {rec.throughput.msgs_per_s:.0f} before relying on it"
+        )
     if saturated := sorted({c for p in points if p.generator_saturated for c in p.cell_ids}):
         notes.append(f"the load generator was the bottleneck in {len(saturated)} cell(s): {', '.join(saturated)}")
     runs = {r["run_id"]: r.asDict() for r in headers}
@@ -132,7 +140,6 @@ def main(
     paths = report.write_outputs(Path(out), capacity)
     for note in notes:
         _say(quiet, f"note: {note}")
-    rec = plan.recommended
     if rec is not None and rec.throughput is not None:
         _say(
             quiet,

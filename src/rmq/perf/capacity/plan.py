@@ -288,10 +288,16 @@ def slaves_per_set(role: str) -> int:
     return 0 if role == "standalone" else 1
 
 
-def plan_mode(flush: str, role: str, workload: Workload, throughput: Throughput | None) -> ModePlan:
+def plan_mode(
+    flush: str, role: str, workload: Workload, throughput: Throughput | None, measured: bool = True
+) -> ModePlan:
     plan = ModePlan(flush, role, throughput, qualifies(flush, role, workload))
     if throughput is None:
-        plan.why_not = f"no measurement meets p99 <= {workload.slo_p99_ms:g} ms at {workload.size} B"
+        plan.why_not = (
+            f"no measurement meets p99 <= {workload.slo_p99_ms:g} ms at {workload.size} B"
+            if measured
+            else "not measured"
+        )
         return plan
     sets = max(1, math.ceil(workload.peak_rate * (1 + workload.headroom / 100.0) / throughput.msgs_per_s))
     slaves = slaves_per_set(role)
@@ -320,9 +326,20 @@ class Plan:
         }
 
 
-def make_plan(workload: Workload, saturations: list[Saturation], fits: Mapping[tuple[Any, ...], SizeFit]) -> Plan:
-    """Every mode's plan, and the cheapest that qualifies and meets the SLO."""
-    modes = [plan_mode(f, r, workload, throughput_at(f, r, workload.size, saturations, fits)) for f, r in MODE_ORDER]
+def make_plan(
+    workload: Workload,
+    saturations: list[Saturation],
+    fits: Mapping[tuple[Any, ...], SizeFit],
+    measured: Iterable[tuple[str, str]] | None = None,
+) -> Plan:
+    """Every mode's plan, and the cheapest that qualifies and meets the SLO. ``measured``: the
+    (flush, role) pairs rmq was measured in at all (None: every one), so that a mode without a
+    saturation point says whether it broke the SLO or was never run."""
+    ran = set(MODE_ORDER if measured is None else measured)
+    modes = [
+        plan_mode(f, r, workload, throughput_at(f, r, workload.size, saturations, fits), (f, r) in ran)
+        for f, r in MODE_ORDER
+    ]
     base = modes[0].throughput
     for m in modes:
         if m.throughput is not None and base is not None:
