@@ -48,5 +48,6 @@ def test_a_brokers_stats_log_is_read_and_matches_the_record_formula(spark, spawn
     assert (put["broker"], put["topic"], put["messages"]) == ("broker-a", TOPIC, 40)
     workload = plan.Workload(peak_rate=1, size=SIZE, slo_p99_ms=1, topic=TOPIC, tags="TagA")
     assert put["bytes_per_message"] == plan.record_bytes(SIZE, TOPIC, workload.properties())
-    assert put["put_p99_ms"] in ("<= 0", "<= 10", "<= 50")  # on one machine, send to store
+    # the bucket the 99th of the broker's sampled put latencies fell in (how high depends on the load)
+    assert put["put_p99_ms"] is not None and put["put_p99_ms"].startswith(("<= ", "> "))
     assert (by_kind["group_get"]["group"], by_kind["group_get"]["messages"]) == ("GroupA", 10)
