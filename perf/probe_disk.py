@@ -3,12 +3,14 @@ test suite).
 
     python perf/probe_disk.py [--dir DIR] [--size 16384] [--blocks 12] [--per-block 300]
 
-Appends ``--size`` bytes and makes them durable, four ways, interleaved in blocks of
+Appends ``--size`` bytes and makes them durable, several ways, interleaved in blocks of
 ``--per-block`` writes so that every variant sees the same device state: msync of a mmap'd file
-and pwrite through an O_DSYNC descriptor, each on a fallocated file (unwritten extents, as the
-store creates them) and on a zero-filled one. A virtual disk may be throttled: a first burst of
-writes is fast and later ones settle much slower, so variants measured one after another are not
-comparable, and the medians here skip the first ``--skip`` writes of each.
+(the bytes written through the mapping, as the store's puts write them, or by pwrite into the
+same file) and pwrite through an O_DSYNC descriptor, each on a fallocated file (unwritten extents,
+as the store creates them) and on a zero-filled one; and write() at the end of a growing file then
+fdatasync, which is what Redis does with appendfsync always. A virtual disk may be throttled: a first
+burst of writes is fast and later ones settle much slower, so variants measured one after another
+are not comparable, and the medians here skip the first ``--skip`` writes of each.
 """
 
 from __future__ import annotations
@@ -21,7 +23,14 @@ import tempfile
 import time
 
 FILE_SIZE = 128 << 20
-VARIANTS = (("fallocated", "msync"), ("zero-filled", "msync"), ("fallocated", "O_DSYNC"), ("zero-filled", "O_DSYNC"))
+VARIANTS = (
+    ("fallocated", "msync"),
+    ("zero-filled", "msync"),
+    ("fallocated", "pwrite+msync"),
+    ("fallocated", "O_DSYNC"),
+    ("zero-filled", "O_DSYNC"),
+    ("appended", "write+fdatasync"),
+)
 
 
 class Target:
@@ -34,9 +43,9 @@ class Target:
             for _ in range(FILE_SIZE >> 20):
                 os.write(self.fd, zeros)
             os.fsync(self.fd)
-        else:
+        elif kind == "fallocated":
             os.posix_fallocate(self.fd, 0, FILE_SIZE)
-        self.map = mmap.mmap(self.fd, FILE_SIZE)
+        self.map = mmap.mmap(self.fd, FILE_SIZE) if kind != "appended" else None
         self.dsync_fd = os.open(self.path, os.O_WRONLY | os.O_DSYNC)
         self.position = 0
 
@@ -45,18 +54,27 @@ class Target:
         pos = self.position
         if pos + len(data) > FILE_SIZE:
             pos = self.position = 0
-        self.map[pos : pos + len(data)] = data
+            if how == "write+fdatasync":
+                os.ftruncate(self.fd, 0)
+        if how in ("msync", "O_DSYNC"):
+            self.map[pos : pos + len(data)] = data
         started = time.perf_counter()
-        if how == "msync":
+        if how == "msync" or how == "pwrite+msync":
+            if how == "pwrite+msync":
+                os.pwrite(self.fd, data, pos)
             start = pos & ~(mmap.PAGESIZE - 1)
             self.map.flush(start, pos + len(data) - start)
+        elif how == "write+fdatasync":
+            os.pwrite(self.fd, data, pos)
+            os.fdatasync(self.fd)
         else:
             os.pwrite(self.dsync_fd, memoryview(self.map)[pos : pos + len(data)], pos)
         self.position = pos + len(data)
         return time.perf_counter() - started
 
     def close(self) -> None:
-        self.map.close()
+        if self.map is not None:
+            self.map.close()
         os.close(self.dsync_fd)
         os.close(self.fd)
         os.unlink(self.path)
@@ -84,7 +102,7 @@ def main() -> None:
             first, settled = taken[: args.skip], taken[args.skip :] or taken
             p90 = sorted(settled)[int(len(settled) * 0.9)]
             print(
-                f"  {how:8s} {kind:12s} first {len(first)}: median {statistics.median(first) * 1e6:5.0f} us"
+                f"  {how:15s} {kind:12s} first {len(first)}: median {statistics.median(first) * 1e6:5.0f} us"
                 f"   then: median {statistics.median(settled) * 1e6:5.0f} us, p90 {p90 * 1e6:5.0f} us"
             )
     finally:

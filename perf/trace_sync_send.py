@@ -1,107 +1,146 @@
-"""Where a SYNC_FLUSH send's round trip goes: per-stage medians for sends with 1 in flight against an
-in-process broker (not part of the test suite).
+"""Where a SYNC_FLUSH send's round trip goes: per-stage medians of the cycles of a pipelined sender
+with N requests in flight against an in-process broker (not part of the test suite).
 
-    python perf/trace_sync_send.py [--sends 2000] [--big-files]
+    PYTHONPATH=src python perf/trace_sync_send.py [--in-flight 1,16] [--seconds 3] [--big-files]
 
-Stages: client send -> send handler entered -> handler returned (the put) -> the loop completes the
-put once its flush round ended (the answer goes out) -> the client has the answer. The send
-processor's methods are wrapped before the broker is built (handlers are bound at registration).
+The sender is ``perf/bench_broker.py``'s raw pipeline in a child process (its own GIL), so the
+broker's loop thread is the only busy Python thread here. With every answer of a flush round
+written in one go, the sender answers with the next N requests at once: the broker works in cycles,
+read -> puts -> flush round -> completions -> answers written -> (sender) -> read. The broker's
+methods on that path are wrapped before it is built (handlers are bound at registration); the
+flush thread's stages come from the group commit's own clock (``GroupCommit.round_times``: asked,
+started, msync returned), all on CLOCK_MONOTONIC.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
+import shutil
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # the checkout, for tests.helpers
+CHECKOUT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(CHECKOUT))  # the checkout, for tests.helpers
 
-import rmq.broker.processor.send as send_module
+import rmq.broker.controller as controller_module  # noqa: E402
+import rmq.net.channel as channel_module  # noqa: E402
+import rmq.store.message_store as store_module  # noqa: E402
 
-marks: dict[int, dict[str, float]] = {}
+# (stage mark, time) in the order the loop thread saw them
+marks: list[tuple[str, float]] = []
+STAGES = (
+    ("answers written -> next request read (network, sender)", "wrote", "read"),
+    ("request read -> flush round asked (decode, puts)", "read", "kick"),
+    ("asking the flush thread (futex wake)", "kick", "kicked"),
+    ("asked -> flush thread runs", "asked", "started"),
+    ("msync", "started", "synced"),
+    ("msync returned -> loop completes (eventfd wake)", "synced", "complete"),
+    ("completions -> answers queued (callbacks, encoding)", "complete", "write"),
+    ("answers written (send)", "write", "wrote"),
+)
 
 
-def trace_send_processor() -> None:
-    processor = send_module.SendProcessor
-    send_message, durable_callback = processor.send_message, processor._durable_callback
+def wrap(cls, name: str, before: str | None, after: str | None = None, record=None) -> None:
+    inner = getattr(cls, name)
 
-    def traced_send(self, channel, request):
-        marks.setdefault(request.opaque, {})["enter"] = time.perf_counter()
-        answer = send_message(self, channel, request)
-        marks[request.opaque]["leave"] = time.perf_counter()
-        return answer
+    def traced(self, *args):
+        if before:
+            marks.append((before, time.perf_counter()))
+        result = inner(self, *args)
+        if after:
+            marks.append((after, time.perf_counter()))
+        if record is not None:
+            record(self, result)
+        return result
 
-    def traced_callback(self, channel, request, queue_id):
-        inner = durable_callback(self, channel, request, queue_id)
+    setattr(cls, name, traced)
 
-        def on_durable(result):
-            marks[request.opaque]["durable"] = time.perf_counter()
-            inner(result)
 
-        return on_durable
+def on_completed(store, done) -> None:
+    if done:
+        asked, started, synced = store.group_commit.round_times
+        marks.extend((("asked", asked), ("started", started), ("synced", synced), ("completed", time.perf_counter())))
 
-    processor.send_message = traced_send
-    processor._durable_callback = traced_callback
+
+def trace() -> None:
+    wrap(channel_module.Channel, "_read", "read")
+    wrap(channel_module.Channel, "_flush", "write", "wrote")
+    wrap(controller_module.FlushRoundKicker, "_flush", "kick", "kicked")
+    wrap(store_module.MessageStore, "complete_commits", "complete", None, on_completed)
+
+
+def cycles(depth: int) -> list[dict[str, float]]:
+    """Each cycle's stage times: from one answer write to the next, with one flush round."""
+    out, cycle = [], {}
+    for name, t in marks:
+        if name == "wrote" and {"read", "kick", "completed", "write"} <= cycle.keys():
+            cycle["wrote"] = t
+            out.append(cycle)
+            cycle = {"wrote_before": t}
+        elif name == "read" and "read" in cycle:
+            continue  # the rest of a request burst
+        elif name == "complete" and "completed" in cycle:
+            continue
+        elif name not in ("write", "wrote") or "completed" in cycle:
+            cycle.setdefault(name, t)
+    return [c for c in out if "wrote_before" in c and c["asked"] >= c.get("kick", 0)]
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sends", type=int, default=2000)
+    parser.add_argument("--in-flight", default="1,16")
+    parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--big-files", action="store_true", help="default 1 GiB CommitLog and full-size index")
     args = parser.parse_args()
-    trace_send_processor()
+    trace()
+    from bench_broker import create_topic
+
     from rmq.broker.config import load_broker_config
     from rmq.cli.broker import BrokerStartup
-    from rmq.net import RemotingClient
     from tests.helpers import free_port
-    from tests.helpers.requests import send_request
 
-    sizes = (
-        {}
-        if args.big_files
-        else {
-            "mappedFileSizeCommitLog": str(4 << 20),
-            "mappedFileSizeConsumeQueue": "60000",
-            "maxHashSlotNum": "1024",
-            "maxIndexNum": "4096",
-        }
-    )
+    sizes = {} if args.big_files else {"mappedFileSizeCommitLog": str(64 << 20)}
+    port = free_port()
     settings = {
         "brokerIP1": "127.0.0.1",
-        "listenPort": str(free_port()),
+        "listenPort": str(port),
         "namesrvListenPort": str(free_port()),
-        "storePathRootDir": tempfile.mkdtemp(prefix="rmq-trace-"),
+        "storePathRootDir": (store := tempfile.mkdtemp(prefix="rmq-trace-")),
         "flushDiskType": "SYNC_FLUSH",
         **sizes,
     }
     startup = BrokerStartup(*load_broker_config(None, settings))
-    controller = startup.start().controller
+    startup.start()
     try:
-        with RemotingClient() as client:
-            for _ in range(args.sends):
-                request = send_request("Trace", b"x" * 1024)
-                sent = time.perf_counter()
-                client.invoke_sync(controller.broker_addr, request, 5.0)
-                marks.setdefault(request.opaque, {}).update(sent=sent, got=time.perf_counter())
+        create_topic(port, "BenchTopic")
+        for depth in (int(d) for d in args.in_flight.split(",")):
+            sender = (
+                "import sys; from bench_broker import sends_per_second; "
+                f"sends_per_second({port}, {depth}, False, 0.5); "
+                f"sys.stdout.write(str(sends_per_second({port}, {depth}, False, {args.seconds})))"
+            )
+            env = dict(
+                os.environ, PYTHONPATH=os.pathsep.join([str(CHECKOUT / "perf"), os.environ.get("PYTHONPATH", "")])
+            )
+            child = subprocess.Popen([sys.executable, "-c", sender], stdout=subprocess.PIPE, env=env, text=True)
+            time.sleep(0.5)  # past the child's warm-up
+            del marks[:]
+            rate = float(child.communicate(timeout=args.seconds + 60)[0])
+            rows = cycles(depth)
+            total = statistics.median(c["wrote"] - c["wrote_before"] for c in rows)
+            print(f"{depth} in flight: {rate:,.0f} msgs/s, {len(rows)} cycles; medians in microseconds")
+            for label, a, b in STAGES:
+                start = "wrote_before" if a == "wrote" else a
+                print(f"  {label:55s} {statistics.median(c[b] - c[start] for c in rows) * 1e6:7.0f}")
+            print(f"  {'one cycle (answers written to answers written)':55s} {total * 1e6:7.0f}")
     finally:
         startup.shutdown()
-    rows = [m for m in marks.values() if len(m) == 5][args.sends // 10 :]  # skip the warm-up tenth
-
-    def median_us(a: str, b: str) -> float:
-        return statistics.median((m[b] - m[a]) * 1e6 for m in rows)
-
-    print(f"{len(rows)} SYNC_FLUSH sends, 1 KiB, 1 in flight; medians in microseconds")
-    for label, a, b in (
-        ("client send -> handler entered", "sent", "enter"),
-        ("handler (the put)", "enter", "leave"),
-        ("handler returned -> loop answers (flushed)", "leave", "durable"),
-        ("loop answers -> client has it", "durable", "got"),
-        ("whole round trip", "sent", "got"),
-    ):
-        print(f"  {label:42s} {median_us(a, b):7.0f}")
+        shutil.rmtree(store, ignore_errors=True)
 
 
 if __name__ == "__main__":

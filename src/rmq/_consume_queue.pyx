@@ -52,7 +52,7 @@ cdef class ConsumeQueue:
         """Map the files and find the last valid entry (offset >= 0 and size > 0) in the newest ones."""
         cdef MappedFile mf
         cdef const unsigned char* e
-        cdef Py_ssize_t pos, index
+        cdef Py_ssize_t pos, index, last
         cdef int64_t offset
         cdef int32_t size
         self.files.load()
@@ -60,7 +60,15 @@ cdef class ConsumeQueue:
         if not files:
             return
         self.min_logic_offset = (<MappedFile>files[0]).file_from_offset
-        index = max(0, len(files) - 3)
+        # Scan from three files before the last one that holds an entry. Files are created (and
+        # sized) before their entries are flushed, and flushes go file after file: after a power
+        # loss the newest files may be all zeros and the one before them cut mid-way. Starting
+        # among the zero files would take their start for the end, with a hole of zero entries
+        # before it that re-dispatch never fills.
+        last = len(files) - 1
+        while last > 0 and load_be32((<MappedFile>files[last]).base + CQ_SIZE) <= 0:
+            last -= 1
+        index = max(0, last - 2)
         end = (<MappedFile>files[index]).file_from_offset
         for mf in files[index:]:
             pos = 0

@@ -36,6 +36,11 @@ cdef struct GroupCommitState:
     bint idle                           # the flush thread is waiting on ``wake``
     bint stopping
     int event_fd                        # counts flush rounds: the completer polls it
+    # the last round's stages, CLOCK_MONOTONIC ns (perf/trace_sync_send.py): when a put asked the
+    # idle flush thread for it, when that thread ran, when its msync returned
+    int64_t asked_ns
+    int64_t woke_ns
+    int64_t synced_ns
     int n_files
     CommitFileRef files[COMMIT_FILE_REFS]
 

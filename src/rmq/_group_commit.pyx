@@ -75,13 +75,23 @@ cdef inline void deadline_after(timespec* ts, double seconds) noexcept nogil:
         ts.tv_nsec -= 1000000000
 
 
-cdef inline void request_round(GroupCommitState* gc, int64_t offset) noexcept nogil:
-    """Ask for a flush round up to ``offset`` (``gc.mutex`` held), waking an idle flush thread."""
+cdef inline int64_t now_ns() noexcept nogil:
+    cdef timespec ts
+    clock_gettime(CLOCK_MONOTONIC, &ts)
+    return ts.tv_sec * 1000000000 + ts.tv_nsec
+
+
+cdef inline bint request_round(GroupCommitState* gc, int64_t offset) noexcept nogil:
+    """Ask for a flush round up to ``offset`` (``gc.mutex`` held): whether the flush thread is idle
+    and must be signalled, which the caller does after unlocking, so that the woken thread does
+    not block at once on the mutex its waker still holds."""
     if offset > gc.requested:
         gc.requested = offset
         if gc.idle:
             gc.idle = False     # one signal per wait
-            pthread_cond_signal(&gc.wake)
+            gc.asked_ns = now_ns()
+            return True
+    return False
 
 
 cdef int flush_range(CommitFileRef* files, int n_files, int64_t start, int64_t end) noexcept nogil:
@@ -118,6 +128,7 @@ cdef void run_flusher(GroupCommitState* gc, double interval) noexcept nogil:
             gc.idle = False
             if gc.stopping or gc.error or gc.written <= gc.flushed:
                 continue
+        gc.woke_ns = now_ns()
         start = gc.flushed
         target = gc.written
         target_timestamp = gc.written_timestamp
@@ -126,6 +137,7 @@ cdef void run_flusher(GroupCommitState* gc, double interval) noexcept nogil:
         pthread_mutex_unlock(&gc.mutex)
         rc = flush_range(files, n_files, start, target)
         pthread_mutex_lock(&gc.mutex)
+        gc.synced_ns = now_ns()
         if rc == 0:
             gc.flushed = target
             gc.flushed_timestamp = target_timestamp
@@ -205,13 +217,16 @@ cdef class GroupCommit:
         """Tell the flush thread how far the CommitLog goes after a put; ``wait``: that put waits
         for the disk, so ask for a round now (waking the flush thread if it sleeps)."""
         cdef GroupCommitState* gc = self.state
+        cdef bint signal = False
         pthread_mutex_lock(&gc.mutex)
         if next_offset > gc.written:
             gc.written = next_offset
             gc.written_timestamp = store_timestamp
         if wait:
-            request_round(gc, next_offset)
+            signal = request_round(gc, next_offset)
         pthread_mutex_unlock(&gc.mutex)
+        if signal:
+            pthread_cond_signal(&gc.wake)
 
     cdef void publish_files(self, list files):
         """Show the flush thread the mappings of the newest CommitLog ``files`` (after any change).
@@ -247,9 +262,12 @@ cdef class GroupCommit:
 
     cdef void kick(self) noexcept:
         """Ask for a round covering every put so far."""
+        cdef bint signal
         pthread_mutex_lock(&self.state.mutex)
-        request_round(self.state, self.state.written)
+        signal = request_round(self.state, self.state.written)
         pthread_mutex_unlock(&self.state.mutex)
+        if signal:
+            pthread_cond_signal(&self.state.wake)
 
     cdef void stop(self) noexcept:
         """Make ``run`` return after its current round."""
@@ -276,6 +294,17 @@ cdef class GroupCommit:
     def replicated(self):
         """The best offset a slave acked."""
         return self.state.replicated
+
+    @property
+    def round_times(self):
+        """The last flush round's stages, seconds on ``time.monotonic``'s clock: when a put asked
+        the idle flush thread for a round, when the last round started, when its msync returned (0: none
+        yet)."""
+        cdef GroupCommitState* gc = self.state
+        pthread_mutex_lock(&gc.mutex)
+        times = (gc.asked_ns / 1e9, gc.woke_ns / 1e9, gc.synced_ns / 1e9)
+        pthread_mutex_unlock(&gc.mutex)
+        return times
 
     cdef bint slave_in_sync(self, int64_t end, int64_t max_gap) noexcept:
         """A slave is connected and lags less than ``max_gap`` bytes behind ``end``."""

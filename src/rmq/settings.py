@@ -37,6 +37,7 @@ from rmq.errors import ConfigError
 from rmq.protocol.message import MAX_MESSAGE_SIZE, topic_error
 from rmq.protocol.perm import PERM_ALL, PERM_READ, PERM_WRITE
 from rmq.protocol.route import MASTER_ID
+from rmq.protocol.tls import TlsMode
 
 DEFAULT_SOURCE = "default"
 KiB = 1 << 10
@@ -466,6 +467,17 @@ _section(
     Setting("aclConfigFile", Text(), "conf/plain_acl.yml",
             "the plain_acl.yml of aclEnable, reloaded when it changes; a relative path is taken from "
             "storePathRootDir"),
+)
+
+# TLS (rmq.net.tls). RocketMQ 4.x reads these as system properties: tls.enable, tls.server.mode,
+# tls.server.certPath, tls.server.keyPath.
+_section(
+    "broker",
+    Setting("tlsEnable", Bool(), False, "serve TLS on listenPort (and on the embedded name server's port)"),
+    Setting("tlsServerMode", Choice(TlsMode), TlsMode.PERMISSIVE,
+            "permissive: TLS and plain clients on one port; enforcing: TLS only"),
+    Setting("tlsServerCertPath", Text(optional=True), None, "the server's certificate chain, PEM (tlsEnable)"),
+    Setting("tlsServerKeyPath", Text(optional=True), None, "the server's private key, PEM, unencrypted (tlsEnable)"),
 )
 
 # fmt: on

@@ -59,8 +59,10 @@ def test_lz4_frames_have_independent_blocks_as_lz4_java_needs():
 
 
 def test_frames_as_java_writes_them_are_read():
-    # lz4-java's LZ4FrameOutputStream: independent blocks, with a content checksum
-    java_lz4 = lz4.frame.compress(BODY, block_linked=False, content_checksum=True, store_size=False)
+    # lz4-java's LZ4FrameOutputStream: independent blocks, no checksum, no size (FLG 0x60);
+    # real Java streams: tests/compat/test_java_codecs.py
+    java_lz4 = lz4.frame.compress(BODY, block_linked=False, content_checksum=False, store_size=False)
+    assert java_lz4[4] == 0x60
     assert decompress_body(java_lz4, 0x101) == BODY
     # zstd-jni's ZstdOutputStream streams: no content size in the frame header
     chunker = zstandard.ZstdCompressor(level=5, write_content_size=False).compressobj()

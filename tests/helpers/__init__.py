@@ -18,47 +18,26 @@ other test modules or conftests (tests/test_tree.py checks it).
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import time
-from collections.abc import Callable
-from typing import TypeVar
+import importlib.util
+import sys
+from pathlib import Path
 
-LOOPBACK = "127.0.0.1"
-
-T = TypeVar("T")
+# The process starters, hand-built requests and the failover pair are perf/harness.py's: the
+# operations scripts beside it run without the test tree, and the suite runs the same copy.
+_HARNESS_PATH = Path(__file__).resolve().parents[2] / "perf" / "harness.py"
 
 
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
+def _load_harness():
+    spec = importlib.util.spec_from_file_location("harness", _HARNESS_PATH)
+    assert spec is not None and spec.loader is not None, _HARNESS_PATH
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
 
 
-def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str], interval: float = 0.01) -> T:
-    """Poll ``predicate`` until it returns something true, and return that; fail naming ``what``
-    (what should have happened; a callable is asked only then) once ``timeout`` seconds passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what() if callable(what) else what}: not within {timeout:g} s")
-        time.sleep(interval)
-
-
-def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
-    """Until something accepts on 127.0.0.1:port; fails when ``proc`` exits first."""
-
-    def accepting() -> bool:
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"process exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection((LOOPBACK, port), timeout=0.5):
-                return True
-        except OSError:
-            return False
-
-    wait_until(accepting, timeout, f"something listening on {LOOPBACK}:{port}", interval=0.02)
+harness = sys.modules.get("harness") or _load_harness()
+LOOPBACK = harness.LOOPBACK
+free_port = harness.free_port
+wait_until = harness.wait_until
+wait_for_port = harness.wait_for_port

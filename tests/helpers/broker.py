@@ -14,32 +14,11 @@ from rmq.net import RemotingClient
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.record import StoredMessage, decode_record
 from rmq.store import PutMessageResult
-from tests.helpers import LOOPBACK, free_port, wait_until
+from tests.helpers import harness, wait_until
 from tests.helpers.requests import call, send_request
 
-# Small files: tests write little, and sparse 1 GiB files are still work for the file system.
-SMALL_FILES = {
-    "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
-    "mappedFileSizeConsumeQueue": str(20 * 3000),
-    "maxHashSlotNum": "1024",
-    "maxIndexNum": "4096",
-}
-
-
-def broker_settings(store_dir: Path, **overrides: str) -> dict[str, str]:
-    """``--set`` style settings of a test broker, in-process or a process: loopback only, free ports
-    (its own, its HA port and its embedded name server's), small files."""
-    settings = {
-        "brokerIP1": LOOPBACK,
-        "listenPort": str(free_port()),
-        "namesrvListenPort": str(free_port()),
-        # not the default listenPort + 1: free ports come in sequence, and that one may be taken
-        "haListenPort": str(free_port()),
-        "storePathRootDir": str(store_dir),
-        **SMALL_FILES,
-    }
-    settings.update({k: str(v) for k, v in overrides.items()})
-    return settings
+SMALL_FILES = harness.SMALL_FILES
+broker_settings = harness.broker_settings
 
 
 def new_startup(store_dir: Path, **overrides: str) -> BrokerStartup:

@@ -5,6 +5,8 @@ and a runner of their scripts (``tests/compat/clients``).
 - PyPI ``rocketmq==0.4.4``: a Python wrapper over the C++ client (SEND_MESSAGE, falls back to TBW102
   for unknown topics). It installs a top-level package named ``rocketmq`` and writes logs under
   ``$HOME/logs``, so it lives in its own virtual environment and runs with HOME pointed at a temp dir.
+- Debian's ``liblz4-java`` and ``libzstd-jni-java``: the Java libraries RocketMQ 5.x's LZ4 and ZSTD
+  body codecs stream through, run by ``JavaCodecs.java`` with the machine's JDK (apt-get installs them).
 
 Both are installed once per cache (``.cache/compat`` in the checkout, git-ignored) and reused.
 A missing ``npm`` or an unreachable registry fails these tests with the reason: they are not skipped.
@@ -52,6 +54,20 @@ def install_ali_ons() -> Path:
             f"ali-ons@{ALI_ONS_VERSION}",
         )
     return prefix / "node_modules"
+
+
+JAVA_CODEC_JARS = (Path("/usr/share/java/lz4-java.jar"), Path("/usr/share/java/zstd-jni.jar"))
+JAVA_NATIVE_LIBS = "/usr/lib/x86_64-linux-gnu/jni:/usr/lib/x86_64-linux-gnu"
+
+
+def install_java_codecs() -> list[str]:
+    """The command prefix that runs ``JavaCodecs.java`` (RocketMQ 5.x's LZ4/ZSTD streams)."""
+    if not all(jar.exists() for jar in JAVA_CODEC_JARS):
+        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
+        _run_install(["apt-get", "update", "-qq"], "Debian's package lists", env=env)
+        _run_install(["apt-get", "install", "-y", "-qq", "liblz4-java", "libzstd-jni-java"], "lz4/zstd Java", env=env)
+    classpath = ":".join(str(jar) for jar in JAVA_CODEC_JARS)
+    return ["java", f"-Djava.library.path={JAVA_NATIVE_LIBS}", "-cp", classpath, str(SCRIPTS / "JavaCodecs.java")]
 
 
 def install_rocketmq_python() -> Path:

@@ -8,95 +8,26 @@ opens before its first registration ends.
 from __future__ import annotations
 
 import json
-import os
 import signal
 import subprocess
-import sys
 from pathlib import Path
 
 from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL
-from rmq.client.admin_client import AdminClient
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_mq_tables
 from rmq.protocol.message import retry_topic
 from rmq.protocol.record import StoredMessage
-from tests.helpers import LOOPBACK, free_port, wait_for_port, wait_until
+from tests.helpers import LOOPBACK, harness, wait_until
 from tests.helpers.broker import broker_settings
 from tests.helpers.requests import call, offset_request, pull_request, records, update_topic_request
 
-START_TIMEOUT = 30.0
-
-
-class Processes:
-    """``python ARGS`` processes of one test; ``stop_all`` terminates each (then kills it)."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen] = []
-
-    def spawn(self, *args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, *args], env={**os.environ, **(env or {})}, **kwargs)
-        self.procs.append(proc)
-        return proc
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-
-
-def start_namesrv(spawn, *args: str) -> tuple[subprocess.Popen, str]:
-    """``rmq-namesrv`` on a free port; (process, address) once it accepts connections."""
-    port = free_port()
-    proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args)
-    wait_for_port(port, START_TIMEOUT, proc)
-    return proc, f"{LOOPBACK}:{port}"
-
-
-def start_broker_process(
-    spawn, settings: dict[str, str], namesrv: str | None = None, extra_args: tuple[str, ...] = (), **popen
-) -> tuple[subprocess.Popen, str]:
-    """``rmq-broker`` with ``--set`` settings, registering with ``namesrv`` (``-n``) or, without
-    one, with the name server it embeds on namesrvListenPort; (process, address) once routed.
-    ``popen``: more arguments of the process (``stderr=``)."""
-    argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
-    for key, value in settings.items():
-        argv += ["--set", f"{key}={value}"]
-    proc = spawn(*argv, **popen)
-    wait_for_port(int(settings["listenPort"]), START_TIMEOUT, proc)
-    addr = f"{LOOPBACK}:{settings['listenPort']}"
-    wait_registered(namesrv or f"{LOOPBACK}:{settings['namesrvListenPort']}", addr, proc)
-    return proc, addr
-
-
-def wait_registered(namesrv: str, broker_addr: str, proc: subprocess.Popen, timeout: float = START_TIMEOUT) -> None:
-    """Until ``namesrv`` lists ``broker_addr`` in its cluster table; fails when ``proc`` exits first."""
-    with AdminClient(namesrv, timeout=2.0) as admin:
-
-        def registered() -> bool:
-            if proc.poll() is not None:
-                raise AssertionError(f"broker exited with {proc.returncode} before registering")
-            try:
-                tables = admin.cluster_info().get("brokerAddrTable") or {}
-            except Exception:
-                return False
-            return any(broker_addr in (data.get("brokerAddrs") or {}).values() for data in tables.values())
-
-        wait_until(registered, timeout, f"{broker_addr} registered with {namesrv}", interval=0.02)
-
-
-# Small files and fast delay levels: tests write little and should not wait minutes for a retry.
-CLUSTER_BROKER_SETTINGS = {
-    "mappedFileSizeCommitLog": str(8 * 1024 * 1024),
-    "mappedFileSizeConsumeQueue": str(20 * 30000),
-    "messageDelayLevel": "1s 1s 1s 1s 1s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s",
-}
+START_TIMEOUT = harness.START_TIMEOUT
+Processes = harness.Processes
+start_namesrv = harness.start_namesrv
+start_broker_process = harness.start_broker_process
+wait_registered = harness.wait_registered
+CLUSTER_BROKER_SETTINGS = harness.CLUSTER_BROKER_SETTINGS
 
 
 class Cluster:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import struct
 
 import pytest
@@ -31,6 +32,13 @@ commands = st.builds(
 )
 
 
+def command(impl, f: dict):
+    """A RemotingCommand of twin ``impl`` from drawn ``commands`` fields."""
+    return impl.RemotingCommand(
+        f["code"], opaque=f["opaque"], flag=f["flag"], remark=f["remark"], ext_fields=f["ext_fields"], body=f["body"]
+    )
+
+
 @IMPLEMENTATIONS
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(data=st.binary(max_size=600), cuts=st.lists(st.integers(0, 600), max_size=6))
@@ -50,17 +58,7 @@ def test_arbitrary_bytes_give_commands_or_protocol_error(impl, data, cuts):
 @settings(max_examples=200, deadline=None)
 @given(fields=st.lists(commands, min_size=1, max_size=4), chunk=st.integers(1, 64))
 def test_encoded_commands_decode_to_themselves(impl, fields, chunk):
-    sent = [
-        impl.RemotingCommand(
-            f["code"],
-            opaque=f["opaque"],
-            flag=f["flag"],
-            remark=f["remark"],
-            ext_fields=f["ext_fields"],
-            body=f["body"],
-        )
-        for f in fields
-    ]
+    sent = [command(impl, f) for f in fields]
     stream = b"".join(impl.encode(cmd) for cmd in sent)
     decoder = impl.FrameDecoder()
     got = []
@@ -80,6 +78,41 @@ def test_encoded_commands_decode_to_themselves(impl, fields, chunk):
     # the other implementation reads the same bytes the same way
     other = _codec if impl is codec_py else codec_py
     assert [c.opaque for c in other.decode_frames(stream)] == [c.opaque for c in got]
+
+
+def _decoded(impl, data: bytes):
+    """What one twin makes of ``data``: the commands' fields, or the ProtocolError's class."""
+    try:
+        return [
+            (c.code, c.opaque, c.flag, c.remark, c.ext_fields, bytes(c.body or b""))
+            for c in impl.FrameDecoder(max_frame_size=SMALL_MAX).feed(data)
+        ]
+    except ProtocolError:
+        return ProtocolError
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    data=st.binary(max_size=400)
+    | st.builds(
+        lambda header, body: raw_frame(header, body),
+        st.one_of(
+            st.binary(max_size=80),
+            st.dictionaries(st.sampled_from(["code", "opaque", "flag", "remark", "extFields", "x"]), ext_values).map(
+                lambda d: json.dumps(d).encode()
+            ),
+        ),
+        st.binary(max_size=40),
+    )
+)
+def test_both_twins_read_any_bytes_alike(data):
+    assert _decoded(codec_py, data) == _decoded(_codec, data)
+
+
+@settings(max_examples=200, deadline=None)
+@given(fields=commands)
+def test_both_twins_encode_a_command_to_the_same_bytes(fields):
+    assert codec_py.encode(command(codec_py, fields)) == _codec.encode(command(_codec, fields))
 
 
 BAD_INPUTS = st.one_of(

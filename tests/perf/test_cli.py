@@ -37,8 +37,9 @@ def test_producer_then_consumer_write_logs_that_agree_with_the_broker(cluster, t
     out = tmp_path / "logs"
     produced = rmq_perf(
         "producer", "-n", cluster.namesrv_addr, "-t", "PerfTopic", "--size", "300", "--in-flight", "8",
-        "-w", "2", "--duration", "2", "--out", str(out),
+        "-w", "2", "--duration", "2", "--rate", "3000", "--out", str(out),
     )  # fmt: skip
+    # (at a held rate: the consumer's fixed 4 s below must read them all on a loaded machine too)
     assert produced.returncode == 0, produced.stderr
     lines = produced.stdout.splitlines()
     assert [bool(SEND_LINE.match(line)) for line in lines[:-1]] == [True, True], lines

@@ -90,6 +90,8 @@ def test_sql92_subscription_is_registered_not_filtered():
         (body(7, 1, 0), "consumeType must be one of CONSUME_ACTIVELY, CONSUME_PASSIVELY or their ordinals 0-1, got 7"),
         (body(1, "CLUSTER", 0), "messageModel must be one of BROADCASTING, CLUSTERING"),
         (body(1, 1, 0, sub_string="||"), "names no tag"),
+        # found by perf/fuzz_broker.py: a number for subString failed the processor
+        (body(1, 1, 0, sub_string=5), "subString of a subscription to 'T' must be a string, got 5"),
         (b'{"clientID":"c","consumerDataSet":[{"consumeType":1}]}', "consumer data needs a groupName"),
         (b'{"clientID":"c","producerDataSet":[{}]}', "producer data needs a groupName"),
     ],

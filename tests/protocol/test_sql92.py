@@ -5,6 +5,11 @@ Each row: expression, the message's properties (strings, as a broker reads them 
 a few rows use typed values as RocketMQ's ExpressionTest does), the three-valued result Java gives
 (True, False, None for null, "error" where Java's evaluate throws; a broker matches only True), and
 where in the Java source that result comes from.
+
+When this was written, every row with string properties, every parse error below (but the one
+rmq is stricter on) and 23,000 random expressions over random property strings were run through
+RocketMQ's own parser and expression classes (the filter module's sources, compiled with this
+machine's JDK and guava): no result differed.
 """
 
 from __future__ import annotations

@@ -30,6 +30,17 @@ def test_sync_flush_completes_from_the_flush_thread_once_durable(open_store):
         assert flushed >= result.next_offset == result.wrote_offset + result.wrote_bytes
 
 
+def test_the_flush_round_that_made_a_put_durable_is_timed_stage_by_stage(open_store):
+    # what perf/trace_sync_send.py reads: when the idle flush thread was asked, ran, and msync returned
+    store = open_store(flush_disk_type="SYNC_FLUSH")
+    before = time.monotonic()
+    store.put("TopicA", b"x" * 100)
+    asked, started, synced = store.group_commit.round_times
+    assert before <= started <= synced <= time.monotonic()
+    # 0 if the put found the flush thread between two waits (it then needed no asking)
+    assert asked == 0 or before <= asked <= started
+
+
 def test_sync_flush_past_the_deadline_is_flush_disk_timeout(open_store):
     store = open_store(flush_disk_type="SYNC_FLUSH", sync_flush_timeout=0)
     done = threading.Event()

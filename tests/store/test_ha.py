@@ -243,3 +243,25 @@ def test_bad_input_on_the_ha_port_is_refused_and_replication_goes_on(tmp_path, o
     put_many(master, 50)
     caught_up(master, slave)
     assert_replica(master, slave)
+
+
+def test_an_ha_thread_without_slaves_sleeps(tmp_path, opened):
+    """A master with no slave (every standalone broker) does not poll for new bytes: its HA thread
+    wakes for housekeeping only, not every ASYNC_NEW_DATA_POLL (~430 wake-ups a second before)."""
+    master = open_pair(tmp_path, opened)
+    put_many(master, 10)
+    slave = open_slave(tmp_path, opened, master)
+    caught_up(master, slave)
+    slave.shutdown()
+    opened.remove(slave)
+    assert master.ha_service is not None
+    wait_until(lambda: not master.ha_service.slaves(), 10, "the master saw its slave go")
+    ha_thread = next(t for t in threading.enumerate() if t.name == "rmq-store-ha")
+    before = wake_ups(ha_thread.native_id)
+    time.sleep(1.0)
+    assert wake_ups(ha_thread.native_id) - before < 50
+
+
+def wake_ups(native_id: int | None) -> int:
+    status = Path(f"/proc/self/task/{native_id}/status").read_text()
+    return int(status.split("voluntary_ctxt_switches:")[1].split()[0])

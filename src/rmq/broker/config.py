@@ -12,11 +12,14 @@ import dataclasses
 import logging
 import os
 import socket
+import ssl
 from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmq.errors import ConfigError
+from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol.route import MASTER_ID
+from rmq.protocol.tls import TlsMode
 from rmq.settings import BrokerRole, LoadedSettings, SettingsView, load_settings, setting
 from rmq.store import MessageStoreConfig
 
@@ -67,9 +70,15 @@ class BrokerConfig(SettingsView):
     transaction_check_interval: int = setting("transactionCheckInterval")
     acl_enable: bool = setting("aclEnable")
     acl_config_file: str = setting("aclConfigFile")
+    tls_enable: bool = setting("tlsEnable")
+    tls_server_mode: TlsMode = setting("tlsServerMode")
+    tls_server_cert_path: str | None = setting("tlsServerCertPath")
+    tls_server_key_path: str | None = setting("tlsServerKeyPath")
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if self.tls_enable and not (self.tls_server_cert_path and self.tls_server_key_path):
+            raise ConfigError("tlsEnable=true needs tlsServerCertPath and tlsServerKeyPath (PEM files)")
         # RocketMQ silently forces a master's id to 0; a slave id under a master role is almost
         # always a forgotten brokerRole=SLAVE, and silently turning it into a second master is worse.
         if self.broker_role is BrokerRole.SLAVE and self.broker_id == MASTER_ID:
@@ -79,6 +88,21 @@ class BrokerConfig(SettingsView):
                 f"brokerId={self.broker_id} with brokerRole={self.broker_role.value}: "
                 "a master's brokerId is 0; set brokerRole=SLAVE for a slave"
             )
+
+    def server_tls(self) -> TlsServerOptions | None:
+        """What the remoting servers (the broker's, the embedded name server's) serve TLS with, or
+        None without tlsEnable; ConfigError when the certificate or key cannot be loaded."""
+        if not self.tls_enable:
+            return None
+        assert self.tls_server_cert_path and self.tls_server_key_path, "checked in __post_init__"
+        try:
+            context = server_context(self.tls_server_cert_path, self.tls_server_key_path)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(
+                f"cannot load tlsServerCertPath={self.tls_server_cert_path} with tlsServerKeyPath="
+                f"{self.tls_server_key_path}: {exc}"
+            ) from None
+        return TlsServerOptions(context, TlsMode(self.tls_server_mode.value))
 
     @property
     def embedded_namesrv(self) -> bool:

@@ -127,7 +127,9 @@ class BrokerController:
         self.delay_offset_manager = DelayOffsetManager(root)
         self.client_manager = ClientManager()
         self.rebalance_lock_manager = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
-        self.server = RemotingServer(BIND_ADDRESS, self.config.listen_port, name="rmq-broker-loop")
+        self.server = RemotingServer(
+            BIND_ADDRESS, self.config.listen_port, name="rmq-broker-loop", tls=self.config.server_tls()
+        )
         self.pull_hold = PullRequestHoldService(self.server.loop)
         self.flush_rounds: FlushRoundKicker | None = None
         self._complete_commits_on_loop()

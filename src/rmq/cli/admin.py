@@ -16,6 +16,7 @@ import dataclasses
 import datetime
 import functools
 import json
+import ssl
 import sys
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
@@ -164,15 +165,35 @@ def admin_command(group: click.Group, name: str, **kwargs) -> Callable:
             default=None,
             help="The access key's secret (or the RMQ_SECRET_KEY environment variable, kept out of ps).",
         )
+        @click.option(
+            "--tls", "use_tls", is_flag=True, help="Connect with TLS, verifying servers against the system's CAs."
+        )
+        @click.option(
+            "--tls-ca",
+            default=None,
+            type=click.Path(exists=True, dir_okay=False),
+            help="Connect with TLS, verifying servers against this CA certificate (PEM).",
+        )
         @functools.wraps(fn)
         def command(
-            namesrv: str, as_json: bool, timeout: float, access_key: str | None, secret_key: str | None, **params
+            namesrv: str,
+            as_json: bool,
+            timeout: float,
+            access_key: str | None,
+            secret_key: str | None,
+            use_tls: bool,
+            tls_ca: str | None,
+            **params,
         ):
             if (access_key is None) != (secret_key is None):
                 raise click.UsageError("--access-key and --secret-key go together")
             credentials = (access_key, secret_key) if access_key and secret_key else None
+            tls: bool | ssl.SSLContext = use_tls
+            if tls_ca:
+                tls = ssl.create_default_context(cafile=tls_ca)
+                tls.check_hostname = False  # brokers and name servers are addressed by IP
             try:
-                with AdminClient(namesrv, timeout, credentials=credentials) as admin:
+                with AdminClient(namesrv, timeout, credentials=credentials, tls=tls) as admin:
                     fn(admin, as_json, **params)
             except NotFound as e:
                 fail(str(e), EXIT_NOT_FOUND)

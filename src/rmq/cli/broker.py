@@ -16,6 +16,7 @@ The threads of the process are listed in docs/threads.md.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
 import signal
@@ -28,6 +29,7 @@ from rmq.broker.config import BrokerConfig, load_broker_settings
 from rmq.broker.controller import BrokerController
 from rmq.errors import ConfigError, RmqError
 from rmq.namesrv import NameServer, NamesrvConfig
+from rmq.protocol.tls import TlsMode
 from rmq.settings import SETTINGS, LoadedSettings, parse_set_options
 from rmq.store import MessageStoreConfig
 
@@ -68,7 +70,12 @@ class BrokerStartup:
         config = self.broker_config
         if config.embedded_namesrv:
             config.resolve()  # brokerIP1 defaults to loopback with an embedded name server
-            self.namesrv = NameServer(NamesrvConfig(listen_port=config.namesrv_listen_port)).start()
+            # permissive whatever tlsServerMode says: the broker registers with it over plain TCP
+            tls = config.server_tls()
+            if tls is not None:
+                tls = dataclasses.replace(tls, mode=TlsMode.PERMISSIVE)
+            namesrv_config = NamesrvConfig(listen_port=config.namesrv_listen_port, tls=tls)
+            self.namesrv = NameServer(namesrv_config).start()
             config.namesrv_addr = self.namesrv.address
         try:
             self.controller = BrokerController(config, self.store_config).start()

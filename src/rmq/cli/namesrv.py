@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import logging
 import signal
+import ssl
 import threading
 
 import click
 
 from rmq.namesrv import NameServer, NamesrvConfig
+from rmq.net.tls import TlsServerOptions, server_context
+from rmq.protocol.tls import TlsMode
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
@@ -35,14 +38,40 @@ from rmq.namesrv import NameServer, NamesrvConfig
     type=click.FloatRange(min=0.01),
     help="Seconds of silence after which a broker is dropped.",
 )
+@click.option("--tls-cert", default=None, help="Serve TLS with this certificate chain (PEM); needs --tls-key.")
+@click.option("--tls-key", default=None, help="The private key of --tls-cert (PEM, unencrypted).")
+@click.option(
+    "--tls-mode",
+    default=TlsMode.PERMISSIVE.value,
+    show_default=True,
+    type=click.Choice([m.value for m in TlsMode]),
+    help="permissive: TLS and plain clients on one port; enforcing: TLS only.",
+)
 @click.option(
     "--log-level",
     default="INFO",
     show_default=True,
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
 )
-def main(host: str, port: int, scan_interval: float, broker_expired: float, log_level: str) -> None:
+def main(
+    host: str,
+    port: int,
+    scan_interval: float,
+    broker_expired: float,
+    tls_cert: str | None,
+    tls_key: str | None,
+    tls_mode: str,
+    log_level: str,
+) -> None:
     """Run an rmq name server: brokers register here and clients ask it for topic routes."""
+    tls = None
+    if tls_cert or tls_key:
+        if not (tls_cert and tls_key):
+            raise click.UsageError("--tls-cert and --tls-key go together")
+        try:
+            tls = TlsServerOptions(server_context(tls_cert, tls_key), TlsMode(tls_mode))
+        except (OSError, ssl.SSLError) as exc:
+            raise click.UsageError(f"cannot load --tls-cert {tls_cert} with --tls-key {tls_key}: {exc}") from None
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -52,6 +81,7 @@ def main(host: str, port: int, scan_interval: float, broker_expired: float, log_
         listen_port=port,
         scan_not_active_broker_interval=scan_interval,
         broker_channel_expired_ms=int(broker_expired * 1000),
+        tls=tls,
     )
     server = NameServer(config).start()
     click.echo(f"rmq-namesrv listening on {host}:{server.port}", err=True)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import ssl
 from collections.abc import Iterable
 from typing import Any
 
@@ -171,13 +172,15 @@ class AdminClient:
         namesrv: str = DEFAULT_NAMESRV,
         timeout: float = DEFAULT_TIMEOUT,
         credentials: SessionCredentials | tuple[str, ...] | None = None,
+        tls: bool | ssl.SSLContext = False,
     ):
         """``credentials``: ``(access_key, secret_key[, security_token])`` to sign every request
-        for brokers with aclEnable (admin requests need an account with ``admin: true``)."""
+        for brokers with aclEnable (admin requests need an account with ``admin: true``); ``tls``: connect
+        with TLS (True: verify against the system's CAs, or an ``ssl.SSLContext``)."""
         self.namesrv_addrs = parse_namesrv_addrs(namesrv)
         self.timeout = timeout
         self.client = RemotingClient(
-            connect_timeout=min(timeout, 3.0), name="rmq-admin-client", credentials=credentials
+            connect_timeout=min(timeout, 3.0), name="rmq-admin-client", credentials=credentials, tls=tls
         )
 
     def __enter__(self) -> AdminClient:

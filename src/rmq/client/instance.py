@@ -20,6 +20,7 @@ import json
 import logging
 import os
 import random
+import ssl
 import threading
 import time
 from collections.abc import Callable
@@ -71,6 +72,9 @@ class ClientConfig:
     # (access_key, secret_key[, security_token]): every request is signed for brokers with aclEnable
     # (RocketMQ's AclClientRPCHook). The members of one instance share its credentials.
     credentials: SessionCredentials | tuple[str, ...] | None = field(default=None, repr=False)
+    # Connect to name servers and brokers with TLS: True verifies them against the system's CAs; an
+    # ssl.SSLContext of your own for a CA of your own (rmq.net.tls).
+    tls: bool | ssl.SSLContext = False
 
     def __post_init__(self) -> None:
         try:
@@ -171,6 +175,7 @@ class ClientInstance:
             connect_timeout=config.request_timeout,
             name=f"rmq-client-{config.instance_name}",
             credentials=config.credentials,
+            tls=config.tls,
         )
         self.api = ClientAPI(self.remoting)
         self.scheduler = Scheduler(f"rmq-client-timer-{config.instance_name}")

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from rmq.namesrv.processor import NamesrvProcessor
 from rmq.namesrv.routeinfo import DEFAULT_BROKER_CHANNEL_EXPIRED_MS, RouteInfoManager
 from rmq.net.server import RemotingServer
+from rmq.net.tls import TlsServerOptions
 
 log = logging.getLogger("rmq.namesrv")
 
@@ -26,6 +27,8 @@ class NamesrvConfig:
     # RocketMQ scans every 10 s and drops a broker silent for 120 s.
     scan_not_active_broker_interval: float = 10.0
     broker_channel_expired_ms: int = DEFAULT_BROKER_CHANNEL_EXPIRED_MS
+    # TLS on the listening port (rmq.net.tls), permissive or enforcing; None: plain only
+    tls: TlsServerOptions | None = None
 
 
 class NameServer:
@@ -35,7 +38,9 @@ class NameServer:
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(self.config.broker_channel_expired_ms)
         self.processor = NamesrvProcessor(self.route_info)
-        self.server = RemotingServer(self.config.listen_host, self.config.listen_port, name="rmq-namesrv-loop")
+        self.server = RemotingServer(
+            self.config.listen_host, self.config.listen_port, name="rmq-namesrv-loop", tls=self.config.tls
+        )
         for code, handler in self.processor.handlers.items():
             self.server.register_processor(code, handler)
         self.server.on_channel_closed(self.route_info.on_channel_destroy)

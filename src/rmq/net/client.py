@@ -9,6 +9,7 @@ on a connection that drops fail at once. Requests the server sends to the client
 (NOTIFY_CONSUMER_IDS_CHANGED, CHECK_TRANSACTION_STATE) go to processors registered as on a server.
 With ``credentials`` every request it sends is signed for a broker's ACL (``rmq.protocol.acl``),
 as Java's AclClientRPCHook does it: one hook here signs for every producer, consumer and admin.
+With ``tls`` every connection is TLS (``rmq.net.tls``).
 Unless given one, the client starts its own loop thread; docs/threads.md lists each, and who stops it.
 """
 
@@ -17,6 +18,8 @@ from __future__ import annotations
 import concurrent.futures
 import errno
 import socket
+import ssl
+from typing import Any
 
 from rmq.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from rmq.net.channel import (
@@ -29,6 +32,7 @@ from rmq.net.codec import RemotingCommand
 from rmq.net.codec_py import ext_fields_for_wire
 from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
 from rmq.net.loop import EventLoop
+from rmq.net.tls import TlsChannel, client_context
 from rmq.protocol.acl import SessionCredentials
 
 CONNECT_TIMEOUT_DEFAULT = 3.0
@@ -57,11 +61,14 @@ class RemotingClient(Endpoint):
         loop: EventLoop | None = None,
         name: str = "rmq-client",
         credentials: SessionCredentials | tuple[str, ...] | None = None,
+        tls: bool | ssl.SSLContext = False,
     ):
         """``name`` names the loop thread when the client owns its loop; ``credentials``
-        (``(access_key, secret_key[, security_token])``) sign every request."""
+        (``(access_key, secret_key[, security_token])``) sign every request; ``tls``: connect with
+        TLS (True: verify servers against the system's CAs; or the ``ssl.SSLContext`` to use)."""
         super().__init__()
         self.credentials = SessionCredentials.of(credentials)
+        self.tls_context = client_context(tls) if tls else None
         self.connect_timeout = connect_timeout
         self.max_frame_size = max_frame_size
         self.max_pending_output = max_pending_output
@@ -212,15 +219,11 @@ class RemotingClient(Endpoint):
         if err not in (0, errno.EINPROGRESS):
             sock.close()
             raise RemotingConnectError(f"cannot connect to {addr}: {errno.errorcode.get(err, err)}")
-        channel = Channel(
-            self.loop,
-            sock,
-            self,
-            addr,
-            max_frame_size=self.max_frame_size,
-            max_pending_output=self.max_pending_output,
-            connecting=True,
-        )
+        options: dict[str, Any] = {"max_frame_size": self.max_frame_size, "max_pending_output": self.max_pending_output}
+        if self.tls_context is None:
+            channel = Channel(self.loop, sock, self, addr, connecting=True, **options)
+        else:
+            channel = TlsChannel(self.loop, sock, self, addr, context=self.tls_context, connecting=True, **options)
         self._channels[addr] = channel
         self.loop.call_later(self.connect_timeout, self._connect_timed_out, channel)
         return channel

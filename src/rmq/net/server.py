@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from rmq.net.channel import (
     MAX_PENDING_OUTPUT_DEFAULT,
@@ -32,6 +33,7 @@ from rmq.net.channel import (
 )
 from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
 from rmq.net.loop import EventLoop, PeriodicHandle, TimerHandle
+from rmq.net.tls import TlsChannel, TlsServerOptions
 
 log = logging.getLogger(__name__)
 
@@ -55,9 +57,12 @@ class RemotingServer(Endpoint):
         max_pending_output: int = MAX_PENDING_OUTPUT_DEFAULT,
         loop: EventLoop | None = None,
         name: str | None = None,
+        tls: TlsServerOptions | None = None,
     ):
-        """``name`` names the loop thread when the server owns its loop (default ``rmq-server-<port>``)."""
+        """``name`` names the loop thread when the server owns its loop (default ``rmq-server-<port>``);
+        ``tls``: serve TLS too (permissive) or only (enforcing), ``rmq.net.tls``."""
         super().__init__()
+        self.tls = tls
         self.host = host
         self._requested_port = port
         self.max_frame_size = max_frame_size
@@ -176,14 +181,22 @@ class RemotingServer(Endpoint):
                 return
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            channel = Channel(
-                self.loop,
-                sock,
-                self,
-                format_address(address),
-                max_frame_size=self.max_frame_size,
-                max_pending_output=self.max_pending_output,
-            )
+            options: dict[str, Any] = {
+                "max_frame_size": self.max_frame_size,
+                "max_pending_output": self.max_pending_output,
+            }
+            if self.tls is None:
+                channel = Channel(self.loop, sock, self, format_address(address), **options)
+            else:
+                channel = TlsChannel(
+                    self.loop,
+                    sock,
+                    self,
+                    format_address(address),
+                    context=self.tls.context,
+                    server_mode=self.tls.mode,
+                    **options,
+                )
             self._channels.add(channel)
             log.debug("accepted %s", channel.remote_address)
 

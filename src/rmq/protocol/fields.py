@@ -12,6 +12,7 @@ from typing import Any, TypeVar, overload
 
 from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
+from rmq.protocol.send_header import V2
 
 T = TypeVar("T")
 Buffer = bytes | bytearray | memoryview
@@ -22,6 +23,33 @@ class BadRequest(RequestRefused):
 
     def __init__(self, remark: str):
         super().__init__(ResponseCode.SYSTEM_ERROR, remark)
+
+
+# The number fields RocketMQ's request header classes declare Integer (32-bit, with their
+# SEND_MESSAGE_V2 letters); every other number field is a Long (64-bit). A value out of its range is
+# refused as Java's parseInt / parseLong refuse it: further in, these land in C ints and longs.
+INT32_FIELDS = frozenset(
+    {
+        "queueId",
+        "sysFlag",
+        "flag",
+        "reconsumeTimes",
+        "maxReconsumeTimes",
+        "defaultTopicQueueNums",
+        "maxMsgNums",
+        "maxNum",
+        "delayLevel",
+        "readQueueNums",
+        "writeQueueNums",
+        "perm",
+        "topicSysFlag",
+        "commitOrRollback",
+    }
+)
+INT32_FIELDS |= {V2[name] for name in INT32_FIELDS if name in V2}
+INT32_MIN, INT32_MAX = -(2**31), 2**31 - 1
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+_INT_RANGES = {32: (INT32_MIN, INT32_MAX), 64: (INT64_MIN, INT64_MAX)}
 
 
 class _Required:
@@ -58,16 +86,22 @@ def int_field(ext: Mapping[str, str], name: str) -> int: ...
 @overload
 def int_field(ext: Mapping[str, str], name: str, default: T) -> int | T: ...
 def int_field(ext: Mapping[str, str], name: str, default: Any = REQUIRED) -> Any:
-    """An integer field; ``default`` when absent, BadRequest naming the field when malformed."""
+    """An integer field; ``default`` when absent, BadRequest naming the field when malformed or out
+    of the range of its Java type (``INT32_FIELDS``: 32-bit, any other: 64-bit)."""
     value = ext.get(name)
     if value is None or value == "":
         if default is REQUIRED:
             raise malformed(name, None, "an integer")
         return default
+    bits = 32 if name in INT32_FIELDS else 64
     try:
-        return int(value)
+        number = int(value)
     except ValueError:
-        raise malformed(name, value, "an integer") from None
+        raise malformed(name, value, f"an integer of {bits} bits") from None
+    low, high = _INT_RANGES[bits]
+    if not low <= number <= high:
+        raise malformed(name, value, f"an integer of {bits} bits")
+    return number
 
 
 def bool_field(ext: Mapping[str, str], name: str, default: bool = False) -> bool:

@@ -105,6 +105,8 @@ def _subscription(obj: Any) -> SubscriptionData:
             obj["topic"], str(obj.get("subString") or ""), sub_version=sub_version, expression_type=expression_type
         )
     sub_string = obj.get("subString")
+    if sub_string is not None and not isinstance(sub_string, str):
+        raise _refuse(f"subString of a subscription to {obj['topic']!r} must be a string, got {sub_string!r}")
     if sub_string is None and obj.get("tagsSet"):
         sub_string = " || ".join(obj["tagsSet"])
     return build_subscription_data(obj["topic"], sub_string, ExpressionType.TAG, sub_version)

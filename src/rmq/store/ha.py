@@ -33,7 +33,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from rmq._service import ServiceThread
+from rmq._service import PeriodicHandle, ServiceThread
 from rmq.errors import StoreError
 from rmq.net.loop import EventLoop
 from rmq.protocol import ha as wire
@@ -252,6 +252,10 @@ class HAService:
         self._new_data_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._notified = False
         self._samples: collections.deque = collections.deque(maxlen=LAG_SAMPLES)
+        # the poll for new CommitLog bytes runs only while a slave is connected: a master without
+        # slaves (every standalone broker) has an HA thread that sleeps, not one that takes the GIL
+        # every ASYNC_NEW_DATA_POLL
+        self._poll: PeriodicHandle | None = None
         # SYNC_MASTER: told of every stored iteration, and every ack goes to the group commit
         self.sync = store.sync_master
 
@@ -266,7 +270,6 @@ class HAService:
         self.loop.add_handler(self._new_data_fd, select.EPOLLIN, self._on_new_data)
         tick = min(self.heartbeat_interval, self.housekeeping_interval, 1.0) / 2
         self.loop.schedule_periodic(tick, self._housekeeping)
-        self.loop.schedule_periodic(NEW_DATA_POLL if self.sync else ASYNC_NEW_DATA_POLL, self._transfer_all)
         self.loop.start()
         log.info("HA service listening on %s:%d", BIND_ADDRESS, self.port)
         return self
@@ -311,6 +314,9 @@ class HAService:
             connection = HAConnection(self, sock, f"{host}:{port}")
             self.connections[connection.fd] = connection
             self.loop.add_handler(connection.fd, select.EPOLLIN, connection.on_events)
+            if self._poll is None:
+                poll = NEW_DATA_POLL if self.sync else ASYNC_NEW_DATA_POLL
+                self._poll = self.loop.schedule_periodic(poll, self._transfer_all)
 
     def _on_new_data(self, _events: int) -> None:
         try:
@@ -339,6 +345,9 @@ class HAService:
 
     def connection_closed(self, connection: HAConnection) -> None:
         self.connections.pop(connection.fd, None)
+        if not self.connections and self._poll is not None:
+            self._poll.cancel()
+            self._poll = None
         self.publish_acks()
 
     def publish_acks(self) -> None:

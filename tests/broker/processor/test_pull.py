@@ -211,3 +211,22 @@ def test_a_heartbeat_sql92_subscription_filters_pulls_that_carry_none(start_brok
     pull.ext_fields["sysFlag"] = "0"
     r = call(client, broker.broker_addr, pull)
     assert [m.body for m in records(r.body)] == [b"2", b"3"]
+
+
+def test_a_group_with_bad_sql92_does_not_affect_the_other_groups_of_its_heartbeat(start_broker, client):
+    broker = start_broker(enablePropertyFilter="true")
+    create_topic(broker, "Shared")
+    hb = heartbeat_request("c1", "GoodGroup", "Shared", sub="TagA")
+    body = orjson.loads(hb.body)
+    bad = {**body["consumerDataSet"][0], "groupName": "BadGroup"}
+    bad["subscriptionDataSet"] = [{"topic": "Shared", "subString": "v >>> 1", "expressionType": "SQL92"}]
+    body["consumerDataSet"].append(bad)
+    hb.body = orjson.dumps(body)
+    assert call(client, broker.broker_addr, hb).code == ResponseCode.SUCCESS  # registered, as RocketMQ does
+    put(broker, "Shared", b"a", TAGS="TagA")
+    for group, code in (("BadGroup", ResponseCode.SUBSCRIPTION_PARSE_FAILED), ("GoodGroup", ResponseCode.SUCCESS)):
+        pull = pull_request("Shared", 0, 0, group=group)
+        pull.ext_fields["sysFlag"] = "0"  # by the heartbeat's subscription
+        r = call(client, broker.broker_addr, pull)
+        assert r.code == code, r.remark
+    assert "'v >>> 1', line 1 column 4" in call(client, broker.broker_addr, sql_pull("Shared", 0, "v >>> 1")).remark

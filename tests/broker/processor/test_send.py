@@ -105,6 +105,10 @@ def test_a_send_to_a_retry_topic_past_max_reconsume_times_goes_to_the_dlq(broker
         ("b", "T" * 200, ResponseCode.MESSAGE_ILLEGAL, "127"),
         ("b", "SCHEDULE_TOPIC_XXXX", ResponseCode.NO_PERMISSION, "forbidden"),
         ("e", "99", ResponseCode.SYSTEM_ERROR, "queueId[99]"),
+        # past their Java types (found by perf/fuzz_broker.py: the store's C ints overflowed)
+        ("e", str(2**31), ResponseCode.SYSTEM_ERROR, "'e' is '2147483648', expected an integer of 32 bits"),
+        ("h", str(-(2**31) - 1), ResponseCode.SYSTEM_ERROR, "'h'"),
+        ("g", str(2**63), ResponseCode.SYSTEM_ERROR, "'g' is '9223372036854775808', expected an integer of 64 bits"),
     ],
 )
 def test_bad_send_headers(broker, client, field, value, code, words):

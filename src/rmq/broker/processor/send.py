@@ -29,7 +29,7 @@ from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.batch import decode_batch
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
-from rmq.protocol.fields import int_field, malformed
+from rmq.protocol.fields import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, int_field, malformed
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     NAME_VALUE_SEPARATOR,
@@ -206,6 +206,14 @@ class SendProcessor(Processor):
             born_timestamp = request.ext_int(keys[_BORN_TIMESTAMP], 0)
             flag = request.ext_int(keys[_FLAG], 0)
             reconsume_times = request.ext_int(keys[_RECONSUME_TIMES], 0)
+            if not (
+                INT32_MIN <= queue_id <= INT32_MAX
+                and INT32_MIN <= sys_flag <= INT32_MAX
+                and INT32_MIN <= flag <= INT32_MAX
+                and INT32_MIN <= reconsume_times <= INT32_MAX
+                and INT64_MIN <= born_timestamp <= INT64_MAX
+            ):
+                raise ValueError("out of its Java type")  # the path below names the field
         except (KeyError, ValueError):
             queue_id = int_field(ext, keys[_QUEUE_ID])
             sys_flag = int_field(ext, keys[_SYS_FLAG], 0)

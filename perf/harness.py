@@ -1,0 +1,509 @@
+"""Real ``rmq-namesrv`` and ``rmq-broker`` processes on loopback, the requests a RocketMQ client
+sends (built by hand from SPEC.md section 4, not with the SDK), and a failover pair of brokers: what
+the operations scripts (``fuzz_broker.py``, ``soak_crash.py``, ``power_loss.py``) and the test suite
+share.
+
+It lives here, beside the scripts, and imports nothing but the standard library and rmq, so that a
+script runs from a checkout or an installed rmq without the test tree; ``tests/helpers`` loads this
+file by its path and re-exports its names, so that the suite and the scripts run one copy of the
+process and failover logic.
+
+    procs = Processes()
+    _, namesrv = start_namesrv(procs.spawn)
+    proc, addr = start_broker_process(procs.spawn, broker_settings(store), namesrv)
+    pair = FailoverPair(procs.spawn, root).start()   # SYNC_MASTER + SLAVE
+    report = pair.round()        # kill, check, promote, rejoin, converge; roles swapped after it
+
+A broker process counts as up once the name server routes to it, not when its port opens: the port
+opens before its first registration ends.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import TypeVar
+
+from rmq.client.admin_client import AdminClient
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
+from rmq.protocol.message import encode_properties
+from rmq.protocol.record import StoredMessage, decode_records
+from rmq.protocol.route import MASTER_ID
+from rmq.protocol.send_header import V2
+
+T = TypeVar("T")
+
+LOOPBACK = "127.0.0.1"
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((LOOPBACK, 0))
+        return s.getsockname()[1]
+
+
+def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str], interval: float = 0.01) -> T:
+    """Poll ``predicate`` until it returns something true, and return that; fail naming ``what``
+    (what should have happened; a callable is asked only then) once ``timeout`` seconds passed."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() >= deadline:
+            raise AssertionError(f"{what() if callable(what) else what}: not within {timeout:g} s")
+        time.sleep(interval)
+
+
+def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
+    """Until something accepts on 127.0.0.1:port; fails when ``proc`` exits first."""
+
+    def accepting() -> bool:
+        if proc is not None and proc.poll() is not None:
+            raise AssertionError(f"process exited with {proc.returncode} before listening on {port}")
+        try:
+            with socket.create_connection((LOOPBACK, port), timeout=0.5):
+                return True
+        except OSError:
+            return False
+
+    wait_until(accepting, timeout, f"something listening on {LOOPBACK}:{port}", interval=0.02)
+
+
+START_TIMEOUT = 30.0
+
+
+class Processes:
+    """``python ARGS`` processes of one test; ``stop_all`` terminates each (then kills it)."""
+
+    def __init__(self) -> None:
+        self.procs: list[subprocess.Popen] = []
+
+    def spawn(self, *args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
+        proc = subprocess.Popen([sys.executable, *args], env={**os.environ, **(env or {})}, **kwargs)
+        self.procs.append(proc)
+        return proc
+
+    def stop_all(self) -> None:
+        for proc in self.procs:
+            if proc.poll() is None:
+                proc.send_signal(signal.SIGTERM)
+        for proc in self.procs:
+            try:
+                proc.wait(timeout=10)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+
+
+def start_namesrv(spawn, *args: str) -> tuple[subprocess.Popen, str]:
+    """``rmq-namesrv`` on a free port; (process, address) once it accepts connections."""
+    port = free_port()
+    proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args)
+    wait_for_port(port, START_TIMEOUT, proc)
+    return proc, f"{LOOPBACK}:{port}"
+
+
+def start_broker_process(
+    spawn, settings: dict[str, str], namesrv: str | None = None, extra_args: tuple[str, ...] = (), **popen
+) -> tuple[subprocess.Popen, str]:
+    """``rmq-broker`` with ``--set`` settings, registering with ``namesrv`` (``-n``) or, without
+    one, with the name server it embeds on namesrvListenPort; (process, address) once routed.
+    ``popen``: more arguments of the process (``stderr=``)."""
+    argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
+    for key, value in settings.items():
+        argv += ["--set", f"{key}={value}"]
+    proc = spawn(*argv, **popen)
+    wait_for_port(int(settings["listenPort"]), START_TIMEOUT, proc)
+    addr = f"{LOOPBACK}:{settings['listenPort']}"
+    wait_registered(namesrv or f"{LOOPBACK}:{settings['namesrvListenPort']}", addr, proc)
+    return proc, addr
+
+
+def wait_registered(namesrv: str, broker_addr: str, proc: subprocess.Popen, timeout: float = START_TIMEOUT) -> None:
+    """Until ``namesrv`` lists ``broker_addr`` in its cluster table; fails when ``proc`` exits first."""
+    with AdminClient(namesrv, timeout=2.0) as admin:
+
+        def registered() -> bool:
+            if proc.poll() is not None:
+                raise AssertionError(f"broker exited with {proc.returncode} before registering")
+            try:
+                tables = admin.cluster_info().get("brokerAddrTable") or {}
+            except Exception:
+                return False
+            return any(broker_addr in (data.get("brokerAddrs") or {}).values() for data in tables.values())
+
+        wait_until(registered, timeout, f"{broker_addr} registered with {namesrv}", interval=0.02)
+
+
+# Small files and fast delay levels: tests write little and should not wait minutes for a retry.
+CLUSTER_BROKER_SETTINGS = {
+    "mappedFileSizeCommitLog": str(8 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(20 * 30000),
+    "messageDelayLevel": "1s 1s 1s 1s 1s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s",
+}
+
+
+# Small files: tests write little, and sparse 1 GiB files are still work for the file system.
+SMALL_FILES = {
+    "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
+    "mappedFileSizeConsumeQueue": str(20 * 3000),
+    "maxHashSlotNum": "1024",
+    "maxIndexNum": "4096",
+}
+
+
+def broker_settings(store_dir: Path, **overrides: str) -> dict[str, str]:
+    """``--set`` style settings of a test broker, in-process or a process: loopback only, free ports
+    (its own, its HA port and its embedded name server's), small files."""
+    settings = {
+        "brokerIP1": LOOPBACK,
+        "listenPort": str(free_port()),
+        "namesrvListenPort": str(free_port()),
+        # not the default listenPort + 1: free ports come in sequence, and that one may be taken
+        "haListenPort": str(free_port()),
+        "storePathRootDir": str(store_dir),
+        **SMALL_FILES,
+    }
+    settings.update({k: str(v) for k, v in overrides.items()})
+    return settings
+
+
+TIMEOUT = 5.0
+
+
+def send_request(
+    topic: str,
+    body: bytes,
+    *,
+    code: int = RequestCode.SEND_MESSAGE_V2,
+    queue_id: int = 0,
+    tags: str | None = None,
+    keys: str | None = None,
+    properties: dict | None = None,
+    default_topic: str = "TBW102",
+    group: str = "test-producer",
+) -> RemotingCommand:
+    props = dict(properties or {})
+    if tags is not None:
+        props["TAGS"] = tags
+    if keys is not None:
+        props["KEYS"] = keys
+    fields = {
+        "producerGroup": group,
+        "topic": topic,
+        "defaultTopic": default_topic,
+        "defaultTopicQueueNums": 4,
+        "queueId": queue_id,
+        "sysFlag": 0,
+        "bornTimestamp": 1700000000000,
+        "flag": 0,
+        "properties": encode_properties(props).decode(),
+        "reconsumeTimes": 0,
+        "unitMode": False,
+    }
+    if code != RequestCode.SEND_MESSAGE:
+        fields = {V2[k]: v for k, v in fields.items()}
+    return RemotingCommand.request(code, fields, body)
+
+
+def pull_request(
+    topic: str,
+    queue_id: int,
+    offset: int,
+    *,
+    group: str = "test-consumer",
+    subscription: str = "*",
+    suspend_ms: int = 0,
+    max_msgs: int = 32,
+    commit_offset: int | None = None,
+    expression_type: str = "TAG",
+) -> RemotingCommand:
+    sys_flag = 4  # the subscription is in the request
+    if suspend_ms:
+        sys_flag |= 2  # long poll
+    if commit_offset is not None:
+        sys_flag |= 1  # commit this offset too
+    return RemotingCommand.request(
+        RequestCode.PULL_MESSAGE,
+        {
+            "consumerGroup": group,
+            "topic": topic,
+            "queueId": queue_id,
+            "queueOffset": offset,
+            "maxMsgNums": max_msgs,
+            "sysFlag": sys_flag,
+            "commitOffset": commit_offset or 0,
+            "suspendTimeoutMillis": suspend_ms,
+            "subscription": subscription,
+            "subVersion": 0,
+            "expressionType": expression_type,
+        },
+    )
+
+
+def offset_request(code: int, topic: str, queue_id: int, group: str = "G", **extra) -> RemotingCommand:
+    """QUERY_CONSUMER_OFFSET / UPDATE_CONSUMER_OFFSET (with ``commitOffset=...``) of a group's queue."""
+    return RemotingCommand.request(code, {"consumerGroup": group, "topic": topic, "queueId": queue_id, **extra})
+
+
+def update_topic_request(topic: str, queues: int = 4, order: bool = False) -> RemotingCommand:
+    """UPDATE_AND_CREATE_TOPIC, as ``rmq-admin topic create`` sends it."""
+    return RemotingCommand.request(
+        RequestCode.UPDATE_AND_CREATE_TOPIC,
+        {
+            "topic": topic,
+            "readQueueNums": queues,
+            "writeQueueNums": queues,
+            "perm": 6,
+            "topicFilterType": "SINGLE_TAG",
+            "topicSysFlag": 0,
+            "order": order,
+        },
+    )
+
+
+def records(body) -> list[StoredMessage]:
+    """The stored records of a pull response body, decoded (CRC checked)."""
+    return decode_records(bytes(body), check_crc=True)
+
+
+def call(client: RemotingClient, addr: str, request: RemotingCommand, timeout: float = TIMEOUT) -> RemotingCommand:
+    return client.invoke_sync(addr, request, timeout)
+
+
+BROKER_NAME = "broker-f"
+TOPIC = "FailoverTopic"
+QUEUES = 4
+# sends kept in flight while the master is killed
+IN_FLIGHT = 32
+DROPPED = re.compile(r"dropped (\d+) bytes \((\d+) records\)")
+
+
+def pull_all(client: RemotingClient, addr: str, topic: str = TOPIC, queues: int = QUEUES) -> list[StoredMessage]:
+    """Every message of queues ``0..queues-1`` of ``topic`` on ``addr``, pulled from offset 0
+    (records CRC-checked: a torn one raises RecordError)."""
+    found: list[StoredMessage] = []
+    for queue_id in range(queues):
+        offset = 0
+        while True:
+            answer = call(client, addr, pull_request(topic, queue_id, offset, max_msgs=1000))
+            if answer.code != ResponseCode.SUCCESS:
+                break
+            found += records(answer.body)
+            offset = int(answer.ext_fields["nextBeginOffset"])
+    return found
+
+
+def bodies_in(client: RemotingClient, addr: str, topic: str = TOPIC, queues: int = QUEUES) -> set[bytes]:
+    """The bodies of ``pull_all``."""
+    return {bytes(m.body) for m in pull_all(client, addr, topic, queues)}
+
+
+@dataclasses.dataclass
+class RoundReport:
+    round: int
+    killed: str
+    promoted: str
+    acked: int  # SEND_OK answers so far, all rounds
+    epoch: int
+    dropped_bytes: int  # what the old master cut when it rejoined
+    dropped_records: int
+    converged_at: int  # CommitLog offset up to which both logs are identical
+
+
+class ClientThread:
+    """A client's loop (``_run``) on a thread of its own, from ``start()`` until ``stop()``."""
+
+    def __init__(self, name: str):
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=name)
+
+    def start(self):
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        raise NotImplementedError
+
+
+class Sender(ClientThread):
+    """Sends to one broker address from a thread, ``IN_FLIGHT`` at a time, until stopped; keeps the
+    bodies answered SEND_OK."""
+
+    def __init__(self, client: RemotingClient, addr: str, first: int):
+        super().__init__("failover-sender")
+        self.client = client
+        self.addr = addr
+        self.next = first
+        self.acked: list[bytes] = []
+        self.failed = 0
+
+    def _run(self) -> None:
+        window = threading.Semaphore(IN_FLIGHT)
+        lock = threading.Lock()
+
+        def done(body: bytes, future: concurrent.futures.Future) -> None:
+            window.release()
+            ok = future.exception() is None and future.result().code == ResponseCode.SUCCESS
+            with lock:
+                if ok:
+                    self.acked.append(body)
+                else:
+                    self.failed += 1
+
+        while not self._stop.is_set():
+            if not window.acquire(timeout=0.1):
+                continue
+            body = b"msg-%08d" % self.next
+            request = send_request(TOPIC, body, queue_id=self.next % QUEUES, keys=body.decode())
+            self.next += 1
+            future = self.client.invoke_async(self.addr, request, 5.0)
+            future.add_done_callback(lambda f, b=body: done(b, f))
+        for _ in range(IN_FLIGHT):  # every answer (or error) is in before the lists are read
+            window.acquire(timeout=10)
+
+
+class FailoverPair:
+    def __init__(self, spawn, root: Path, **extra: str):
+        self.spawn = spawn
+        self.root = root
+        self.client = RemotingClient()
+        self.namesrv_addr = ""
+        base = {
+            **CLUSTER_BROKER_SETTINGS,
+            "brokerName": BROKER_NAME,
+            "mappedFileSizeCommitLog": str(1 << 20),
+            **extra,
+        }
+        self.settings = {}
+        for name in ("a", "b"):
+            (root / name).mkdir(parents=True, exist_ok=True)
+            settings = broker_settings(root / name, **base)
+            del settings["namesrvListenPort"]
+            self.settings[name] = settings
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.runs: dict[str, int] = {"a": 0, "b": 0}
+        self.master, self.slave = "a", "b"
+        self.acked: list[bytes] = []
+        self.sent = 0
+        self.rounds = 0
+
+    def addr(self, name: str) -> str:
+        return f"{LOOPBACK}:{self.settings[name]['listenPort']}"
+
+    def log_path(self, name: str) -> Path:
+        return self.root / f"{name}-{self.runs[name]}.log"
+
+    def start_broker(self, name: str, role: str) -> None:
+        settings = dict(self.settings[name])
+        settings.update(brokerRole=role, brokerId="0" if role != "SLAVE" else "1")
+        self.runs[name] += 1
+        with open(self.log_path(name), "wb") as log:
+            self.procs[name], _ = start_broker_process(
+                self.spawn, settings, self.namesrv_addr, extra_args=("--log-level", "WARNING"), stderr=log
+            )
+
+    def start(self, role: str = "SYNC_MASTER") -> FailoverPair:
+        self.client.start()
+        _, self.namesrv_addr = start_namesrv(self.spawn)
+        self.start_broker(self.master, role)
+        answer = self.client.invoke_sync(self.addr(self.master), update_topic_request(TOPIC, QUEUES), 5)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        # started after the topic: a slave copies its master's topics as soon as it learns of it
+        self.start_broker(self.slave, "SLAVE")
+        wait_until(lambda: self.topic_on(self.slave), 20, "the topic copied to the slave")
+        if role == "SYNC_MASTER":
+            wait_until(self.slave_connected, 20, "the slave replicating")
+        return self
+
+    def close(self) -> None:
+        self.client.shutdown()
+
+    def runtime(self, name: str) -> dict[str, str]:
+        with AdminClient(self.namesrv_addr) as admin:
+            return admin.broker_runtime_info(self.addr(name))
+
+    def slave_connected(self) -> bool:
+        """A send to the master is answered SEND_OK (a SYNC_MASTER's needs a slave in sync)."""
+        request = send_request(TOPIC, b"probe-%d" % self.sent, queue_id=0, keys="probe")
+        self.sent += 1
+        return self.client.invoke_sync(self.addr(self.master), request, 5).code == ResponseCode.SUCCESS
+
+    def send(self, name: str, body: bytes) -> int:
+        """One send to broker ``name``; the answer's code."""
+        return self.client.invoke_sync(self.addr(name), send_request(TOPIC, body, keys=body.decode()), 5).code
+
+    def wait_converged(self) -> int:
+        """Until the slave's CommitLog ends where the master's does and both hold the same bytes;
+        that end."""
+        wait_until(
+            lambda: self.runtime(self.slave)["commitLogMaxOffset"] == self.runtime(self.master)["commitLogMaxOffset"],
+            30,
+            f"{self.slave} caught up with {self.master}",
+        )
+        with AdminClient(self.namesrv_addr) as admin:
+            (check,) = admin.verify_replicas(BROKER_NAME, 1 << 20)
+        assert check.identical and check.verified_to == check.master_max_offset, check
+        return check.verified_to
+
+    def dropped(self, name: str) -> tuple[int, int]:
+        """(bytes, records) broker ``name`` logged it dropped when it last rejoined as a slave."""
+        found = DROPPED.search(self.log_path(name).read_text(errors="replace"))
+        return (int(found.group(1)), int(found.group(2))) if found else (0, 0)
+
+    def topic_on(self, name: str) -> bool:
+        answer = self.client.invoke_sync(self.addr(name), pull_request(TOPIC, 0, 0), 5)
+        return answer.code != ResponseCode.TOPIC_NOT_EXIST
+
+    def bodies_on(self, name: str) -> set[bytes]:
+        return bodies_in(self.client, self.addr(name))
+
+    def round(self, min_acked: int = 300) -> RoundReport:
+        """One failover; afterwards ``master`` and ``slave`` are swapped."""
+        self.rounds += 1
+        old, new = self.master, self.slave
+        sender = Sender(self.client, self.addr(old), 1_000_000 * self.rounds).start()
+        try:
+            wait_until(lambda: len(sender.acked) >= min_acked, 30, f"{min_acked} sends acked by {old}")
+            self.procs[old].send_signal(signal.SIGKILL)  # sends still in flight
+            self.procs[old].wait(10)
+        finally:
+            sender.stop()
+        self.acked += sender.acked
+        # every acknowledged message is on the slave, readable there
+        missing = set(self.acked) - self.bodies_on(new)
+        assert not missing, f"{len(missing)} acknowledged messages not on the slave, e.g. {sorted(missing)[:3]}"
+        with AdminClient(self.namesrv_addr) as admin:
+            promotion = admin.promote(BROKER_NAME, 1, "SYNC_MASTER")
+            assert admin.broker_addrs(BROKER_NAME) == {MASTER_ID: self.addr(new)}  # routed as master at once
+        # it takes sends (stored; degraded while it has no slave)
+        after = [
+            self.client.invoke_sync(self.addr(new), send_request(TOPIC, b"after-%d-%d" % (self.rounds, i)), 5)
+            for i in range(5)
+        ]
+        assert all(a.code == ResponseCode.SUCCESS or a.code in DEGRADED_SEND_CODES for a in after), [
+            (a.code, a.remark) for a in after
+        ]
+        self.master, self.slave = new, old
+        self.start_broker(old, "SLAVE")
+        wait_until(self.slave_connected, 30, f"{old} replicating from {new}")
+        converged_at = self.wait_converged()
+        assert self.runtime(old)["epoch"] == str(promotion.epoch)
+        return RoundReport(self.rounds, old, new, len(self.acked), promotion.epoch, *self.dropped(old), converged_at)
