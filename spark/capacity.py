@@ -1,0 +1,21 @@
+"""spark-submit spark/capacity.py LOGDIR... --out DIR [options]: rmq-capacity under spark-submit.
+
+The pipeline is ``rmq.perf.capacity`` (installed with ``pip install 'rmq[spark]'``, so the
+``rmq-capacity`` command and this launcher run the same code); from a checkout that is not installed,
+the launcher finds it in ``src/`` beside this directory. Its Spark work is DataFrame expressions only
+(no Python functions run on executors), so a cluster's executors need nothing of rmq installed.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+try:
+    from rmq.perf.capacity.cli import main
+except ImportError:
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+    from rmq.perf.capacity.cli import main
+
+if __name__ == "__main__":
+    main(prog_name="spark-submit spark/capacity.py")

@@ -1,0 +1,17 @@
+"""rmq-capacity: the Spark pipeline that turns perf logs into a capacity plan.
+
+    perf logs (*.perf.jsonl)  ──read──▶  records  ──model──▶  curves, saturation, size fit
+    (rmq.perf.log's schema)    explicit    (Spark)   merged      ──plan──▶  brokers, disk, network
+                               StructType            histograms             ──report──▶ capacity.json,
+                                                                                    report.html, *.png
+
+``read``    the Spark session, the perf log's StructType, bad lines counted (never fatal)
+``model``   per cell family, the throughput-latency curve from histograms merged in Spark; the
+            saturation point under an SLO; run-to-run spread; throughput fitted against size
+``plan``    a workload (YAML or flags) against the model: broker sets, disk, network, the cheapest
+            mode that meets the SLO, each number with the measurements it came from
+``report``  capacity.json, report.html and the charts as PNG
+``cli``     the ``rmq-capacity`` command (``spark/capacity.py`` launches it under spark-submit)
+
+Only ``read`` and ``model`` touch Spark; ``plan`` and ``report`` work on the small collected results.
+"""

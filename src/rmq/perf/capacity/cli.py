@@ -1,0 +1,157 @@
+"""``rmq-capacity LOGDIR... --out DIR``: perf logs in, a capacity plan and its report out.
+
+Exit codes: 0 written; 1 nothing to plan from (no perf log, or none with a usable record: the message
+says which); 2 a usage error (a bad flag, a workload field missing or out of range).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+import yaml
+
+from rmq.perf import log
+from rmq.perf.capacity.plan import FLUSHES, ROLES, Workload, WorkloadError
+
+# workload fields that have a flag, and their flags' names
+WORKLOAD_FLAGS = (
+    "peak_rate",
+    "avg_rate",
+    "size",
+    "retention_hours",
+    "slo_p99_ms",
+    "role",
+    "flush",
+    "groups",
+    "headroom",
+    "topic",
+    "tags",
+    "keys",
+)
+
+
+def load_workload(path: str | None, flags: dict[str, Any]) -> Workload:
+    """The workload of a YAML file, flags laid over it; WorkloadError saying what is wrong."""
+    data: dict[str, Any] = {}
+    if path is not None:
+        try:
+            loaded = yaml.safe_load(Path(path).read_text())
+        except (OSError, yaml.YAMLError) as e:
+            raise WorkloadError(f"cannot read workload {path}: {e}") from None
+        if loaded is not None and not isinstance(loaded, dict):
+            raise WorkloadError(f"{path}: expected a mapping of workload fields, got {type(loaded).__name__}")
+        data.update(loaded or {})
+    data.update({k: v for k, v in flags.items() if v is not None})
+    if not {"peak_rate", "size", "slo_p99_ms"} & {k.replace("-", "_") for k in data}:
+        raise WorkloadError("a workload is needed: --workload FILE.yaml, or --peak-rate, --size and --slo-p99-ms")
+    return Workload.from_mapping(data, source=path or "flags")
+
+
+def _say(quiet: bool, text: str) -> None:
+    if not quiet:
+        click.echo(text, err=True)
+
+
+@click.command(context_settings={"help_option_names": ["-h", "--help"]})
+@click.argument("logdirs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="directory to write into")
+@click.option("--master", help="Spark master URL (default local[*], or spark-submit's --master)")
+@click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False), help="workload YAML")
+@click.option("--peak-rate", type=float, help="peak msgs/s")
+@click.option("--avg-rate", type=float, help="average msgs/s (sizes the disk; default: the peak)")
+@click.option("--size", type=int, help="message body bytes")
+@click.option("--retention-hours", type=float, help="hours messages are kept (default 72)")
+@click.option("--slo-p99-ms", type=float, help="p99 send latency to stay within (ms)")
+@click.option("--role", type=click.Choice(ROLES), help="least replication: standalone, async_master, sync_master")
+@click.option("--flush", type=click.Choice(FLUSHES), help="least flushing (default ASYNC_FLUSH)")
+@click.option("--groups", type=int, help="consumer groups reading every message (default 1)")
+@click.option("--headroom", type=float, help="per cent above the peak each set must carry (default 30)")
+@click.option("--topic", help="topic name (its length is in every record)")
+@click.option("--tags", help="tags of each message")
+@click.option("--keys", type=int, help="KEYS per message (each indexed)")
+@click.option("-q", "--quiet", is_flag=True, help="print only the output paths")
+def main(
+    logdirs: tuple[str, ...], out: str, master: str | None, workload_file: str | None, quiet: bool, **flags: Any
+) -> None:
+    """Read perf logs (rmq-perf's *.perf.jsonl under each LOGDIR), model each mode's throughput and
+    latency, plan brokers and disk for a workload; write capacity.json, report.html and PNG charts."""
+    try:
+        workload = load_workload(workload_file, {k: flags[k] for k in WORKLOAD_FLAGS})
+    except WorkloadError as e:
+        raise click.UsageError(str(e)) from None
+    # Spark and the model load only once the command line is known good: a JVM takes seconds
+    from rmq.perf.capacity import model, read, report
+    from rmq.perf.capacity.plan import make_plan
+
+    started = time.monotonic()
+    try:
+        files = read.require_perf_log_files(logdirs)
+    except read.NoPerfLogs as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+    where = master or "local[*], or spark-submit's --master"
+    _say(quiet, f"reading {len(files)} perf log file(s) with Spark ({where})")
+    spark = read.session(master)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        try:
+            records, bad = read.read_perf_logs(spark, logdirs)
+        except read.NoPerfLogs as e:
+            click.echo(f"Error: {e}", err=True)
+            sys.exit(1)
+        if bad.total:
+            _say(quiet, f"{bad.total} bad line(s) skipped: " + ", ".join(f"{f} {n}" for f, n in bad.by_file.items()))
+        headers = records.filter(records.kind == log.KIND_HEADER).select("run_id", "env.*").collect()
+        points = model.points(spark, records)
+        broker_stats: list[dict[str, Any]] = []
+        stats_bad = read.BadLines(0, {}, [])
+        if stats_files := read.stats_log_files(logdirs):
+            stats, stats_bad = read.read_stats_logs(spark, stats_files)
+            broker_stats = model.broker_stats(stats)
+            _say(quiet, f"read {len(stats_files)} broker stats log(s), {stats_bad.total} bad line(s)")
+    finally:
+        spark.stop()
+    saturations = [s for c in model.curves(points).values() if (s := model.saturation(c, workload.slo_us))]
+    fits = model.size_fits(saturations)
+    measured = {(p.flush, p.role) for p in points if p.system == "rmq" and p.batch == 1}
+    plan = make_plan(workload, saturations, fits, measured)
+    notes = []
+    rec = plan.recommended
+    if rec is not None and rec.throughput is not None and not any(p.rate for p in points):
+        notes.append(
+            f"every measurement is closed loop (a fixed number in flight): an open-loop load at "
+            f"{rec.throughput.msgs_per_s:,.0f} msgs/s queues behind any stall; check it with "
+            f"rmq-perf producer --rate {rec.throughput.msgs_per_s:.0f} before relying on it"
+        )
+    if saturated := sorted({c for p in points if p.generator_saturated for c in p.cell_ids}):
+        notes.append(f"the load generator was the bottleneck in {len(saturated)} cell(s): {', '.join(saturated)}")
+    runs = {r["run_id"]: r.asDict() for r in headers}
+    for p in points:
+        for run_id in p.run_ids:
+            runs.setdefault(run_id, {"run_id": run_id})
+    inputs = {"files": files, "runs": sorted(runs.values(), key=lambda r: r["run_id"]), "bad_lines": bad.to_json()}
+    inputs["notes"] = notes
+    inputs["stats_logs"] = {"files": stats_files, "bad_lines": stats_bad.to_json()}
+    capacity = report.Capacity(points, saturations, fits, plan, inputs, broker_stats)
+    paths = report.write_outputs(Path(out), capacity)
+    for note in notes:
+        _say(quiet, f"note: {note}")
+    if rec is not None and rec.throughput is not None:
+        _say(
+            quiet,
+            f"{rec.name}: {rec.broker_sets} broker set(s) ({rec.machines} machine(s)), "
+            f"{rec.throughput.msgs_per_s:,.0f} msgs/s per set at p99 <= {workload.slo_p99_ms:g} ms",
+        )
+    else:
+        _say(quiet, f"no mode meets p99 <= {workload.slo_p99_ms:g} ms at {workload.size} B in these measurements")
+    _say(quiet, f"done in {time.monotonic() - started:.0f} s")
+    for path in paths.values():
+        click.echo(str(path))
+
+
+if __name__ == "__main__":
+    main()
