@@ -13,6 +13,7 @@ import pytest
 from rmq.net import RemotingClient
 from tests.helpers.processes import Cluster, Processes
 from tests.helpers.threads import wait_for_threads_to_end
+from tests.helpers.transaction import start_tx_cluster
 
 # How long a test's threads get to end after its fixtures are torn down (shutdowns join their
 # threads, so this is only slack for a loaded machine).
@@ -50,6 +51,16 @@ def client() -> Iterator[RemotingClient]:
     """A started RemotingClient, shut down at teardown."""
     with RemotingClient() as c:
         yield c
+
+
+@pytest.fixture
+def tx_cluster(spawn, tmp_path: Path) -> Iterator[Cluster]:
+    """A ``cluster`` whose broker checks open transactions every 0.5 s (tests.helpers.transaction)."""
+    c = start_tx_cluster(spawn, tmp_path)
+    try:
+        yield c
+    finally:
+        c.close()
 
 
 @pytest.fixture

@@ -5,13 +5,12 @@ transactions left open, and all of it survives a SIGKILL of the broker."""
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
 from rmq.client import LocalTransactionState, Message, PushConsumer, TransactionProducer
 from rmq.client.admin_client import AdminClient
+from rmq.errors import ResponseError
 from rmq.net import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import (
@@ -24,27 +23,18 @@ from rmq.protocol.message import (
 from rmq.protocol.record import decode_msg_id
 from rmq.protocol.transaction import TRANSACTION_CHECK_GROUP, EndTransactionHeader, TransactionState
 from tests.helpers import wait_until
-from tests.helpers.processes import BrokerPair, Cluster
+from tests.helpers.processes import BrokerPair
 from tests.helpers.requests import offset_request
-from tests.helpers.transaction import FAST_CHECKS, Checks, bodies, tx_cluster
+from tests.helpers.transaction import FAST_CHECKS, Checks, bodies, start_tx_cluster
 
 COMMIT, ROLLBACK, UNKNOWN = LocalTransactionState.COMMIT, LocalTransactionState.ROLLBACK, LocalTransactionState.UNKNOWN
 CLIENT_TIMERS = {"heartbeat_broker_interval": 1.0, "poll_name_server_interval": 1.0}
 
 
-@pytest.fixture
-def cluster(spawn, tmp_path: Path) -> Iterator[Cluster]:
-    c = tx_cluster(spawn, tmp_path)
-    try:
-        yield c
-    finally:
-        c.close()
-
-
-def test_commit_is_delivered_once_rollback_never(cluster):
-    topic = cluster.create_topic("TxOrders", queues=2)
+def test_commit_is_delivered_once_rollback_never(tx_cluster):
+    topic = tx_cluster.create_topic("TxOrders", queues=2)
     received: list[bytes] = []
-    consumer = PushConsumer("tx-readers", cluster.namesrv_addr, consume_from_where="FIRST_OFFSET", **CLIENT_TIMERS)
+    consumer = PushConsumer("tx-readers", tx_cluster.namesrv_addr, consume_from_where="FIRST_OFFSET", **CLIENT_TIMERS)
     consumer.subscribe(topic)
     consumer.register_listener(lambda msgs: received.extend(m.body for m in msgs))
     outcomes = {b"c1": COMMIT, b"r1": ROLLBACK, b"c2": COMMIT, b"r2": ROLLBACK}
@@ -52,7 +42,7 @@ def test_commit_is_delivered_once_rollback_never(cluster):
     with (
         consumer,
         TransactionProducer(
-            "tx-orders", cluster.namesrv_addr, execute=lambda msg, arg: outcomes[msg.body], check=checks
+            "tx-orders", tx_cluster.namesrv_addr, execute=lambda msg, arg: outcomes[msg.body], check=checks
         ) as producer,
     ):
         results = {}
@@ -65,34 +55,34 @@ def test_commit_is_delivered_once_rollback_never(cluster):
         time.sleep(2.5)  # a few check rounds: nothing ended is checked, nothing more is delivered
         assert sorted(received) == [b"c1", b"c2"]
         assert checks.asked == []
-    assert bodies(cluster, topic) == [b"c1", b"c2"]
-    assert bodies(cluster, TRANS_HALF_TOPIC) == sorted(outcomes)
-    assert len(cluster.messages(TRANS_OP_HALF_TOPIC)) == 4
+    assert bodies(tx_cluster, topic) == [b"c1", b"c2"]
+    assert bodies(tx_cluster, TRANS_HALF_TOPIC) == sorted(outcomes)
+    assert len(tx_cluster.messages(TRANS_OP_HALF_TOPIC)) == 4
 
     # the committed message is the producer's: its keys, UNIQ_KEY and properties; sysFlag COMMIT;
     # TRAN_MSG dropped, PGROUP kept, as RocketMQ 4.7+ leaves them; findable by the producer's msgId
-    committed = {m.body: m for m in cluster.messages(topic)}[b"c1"]
+    committed = {m.body: m for m in tx_cluster.messages(topic)}[b"c1"]
     assert committed.properties[MessageProperty.UNIQ_KEY] == results[b"c1"].msg_id
     assert committed.keys == ["key-c1"] and committed.tags == "T"
     assert committed.properties[MessageProperty.PRODUCER_GROUP] == "tx-orders"
     assert MessageProperty.TRANSACTION_PREPARED not in committed.properties
     assert MessageProperty.REAL_TOPIC not in committed.properties
     assert committed.sys_flag & MessageSysFlag.TRANSACTION_MASK == MessageSysFlag.TRANSACTION_COMMIT_TYPE
-    half = {m.body: m for m in cluster.messages(TRANS_HALF_TOPIC)}[b"c1"]
+    half = {m.body: m for m in tx_cluster.messages(TRANS_HALF_TOPIC)}[b"c1"]
     assert committed.prepared_transaction_offset == half.physical_offset
     assert half.properties[MessageProperty.REAL_TOPIC] == topic
     assert half.sys_flag & MessageSysFlag.TRANSACTION_MASK == 0
-    with AdminClient(cluster.namesrv_addr) as admin:
+    with AdminClient(tx_cluster.namesrv_addr) as admin:
         found = admin.find_message(results[b"c1"].msg_id, topic)
     assert found.body == b"c1" and found.topic == topic
     # op records: tag "d", body the half queue offset, as RocketMQ writes them
-    ops = cluster.messages(TRANS_OP_HALF_TOPIC)
+    ops = tx_cluster.messages(TRANS_OP_HALF_TOPIC)
     assert {m.tags for m in ops} == {"d"}
-    assert sorted(int(m.body) for m in ops) == sorted(m.queue_offset for m in cluster.messages(TRANS_HALF_TOPIC))
+    assert sorted(int(m.body) for m in ops) == sorted(m.queue_offset for m in tx_cluster.messages(TRANS_HALF_TOPIC))
 
 
-def test_unknown_is_checked_back_then_committed_or_rolled_back(cluster):
-    topic = cluster.create_topic("TxUnknown", queues=1)
+def test_unknown_is_checked_back_then_committed_or_rolled_back(tx_cluster):
+    topic = tx_cluster.create_topic("TxUnknown", queues=1)
     checks = Checks({b"later-commit": COMMIT, b"later-rollback": ROLLBACK})
 
     def execute(msg, arg):
@@ -100,16 +90,16 @@ def test_unknown_is_checked_back_then_committed_or_rolled_back(cluster):
             raise RuntimeError("the local transaction failed half way")
         return UNKNOWN
 
-    with TransactionProducer("tx-unknown", cluster.namesrv_addr, execute=execute, check=checks) as producer:
+    with TransactionProducer("tx-unknown", tx_cluster.namesrv_addr, execute=execute, check=checks) as producer:
         sent = {}
         for body in (b"later-commit", b"later-rollback", b"raises"):
             sent[body] = producer.send_message_in_transaction(Message(topic, body))
             assert sent[body].local_transaction_state is UNKNOWN
-        wait_until(lambda: bodies(cluster, topic) == [b"later-commit"], 20, "the checked commit stored")
+        wait_until(lambda: bodies(tx_cluster, topic) == [b"later-commit"], 20, "the checked commit stored")
         # an exception in execute is UNKNOWN: it is checked too (the check says UNKNOWN: asked again)
         wait_until(lambda: checks.bodies().count(b"raises") >= 2, 20, "the failed one checked twice")
         time.sleep(1.5)
-    assert bodies(cluster, topic) == [b"later-commit"]
+    assert bodies(tx_cluster, topic) == [b"later-commit"]
     asked = {m.body: m for _, m in checks.asked}
     assert set(asked) == {b"later-commit", b"later-rollback", b"raises"}
     # the checked message is the producer's, in its real topic, with its ids
@@ -120,73 +110,73 @@ def test_unknown_is_checked_back_then_committed_or_rolled_back(cluster):
     assert checks.bodies().count(b"later-commit") == 1 and checks.bodies().count(b"later-rollback") == 1
 
 
-def test_check_immunity_time_is_honoured(cluster):
-    topic = cluster.create_topic("TxImmune", queues=1)
+def test_check_immunity_time_is_honoured(tx_cluster):
+    topic = tx_cluster.create_topic("TxImmune", queues=1)
     checks = Checks({b"immune": COMMIT, b"plain": COMMIT})
     with TransactionProducer(
-        "tx-immune", cluster.namesrv_addr, execute=lambda msg, arg: UNKNOWN, check=checks
+        "tx-immune", tx_cluster.namesrv_addr, execute=lambda msg, arg: UNKNOWN, check=checks
     ) as producer:
         immune = Message(topic, b"immune")
         immune.put_property(MessageProperty.CHECK_IMMUNITY_TIME_IN_SECONDS, "4")
         sent_at = time.time()
         producer.send_message_in_transaction(immune)
         producer.send_message_in_transaction(Message(topic, b"plain"))
-        wait_until(lambda: bodies(cluster, topic) == [b"immune", b"plain"], 20, "both checked and committed")
+        wait_until(lambda: bodies(tx_cluster, topic) == [b"immune", b"plain"], 20, "both checked and committed")
     first_ask = {m.body: at for at, m in reversed(checks.asked)}
     assert first_ask[b"plain"] - sent_at < 4.0  # transactionTimeOut (1 s) and a round or two
     assert first_ask[b"immune"] - sent_at >= 4.0 - 0.05  # not before its immunity is over (clock skew)
 
 
 def test_past_transaction_check_max_it_goes_to_trans_check_max_time_topic(spawn, tmp_path):
-    cluster = tx_cluster(spawn, tmp_path, transactionCheckMax="2")
+    tx_cluster = start_tx_cluster(spawn, tmp_path, transactionCheckMax="2")
     try:
-        topic = cluster.create_topic("TxForever", queues=1)
+        topic = tx_cluster.create_topic("TxForever", queues=1)
         checks = Checks()  # always UNKNOWN
         with TransactionProducer(
-            "tx-forever", cluster.namesrv_addr, execute=lambda msg, arg: UNKNOWN, check=checks
+            "tx-forever", tx_cluster.namesrv_addr, execute=lambda msg, arg: UNKNOWN, check=checks
         ) as producer:
             result = producer.send_message_in_transaction(Message(topic, b"undecided", keys="k-undecided"))
-            wait_until(lambda: cluster.messages(TRANS_CHECK_MAX_TIME_TOPIC), 30, "the message given up")
+            wait_until(lambda: tx_cluster.messages(TRANS_CHECK_MAX_TIME_TOPIC), 30, "the message given up")
             time.sleep(1.5)
             assert checks.bodies() == [b"undecided", b"undecided"]  # transactionCheckMax checks, no more
-        [given_up] = cluster.messages(TRANS_CHECK_MAX_TIME_TOPIC)
+        [given_up] = tx_cluster.messages(TRANS_CHECK_MAX_TIME_TOPIC)
         assert given_up.body == b"undecided" and given_up.uniq_key == result.msg_id
         assert given_up.properties[MessageProperty.REAL_TOPIC] == topic
-        assert bodies(cluster, topic) == []
+        assert bodies(tx_cluster, topic) == []
     finally:
-        cluster.close()
+        tx_cluster.close()
 
 
-def test_broker_sigkilled_between_half_and_end_recovers_the_outcome(cluster):
-    topic = cluster.create_topic("TxCrash", queues=2)
+def test_broker_sigkilled_between_half_and_end_recovers_the_outcome(tx_cluster):
+    topic = tx_cluster.create_topic("TxCrash", queues=2)
     decided: dict[bytes, LocalTransactionState] = {}
     checks = Checks(decided)
     before = {b"done-before": COMMIT, b"dropped-before": ROLLBACK}
     with TransactionProducer(
         "tx-crash",
-        cluster.namesrv_addr,
+        tx_cluster.namesrv_addr,
         execute=lambda msg, arg: before.get(msg.body, UNKNOWN),
         check=checks,
         **CLIENT_TIMERS,
     ) as producer:
         for body in (b"done-before", b"dropped-before", b"open-commit", b"open-rollback"):
             producer.send_message_in_transaction(Message(topic, body))
-        wait_until(lambda: bodies(cluster, topic) == [b"done-before"], 10, "the first commit stored")
-        cluster.kill_broker()
+        wait_until(lambda: bodies(tx_cluster, topic) == [b"done-before"], 10, "the first commit stored")
+        tx_cluster.kill_broker()
         # the local transactions are decided while the broker is down; only a check can tell it
         decided.update({b"open-commit": COMMIT, b"open-rollback": ROLLBACK})
-        cluster.start_broker()
+        tx_cluster.start_broker()
         wait_until(
-            lambda: bodies(cluster, topic) == [b"done-before", b"open-commit"],
+            lambda: bodies(tx_cluster, topic) == [b"done-before", b"open-commit"],
             30,
-            lambda: f"the open commit recovered by a check: {bodies(cluster, topic)}",
+            lambda: f"the open commit recovered by a check: {bodies(tx_cluster, topic)}",
         )
         wait_until(lambda: b"open-rollback" in checks.bodies(), 10, "the open rollback checked")
         time.sleep(2)  # more check rounds change nothing
-    assert bodies(cluster, topic) == [b"done-before", b"open-commit"]
+    assert bodies(tx_cluster, topic) == [b"done-before", b"open-commit"]
     assert b"done-before" not in checks.bodies() and b"dropped-before" not in checks.bodies()
     # the checker's progress is the consumer offsets of RocketMQ's system group
-    answer = cluster.call(
+    answer = tx_cluster.call(
         offset_request(RequestCode.QUERY_CONSUMER_OFFSET, TRANS_HALF_TOPIC, 0, TRANSACTION_CHECK_GROUP)
     )
     assert answer.code == ResponseCode.SUCCESS and int(answer.ext_fields["offset"]) > 0
@@ -230,3 +220,21 @@ def test_a_slave_holds_the_half_and_op_records_and_only_the_master_checks(spawn,
         assert pair.max_offsets(pair.slave_addr, topic) == {0: 1}
     finally:
         pair.close()
+
+
+def test_a_timed_transactional_message_waits_for_its_time_from_the_commit(tx_cluster):
+    topic = tx_cluster.create_topic("TxTimed", queues=1)
+    with TransactionProducer("tx-timed", tx_cluster.namesrv_addr, execute=lambda m, a: COMMIT, check=Checks()) as p:
+        timed = Message(topic, b"at-time")
+        timed.put_property(MessageProperty.TIMER_DELAY_MS, "2000")
+        p.send_message_in_transaction(timed)
+        committed_at = time.monotonic()
+        p.send_message_in_transaction(Message(topic, b"at-once"))
+        wait_until(lambda: bodies(tx_cluster, topic) == [b"at-once"], 10, "the untimed one delivered")
+        wait_until(lambda: bodies(tx_cluster, topic) == [b"at-once", b"at-time"], 15, "the timed one delivered")
+    assert time.monotonic() - committed_at >= 2.0 - 0.1
+    with TransactionProducer("tx-timed", tx_cluster.namesrv_addr, execute=lambda m, a: COMMIT, check=Checks()) as p:
+        too_far = Message(topic, b"too-far")
+        too_far.put_property(MessageProperty.TIMER_DELAY_SEC, str(10 * 24 * 3600))
+        with pytest.raises(ResponseError, match="max delay"):
+            p.send_message_in_transaction(too_far)

@@ -1,15 +1,12 @@
 """A transactional producer as RocketMQ 4.9's Java client speaks it, frame by frame, against a real
 ``rmq-broker``; our SDK consumes exactly what it committed.
 
-No RocketMQ client that runs here ends transactions: PyPI ``rocketmq==0.4.4`` wraps its bundled C++
-core through a C API without the transactional producer (only the C++ class is inside, built
-against its own boost), ali-ons@3.12.0 sets TRAN_MSG but never sends END_TRANSACTION nor answers a
-check, and neither Maven Central nor the Go module proxy can be reached for the Java or Go clients.
-So the frames are built here from the Java sources, independently of rmq's own encoders:
-DefaultMQProducerImpl.sendKernelImpl (SEND_MESSAGE_V2 with sysFlag TRANSACTION_PREPARED_TYPE),
-endTransaction (END_TRANSACTION oneway, EndTransactionRequestHeader's fields), and
-ClientRemotingProcessor.checkTransactionState (MessageDecoder.decode of the body, the answer's
-fields as checkTransactionState's processTransactionState sets them).
+The Java client cannot be fetched here (Maven Central is out of reach), so its frames are built from
+the Java sources, independently of rmq's own encoders: DefaultMQProducerImpl.sendKernelImpl
+(SEND_MESSAGE_V2 with sysFlag TRANSACTION_PREPARED_TYPE), endTransaction (END_TRANSACTION oneway,
+EndTransactionRequestHeader's fields, 5.x's extra ``bname``), and
+ClientRemotingProcessor.checkTransactionState (MessageDecoder.decode of the body, the answer's fields
+as processTransactionState sets them). The C++ client runs for real: test_cpp_transaction.py.
 """
 
 from __future__ import annotations
@@ -25,8 +22,6 @@ import pytest
 from rmq.client import PushConsumer
 from rmq.net import RemotingClient, RemotingCommand
 from tests.helpers import wait_until
-from tests.helpers.processes import Cluster
-from tests.helpers.transaction import FAST_CHECKS
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -34,18 +29,6 @@ GROUP = "java-tx-group"
 # Java's RequestCode and MessageSysFlag values, as its sources have them
 HEART_BEAT, SEND_MESSAGE_V2, END_TRANSACTION, CHECK_TRANSACTION_STATE = 34, 310, 37, 39
 COMMIT_TYPE, ROLLBACK_TYPE, NOT_TYPE, PREPARED_TYPE = 8, 12, 0, 4
-
-
-@pytest.fixture
-def cluster(spawn, tmp_path):
-    store = tmp_path / "broker-store"
-    store.mkdir()
-    c = Cluster(spawn, store)
-    c.settings.update(FAST_CHECKS)
-    try:
-        yield c.start()
-    finally:
-        c.close()
 
 
 def java_properties(props: dict[str, str]) -> str:
@@ -168,13 +151,13 @@ class JavaShapedProducer:
         threading.Thread(target=self.end_oneway, args=(fields, None)).start()  # Java's checkExecutor
 
 
-def test_java_shaped_transactional_producer_commits_and_rolls_back(cluster):
-    topic = cluster.create_topic("JavaTx", queues=1)
+def test_java_shaped_transactional_producer_commits_and_rolls_back(tx_cluster):
+    topic = tx_cluster.create_topic("JavaTx", queues=1)
     local = {b"j-commit": COMMIT_TYPE, b"j-rollback": ROLLBACK_TYPE, b"j-later": NOT_TYPE, b"j-later-no": NOT_TYPE}
     checks = {b"j-later": COMMIT_TYPE, b"j-later-no": ROLLBACK_TYPE}
-    producer = JavaShapedProducer(cluster.broker_addr, local, checks)
+    producer = JavaShapedProducer(tx_cluster.broker_addr, local, checks)
     received: list[bytes] = []
-    consumer = PushConsumer("java-tx-readers", cluster.namesrv_addr, consume_from_where="FIRST_OFFSET")
+    consumer = PushConsumer("java-tx-readers", tx_cluster.namesrv_addr, consume_from_where="FIRST_OFFSET")
     consumer.subscribe(topic)
     consumer.register_listener(lambda msgs: received.extend(m.body for m in msgs))
     try:
@@ -198,4 +181,4 @@ def test_java_shaped_transactional_producer_commits_and_rolls_back(cluster):
     assert later["header"]["tranStateTableOffset"] == str(later["queue_offset"])
     assert later["properties"]["PGROUP"] == GROUP and later["properties"]["TRANSACTION_CHECK_TIMES"] == "1"
     assert set(later["header"]) >= {"tranStateTableOffset", "commitLogOffset", "msgId", "transactionId", "offsetMsgId"}
-    assert [m.body for m in cluster.messages(topic)] == [b"j-commit", b"j-later"]
+    assert [m.body for m in tx_cluster.messages(topic)] == [b"j-commit", b"j-later"]

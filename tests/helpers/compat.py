@@ -5,6 +5,8 @@ and a runner of their scripts (``tests/compat/clients``).
 - PyPI ``rocketmq==0.4.4``: a Python wrapper over the C++ client (SEND_MESSAGE, falls back to TBW102
   for unknown topics). It installs a top-level package named ``rocketmq`` and writes logs under
   ``$HOME/logs``, so it lives in its own virtual environment and runs with HOME pointed at a temp dir.
+  Its C API has no transactional producer; ``clients/cpp_transaction_shim.cpp`` (built with g++)
+  reaches the one inside its librocketmq.so.
 - Debian's ``liblz4-java`` and ``libzstd-jni-java``: the Java libraries RocketMQ 5.x's LZ4 and ZSTD
   body codecs stream through, run by ``JavaCodecs.java`` with the machine's JDK (apt-get installs them).
 
@@ -14,6 +16,7 @@ A missing ``npm`` or an unreachable registry fails these tests with the reason: 
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import shutil
@@ -84,6 +87,25 @@ def install_rocketmq_python() -> Path:
         )
         marker.write_text(ROCKETMQ_PY_VERSION)
     return python
+
+
+def build_cpp_transaction_shim(python: Path) -> Path:
+    """``clients/cpp_transaction_shim.cpp`` compiled against the venv's librocketmq.so (g++; once per
+    cache and source): the C++ client's TransactionMQProducer, which the package's C API leaves out."""
+    source = SCRIPTS / "cpp_transaction_shim.cpp"
+    library = next((python.parent.parent / "lib").glob("python*/site-packages/rocketmq/librocketmq.so"), None)
+    if library is None:
+        pytest.fail(f"no librocketmq.so in the rocketmq=={ROCKETMQ_PY_VERSION} environment {python.parent.parent}")
+    digest = hashlib.sha256(source.read_bytes() + library.read_bytes()).hexdigest()[:16]
+    shim = CACHE / f"cpp-transaction-shim-{digest}.so"
+    if not shim.exists():
+        lib_dir = str(library.parent)
+        _run_install(
+            ["g++", "-O1", "-shared", "-fPIC", "-D_GLIBCXX_USE_CXX11_ABI=0", str(source), "-L", lib_dir,
+             "-lrocketmq", f"-Wl,-rpath,{lib_dir}", "-o", str(shim)],
+            "the C++ client's transactional producer shim (g++)",
+        )  # fmt: skip
+    return shim
 
 
 def _keys_as_text(keys) -> str:
@@ -165,9 +187,11 @@ class ClientRunner:
             raise AssertionError(f"{script} exited {done.returncode}:\n{done.stderr[-3000:]}")
         return [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
 
-    def start(self, script: str, *args: object) -> subprocess.Popen:
+    def start(self, script: str, *args: object, stdin: int | None = None) -> subprocess.Popen:
+        """``stdin=subprocess.PIPE`` for a script that runs until its standard input closes."""
         return subprocess.Popen(
             self.command(script, *args),
+            stdin=stdin,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,

@@ -14,7 +14,8 @@ from tests.helpers.processes import Cluster
 FAST_CHECKS = {"transactionCheckInterval": "500", "transactionTimeOut": "1000"}
 
 
-def tx_cluster(spawn, tmp_path: Path, **settings: str) -> Cluster:
+def start_tx_cluster(spawn, tmp_path: Path, **settings: str) -> Cluster:
+    """A started Cluster whose broker checks transactions every 0.5 s (and ``settings``)."""
     store = tmp_path / "broker-store"
     store.mkdir()
     cluster = Cluster(spawn, store)

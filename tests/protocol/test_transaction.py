@@ -61,6 +61,12 @@ def test_end_transaction_header_has_javas_field_names():
     del fields["fromTransactionCheck"], fields["transactionId"]
     plain = EndTransactionHeader.from_ext_fields(fields)
     assert plain.from_transaction_check is False and plain.transaction_id is None
+    # Java's broker reads Boolean.parseBoolean; the C++ client streams its bool as 1 or 0
+    assert EndTransactionHeader.from_ext_fields({**fields, "fromTransactionCheck": "1"}).from_transaction_check
+    for other in ("0", "false", "yes"):
+        assert not EndTransactionHeader.from_ext_fields(
+            {**fields, "fromTransactionCheck": other}
+        ).from_transaction_check
     with pytest.raises(BadRequest, match="'tranStateTableOffset' is 'x', expected an integer"):
         EndTransactionHeader.from_ext_fields({**fields, "tranStateTableOffset": "x"})
 

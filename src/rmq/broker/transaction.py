@@ -123,6 +123,8 @@ class TransactionalMessageService:
                 f"the broker[{self.controller.broker_addr}] sending transaction message is forbidden "
                 "(rejectTransactionMessage=true)",
             )
+        # a timed message's time is checked now (its sender hears a bad one), and counts from the commit
+        self.controller.timer_message_store.redirect(topic, queue_id, properties)
         props = decode_properties(properties)
         props[MessageProperty.REAL_TOPIC] = topic
         props[MessageProperty.REAL_QUEUE_ID] = str(queue_id)
@@ -239,11 +241,15 @@ class TransactionalMessageService:
                 f"the half message at {half.physical_offset} has no real destination "
                 f"(REAL_TOPIC {topic!r}, REAL_QID {queue_id!r}): nothing to commit",
             )
+        # a DELAY level or TIMER_* property makes the committed message wait for its time from now
+        topic, queue, properties = self.controller.timer_message_store.redirect(
+            topic, int(queue_id), encode_properties(props).decode()
+        )
         return self.controller.put_inner(
             topic,
-            int(queue_id),
+            queue,
             half.body,
-            props,
+            properties,
             reset_transaction_value(half.sys_flag, MessageSysFlag.TRANSACTION_COMMIT_TYPE),
             half.born_timestamp,
             half.born_host[0],

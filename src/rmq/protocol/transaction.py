@@ -23,7 +23,7 @@ import dataclasses
 import enum
 from collections.abc import Mapping
 
-from rmq.protocol.fields import bool_field, int_field, str_field
+from rmq.protocol.fields import int_field, str_field
 from rmq.protocol.message import NAME_VALUE_SEPARATOR, PROPERTY_SEPARATOR, MessageProperty, MessageSysFlag
 
 # The consumer group whose offsets in the half and op queues are the checker's progress
@@ -110,7 +110,7 @@ class EndTransactionHeader:
             int_field(ext, "tranStateTableOffset"),
             int_field(ext, "commitLogOffset"),
             int_field(ext, "commitOrRollback"),
-            bool_field(ext, "fromTransactionCheck"),
+            _java_boolean(ext.get("fromTransactionCheck")),
             ext.get("msgId", ""),
             ext.get("transactionId"),
         )
@@ -142,6 +142,12 @@ class CheckTransactionStateHeader:
             ext.get("transactionId"),
             ext.get("offsetMsgId"),
         )
+
+
+def _java_boolean(value: str | None) -> bool:
+    """A Boolean header field as Java's broker reads it (Boolean.parseBoolean: anything but "true"
+    is false), except that the C++ client's "1" (it streams a bool) is taken for the true it means."""
+    return value is not None and value.strip().lower() in ("true", "1")
 
 
 def _ext_fields(**fields: object) -> dict[str, str]:

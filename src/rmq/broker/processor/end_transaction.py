@@ -8,10 +8,15 @@ A slave refuses it (SLAVE_NOT_AVAILABLE): half messages are ended on their maste
 
 from __future__ import annotations
 
+import logging
+
 from rmq.broker.processor.base import Processor
+from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.transaction import EndTransactionHeader
+
+log = logging.getLogger("rmq.broker")
 
 
 class EndTransactionProcessor(Processor):
@@ -25,8 +30,13 @@ class EndTransactionProcessor(Processor):
                 ResponseCode.SLAVE_NOT_AVAILABLE,
                 remark=f"broker {self.controller.broker_addr} is a slave: end transactions on its master",
             )
-        header = EndTransactionHeader.from_ext_fields(request.ext_fields)
-        code = self.controller.transactions.end_transaction(header, request.remark)
+        try:
+            header = EndTransactionHeader.from_ext_fields(request.ext_fields)
+            code = self.controller.transactions.end_transaction(header, request.remark)
+        except RequestRefused as refused:
+            if request.is_oneway:  # nobody hears the refusal: the log is where it shows
+                log.warning("END_TRANSACTION from %s refused: %s", channel.remote_address, refused.remark)
+            raise
         if code is None:
             return None
         return RemotingCommand.response_to(request, code)
