@@ -46,10 +46,11 @@ def test_puts_per_topic_and_gets_per_group_are_logged_every_interval(spawn, clie
     record_size = puts[0]["put_size"] // puts[0]["put_nums"]
     assert record_size > len(BODY)  # the stored record: body, properties and the record's header
     assert all(r["put_size"] == r["put_nums"] * record_size for r in puts)
-    # a put of a broker on this machine, from send to store, is sampled and takes well under 50 ms
+    # every put, from send to store, is sampled into one of RocketMQ's latency buckets (how long they
+    # took is the machine's business: a test asserts no timing)
     latency = puts[0]["put_latency_ms"]
     assert latency["bounds"][:3] == [0, 10, 50] and latency["sampled"] == puts[0]["put_nums"]
-    assert sum(latency["counts"][:3]) == latency["sampled"]
+    assert sum(latency["counts"]) == latency["sampled"]
     (gets,) = [r for r in recs if r["kind"] == "group_get"]
     assert (gets["topic"], gets["get_size"]) == (TOPIC, 30 * record_size)
     assert all(r["broker"] == "broker-a" and r["t_end"] > r["t_start"] for r in recs)
