@@ -53,6 +53,13 @@ class BrokerRole(str, enum.Enum):
     SLAVE = "SLAVE"
 
 
+class MetricsExporterType(str, enum.Enum):
+    """metricsExporterType: RocketMQ 5.x's; rmq exports to Prometheus only (no OTLP_GRPC, no LOG)."""
+
+    DISABLE = "DISABLE"
+    PROM = "PROM"
+
+
 class FlushDiskType(str, enum.Enum):
     """flushDiskType: answer a send once its bytes are in the page cache (ASYNC) or on disk (SYNC)."""
 
@@ -478,6 +485,16 @@ _section(
             "permissive: TLS and plain clients on one port; enforcing: TLS only"),
     Setting("tlsServerCertPath", Text(optional=True), None, "the server's certificate chain, PEM (tlsEnable)"),
     Setting("tlsServerKeyPath", Text(optional=True), None, "the server's private key, PEM, unencrypted (tlsEnable)"),
+)
+
+# Metrics (rmq.broker.metrics), RocketMQ 5.x's names and defaults (BrokerConfig).
+_section(
+    "broker",
+    Setting("metricsExporterType", Choice(MetricsExporterType), MetricsExporterType.DISABLE,
+            "PROM: serve Prometheus metrics on metricsPromExporterHost:metricsPromExporterPort"),
+    Setting("metricsPromExporterHost", Text(optional=True), None,
+            "the address the Prometheus endpoint listens on; unset: brokerIP1, as RocketMQ"),
+    Setting("metricsPromExporterPort", _PORT, 5557, "the port of the Prometheus endpoint (GET /metrics)"),
 )
 
 # fmt: on

@@ -20,14 +20,14 @@ from rmq.errors import ConfigError
 from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.tls import TlsMode
-from rmq.settings import BrokerRole, LoadedSettings, SettingsView, load_settings, setting
+from rmq.settings import BrokerRole, LoadedSettings, MetricsExporterType, SettingsView, load_settings, setting
 from rmq.store import MessageStoreConfig
 
 log = logging.getLogger("rmq.broker")
 
 LOOPBACK_IP = "127.0.0.1"
 
-__all__ = ["BrokerConfig", "BrokerRole", "load_broker_config", "load_broker_settings"]
+__all__ = ["BrokerConfig", "BrokerRole", "MetricsExporterType", "load_broker_config", "load_broker_settings"]
 
 
 @dataclasses.dataclass
@@ -74,6 +74,9 @@ class BrokerConfig(SettingsView):
     tls_server_mode: TlsMode = setting("tlsServerMode")
     tls_server_cert_path: str | None = setting("tlsServerCertPath")
     tls_server_key_path: str | None = setting("tlsServerKeyPath")
+    metrics_exporter_type: MetricsExporterType = setting("metricsExporterType")
+    metrics_prom_exporter_host: str | None = setting("metricsPromExporterHost")
+    metrics_prom_exporter_port: int = setting("metricsPromExporterPort")
 
     def __post_init__(self) -> None:
         super().__post_init__()

@@ -136,6 +136,10 @@ class ConsumerOffsetManager(ConfigManager):
         """Groups that have committed offsets on ``topic``."""
         return {g for t, g in self._pairs() if t == topic}
 
+    def topics_and_groups(self) -> list[tuple[str, str]]:
+        """Every (topic, group) with committed offsets (any thread)."""
+        return self._pairs()
+
     def _pairs(self) -> list[tuple[str, str]]:
         with self._lock:
             return [pair for key in self._offsets if (pair := split_topic_at_group(key)) is not None]

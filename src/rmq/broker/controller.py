@@ -37,10 +37,11 @@ from collections.abc import Callable
 from rmq._service import Scheduler
 from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
 from rmq.broker.client_manager import ClientManager
-from rmq.broker.config import BrokerConfig, BrokerRole
+from rmq.broker.config import BrokerConfig, BrokerRole, MetricsExporterType
 from rmq.broker.consumer_offset import ConsumerOffsetManager
 from rmq.broker.delay import DelayOffsetManager, delay_level_to_queue_id
 from rmq.broker.long_polling import PullRequestHoldService
+from rmq.broker.metrics import MetricsExporter
 from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
 from rmq.broker.rebalance_lock import RebalanceLockManager
@@ -168,6 +169,11 @@ class BrokerController:
         if self.is_slave:
             self.server.loop.schedule_periodic(SLAVE_PARKED_PULL_SCAN, self._wake_pulls_where_replicated)
         self.role = RoleSwitch(self)
+        # metricsExporterType=PROM: a Prometheus endpoint on its own thread; the loop times requests
+        self.metrics: MetricsExporter | None = None
+        if self.config.metrics_exporter_type is MetricsExporterType.PROM:
+            self.metrics = MetricsExporter(self)
+            self.server.set_request_timer(self.metrics.collector.rpc_latency.observe)
 
     def _complete_commits_on_loop(self) -> None:
         """SYNC_FLUSH / SYNC_MASTER sends are answered on the event loop as soon as their flush
@@ -233,6 +239,8 @@ class BrokerController:
         try:
             self.store.start_ha(self.role.fetch_master_epochs if self.is_slave else None)
             self.check_disk()
+            if self.metrics is not None:
+                self.metrics.start()
             self.server.start()
             if self.acl_watcher is not None:
                 self.acl_watcher.start()
@@ -293,6 +301,8 @@ class BrokerController:
             self._stopped.set()
 
     def _stop_parts(self) -> None:
+        if self.metrics is not None:
+            self.metrics.shutdown()
         if self.acl_watcher is not None:
             self.acl_watcher.shutdown()
         self.server.loop.run_and_wait(self.pull_hold.shutdown)

@@ -133,6 +133,7 @@ class Endpoint:
         self._default_processor: Handler | None = None
         self._closed_callbacks: list[Callable[[Channel], object]] = []
         self._request_check: Callable[[Channel, RemotingCommand], object] | None = None
+        self._request_timer: Callable[[int, int | None, float], object] | None = None
 
     def register_processor(self, code: int, handler: Handler) -> None:
         """``handler(channel, request)`` answers requests of ``code``: it returns the response, or
@@ -161,14 +162,31 @@ class Endpoint:
             except Exception:
                 log.exception("channel-closed callback %r failed for %s", callback, channel.remote_address)
 
+    def set_request_timer(self, timer: Callable[[int, int | None, float], object] | None) -> None:
+        """Call ``timer(request_code, response_code, seconds)`` after every request's processor (and
+        the check before it): the response code it was answered with, None when it is answered
+        later or is oneway; the seconds on ``time.perf_counter``, one pair per request."""
+        self._request_timer = timer
+
     def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
+        timer = self._request_timer
+        if timer is None:
+            self._process(channel, request)
+            return
+        start = time.perf_counter()
+        response_code = self._process(channel, request)
+        timer(request.code, response_code, time.perf_counter() - start)
+
+    def _process(self, channel: Channel, request: RemotingCommand) -> int | None:
+        """Hand ``request`` to its processor; the code it was answered with now, if it was."""
         oneway = request.flag & FLAG_ONEWAY
         handler = self._processors.get(request.code, self._default_processor)
         if handler is None:
             log.debug("request code %d from %s not supported", request.code, channel.remote_address)
-            if not oneway:
-                _answer_error(channel, request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "not supported")
-            return
+            if oneway:
+                return None
+            _answer_error(channel, request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "not supported")
+            return ResponseCode.REQUEST_CODE_NOT_SUPPORTED
         try:
             if self._request_check is not None:
                 self._request_check(channel, request)
@@ -181,16 +199,20 @@ class Endpoint:
                 refusal.remark,
                 refusal.code,
             )
-            if not oneway:
-                channel._queue(RemotingCommand.response_to(request, refusal.code, remark=refusal.remark))
-            return
+            if oneway:
+                return None
+            channel._queue(RemotingCommand.response_to(request, refusal.code, remark=refusal.remark))
+            return refusal.code
         except Exception as exc:
             log.exception("processor for request code %d from %s failed", request.code, channel.remote_address)
-            if not oneway:
-                _answer_error(channel, request, ResponseCode.SYSTEM_ERROR, f"failed: {type(exc).__name__}: {exc}")
-            return
-        if response is not None and not oneway:
-            channel._queue(response)  # on the loop thread: no hop to check for
+            if oneway:
+                return None
+            _answer_error(channel, request, ResponseCode.SYSTEM_ERROR, f"failed: {type(exc).__name__}: {exc}")
+            return ResponseCode.SYSTEM_ERROR
+        if response is None or oneway:
+            return None
+        channel._queue(response)  # on the loop thread: no hop to check for
+        return response.code
 
 
 class Channel:
