@@ -148,11 +148,14 @@ def wait_registered(namesrv: str, broker_addr: str, proc: subprocess.Popen, time
         wait_until(registered, timeout, f"{broker_addr} registered with {namesrv}", interval=0.02)
 
 
-# Small files and fast delay levels: tests write little and should not wait minutes for a retry.
+# Small files, fast delay levels and a slave that copies its master's metadata every 2 s: tests
+# write little and should not wait minutes for a retry or tens of seconds for a slave's copy.
+SLAVE_SYNC_INTERVAL = 2.0
 CLUSTER_BROKER_SETTINGS = {
     "mappedFileSizeCommitLog": str(8 * 1024 * 1024),
     "mappedFileSizeConsumeQueue": str(20 * 30000),
     "messageDelayLevel": "1s 1s 1s 1s 1s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s",
+    "slaveSyncInterval": str(int(SLAVE_SYNC_INTERVAL * 1000)),
 }
 
 

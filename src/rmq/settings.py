@@ -379,6 +379,9 @@ _section(
     Setting("shortPollingTimeMills", _POSITIVE_MS, 1000, "ms a pull is parked without long polling"),
     Setting("notifyConsumerIdsChangedEnable", Bool(), True, "tell a group's consumers when members change"),
     Setting("slaveReadEnable", Bool(), False, "let consumers read from slaves"),
+    Setting("slaveSyncInterval", _POSITIVE_MS, 10_000,
+            "ms between a slave's copies of its master's topics, offsets, delay offsets and groups "
+            "(rmq's key: RocketMQ fixes it at 10 s)"),
     Setting("waitTimeMillsInSendQueue", _POSITIVE_MS, 200,
             "ms a send may wait before being served; longer is answered SYSTEM_BUSY"),
     Setting("flushConsumerOffsetInterval", _POSITIVE_MS, 5000, "ms between writes of consumerOffset.json"),

@@ -9,10 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL
 from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.helpers import wait_until
-from tests.helpers.processes import BrokerPair, wait_registered
+from tests.helpers.processes import SLAVE_SYNC_INTERVAL, BrokerPair, wait_registered
 from tests.helpers.requests import pull_request, send_request, update_topic_request
 
 TOPIC = "TopicSync"

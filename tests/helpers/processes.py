@@ -12,7 +12,6 @@ import signal
 import subprocess
 from pathlib import Path
 
-from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_mq_tables
@@ -28,6 +27,7 @@ start_namesrv = harness.start_namesrv
 start_broker_process = harness.start_broker_process
 wait_registered = harness.wait_registered
 CLUSTER_BROKER_SETTINGS = harness.CLUSTER_BROKER_SETTINGS
+SLAVE_SYNC_INTERVAL = harness.SLAVE_SYNC_INTERVAL
 
 
 class Cluster:

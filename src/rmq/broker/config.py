@@ -58,6 +58,7 @@ class BrokerConfig(SettingsView):
     short_polling_time_mills: int = setting("shortPollingTimeMills")
     notify_consumer_ids_changed_enable: bool = setting("notifyConsumerIdsChangedEnable")
     slave_read_enable: bool = setting("slaveReadEnable")
+    slave_sync_interval: int = setting("slaveSyncInterval")
     enable_property_filter: bool = setting("enablePropertyFilter")
     which_broker_when_consume_slowly: int = setting("whichBrokerWhenConsumeSlowly")
     wait_time_mills_in_send_queue: int = setting("waitTimeMillsInSendQueue")

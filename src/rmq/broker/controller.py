@@ -47,7 +47,7 @@ from rmq.broker.processor import PROCESSORS
 from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.role import RoleSwitch
 from rmq.broker.schedule import ScheduleMessageService
-from rmq.broker.slave_sync import SLAVE_SYNC_INTERVAL, SlaveSynchronize
+from rmq.broker.slave_sync import SlaveSynchronize
 from rmq.broker.stats_log import GetCounts, StatsLog
 from rmq.broker.subscription_group import SubscriptionGroupManager
 from rmq.broker.timer import TimerMessageStore
@@ -266,7 +266,7 @@ class BrokerController:
             )
             self.scheduler.schedule_periodic(config.stats_log_interval / 1000, self.stats_log.log_once)
         if self.is_slave:
-            self.scheduler.schedule_periodic(SLAVE_SYNC_INTERVAL, self.slave_sync.sync_all)
+            self.scheduler.schedule_periodic(config.slave_sync_interval / 1000, self.slave_sync.sync_all)
         self.scheduler.start()
         log.info(
             "broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",

@@ -1,6 +1,7 @@
 """A slave's metadata follows its master (RocketMQ's SlaveSynchronize).
 
-Every 10 s (and at once when it learns a new master address) a SLAVE broker asks its master
+Every slaveSyncInterval (10 s, as RocketMQ's fixed period; and at once when it learns a new master
+address) a SLAVE broker asks its master
 
     GET_ALL_TOPIC_CONFIG (21)              {"topicConfigTable": {...}, "dataVersion": {...}}
     GET_ALL_CONSUMER_OFFSET (43)           {"offsetTable": {"<topic>@<group>": {"<queueId>": offset}}}
@@ -36,8 +37,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmq.broker")
 
-# RocketMQ's BrokerController syncs a slave every 10 s, the first time 3 s after start.
-SLAVE_SYNC_INTERVAL = 10.0
 SLAVE_SYNC_TIMEOUT = 3.0
 
 
