@@ -292,6 +292,7 @@ class MetricsExporter:
     def start(self) -> MetricsExporter:
         try:
             self._server, self._thread = start_http_server(self.port, self.host, self.registry)
+            self._thread.name = "rmq-broker-metrics"
         except OSError as e:
             raise ConfigError(
                 f"metricsPromExporterPort {self.port}: cannot serve metrics on {self.host}:{self.port}: {e}"
