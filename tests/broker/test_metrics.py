@@ -3,9 +3,12 @@ process, scraped over HTTP as Prometheus does."""
 
 from __future__ import annotations
 
+import json
+import re
 import socket
 import subprocess
 import urllib.request
+from pathlib import Path
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -22,12 +25,17 @@ GROUP = "MetricsGroup"
 BODY = b"m" * 300
 
 
-def scrape(port: int) -> dict[str, list]:
-    """name -> samples of ``GET /metrics``."""
+DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-rmq.json"
+
+
+def scrape(port: int, families: set[str] | None = None) -> dict[str, list]:
+    """name -> samples of ``GET /metrics``; the families' names go to ``families``."""
     with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/metrics", timeout=5) as answer:
         text = answer.read().decode()
     samples: dict[str, list] = {}
     for family in text_string_to_metric_families(text):
+        if families is not None:
+            families.add(family.name)
         for sample in family.samples:
             samples.setdefault(sample.name, []).append(sample)
     return samples
@@ -55,7 +63,8 @@ def test_counters_histograms_and_lag_show_what_was_sent_and_consumed(spawn, clie
     commit = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, TOPIC, 0, group=GROUP, commitOffset=10)
     assert call(client, addr, commit).code == ResponseCode.SUCCESS
 
-    samples = scrape(port)
+    families: set[str] = set()
+    samples = scrape(port, families)
     assert value(samples, "rocketmq_messages_in_total", topic=TOPIC) == 20
     stored = value(samples, "rocketmq_throughput_in_total", topic=TOPIC)
     assert stored > 20 * len(BODY)  # stored records: body, properties, header
@@ -71,6 +80,14 @@ def test_counters_histograms_and_lag_show_what_was_sent_and_consumed(spawn, clie
     assert value(samples, "rocketmq_storage_size") > stored
     assert value(samples, "rmq_connections") >= 1
     assert samples["rocketmq_messages_in_total"][0].labels["node_id"] == "broker-a"
+    # every metric the Grafana dashboard plots is one the broker serves
+    exprs = [t["expr"] for panel in json.loads(DASHBOARD.read_text())["panels"] for t in panel["targets"]]
+    plotted = {
+        re.sub(r"_(bucket|count|sum|total)$", "", m)
+        for e in exprs
+        for m in re.findall(r"\b(?:rocketmq|rmq|process)_\w+", e)
+    }
+    assert plotted and plotted <= families, plotted - families
 
     # the counters move between scrapes: 5 more sends, the lag follows the commit of queue 1
     for _ in range(5):

@@ -46,6 +46,7 @@ from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
 from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.role import RoleSwitch
+from rmq.broker.runtime_stats import SAMPLE_INTERVAL, RuntimeStats
 from rmq.broker.schedule import ScheduleMessageService
 from rmq.broker.slave_sync import SlaveSynchronize
 from rmq.broker.stats_log import GetCounts, StatsLog
@@ -157,6 +158,7 @@ class BrokerController:
         assert broker_ip is not None, "BrokerConfig.resolve() sets brokerIP1"
         self._store_ip = ipv4_to_int(broker_ip)
         self.get_counts = GetCounts()  # what pulls handed out, for the stats log
+        self.runtime_stats = RuntimeStats(self.store, self.get_counts)  # brokerStatus's counters and rates
         self.processors = [cls(self) for cls in PROCESSORS]
         for processor in self.processors:
             for code, handler in processor.handlers().items():
@@ -260,6 +262,7 @@ class BrokerController:
         self.scheduler.schedule_periodic(config.flush_consumer_offset_interval / 1000, self.persist_offsets)
         self.scheduler.schedule_periodic(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
         self.scheduler.schedule_periodic(DISK_CHECK_INTERVAL, self.check_disk)
+        self.scheduler.schedule_periodic(SAMPLE_INTERVAL, self.runtime_stats.sample)
         if config.stats_log_interval:
             self.stats_log = StatsLog(
                 self.store, self.get_counts, config.broker_name, self.store_config.store_path_root_dir

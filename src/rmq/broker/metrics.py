@@ -254,11 +254,13 @@ class BrokerCollector:
             store.group_commit_flushes if store.sync_flush else store.commit_log.flush_count,  # type: ignore[attr-defined]
         )
         yield rounds
-        if store.sync_flush:
+        last_round = self._family(
+            GaugeMetricFamily, "rmq_storage_flush_last_round_seconds", "The last SYNC_FLUSH round's msync"
+        )
+        if store.sync_flush:  # ASYNC_FLUSH: the family without a sample
             _asked, woke, synced = store.group_commit.round_times
-            yield self._gauge(
-                "rmq_storage_flush_last_round_seconds", "The last SYNC_FLUSH round's msync", max(0.0, synced - woke)
-            )
+            last_round.add_metric(base, max(0.0, synced - woke))
+        yield last_round
         ha_service = store.ha_service
         if ha_service is not None:
             lag_bytes = self._family(GaugeMetricFamily, "rmq_replication_lag_bytes", "Bytes a slave lags", ("slave",))
@@ -292,6 +294,7 @@ class MetricsExporter:
     def start(self) -> MetricsExporter:
         try:
             self._server, self._thread = start_http_server(self.port, self.host, self.registry)
+            self._thread.name = "rmq-broker-metrics"
         except OSError as e:
             raise ConfigError(
                 f"metricsPromExporterPort {self.port}: cannot serve metrics on {self.host}:{self.port}: {e}"

@@ -699,6 +699,22 @@ def broker_promote(admin: AdminClient, as_json: bool, broker_name: str, broker_i
     )
 
 
+@admin_command(broker, "status")
+@click.argument("broker", metavar="BROKER_ADDR_OR_NAME")
+def broker_status(admin: AdminClient, as_json: bool, broker: str) -> None:
+    """BROKER's runtime info, as ``mqadmin brokerStatus`` prints it: a key and its value a line
+    (putTps, getTransferedTps, msgPutTotalTodayNow, runtime, commitLogDirCapacity, ...). BROKER is
+    host:port, or a broker name (its master)."""
+    addr = admin.broker_address(broker)
+    table = admin.broker_runtime_info(addr)
+    width = max(map(len, table), default=0)
+    emit(
+        as_json,
+        {"brokerAddr": addr, "table": dict(sorted(table.items()))},
+        lambda: "\n".join(f"{key:<{width}} : {value}" for key, value in sorted(table.items())),
+    )
+
+
 @admin_command(broker, "ha-status")
 @click.argument("broker_name", metavar="BROKER")
 def broker_ha_status(admin: AdminClient, as_json: bool, broker_name: str) -> None:

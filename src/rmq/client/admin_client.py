@@ -513,11 +513,20 @@ class AdminClient:
             int(response.ext_fields[PROMOTED_START_OFFSET]),
         )
 
-    def ha_status(self, broker_name: str) -> tuple[str, HAStatus]:
-        """(master address, what it knows of each slave connection) of ``broker_name``."""
+    def broker_address(self, broker: str) -> str:
+        """``broker`` itself when it is host:port, else the address of broker name ``broker``'s master."""
+        return broker if ":" in broker else self.master_addr(broker)
+
+    def master_addr(self, broker_name: str) -> str:
+        """The address of ``broker_name``'s master."""
         master = self.broker_addrs(broker_name).get(MASTER_ID)
         if master is None:
             raise AdminError(f"broker {broker_name!r} has no master registered")
+        return master
+
+    def ha_status(self, broker_name: str) -> tuple[str, HAStatus]:
+        """(master address, what it knows of each slave connection) of ``broker_name``."""
+        master = self.master_addr(broker_name)
         return master, HAStatus.decode(body_bytes(self.invoke(master, RequestCode.GET_HA_STATUS).body))
 
     def cluster_brokers(self) -> list[BrokerRow]:

@@ -2,7 +2,8 @@
 (AdminBrokerProcessor):
 
     GET_ALL_TOPIC_CONFIG (21)           -> topics.json's object (TopicConfigSerializeWrapper)
-    GET_BROKER_RUNTIME_INFO (28)        -> {"table": {name: value}} (a subset of RocketMQ's keys)
+    GET_BROKER_RUNTIME_INFO (28)        -> {"table": {name: value}} (the keys of RocketMQ's that rmq can
+                                           answer with a real value, as brokerStatus shows them)
     GET_ALL_CONSUMER_OFFSET (43)        -> consumerOffset.json's object (ConsumerOffsetSerializeWrapper)
     GET_ALL_DELAY_OFFSET (45)           -> delayOffset.json's object
     GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) -> subscriptionGroup.json's object (SubscriptionGroupWrapper)
@@ -27,11 +28,14 @@ from __future__ import annotations
 
 import json
 import logging
+import os
+import shutil
 from typing import Any
 
 from rmq.broker.config import BrokerRole
 from rmq.broker.delay import delay_level_to_queue_id
 from rmq.broker.processor.base import Handler, Processor, success
+from rmq.broker.runtime_stats import human_bytes
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.net.frame import VERSION
@@ -129,6 +133,17 @@ class AdminBrokerProcessor(Processor):
                 store.group_commit_flushes if store.sync_flush else store.commit_log.flush_count  # type: ignore[attr-defined]
             ),
         }
+        table.update(c.runtime_stats.table())
+        commit_log_dir = os.path.join(store.store_path, "commitlog")
+        try:
+            disk = shutil.disk_usage(commit_log_dir if os.path.isdir(commit_log_dir) else store.store_path)
+            table["commitLogDirCapacity"] = f"Total : {human_bytes(disk.total)}, Free : {human_bytes(disk.free)}."
+        except OSError:
+            pass  # the store's directory is gone: the key is left out rather than made up
+        max_phy = store.get_max_phy_offset()
+        table["remainHowManyDataToFlush"] = human_bytes(max(0, max_phy - store.commit_log.get_flushed_where()))
+        # a master dispatches each record in its put; a slave dispatches what it replicated after
+        table["dispatchBehindBytes"] = max(0, max_phy - store.reput_offset) if c.is_slave else 0
         for level, offset in c.delay_offset_manager.offset_table().items():
             max_offset = store.get_max_offset_in_queue(SCHEDULE_TOPIC, delay_level_to_queue_id(level))
             table[f"scheduleMessageOffset_{level}"] = f"{offset},{max_offset}"
