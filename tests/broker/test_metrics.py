@@ -94,7 +94,15 @@ def test_counters_histograms_and_lag_show_what_was_sent_and_consumed(spawn, clie
         assert call(client, addr, send_request(TOPIC, 1, BODY)).code == ResponseCode.SUCCESS
     commit = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, TOPIC, 1, group=GROUP, commitOffset=12)
     assert call(client, addr, commit).code == ResponseCode.SUCCESS
+    # a pull parked for messages that do not come is timed when it is answered, with that answer's code
+    parked = call(client, addr, pull_request(TOPIC, 0, 10, group=GROUP, suspend_ms=300))
     samples = scrape(port)
+    pulls = {
+        s.labels["response_code"]: s.value
+        for s in samples["rocketmq_rpc_latency_count"]
+        if s.labels["request_code"] == str(RequestCode.PULL_MESSAGE)
+    }
+    assert pulls == {str(ResponseCode.SUCCESS): 1, str(parked.code): 1}, pulls
     assert value(samples, "rocketmq_messages_in_total", topic=TOPIC) == 25
     assert value(samples, "rocketmq_consumer_lag_messages", topic=TOPIC, consumer_group=GROUP) == 3
     assert value(samples, "rocketmq_rpc_latency_count", **sends) == 25

@@ -10,10 +10,11 @@ Nothing is counted per message: a scrape reads what the broker keeps anyway, as 
 their bytes and the message size histogram come from the sizes the new ConsumeQueue entries record
 (the stored record's bytes, as RocketMQ's wroteBytes), summed with numpy. Messages out are the
 pull processor's ``GetCounts``. Consumer lag is each queue's max offset minus the group's committed
-offset. The one thing measured per request is its processing time on the event loop (one
-``perf_counter`` pair and a bucket increment in a plain list, ``RpcLatency``), from the request's
-dispatch to its processor's return: a request answered later (a SYNC_FLUSH send waiting for its
-flush, a parked pull) has ``response_code="-1"`` and only its processing time.
+offset. The one thing measured per request is its latency on the broker (one ``perf_counter``
+pair and a bucket increment in a plain list, ``RpcLatency``), from the request's dispatch to its
+answer being queued: a SYNC_FLUSH send's includes its wait for the flush, a parked pull's its wait
+for messages (RocketMQ labels those is_long_polling; here they are in the same series). A oneway
+request has ``response_code="-1"`` and its processing time.
 
 Every series carries RocketMQ's ``cluster``, ``node_type`` ("broker") and ``node_id`` (brokerName)
 labels. Counters restart at 0 with the broker, as RocketMQ's do.
@@ -225,7 +226,7 @@ class BrokerCollector:
         rpc = self._family(
             HistogramMetricFamily,
             "rocketmq_rpc_latency",
-            "ms from a request's dispatch to its processor's return (response_code -1: answered later)",
+            "ms from a request's dispatch to its answer (response_code -1: oneway)",
             ("protocol_type", "request_code", "response_code"),
         )
         for (request_code, response_code), counts in sorted(self.rpc_latency.snapshot()):

@@ -163,9 +163,10 @@ class Endpoint:
                 log.exception("channel-closed callback %r failed for %s", callback, channel.remote_address)
 
     def set_request_timer(self, timer: Callable[[int, int | None, float], object] | None) -> None:
-        """Call ``timer(request_code, response_code, seconds)`` after every request's processor (and
-        the check before it): the response code it was answered with, None when it is answered
-        later or is oneway; the seconds on ``time.perf_counter``, one pair per request."""
+        """Call ``timer(request_code, response_code, seconds)`` once every request is answered: the
+        seconds from its dispatch (``time.perf_counter``) to its answer being queued, its response
+        code (None for a oneway request, timed to its processor's return). A request answered later
+        (``channel.send_response``) is timed then, with the code it was answered with."""
         self._request_timer = timer
 
     def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
@@ -175,6 +176,9 @@ class Endpoint:
             return
         start = time.perf_counter()
         response_code = self._process(channel, request)
+        if response_code is None and not request.flag & FLAG_ONEWAY:
+            channel._answers_due[request.opaque] = (request.code, start, timer)  # answered later
+            return
         timer(request.code, response_code, time.perf_counter() - start)
 
     def _process(self, channel: Channel, request: RemotingCommand) -> int | None:
@@ -238,6 +242,8 @@ class Channel:
         self._out = OutputBuffer()
         self._max_pending_output = max_pending_output
         self._pending: dict[int, tuple[ResponseCallback, TimerHandle | None]] = {}
+        # requests answered later, with a request timer: opaque -> (request code, start, timer)
+        self._answers_due: dict[int, tuple[int, float, Callable[[int, int | None, float], object]]] = {}
         self._state = _CONNECTING if connecting else _ACTIVE
         self._reading = True
         # Requests read but not yet handed to processors, held while the peer does not read.
@@ -263,6 +269,11 @@ class Channel:
 
     def send_response(self, response: RemotingCommand) -> None:
         """Queue an answer (any thread); it goes out at the end of the loop iteration."""
+        if self._answers_due:
+            due = self._answers_due.pop(response.opaque, None)
+            if due is not None:
+                request_code, start, timer = due
+                timer(request_code, response.code, time.perf_counter() - start)
         self._send(response)
 
     def send_oneway(self, request: RemotingCommand) -> None:
