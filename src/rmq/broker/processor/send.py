@@ -77,6 +77,7 @@ _NO_WAIT_MARK = MessageProperty.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "fals
 # The common prefix of TIMER_DELIVER_MS, TIMER_DELAY_SEC and TIMER_DELAY_MS: one cheap test on the
 # hot path, the timer store decides the rest (rmq.broker.timer).
 _TIMER_MARK = "TIMER_DEL"
+_TIMER_MARK_BYTES = _TIMER_MARK.encode()
 
 # PutMessageStatus -> (response code, remark); codes 10-12 mean "stored, but degraded".
 _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
@@ -322,7 +323,7 @@ class SendProcessor(Processor):
                 raise RequestRefused(
                     ResponseCode.MESSAGE_ILLEGAL, "batch messages do not support delay levels (DELAY property)"
                 )
-            if _TIMER_MARK.encode() in props:
+            if _TIMER_MARK_BYTES in props:
                 raise RequestRefused(
                     ResponseCode.MESSAGE_ILLEGAL, "batch messages do not support timer properties (TIMER_*)"
                 )
