@@ -118,6 +118,21 @@ def test_a_curve_that_always_breaks_the_slo_has_no_saturation():
     assert model.saturation(CURVE, slo_us=100) is None
 
 
+def test_open_loop_points_decide_the_saturation_when_the_family_has_them():
+    # closed loop promises 12,000 msgs/s within 2.5 ms; offered at a fixed rate, the stalls the
+    # closed-loop sender waited out show: only 8,000 msgs/s stays within the SLO
+    open_loop = [
+        _point(64, 4_000, 900, rate=4_000),
+        _point(64, 8_000, 2_400, rate=8_000),
+        _point(64, 10_000, 9_000, rate=10_000),
+    ]
+    sat = model.saturation([*CURVE, *open_loop], slo_us=3_000)
+    assert sat is not None and sat.point.rate == 8_000 and sat.msgs_per_s == 8_000 and sat.bounded
+    unbounded = model.saturation([*CURVE, *open_loop[:2]], slo_us=3_000)
+    assert unbounded is not None and unbounded.msgs_per_s == 8_000 and not unbounded.bounded  # every rate met it
+    assert model.saturation([*CURVE, open_loop[2]], slo_us=3_000) is None  # closed loop does not rescue it
+
+
 def test_the_size_fit_recovers_a_per_message_and_a_per_byte_cost():
     a, b = 20e-6, 3e-9  # 20 us a message, 3 ns a byte
     sats = [
