@@ -5,13 +5,14 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 
 from rmq.perf.capacity import model, report
-from tests.perf.capacity.test_model import CURVE, _point
+from tests.helpers.perf_logs import point
 
-OPEN_LOOP = [_point(64, 4_000, 900, rate=4_000), _point(64, 8_000, 2_400, rate=8_000)]
+CLOSED_LOOP = [point(1, 1_000, 300), point(16, 12_000, 2_500)]
+OPEN_LOOP = [point(64, 4_000, 900, rate=4_000), point(64, 8_000, 2_400, rate=8_000)]
 
 
 def test_latency_against_load_shows_the_open_loop_points_and_the_saturation_on_them():
-    points = [*CURVE, *OPEN_LOOP]
+    points = [*CLOSED_LOOP, *OPEN_LOOP]
     sat = model.saturation(points, slo_us=3_000)
     assert sat is not None
     fig = report.latency_chart(points, 1024, 3.0, [sat])
