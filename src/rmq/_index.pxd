@@ -70,5 +70,14 @@ cdef class IndexService:
                          const unsigned char* keys, Py_ssize_t keys_len,
                          int64_t phy_offset, int64_t store_timestamp) except -1
     cdef int put_hashed(self, uint32_t key_hash, int64_t phy_offset, int64_t store_timestamp) except -1
+    # Before a message is written: make sure the newest file has room for its UNIQ_KEY and KEYS
+    # entries, creating the next file now if not, so that a full disk refuses the message (OSError)
+    # instead of leaving it stored but not indexed.
+    cdef int reserve(self, Py_ssize_t entries) except -1
     cdef IndexFile writable_file(self)
     cdef IndexFile create_file(self)
+
+
+# The index entries a message takes: one for its UNIQ_KEY, one per space-separated token of KEYS
+# (an upper bound: empty tokens are skipped when indexed).
+cdef Py_ssize_t index_entries(Py_ssize_t uniq_key_len, const unsigned char* keys, Py_ssize_t keys_len) noexcept nogil
