@@ -897,6 +897,15 @@ cdef class StoreCore:
         finally:
             self._unlock()
 
+    def dispatch_replica(self):
+        """A slave: dispatch the records ``append_replica`` wrote but could not dispatch (a full
+        disk refused a ConsumeQueue file: OSError, then and now while it still does)."""
+        self._lock()
+        try:
+            self._dispatch_replica()
+        finally:
+            self._unlock()
+
     def append_replica(self, int64_t offset, data):
         """A slave: append bytes of the master's CommitLog at ``offset``, which must be where this
         CommitLog ends (or, for an empty one, the start of a file: a new slave begins with its

@@ -151,3 +151,25 @@ def test_a_timer_log_file_that_cannot_be_made_writes_nothing(tiny_fs):
     assert timer_log.append(-1, 64, 1064, 6400, 100, 64) == 64 * UNIT_SIZE
     assert timer_log.read(64 * UNIT_SIZE)[3] == 6400
     timer_log.close()
+
+
+def test_a_slave_queues_what_it_copied_once_space_is_back(tiny_fs, tmp_path, open_store):
+    master = open_store(tmp_path / "master", **TINY_FILES)
+    slave = open_store(tiny_fs / "slave", broker_role="SLAVE", **TINY_FILES)
+    assert master.put("TopicA", b"m0000").status is PutMessageStatus.PUT_OK
+    offset = slave.append_replica(0, master.replica_view(0, 1 << 20))  # the slave's CommitLog file exists
+    assert master.put("TopicB", b"b0000").status is PutMessageStatus.PUT_OK
+    assert master.put("TopicB", b"b0001").status is PutMessageStatus.PUT_OK
+    fill(tiny_fs / "filler")
+    # the bytes land in the CommitLog file; TopicB's first ConsumeQueue file cannot be made
+    with pytest.raises(OSError) as raised:
+        slave.append_replica(offset, master.replica_view(offset, 1 << 20))
+    assert raised.value.errno == errno.ENOSPC
+    assert slave.commit_log.get_max_offset() == master.commit_log.get_max_offset()
+    assert body_heads(slave, topic="TopicB") == []
+    with pytest.raises(OSError):
+        slave.dispatch_replica()  # still full: still not skipped
+    (tiny_fs / "filler").unlink()
+    slave.dispatch_replica()
+    assert body_heads(slave, topic="TopicB") == [b"b0000", b"b0001"]
+    assert slave.reput_offset == master.commit_log.get_max_offset()
