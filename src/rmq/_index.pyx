@@ -314,16 +314,6 @@ cdef str format_file_name(object created):
     return created.strftime(FILE_NAME_FORMAT) + f"{created.microsecond // 1000:03d}"
 
 
-cdef Py_ssize_t index_entries(Py_ssize_t uniq_key_len, const unsigned char* keys, Py_ssize_t keys_len) noexcept nogil:
-    cdef Py_ssize_t entries = 1 if uniq_key_len > 0 else 0, i
-    if keys_len > 0:
-        entries += 1
-        for i in range(keys_len):
-            if keys[i] == KEY_SEPARATOR_BYTE:
-                entries += 1
-    return entries
-
-
 cdef class IndexService:
     """The IndexFiles of a store, oldest first: put keys of stored messages, query offsets by key.
 
@@ -408,18 +398,13 @@ cdef class IndexService:
             self.create_file().put(key_hash, phy_offset, store_timestamp)
         return 0
 
-    cdef int reserve(self, Py_ssize_t entries) except -1:
+    cdef bint has_room(self, Py_ssize_t entries) noexcept:
         cdef IndexFile newest
-        if entries == 0:
-            return 0
         if not self.index_files:
-            self.create_file()
-            return 0
-        newest = self.index_files[-1]
-        # a message with more keys than a file holds rolls over in put_hashed, as before
-        if newest.index_count + entries > newest.index_num and newest.index_count > 1:
-            self.create_file()
-        return 0
+            return False
+        newest = <IndexFile>self.index_files[-1]
+        # an empty file has room: a message with more keys than a file holds rolls over in put_hashed
+        return newest.index_count + entries <= newest.index_num or newest.index_count <= 1
 
     cdef int build_index(self, const unsigned char* topic, Py_ssize_t topic_len,
                          const unsigned char* uniq_key, Py_ssize_t uniq_key_len,
@@ -434,8 +419,8 @@ cdef class IndexService:
             newest = self.index_files[-1]
             # RocketMQ skips only offsets below endPhyOffset, so re-dispatching the last indexed
             # message indexes it twice. Here a file's end is the last message indexed, in it or,
-            # for a file still empty (``reserve`` made it), in the file before: an equal offset is
-            # already indexed. Only the first file, empty, has indexed nothing.
+            # for a file still empty (a put made it before writing), in the file before: an equal
+            # offset is already indexed. Only the first file, empty, has indexed nothing.
             if phy_offset <= newest.end_phy_offset and (newest.index_count > 1 or len(self.index_files) > 1):
                 return 0
         prefix = topic_hash_prefix(topic, topic_len)

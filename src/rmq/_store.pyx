@@ -42,7 +42,7 @@ from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLU
 from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
 from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
 from rmq._group_commit cimport GroupCommit
-from rmq._index cimport IndexService, index_entries
+from rmq._index cimport IndexService, index_entries_bound
 from rmq._mapped_file cimport MappedFile
 from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_BAD_MAGIC, CHECK_BAD_OFFSET, CHECK_EMPTY, CHECK_END_OF_FILE,
                                    END_FILE_MIN_BLANK_LENGTH,
@@ -509,12 +509,13 @@ cdef class StoreCore:
         return 0
 
     cdef int _reserve_index(self, Py_ssize_t entries, int* status) except -1:
-        if entries > 0:
-            try:
-                self.index_service.reserve(entries)
-            except OSError as e:
-                log.error("cannot create an index file: %s", e)
-                status[0] = CREATE_MAPPED_FILE_FAILED
+        if entries == 0 or self.index_service.has_room(entries):
+            return 0
+        try:
+            self.index_service.create_file()
+        except OSError as e:
+            log.error("cannot create an index file: %s", e)
+            status[0] = CREATE_MAPPED_FILE_FAILED
         return 0
 
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1:
@@ -612,7 +613,7 @@ cdef class StoreCore:
                 if mf is None:
                     return put_failure(status)
                 scan_properties(props_ptr, props_len, &spans)
-                self._reserve_index(index_entries(spans.uniq_key_len, spans.keys, spans.keys_len), &status)
+                self._reserve_index(index_entries_bound(spans.uniq_key_len, spans.keys_len), &status)
                 if status != PUT_OK:
                     return put_failure(status)
                 store_timestamp = now_ms()
@@ -702,7 +703,7 @@ cdef class StoreCore:
                 return put_failure(status)
             for props in props_list:
                 scan_properties(<const unsigned char*>PyBytes_AS_STRING(props), len(props), &spans)
-                entries += index_entries(spans.uniq_key_len, spans.keys, spans.keys_len)
+                entries += index_entries_bound(spans.uniq_key_len, spans.keys_len)
             self._reserve_index(entries, &status)
             if status != PUT_OK:
                 return put_failure(status)
