@@ -224,12 +224,98 @@ class Processes:
                 proc.wait(timeout=10)
 
 
+# A port free_port() handed out can be taken by another process before ours binds it (tests running
+# in parallel draw from the same kernel range): a process that dies of EADDRINUSE is started again
+# on fresh ports, up to this many starts in all.
+PORT_ATTEMPTS = 3
+ADDRESS_IN_USE = os.strerror(errno.EADDRINUSE)  # "Address already in use", as a broker logs it
+# The ports of a broker process; each is picked anew after a clash.
+BROKER_PORT_KEYS = ("listenPort", "namesrvListenPort", "haListenPort")
+
+
+def port_in_use(port: int) -> bool:
+    """Whether something listens on ``port`` (of 127.0.0.1 or of every address) right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError as e:
+            return e.errno == errno.EADDRINUSE
+        return False
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on TCP ``port`` (any address), from /proc/net/tcp and tcp6."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                        inodes.add(fields[9])
+        except FileNotFoundError:
+            continue
+    return inodes
+
+
+def listens_on(pid: int, port: int) -> bool:
+    """Whether process ``pid`` itself holds a socket listening on ``port``: a connection that
+    succeeds proves only that something listens, maybe the process that took the port first."""
+    inodes = _listening_inodes(port)
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return True
+    return False
+
+
+def wait_listening(proc: subprocess.Popen, port: int, timeout: float = START_TIMEOUT) -> None:
+    """Until ``proc`` listens on ``port``; fails when it exits first."""
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"process exited with {proc.returncode} before listening on {port}")
+        return listens_on(proc.pid, port)
+
+    wait_until(listening, timeout, f"process {proc.pid} listening on {port}", interval=0.02)
+
+
 def start_namesrv(spawn, *args: str) -> tuple[subprocess.Popen, str]:
-    """``rmq-namesrv`` on a free port; (process, address) once it accepts connections."""
-    port = free_port()
-    proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args)
-    wait_for_port(port, START_TIMEOUT, proc)
-    return proc, f"{LOOPBACK}:{port}"
+    """``rmq-namesrv`` on a free port; (process, address) once it accepts connections. A name server
+    that exits before listening while something else listens on its port is started again on
+    another port (its stderr is the test's, so the port is asked, not a log)."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = free_port()
+        proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args)
+        try:
+            wait_listening(proc, port)
+        except AssertionError:
+            if proc.poll() is None or attempt == PORT_ATTEMPTS or not port_in_use(port):
+                raise
+            print(f"rmq-namesrv: port {port} taken before it bound it; starting it again", file=sys.stderr)
+            continue
+        return proc, f"{LOOPBACK}:{port}"
+    raise AssertionError("unreachable")
+
+
+def _logged_since(path: Path, start: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def start_broker_process(
@@ -237,12 +323,29 @@ def start_broker_process(
 ) -> tuple[subprocess.Popen, str]:
     """``rmq-broker`` with ``--set`` settings, registering with ``namesrv`` (``-n``) or, without
     one, with the name server it embeds on namesrvListenPort; (process, address) once routed.
-    ``popen``: more arguments of the process (``stderr=``)."""
-    argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
-    for key, value in settings.items():
-        argv += ["--set", f"{key}={value}"]
-    proc = spawn(*argv, **popen)
-    wait_for_port(int(settings["listenPort"]), START_TIMEOUT, proc)
+    ``popen``: more arguments of the process (``stderr=``). A broker whose ``logs/broker.log`` says
+    it died of EADDRINUSE is started again with fresh ports, written into ``settings``."""
+    log_path = Path(settings["storePathRootDir"]) / "logs" / "broker.log"
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
+        for key, value in settings.items():
+            argv += ["--set", f"{key}={value}"]
+        log_start = log_path.stat().st_size if log_path.exists() else 0
+        proc = spawn(*argv, **popen)
+        try:
+            wait_listening(proc, int(settings["listenPort"]))
+            break
+        except AssertionError:
+            if (
+                proc.poll() is None
+                or attempt == PORT_ATTEMPTS
+                or ADDRESS_IN_USE not in _logged_since(log_path, log_start)
+            ):
+                raise
+            for key in BROKER_PORT_KEYS:
+                if key in settings:
+                    settings[key] = str(free_port())
+            print(f"rmq-broker: a port was taken before it bound it; starting it again on {settings}", file=sys.stderr)
     addr = f"{LOOPBACK}:{settings['listenPort']}"
     wait_registered(namesrv or f"{LOOPBACK}:{settings['namesrvListenPort']}", addr, proc)
     return proc, addr
@@ -575,6 +678,7 @@ class FailoverPair:
             self.procs[name], _ = start_broker_process(
                 self.spawn, settings, self.namesrv_addr, extra_args=("--log-level", "WARNING"), stderr=log
             )
+        self.settings[name].update({key: settings[key] for key in BROKER_PORT_KEYS if key in settings})
 
     def start(self, role: str = "SYNC_MASTER") -> FailoverPair:
         self.client.start()

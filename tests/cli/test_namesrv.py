@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import signal
+import socket
 import time
 
-from tests.helpers import wait_until
+from rmq.client.admin_client import AdminClient
+from tests.helpers import LOOPBACK, free_port, harness, wait_until
 from tests.helpers.frames import RawConnection, route_request_frame
 from tests.helpers.processes import start_namesrv
 
@@ -14,6 +16,20 @@ def test_sigterm_exits_cleanly(spawn):
     proc, _ = start_namesrv(spawn)
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=10) == 0
+
+
+def test_a_port_taken_before_the_name_server_binds_it_is_replaced(spawn, monkeypatch):
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
+        squatter.bind((LOOPBACK, 0))
+        squatter.listen()
+        taken = squatter.getsockname()[1]
+        ports = iter([taken])
+        # the first port handed out is one someone else took meanwhile
+        monkeypatch.setattr(harness, "free_port", lambda: next(ports, None) or free_port())
+        proc, addr = start_namesrv(spawn)
+        assert proc.poll() is None and addr != f"{LOOPBACK}:{taken}"
+        with AdminClient(addr, timeout=2.0) as admin:
+            assert admin.cluster_info() is not None
 
 
 def test_connection_limits_are_options(spawn):

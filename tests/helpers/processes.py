@@ -61,9 +61,10 @@ class Cluster:
         self.client.shutdown()
 
     def start_broker(self) -> None:
-        self.broker_proc, _ = start_broker_process(
+        self.broker_proc, self.broker_addr = start_broker_process(
             self.spawn, self.settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
         )
+        self.broker_port = int(self.settings["listenPort"])  # another one if it was taken
 
     def kill_broker(self) -> None:
         self.broker_proc.send_signal(signal.SIGKILL)
@@ -172,12 +173,12 @@ class BrokerPair:
         return self
 
     def start_slave(self) -> None:
-        self.slave_proc, _ = start_broker_process(
+        self.slave_proc, self.slave_addr = start_broker_process(
             self.spawn, self.slave_settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
         )
 
     def start_master(self) -> None:
-        self.master_proc, _ = start_broker_process(
+        self.master_proc, self.master_addr = start_broker_process(
             self.spawn, self.master_settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
         )
 
