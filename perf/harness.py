@@ -25,6 +25,8 @@ import dataclasses
 import errno
 import os
 import re
+import resource
+import select
 import signal
 import socket
 import subprocess
@@ -37,6 +39,8 @@ from typing import TypeVar
 
 from rmq.client.admin_client import AdminClient
 from rmq.net import RemotingClient, RemotingCommand
+from rmq.net.codec_py import encode
+from rmq.net.frame import FLAG_ONEWAY
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
 from rmq.protocol.message import encode_properties
 from rmq.protocol.record import StoredMessage, decode_records
@@ -81,6 +85,117 @@ def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | Non
             return False
 
     wait_until(accepting, timeout, f"something listening on {LOOPBACK}:{port}", interval=0.02)
+
+
+def open_connections(port: int, count: int, timeout: float, greeting: bytes = b"") -> list[socket.socket]:
+    """``count`` connections to 127.0.0.1:``port`` opened at once: every connect issued without
+    waiting, then one epoll wait for them all, each sending ``greeting`` once connected. OSError
+    when one fails, AssertionError when some are still connecting after ``timeout`` seconds (nothing
+    is left open then)."""
+    socks: list[socket.socket] = []
+    poller = select.epoll()
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.setblocking(False)
+            err = sock.connect_ex((LOOPBACK, port))
+            if err not in (0, errno.EINPROGRESS):
+                raise OSError(err, f"connect to {LOOPBACK}:{port}: {os.strerror(err)}")
+            poller.register(sock.fileno(), select.EPOLLOUT)
+        connecting = {sock.fileno(): sock for sock in socks}
+        deadline = time.monotonic() + timeout
+        while connecting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"{len(connecting)} of {count} connections not established within {timeout:g} s")
+            for fd, _events in poller.poll(min(left, 1.0)):
+                sock = connecting.pop(fd)
+                poller.unregister(fd)
+                err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    raise OSError(err, f"connect to {LOOPBACK}:{port}: {os.strerror(err)}")
+                if greeting:
+                    sock.send(greeting)  # a fresh socket's buffer takes it whole
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    finally:
+        poller.close()
+    return socks
+
+
+def process_status(pid: int) -> dict[str, int]:
+    """A process's threads, open descriptors and memory (kB: VmRSS, and RssAnon, its own memory
+    without the file pages it maps) from /proc."""
+    status = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("Threads", "VmRSS", "RssAnon"):
+            status[key] = int(value.split()[0])
+    status["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
+    return status
+
+
+def raise_open_file_limit(needed: int) -> tuple[int, int] | None:
+    """Raise this process's soft RLIMIT_NOFILE to ``needed`` (processes it starts inherit it);
+    the limits it had, to restore, or None when the hard limit is below ``needed``."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        return None
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    return soft, hard
+
+
+@dataclasses.dataclass
+class FloodReport:
+    """One flood of connections against a process: how long it took to hold them, and its
+    ``process_status`` before, while it held them all, and once they were closed."""
+
+    connections: int
+    accept_seconds: float  # from the first connect to the process holding every connection
+    before: dict[str, int]
+    peak: dict[str, int]
+    after: dict[str, int]
+
+    @property
+    def rss_per_connection(self) -> float:
+        """Bytes of the process's own memory (RssAnon) each open connection took."""
+        return (self.peak["RssAnon"] - self.before["RssAnon"]) * 1024 / self.connections
+
+
+# A oneway request of a code no processor has: nothing is answered, nothing logged above DEBUG.
+FLOOD_REQUEST_CODE = 4242
+FLOOD_GREETING = encode(RemotingCommand(FLOOD_REQUEST_CODE, flag=FLAG_ONEWAY))
+
+
+def flood_connections(pid: int, port: int, count: int, timeout: float = 60.0) -> FloodReport:
+    """Open ``count`` connections at once to the process ``pid`` listening on ``port``, each sending
+    one oneway request, wait until it holds them all (its descriptors), close them and wait until it
+    has closed them too.
+
+    The request is what a client sends first anyway, and it makes every connection arrive: past a
+    full SYN queue the kernel answers with SYN cookies and keeps no state, and a handshake's last ACK
+    that meets a full accept queue is dropped; the client's side is established all the same, and
+    only its first data segment (retransmitted until it lands) gets the server's side made."""
+    before = process_status(pid)
+    started = time.monotonic()
+    socks = open_connections(port, count, timeout, FLOOD_GREETING)
+    try:
+        wait_until(
+            lambda: process_status(pid)["fds"] >= before["fds"] + count,
+            timeout,
+            lambda: f"{count} connections accepted (the process holds {process_status(pid)['fds']} descriptors)",
+        )
+        accept_seconds = time.monotonic() - started
+        peak = process_status(pid)
+    finally:
+        for sock in socks:
+            sock.close()
+    wait_until(lambda: process_status(pid)["fds"] <= before["fds"], timeout, "the flood's connections closed")
+    return FloodReport(count, accept_seconds, before, peak, process_status(pid))
 
 
 START_TIMEOUT = 30.0
@@ -485,6 +600,43 @@ class Sender(ClientThread):
             future.add_done_callback(lambda f, b=body: done(b, f))
         for _ in range(IN_FLIGHT):  # every answer (or error) is in before the lists are read
             window.acquire(timeout=10)
+
+
+class SteadySender(ClientThread):
+    """A producer sending one message at a time to ``addr``, each given ``timeout`` seconds, until
+    stopped; the seconds each SUCCESS took, and what failed."""
+
+    def __init__(self, client: RemotingClient, addr: str, topic: str, timeout: float):
+        super().__init__("steady-sender")
+        self.client = client
+        self.addr = addr
+        self.topic = topic
+        self.timeout = timeout
+        self.answered: list[float] = []
+        self.errors: list[str] = []
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                answer = call(self.client, self.addr, send_request(self.topic, b"steady"), timeout=self.timeout)
+            except Exception as exc:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+            else:
+                if answer.code == ResponseCode.SUCCESS:
+                    self.answered.append(time.monotonic() - started)
+                else:
+                    self.errors.append(f"answered {answer.code}: {answer.remark}")
+            time.sleep(0.01)
+
+    def sends_during(self, action: Callable[[], object]) -> list[float]:
+        """Run ``action()`` while this sends; the seconds of the sends answered meanwhile (and of
+        two more), or AssertionError when one failed."""
+        before = len(self.answered)
+        action()
+        wait_until(lambda: len(self.answered) > before + 2, 10, "sends answered after the action")
+        assert not self.errors, self.errors[:5]
+        return self.answered[before:]
 
 
 class FailoverPair:

@@ -516,6 +516,21 @@ _section(
     Setting("tlsServerKeyPath", Text(optional=True), None, "the server's private key, PEM, unencrypted (tlsEnable)"),
 )
 
+# Connections (rmq.net.server). serverChannelMaxIdleTimeSeconds is RocketMQ's NettyServerConfig key,
+# read from broker.conf as RocketMQ reads it; RocketMQ (4.x and 5.x) has no connection maximum and no
+# timeout for a frame that never completes: those two keys are rmq's.
+_section(
+    "broker",
+    Setting("serverChannelMaxIdleTimeSeconds", Int(0), 120,
+            "seconds a connection may go without reading or writing a byte before it is closed (0: never)"),
+    Setting("serverMaxConnections", Int(1, optional=True), None,
+            "connections served at once; one more is accepted and closed at once. Unset: the open-file "
+            "limit (RLIMIT_NOFILE) less 256 descriptors kept for the broker's own files"),
+    Setting("serverFrameTimeoutSeconds", Int(0), 60,
+            "seconds a frame (or a TLS handshake) may take from its first byte to its last before its "
+            "connection is closed: a client trickling bytes is not idle (0: never)"),
+)
+
 # Metrics (rmq.broker.metrics), RocketMQ 5.x's names and defaults (BrokerConfig).
 _section(
     "broker",

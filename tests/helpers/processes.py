@@ -26,6 +26,10 @@ Processes = harness.Processes
 start_namesrv = harness.start_namesrv
 start_broker_process = harness.start_broker_process
 wait_registered = harness.wait_registered
+raise_open_file_limit = harness.raise_open_file_limit
+flood_connections = harness.flood_connections
+FloodReport = harness.FloodReport
+SteadySender = harness.SteadySender
 CLUSTER_BROKER_SETTINGS = harness.CLUSTER_BROKER_SETTINGS
 SLAVE_SYNC_INTERVAL = harness.SLAVE_SYNC_INTERVAL
 

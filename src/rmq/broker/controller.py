@@ -131,7 +131,11 @@ class BrokerController:
         self.client_manager = ClientManager()
         self.rebalance_lock_manager = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
         self.server = RemotingServer(
-            BIND_ADDRESS, self.config.listen_port, name="rmq-broker-loop", tls=self.config.server_tls()
+            BIND_ADDRESS,
+            self.config.listen_port,
+            name="rmq-broker-loop",
+            tls=self.config.server_tls(),
+            limits=self.config.connection_limits(),
         )
         self.pull_hold = PullRequestHoldService(self.server.loop)
         self.flush_rounds: FlushRoundKicker | None = None
