@@ -37,7 +37,7 @@ FLOOD_SECONDS = 6.0
 # What the broker's heap may grow by under the flood: three connections that do not read hold at
 # most max_pending_output (8 MiB) of answers each, the pulling one 8 MiB of (zero-copy) records,
 # plus one read of requests each and the interpreter's churn. Without the bounds it would grow with
-# every answer the non-readers are given (some 40 MiB a second here).
+# every answer the non-readers are given (some 10 MiB a second here).
 HEAP_GROWTH_BOUND_KIB = 160 * 1024
 
 

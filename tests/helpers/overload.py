@@ -4,7 +4,8 @@ a broker's memory from /proc, and a disk that stops answering (``msync_stall.c``
 
 The flood runs in a process of its own (``python -m tests.helpers.overload PORT TOPIC SECONDS``), so
 that its writing does not take the test process's GIL from the well-behaved probe client; it prints
-one JSON line: the frames each connection wrote and the answers by code the reading ones got.
+one JSON line: per kind of connection, the requests written, how many connections the broker
+stopped reading, and the answers by code and SYSTEM_BUSY remark (all read in the end).
 """
 
 from __future__ import annotations
