@@ -74,10 +74,10 @@ def test_a_flood_leaves_memory_bounded_and_a_probe_client_served(flood_cluster, 
             stdout=subprocess.PIPE,
             cwd=REPO_ROOT,
         )
-        deadline = time.monotonic() + FLOOD_SECONDS + 30
+        deadline = time.monotonic() + FLOOD_SECONDS + 45
         with MemorySampler(pid) as memory:
             loud = _probe(producer, cluster, lambda n: flood.poll() is None and time.monotonic() < deadline)
-    out, _ = flood.communicate(timeout=30)
+    out, _ = flood.communicate(timeout=60)
     tallies = json.loads(out)
     stored = sum(cluster.max_offsets("Flood").values())
     flood_acked = tallies["readers"].get("code:0", 0) + tallies["non_readers"].get("code:0", 0)

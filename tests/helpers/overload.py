@@ -33,6 +33,11 @@ FLOOD_BODY = b"f" * 512
 FLOOD_READERS = 3
 FLOOD_NON_READERS = 3
 FRAMES_PER_WRITE = 64
+# A connection that does not read writes past the flood's end until its socket has taken nothing for
+# NON_READER_STALL s (the broker paused it), for NON_READER_GRACE s at most: on a loaded machine the
+# broker serves each connection more slowly, and its answers reach the high-water mark later.
+NON_READER_STALL = 1.0
+NON_READER_GRACE = 30.0
 
 
 def build_stall_shim(out_dir: Path) -> Path:
@@ -96,13 +101,16 @@ def _frames(requests: list[RemotingCommand]) -> tuple[bytes, list[int]]:
     return b"".join(frames), list(itertools.accumulate(len(frame) for frame in frames))
 
 
-def _write_until(sock: socket.socket, data: bytes, ends: list[int], deadline: float) -> tuple[int, bool]:
-    """Write ``data`` again and again until ``deadline``: the whole frames that went, and whether
-    the socket stopped taking them (the broker stopped reading this connection)."""
+def _write_until(
+    sock: socket.socket, data: bytes, ends: list[int], deadline: float, stall: float | None = None
+) -> tuple[int, bool]:
+    """Write ``data`` again and again until ``deadline`` or, given ``stall``, until the socket has
+    taken nothing for ``stall`` seconds: the whole frames that went, and whether the socket stopped
+    taking them (the broker stopped reading this connection)."""
     sent = 0
     view = memoryview(data)
     while time.monotonic() < deadline:
-        sock.settimeout(max(0.01, deadline - time.monotonic()))
+        sock.settimeout(stall if stall is not None else max(0.01, deadline - time.monotonic()))
         try:
             sent += sock.send(view[sent % len(data) :])
         except TimeoutError:
@@ -156,7 +164,10 @@ def flood(port: int, topic: str, seconds: float) -> dict[str, dict[str, int]]:
             if reads:
                 reader = threading.Thread(target=_read_answers, args=(sock, tally, over, 1.0))
                 reader.start()
-            written, stalled = _write_until(sock, *payload, deadline)
+            if reads:
+                written, stalled = _write_until(sock, *payload, deadline)
+            else:  # on until the broker stops reading it, however slowly a loaded machine gets there
+                written, stalled = _write_until(sock, *payload, deadline + NON_READER_GRACE, NON_READER_STALL)
             tally["written"] += written
             tally["stalled"] += stalled
             over.wait()
