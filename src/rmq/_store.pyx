@@ -41,7 +41,7 @@ from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLU
                               PUT_OK, SERVICE_NOT_AVAILABLE, SLAVE_NOT_AVAILABLE, CommitLog, record_appended)
 from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
 from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
-from rmq._group_commit cimport GroupCommit
+from rmq._group_commit cimport GroupCommit, GroupCommitState
 from rmq._index cimport IndexService, index_entries_bound
 from rmq._mapped_file cimport MappedFile
 from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_BAD_MAGIC, CHECK_BAD_OFFSET, CHECK_EMPTY, CHECK_END_OF_FILE,
@@ -801,6 +801,33 @@ cdef class StoreCore:
     def group_commit_flushes(self):
         """Flush rounds made by the group commit (benchmarks report fsyncs per second)."""
         return self._group_commit.state.flush_count
+
+    @property
+    def commit_queue_size(self):
+        """Puts stored and not yet answered: waiting for the disk (SYNC_FLUSH) or a slave
+        (SYNC_MASTER) in ``complete_commits``'s queue; the broker's send queue (its
+        sendThreadPoolQueueCapacity bounds it)."""
+        return len(self._commit_requests)
+
+    @property
+    def disk_wait_seconds(self):
+        """SYNC_FLUSH: how long the disk has kept puts waiting, the longer of the running flush
+        round's age and the oldest put waiting for the disk (0.0: nothing waits). Past
+        osPageCacheBusyTimeOutMills the disk counts as busy, as RocketMQ's isOSPageCacheBusy."""
+        cdef PutMessageResult oldest
+        cdef GroupCommitState* gc = self._group_commit.state
+        cdef double now, waited = 0.0
+        if not self.sync_flush:
+            return 0.0
+        now = monotonic()
+        # read without the mutex: a torn pair only makes one answer stale by a round
+        if gc.woke_ns > gc.synced_ns:
+            waited = now - gc.woke_ns / 1e9
+        if self._commit_requests:
+            oldest = self._commit_requests[0]
+            if oldest.next_offset > self._completed_flushed and now - oldest._since > waited:
+                waited = now - oldest._since
+        return waited
 
     def complete_commits(self):
         """Complete every waiting put whose end every watermark it waits for has passed (on disk
