@@ -28,8 +28,8 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from libc.errno cimport EINTR, EIO, errno
 from posix.fcntl cimport O_CLOEXEC, O_WRONLY, open as c_open
-from posix.unistd cimport close as c_close, pwrite
-from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t
+from posix.unistd cimport close as c_close, pwrite, write as c_write
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, strerror
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport usleep
@@ -361,6 +361,7 @@ cdef class StoreCore:
         self.running = False
         self.last_store_timestamp = 0
         self._replica_fd = -1
+        self._ha_wake_fd = -1
 
     def attach(self, IndexService index_service not None, StoreCheckpoint checkpoint not None):
         """Give the core its index and checkpoint (opened once the store's lock file is held)."""
@@ -645,6 +646,8 @@ cdef class StoreCore:
         result._store_port = self.store_port
         if self._completes_commits:
             self._publish_put(result, callback)
+        if self._ha_wake_fd >= 0:
+            self._wake_ha()
         return result
 
     def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,
@@ -740,6 +743,8 @@ cdef class StoreCore:
         result._store_port = self.store_port
         if self._completes_commits:
             self._publish_put(result, callback)
+        if self._ha_wake_fd >= 0:
+            self._wake_ha()
         return result
 
     # -- flush -------------------------------------------------------------------------------
@@ -900,6 +905,17 @@ cdef class StoreCore:
         return self.complete_commits()
 
     # -- replication (rmq.store.ha): the master reads its CommitLog, a slave appends a copy --------
+
+    def wake_ha_on_next_put(self, int fd):
+        """An idle ASYNC_MASTER's HA thread sleeps on eventfd ``fd``: the next put, whichever
+        thread makes it, writes it once (-1: none). A put that came first is the caller's to see:
+        it sets this, then looks at the CommitLog's end again (both under the GIL)."""
+        self._ha_wake_fd = fd
+
+    cdef void _wake_ha(self) noexcept:
+        cdef uint64_t one = 1
+        c_write(self._ha_wake_fd, &one, sizeof(one))
+        self._ha_wake_fd = -1
 
     def replica_view(self, int64_t offset, Py_ssize_t max_bytes):
         """Zero-copy view of the CommitLog bytes from ``offset``: at most ``max_bytes``, never past
