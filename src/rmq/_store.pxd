@@ -91,6 +91,8 @@ cdef class StoreCore:
     cdef readonly bint slave
     # a master the name servers refused (another master of its name has a newer epoch): no puts
     cdef readonly bint fenced
+    # the disk is fuller than diskSpaceWarningLevelRatio (RocketMQ's DISK_FULL running flag): no puts
+    cdef readonly bint disk_full
     cdef bint _writable
     # a slave: where its own dispatch of replicated bytes has reached
     cdef readonly int64_t reput_offset
@@ -108,16 +110,20 @@ cdef class StoreCore:
     cdef bint _kicks_rounds
     # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
     cdef readonly int64_t last_store_timestamp
+    # an idle ASYNC_MASTER's HA thread: the eventfd the next put writes once (-1: none)
+    cdef int _ha_wake_fd
 
     cdef int _lock(self) except -1
     cdef void _unlock(self) noexcept
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
     cdef void _publish_put(self, PutMessageResult result, object callback)
+    cdef void _wake_ha(self) noexcept
     cdef int _cut(self, int64_t end) except -1
     cdef int _dispatch_replica(self) except -1
     cdef int _write_replica(self, MappedFile mf, const char* data, Py_ssize_t n) except -1
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
-                       ConsumeQueue queue) except -1
+                       ConsumeQueue queue, PropertySpans* spans) except -1
+    cdef int _reserve_index(self, Py_ssize_t entries, int* status) except -1
     cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,
                             PropertySpans* spans, int64_t store_timestamp) noexcept

@@ -28,8 +28,8 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from libc.errno cimport EINTR, EIO, errno
 from posix.fcntl cimport O_CLOEXEC, O_WRONLY, open as c_open
-from posix.unistd cimport close as c_close, pwrite
-from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t
+from posix.unistd cimport close as c_close, pwrite, write as c_write
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, strerror
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport usleep
@@ -41,8 +41,8 @@ from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLU
                               PUT_OK, SERVICE_NOT_AVAILABLE, SLAVE_NOT_AVAILABLE, CommitLog, record_appended)
 from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
 from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
-from rmq._group_commit cimport GroupCommit
-from rmq._index cimport IndexService
+from rmq._group_commit cimport GroupCommit, GroupCommitState
+from rmq._index cimport IndexService, index_entries_bound
 from rmq._mapped_file cimport MappedFile
 from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_BAD_MAGIC, CHECK_BAD_OFFSET, CHECK_EMPTY, CHECK_END_OF_FILE,
                                    END_FILE_MIN_BLANK_LENGTH,
@@ -361,6 +361,7 @@ cdef class StoreCore:
         self.running = False
         self.last_store_timestamp = 0
         self._replica_fd = -1
+        self._ha_wake_fd = -1
 
     def attach(self, IndexService index_service not None, StoreCheckpoint checkpoint not None):
         """Give the core its index and checkpoint (opened once the store's lock file is held)."""
@@ -372,7 +373,7 @@ cdef class StoreCore:
         puts from clients (RocketMQ: "message store is slave mode"): it only appends its master's
         bytes (``append_replica``)."""
         self.running = running
-        self._writable = running and not self.slave and not self.fenced
+        self._writable = running and not self.slave and not self.fenced and not self.disk_full
 
     def become_master(self, bint sync_master):
         """A slave promoted to master (``rmq.broker.role``): puts from clients are accepted from the
@@ -387,6 +388,14 @@ cdef class StoreCore:
         has a newer epoch, and writing here would fork the log. Only a restart (as a slave) ends it."""
         self.fenced = True
         self._writable = False
+
+    def mark_disk_full(self, bint full):
+        """Refuse puts (SERVICE_NOT_AVAILABLE) while ``full``, RocketMQ's ``makeDiskFull`` /
+        ``makeDiskOK``; returns whether the disk was full before."""
+        cdef bint was = self.disk_full
+        self.disk_full = full
+        self._writable = self.running and not self.slave and not self.fenced and not full
+        return was
 
     def acquire_put_lock(self):
         """Hold off puts and gets (retention deleting files). Pair with release_put_lock."""
@@ -476,24 +485,38 @@ cdef class StoreCore:
         return java_string_hash(spans.tags, spans.tags_len)
 
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
-                       ConsumeQueue queue) except -1:
-        """Build the ConsumeQueue entry and the index entries of one stored record."""
+                       ConsumeQueue queue, PropertySpans* spans) except -1:
+        """Build the ConsumeQueue entry and the index entries of one stored record (``spans``: its
+        properties scanned already, or NULL)."""
         cdef const unsigned char* props
         cdef const unsigned char* topic
         cdef Py_ssize_t props_len, topic_len
-        cdef PropertySpans spans
+        cdef PropertySpans scanned
         cdef int64_t store_timestamp = load_be64(record + REC_STORETIMESTAMP)     # 11 STORETIMESTAMP
         record_properties(record, &props, &props_len, &topic, &topic_len)
-        scan_properties(props, props_len, &spans)
-        queue.put_entry(phy_offset, size, self._tags_code(topic, topic_len, &spans, store_timestamp),
+        if spans == NULL:
+            scan_properties(props, props_len, &scanned)
+            spans = &scanned
+        queue.put_entry(phy_offset, size, self._tags_code(topic, topic_len, spans, store_timestamp),
                         load_be64(record + REC_QUEUEOFFSET))                      # 6 QUEUEOFFSET
         if spans.uniq_key_len > 0 or spans.keys_len > 0:
             try:
                 self.index_service.build_index(topic, topic_len, spans.uniq_key, spans.uniq_key_len,
                                                spans.keys, spans.keys_len, phy_offset, store_timestamp)
             except Exception:
-                # the message is stored and queued; a lost index entry only hides it from key queries
+                # puts reserve their index file first (_reserve_index): this is a message with more
+                # keys than a file holds, or a re-dispatch; it stays stored and queued, unfindable by key
                 log.exception("index build failed at offset %d", phy_offset)
+        return 0
+
+    cdef int _reserve_index(self, Py_ssize_t entries, int* status) except -1:
+        if entries == 0 or self.index_service.has_room(entries):
+            return 0
+        try:
+            self.index_service.create_file()
+        except OSError as e:
+            log.error("cannot create an index file: %s", e)
+            status[0] = CREATE_MAPPED_FILE_FAILED
         return 0
 
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1:
@@ -555,6 +578,7 @@ cdef class StoreCore:
         cdef PutMessageResult result
         cdef int64_t store_timestamp, phy_offset, queue_offset
         cdef unsigned char* p
+        cdef PropertySpans spans
         if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
         if not PyBytes_CheckExact(properties):
@@ -589,6 +613,10 @@ cdef class StoreCore:
                 mf = self.commit_log.writable_file(total, &status)
                 if mf is None:
                     return put_failure(status)
+                scan_properties(props_ptr, props_len, &spans)
+                self._reserve_index(index_entries_bound(spans.uniq_key_len, spans.keys_len), &status)
+                if status != PUT_OK:
+                    return put_failure(status)
                 store_timestamp = now_ms()
                 phy_offset = mf.file_from_offset + mf.wrote_position
                 queue_offset = queue.next_queue_offset
@@ -600,7 +628,7 @@ cdef class StoreCore:
                              props_ptr, props_len)
                 record_appended(mf, total, store_timestamp)
                 self.last_store_timestamp = store_timestamp
-                self._dispatch(p, phy_offset, <int32_t>total, queue)
+                self._dispatch(p, phy_offset, <int32_t>total, queue, &spans)
             finally:
                 self._unlock()
         finally:
@@ -618,6 +646,8 @@ cdef class StoreCore:
         result._store_port = self.store_port
         if self._completes_commits:
             self._publish_put(result, callback)
+        if self._ha_wake_fd >= 0:
+            self._wake_ha()
         return result
 
     def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,
@@ -637,6 +667,8 @@ cdef class StoreCore:
         cdef int64_t store_timestamp, phy_offset, queue_offset, first_offset
         cdef unsigned char* p
         cdef list bodies = [], props_list = [], crcs = [], sizes = [], flags = [], offsets
+        cdef PropertySpans spans
+        cdef Py_ssize_t entries = 0
         if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
         topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
@@ -672,6 +704,12 @@ cdef class StoreCore:
             mf = self.commit_log.writable_file(total, &status)
             if mf is None:
                 return put_failure(status)
+            for props in props_list:
+                scan_properties(<const unsigned char*>PyBytes_AS_STRING(props), len(props), &spans)
+                entries += index_entries_bound(spans.uniq_key_len, spans.keys_len)
+            self._reserve_index(entries, &status)
+            if status != PUT_OK:
+                return put_failure(status)
             store_timestamp = now_ms()
             first_offset = mf.file_from_offset + mf.wrote_position
             queue_offset = queue.next_queue_offset
@@ -687,7 +725,7 @@ cdef class StoreCore:
                              <const unsigned char*>PyBytes_AS_STRING(body), len(body), topic_ptr, topic_len,
                              <const unsigned char*>PyBytes_AS_STRING(props), len(props))
                 record_appended(mf, size, store_timestamp)
-                self._dispatch(p, phy_offset, <int32_t>size, queue)
+                self._dispatch(p, phy_offset, <int32_t>size, queue, NULL)
                 offsets.append(phy_offset)
             self.last_store_timestamp = store_timestamp
         finally:
@@ -705,6 +743,8 @@ cdef class StoreCore:
         result._store_port = self.store_port
         if self._completes_commits:
             self._publish_put(result, callback)
+        if self._ha_wake_fd >= 0:
+            self._wake_ha()
         return result
 
     # -- flush -------------------------------------------------------------------------------
@@ -761,6 +801,33 @@ cdef class StoreCore:
     def group_commit_flushes(self):
         """Flush rounds made by the group commit (benchmarks report fsyncs per second)."""
         return self._group_commit.state.flush_count
+
+    @property
+    def commit_queue_size(self):
+        """Puts stored and not yet answered: waiting for the disk (SYNC_FLUSH) or a slave
+        (SYNC_MASTER) in ``complete_commits``'s queue; the broker's send queue (its
+        sendThreadPoolQueueCapacity bounds it)."""
+        return len(self._commit_requests)
+
+    @property
+    def disk_wait_seconds(self):
+        """SYNC_FLUSH: how long the disk has kept puts waiting, the longer of the running flush
+        round's age and the oldest put waiting for the disk (0.0: nothing waits). Past
+        osPageCacheBusyTimeOutMills the disk counts as busy, as RocketMQ's isOSPageCacheBusy."""
+        cdef PutMessageResult oldest
+        cdef GroupCommitState* gc = self._group_commit.state
+        cdef double now, waited = 0.0
+        if not self.sync_flush:
+            return 0.0
+        now = monotonic()
+        # read without the mutex: a torn pair only makes one answer stale by a round
+        if gc.woke_ns > gc.synced_ns:
+            waited = now - gc.woke_ns / 1e9
+        if self._commit_requests:
+            oldest = self._commit_requests[0]
+            if oldest.next_offset > self._completed_flushed and now - oldest._since > waited:
+                waited = now - oldest._since
+        return waited
 
     def complete_commits(self):
         """Complete every waiting put whose end every watermark it waits for has passed (on disk
@@ -839,6 +906,17 @@ cdef class StoreCore:
 
     # -- replication (rmq.store.ha): the master reads its CommitLog, a slave appends a copy --------
 
+    def wake_ha_on_next_put(self, int fd):
+        """An idle ASYNC_MASTER's HA thread sleeps on eventfd ``fd``: the next put, whichever
+        thread makes it, writes it once (-1: none). A put that came first is the caller's to see:
+        it sets this, then looks at the CommitLog's end again (both under the GIL)."""
+        self._ha_wake_fd = fd
+
+    cdef void _wake_ha(self) noexcept:
+        cdef uint64_t one = 1
+        c_write(self._ha_wake_fd, &one, sizeof(one))
+        self._ha_wake_fd = -1
+
     def replica_view(self, int64_t offset, Py_ssize_t max_bytes):
         """Zero-copy view of the CommitLog bytes from ``offset``: at most ``max_bytes``, never past
         the end of the file that holds ``offset`` nor past what is written (an empty view when
@@ -860,6 +938,15 @@ cdef class StoreCore:
             if n > max_bytes:
                 n = max_bytes
             return mf.view(pos, n)
+        finally:
+            self._unlock()
+
+    def dispatch_replica(self):
+        """A slave: dispatch the records ``append_replica`` wrote but could not dispatch (a full
+        disk refused a ConsumeQueue file: OSError, then and now while it still does)."""
+        self._lock()
+        try:
+            self._dispatch_replica()
         finally:
             self._unlock()
 
@@ -981,7 +1068,7 @@ cdef class StoreCore:
             queue = self._find_or_create_queue((<char*>topic)[:topic_len].decode("utf-8", "replace"),
                                                load_be32(mf.base + pos + REC_QUEUEID))   # 4 QUEUEID
             if queue is not None:
-                self._dispatch(mf.base + pos, self.reput_offset, <int32_t>size, queue)
+                self._dispatch(mf.base + pos, self.reput_offset, <int32_t>size, queue, NULL)
             mf.last_store_timestamp = load_be64(mf.base + pos + REC_STORETIMESTAMP)    # 11 STORETIMESTAMP
             self.last_store_timestamp = mf.last_store_timestamp
             self.reput_offset += size
@@ -1162,7 +1249,7 @@ cdef class StoreCore:
                                 (<char*>topic)[:topic_len].decode("utf-8", "replace"),
                                 load_be32(mf.base + pos + REC_QUEUEID))           # 4 QUEUEID
                             if queue is not None:
-                                self._dispatch(mf.base + pos, mf.file_from_offset + pos, <int32_t>size, queue)
+                                self._dispatch(mf.base + pos, mf.file_from_offset + pos, <int32_t>size, queue, NULL)
                         mf.last_store_timestamp = load_be64(mf.base + pos + REC_STORETIMESTAMP)
                         self.last_store_timestamp = mf.last_store_timestamp
                         records += 1

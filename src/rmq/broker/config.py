@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmq.errors import ConfigError
+from rmq.net.server import ConnectionLimits
 from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.tls import TlsMode
@@ -62,6 +63,7 @@ class BrokerConfig(SettingsView):
     enable_property_filter: bool = setting("enablePropertyFilter")
     which_broker_when_consume_slowly: int = setting("whichBrokerWhenConsumeSlowly")
     wait_time_mills_in_send_queue: int = setting("waitTimeMillsInSendQueue")
+    send_thread_pool_queue_capacity: int = setting("sendThreadPoolQueueCapacity")
     flush_consumer_offset_interval: int = setting("flushConsumerOffsetInterval")
     stats_log_interval: int = setting("statsLogInterval")
     rebalance_lock_max_live_time: int = setting("rebalanceLockMaxLiveTime")
@@ -75,6 +77,9 @@ class BrokerConfig(SettingsView):
     tls_server_mode: TlsMode = setting("tlsServerMode")
     tls_server_cert_path: str | None = setting("tlsServerCertPath")
     tls_server_key_path: str | None = setting("tlsServerKeyPath")
+    server_channel_max_idle_time_seconds: int = setting("serverChannelMaxIdleTimeSeconds")
+    server_max_connections: int | None = setting("serverMaxConnections")
+    server_frame_timeout_seconds: int = setting("serverFrameTimeoutSeconds")
     metrics_exporter_type: MetricsExporterType = setting("metricsExporterType")
     metrics_prom_exporter_host: str | None = setting("metricsPromExporterHost")
     metrics_prom_exporter_port: int = setting("metricsPromExporterPort")
@@ -107,6 +112,14 @@ class BrokerConfig(SettingsView):
                 f"{self.tls_server_key_path}: {exc}"
             ) from None
         return TlsServerOptions(context, TlsMode(self.tls_server_mode.value))
+
+    def connection_limits(self) -> ConnectionLimits:
+        """What the remoting servers (the broker's, the embedded name server's) allow a connection."""
+        return ConnectionLimits(
+            idle_timeout=self.server_channel_max_idle_time_seconds,
+            max_connections=self.server_max_connections,
+            frame_timeout=self.server_frame_timeout_seconds,
+        )
 
     @property
     def embedded_namesrv(self) -> bool:
