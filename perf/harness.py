@@ -22,8 +22,11 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import errno
 import os
 import re
+import resource
+import select
 import signal
 import socket
 import subprocess
@@ -36,6 +39,8 @@ from typing import TypeVar
 
 from rmq.client.admin_client import AdminClient
 from rmq.net import RemotingClient, RemotingCommand
+from rmq.net.codec_py import encode
+from rmq.net.frame import FLAG_ONEWAY
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
 from rmq.protocol.message import encode_properties
 from rmq.protocol.record import StoredMessage, decode_records
@@ -82,6 +87,117 @@ def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | Non
     wait_until(accepting, timeout, f"something listening on {LOOPBACK}:{port}", interval=0.02)
 
 
+def open_connections(port: int, count: int, timeout: float, greeting: bytes = b"") -> list[socket.socket]:
+    """``count`` connections to 127.0.0.1:``port`` opened at once: every connect issued without
+    waiting, then one epoll wait for them all, each sending ``greeting`` once connected. OSError
+    when one fails, AssertionError when some are still connecting after ``timeout`` seconds (nothing
+    is left open then)."""
+    socks: list[socket.socket] = []
+    poller = select.epoll()
+    try:
+        for _ in range(count):
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            socks.append(sock)
+            sock.setblocking(False)
+            err = sock.connect_ex((LOOPBACK, port))
+            if err not in (0, errno.EINPROGRESS):
+                raise OSError(err, f"connect to {LOOPBACK}:{port}: {os.strerror(err)}")
+            poller.register(sock.fileno(), select.EPOLLOUT)
+        connecting = {sock.fileno(): sock for sock in socks}
+        deadline = time.monotonic() + timeout
+        while connecting:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise AssertionError(f"{len(connecting)} of {count} connections not established within {timeout:g} s")
+            for fd, _events in poller.poll(min(left, 1.0)):
+                sock = connecting.pop(fd)
+                poller.unregister(fd)
+                err = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+                if err:
+                    raise OSError(err, f"connect to {LOOPBACK}:{port}: {os.strerror(err)}")
+                if greeting:
+                    sock.send(greeting)  # a fresh socket's buffer takes it whole
+    except BaseException:
+        for sock in socks:
+            sock.close()
+        raise
+    finally:
+        poller.close()
+    return socks
+
+
+def process_status(pid: int) -> dict[str, int]:
+    """A process's threads, open descriptors and memory (kB: VmRSS, and RssAnon, its own memory
+    without the file pages it maps) from /proc."""
+    status = {}
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        key, _, value = line.partition(":")
+        if key in ("Threads", "VmRSS", "RssAnon"):
+            status[key] = int(value.split()[0])
+    status["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
+    return status
+
+
+def raise_open_file_limit(needed: int) -> tuple[int, int] | None:
+    """Raise this process's soft RLIMIT_NOFILE to ``needed`` (processes it starts inherit it);
+    the limits it had, to restore, or None when the hard limit is below ``needed``."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < needed:
+        return None
+    if soft != resource.RLIM_INFINITY and soft < needed:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (needed, hard))
+    return soft, hard
+
+
+@dataclasses.dataclass
+class FloodReport:
+    """One flood of connections against a process: how long it took to hold them, and its
+    ``process_status`` before, while it held them all, and once they were closed."""
+
+    connections: int
+    accept_seconds: float  # from the first connect to the process holding every connection
+    before: dict[str, int]
+    peak: dict[str, int]
+    after: dict[str, int]
+
+    @property
+    def rss_per_connection(self) -> float:
+        """Bytes of the process's own memory (RssAnon) each open connection took."""
+        return (self.peak["RssAnon"] - self.before["RssAnon"]) * 1024 / self.connections
+
+
+# A oneway request of a code no processor has: nothing is answered, nothing logged above DEBUG.
+FLOOD_REQUEST_CODE = 4242
+FLOOD_GREETING = encode(RemotingCommand(FLOOD_REQUEST_CODE, flag=FLAG_ONEWAY))
+
+
+def flood_connections(pid: int, port: int, count: int, timeout: float = 60.0) -> FloodReport:
+    """Open ``count`` connections at once to the process ``pid`` listening on ``port``, each sending
+    one oneway request, wait until it holds them all (its descriptors), close them and wait until it
+    has closed them too.
+
+    The request is what a client sends first anyway, and it makes every connection arrive: past a
+    full SYN queue the kernel answers with SYN cookies and keeps no state, and a handshake's last ACK
+    that meets a full accept queue is dropped; the client's side is established all the same, and
+    only its first data segment (retransmitted until it lands) gets the server's side made."""
+    before = process_status(pid)
+    started = time.monotonic()
+    socks = open_connections(port, count, timeout, FLOOD_GREETING)
+    try:
+        wait_until(
+            lambda: process_status(pid)["fds"] >= before["fds"] + count,
+            timeout,
+            lambda: f"{count} connections accepted (the process holds {process_status(pid)['fds']} descriptors)",
+        )
+        accept_seconds = time.monotonic() - started
+        peak = process_status(pid)
+    finally:
+        for sock in socks:
+            sock.close()
+    wait_until(lambda: process_status(pid)["fds"] <= before["fds"], timeout, "the flood's connections closed")
+    return FloodReport(count, accept_seconds, before, peak, process_status(pid))
+
+
 START_TIMEOUT = 30.0
 
 
@@ -108,12 +224,98 @@ class Processes:
                 proc.wait(timeout=10)
 
 
+# A port free_port() handed out can be taken by another process before ours binds it (tests running
+# in parallel draw from the same kernel range): a process that dies of EADDRINUSE is started again
+# on fresh ports, up to this many starts in all.
+PORT_ATTEMPTS = 3
+ADDRESS_IN_USE = os.strerror(errno.EADDRINUSE)  # "Address already in use", as a broker logs it
+# The ports of a broker process; each is picked anew after a clash.
+BROKER_PORT_KEYS = ("listenPort", "namesrvListenPort", "haListenPort")
+
+
+def port_in_use(port: int) -> bool:
+    """Whether something listens on ``port`` (of 127.0.0.1 or of every address) right now."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError as e:
+            return e.errno == errno.EADDRINUSE
+        return False
+
+
+def _listening_inodes(port: int) -> set[str]:
+    """Socket inodes listening on TCP ``port`` (any address), from /proc/net/tcp and tcp6."""
+    inodes = set()
+    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
+        try:
+            with open(table) as f:
+                next(f)
+                for line in f:
+                    fields = line.split()
+                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
+                        inodes.add(fields[9])
+        except FileNotFoundError:
+            continue
+    return inodes
+
+
+def listens_on(pid: int, port: int) -> bool:
+    """Whether process ``pid`` itself holds a socket listening on ``port``: a connection that
+    succeeds proves only that something listens, maybe the process that took the port first."""
+    inodes = _listening_inodes(port)
+    if not inodes:
+        return False
+    try:
+        fds = os.listdir(f"/proc/{pid}/fd")
+    except FileNotFoundError:
+        return False
+    for fd in fds:
+        try:
+            target = os.readlink(f"/proc/{pid}/fd/{fd}")
+        except OSError:
+            continue
+        if target.startswith("socket:[") and target[8:-1] in inodes:
+            return True
+    return False
+
+
+def wait_listening(proc: subprocess.Popen, port: int, timeout: float = START_TIMEOUT) -> None:
+    """Until ``proc`` listens on ``port``; fails when it exits first."""
+
+    def listening() -> bool:
+        if proc.poll() is not None:
+            raise AssertionError(f"process exited with {proc.returncode} before listening on {port}")
+        return listens_on(proc.pid, port)
+
+    wait_until(listening, timeout, f"process {proc.pid} listening on {port}", interval=0.02)
+
+
 def start_namesrv(spawn, *args: str) -> tuple[subprocess.Popen, str]:
-    """``rmq-namesrv`` on a free port; (process, address) once it accepts connections."""
-    port = free_port()
-    proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args)
-    wait_for_port(port, START_TIMEOUT, proc)
-    return proc, f"{LOOPBACK}:{port}"
+    """``rmq-namesrv`` on a free port; (process, address) once it accepts connections. A name server
+    that exits before listening while something else listens on its port is started again on
+    another port (its stderr is the test's, so the port is asked, not a log)."""
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        port = free_port()
+        proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args)
+        try:
+            wait_listening(proc, port)
+        except AssertionError:
+            if proc.poll() is None or attempt == PORT_ATTEMPTS or not port_in_use(port):
+                raise
+            print(f"rmq-namesrv: port {port} taken before it bound it; starting it again", file=sys.stderr)
+            continue
+        return proc, f"{LOOPBACK}:{port}"
+    raise AssertionError("unreachable")
+
+
+def _logged_since(path: Path, start: int) -> str:
+    try:
+        with open(path, "rb") as f:
+            f.seek(start)
+            return f.read().decode(errors="replace")
+    except FileNotFoundError:
+        return ""
 
 
 def start_broker_process(
@@ -121,12 +323,29 @@ def start_broker_process(
 ) -> tuple[subprocess.Popen, str]:
     """``rmq-broker`` with ``--set`` settings, registering with ``namesrv`` (``-n``) or, without
     one, with the name server it embeds on namesrvListenPort; (process, address) once routed.
-    ``popen``: more arguments of the process (``stderr=``)."""
-    argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
-    for key, value in settings.items():
-        argv += ["--set", f"{key}={value}"]
-    proc = spawn(*argv, **popen)
-    wait_for_port(int(settings["listenPort"]), START_TIMEOUT, proc)
+    ``popen``: more arguments of the process (``stderr=``). A broker whose ``logs/broker.log`` says
+    it died of EADDRINUSE is started again with fresh ports, written into ``settings``."""
+    log_path = Path(settings["storePathRootDir"]) / "logs" / "broker.log"
+    for attempt in range(1, PORT_ATTEMPTS + 1):
+        argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
+        for key, value in settings.items():
+            argv += ["--set", f"{key}={value}"]
+        log_start = log_path.stat().st_size if log_path.exists() else 0
+        proc = spawn(*argv, **popen)
+        try:
+            wait_listening(proc, int(settings["listenPort"]))
+            break
+        except AssertionError:
+            if (
+                proc.poll() is None
+                or attempt == PORT_ATTEMPTS
+                or ADDRESS_IN_USE not in _logged_since(log_path, log_start)
+            ):
+                raise
+            for key in BROKER_PORT_KEYS:
+                if key in settings:
+                    settings[key] = str(free_port())
+            print(f"rmq-broker: a port was taken before it bound it; starting it again on {settings}", file=sys.stderr)
     addr = f"{LOOPBACK}:{settings['listenPort']}"
     wait_registered(namesrv or f"{LOOPBACK}:{settings['namesrvListenPort']}", addr, proc)
     return proc, addr
@@ -383,6 +602,43 @@ class Sender(ClientThread):
             window.acquire(timeout=10)
 
 
+class SteadySender(ClientThread):
+    """A producer sending one message at a time to ``addr``, each given ``timeout`` seconds, until
+    stopped; the seconds each SUCCESS took, and what failed."""
+
+    def __init__(self, client: RemotingClient, addr: str, topic: str, timeout: float):
+        super().__init__("steady-sender")
+        self.client = client
+        self.addr = addr
+        self.topic = topic
+        self.timeout = timeout
+        self.answered: list[float] = []
+        self.errors: list[str] = []
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            started = time.monotonic()
+            try:
+                answer = call(self.client, self.addr, send_request(self.topic, b"steady"), timeout=self.timeout)
+            except Exception as exc:
+                self.errors.append(f"{type(exc).__name__}: {exc}")
+            else:
+                if answer.code == ResponseCode.SUCCESS:
+                    self.answered.append(time.monotonic() - started)
+                else:
+                    self.errors.append(f"answered {answer.code}: {answer.remark}")
+            time.sleep(0.01)
+
+    def sends_during(self, action: Callable[[], object]) -> list[float]:
+        """Run ``action()`` while this sends; the seconds of the sends answered meanwhile (and of
+        two more), or AssertionError when one failed."""
+        before = len(self.answered)
+        action()
+        wait_until(lambda: len(self.answered) > before + 2, 10, "sends answered after the action")
+        assert not self.errors, self.errors[:5]
+        return self.answered[before:]
+
+
 class FailoverPair:
     def __init__(self, spawn, root: Path, **extra: str):
         self.spawn = spawn
@@ -422,6 +678,7 @@ class FailoverPair:
             self.procs[name], _ = start_broker_process(
                 self.spawn, settings, self.namesrv_addr, extra_args=("--log-level", "WARNING"), stderr=log
             )
+        self.settings[name].update({key: settings[key] for key in BROKER_PORT_KEYS if key in settings})
 
     def start(self, role: str = "SYNC_MASTER") -> FailoverPair:
         self.client.start()

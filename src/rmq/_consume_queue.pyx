@@ -272,6 +272,8 @@ cdef class StoreCheckpoint:
         with open(path, "a+b") as f:
             if os.fstat(f.fileno()).st_size != CHECKPOINT_FILE_SIZE:
                 f.truncate(CHECKPOINT_FILE_SIZE)
+            # blocks on disk now: a write through the mapping on a full disk would be a SIGBUS
+            os.posix_fallocate(f.fileno(), 0, CHECKPOINT_FILE_SIZE)
             self._mmap = _mmap_module.mmap(f.fileno(), CHECKPOINT_FILE_SIZE)
         PyObject_GetBuffer(self._mmap, &self._buffer, PyBUF_WRITABLE)
         self._has_buffer = True

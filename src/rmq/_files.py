@@ -29,10 +29,15 @@ def write_file_atomically(path: Path, text: str) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     temp = path.with_name(path.name + TEMP_SUFFIX)
     backup = backup_path(path)
-    with open(temp, "w", encoding="utf-8") as f:
-        f.write(text)
-        f.flush()
-        os.fsync(f.fileno())
+    try:
+        with open(temp, "w", encoding="utf-8") as f:
+            f.write(text)
+            f.flush()
+            os.fsync(f.fileno())
+    except OSError:
+        # a full disk (ENOSPC) leaves ``path`` as it was; the partial temp file goes
+        temp.unlink(missing_ok=True)
+        raise
     if path.exists():
         os.replace(path, backup)
     os.replace(temp, path)

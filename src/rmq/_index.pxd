@@ -70,5 +70,16 @@ cdef class IndexService:
                          const unsigned char* keys, Py_ssize_t keys_len,
                          int64_t phy_offset, int64_t store_timestamp) except -1
     cdef int put_hashed(self, uint32_t key_hash, int64_t phy_offset, int64_t store_timestamp) except -1
+    # Before a message is written: whether the newest file has room for its index entries. When it
+    # has not, the store makes the next file (create_file) first, so that a full disk refuses the
+    # message (OSError) instead of leaving it stored but not indexed.
+    cdef bint has_room(self, Py_ssize_t entries) noexcept
     cdef IndexFile writable_file(self)
     cdef IndexFile create_file(self)
+
+
+# At least as many index entries as a message takes: one for its UNIQ_KEY, one per space-separated
+# token of KEYS (n tokens need 2n - 1 bytes). A bound, not a count: a new file a few entries early
+# costs nothing, counting the separators of every message's KEYS does.
+cdef inline Py_ssize_t index_entries_bound(Py_ssize_t uniq_key_len, Py_ssize_t keys_len) noexcept nogil:
+    return (1 if uniq_key_len > 0 else 0) + (keys_len + 1) // 2

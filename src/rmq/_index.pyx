@@ -398,6 +398,14 @@ cdef class IndexService:
             self.create_file().put(key_hash, phy_offset, store_timestamp)
         return 0
 
+    cdef bint has_room(self, Py_ssize_t entries) noexcept:
+        cdef IndexFile newest
+        if not self.index_files:
+            return False
+        newest = <IndexFile>self.index_files[-1]
+        # an empty file has room: a message with more keys than a file holds rolls over in put_hashed
+        return newest.index_count + entries <= newest.index_num or newest.index_count <= 1
+
     cdef int build_index(self, const unsigned char* topic, Py_ssize_t topic_len,
                          const unsigned char* uniq_key, Py_ssize_t uniq_key_len,
                          const unsigned char* keys, Py_ssize_t keys_len,
@@ -410,9 +418,10 @@ cdef class IndexService:
         if self.index_files:
             newest = self.index_files[-1]
             # RocketMQ skips only offsets below endPhyOffset, so re-dispatching the last indexed
-            # message indexes it twice. Here every file holds an entry (empty ones are removed at
-            # load, new ones take their first key at once): an equal offset is already indexed.
-            if phy_offset <= newest.end_phy_offset:
+            # message indexes it twice. Here a file's end is the last message indexed, in it or,
+            # for a file still empty (a put made it before writing), in the file before: an equal
+            # offset is already indexed. Only the first file, empty, has indexed nothing.
+            if phy_offset <= newest.end_phy_offset and (newest.index_count > 1 or len(self.index_files) > 1):
                 return 0
         prefix = topic_hash_prefix(topic, topic_len)
         if uniq_key_len > 0:

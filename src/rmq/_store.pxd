@@ -91,6 +91,8 @@ cdef class StoreCore:
     cdef readonly bint slave
     # a master the name servers refused (another master of its name has a newer epoch): no puts
     cdef readonly bint fenced
+    # the disk is fuller than diskSpaceWarningLevelRatio (RocketMQ's DISK_FULL running flag): no puts
+    cdef readonly bint disk_full
     cdef bint _writable
     # a slave: where its own dispatch of replicated bytes has reached
     cdef readonly int64_t reput_offset
@@ -118,6 +120,7 @@ cdef class StoreCore:
     cdef int _dispatch_replica(self) except -1
     cdef int _write_replica(self, MappedFile mf, const char* data, Py_ssize_t n) except -1
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
-                       ConsumeQueue queue) except -1
+                       ConsumeQueue queue, PropertySpans* spans) except -1
+    cdef int _reserve_index(self, Py_ssize_t entries, int* status) except -1
     cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,
                             PropertySpans* spans, int64_t store_timestamp) noexcept

@@ -42,7 +42,7 @@ from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLU
 from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
 from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
 from rmq._group_commit cimport GroupCommit
-from rmq._index cimport IndexService
+from rmq._index cimport IndexService, index_entries_bound
 from rmq._mapped_file cimport MappedFile
 from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_BAD_MAGIC, CHECK_BAD_OFFSET, CHECK_EMPTY, CHECK_END_OF_FILE,
                                    END_FILE_MIN_BLANK_LENGTH,
@@ -372,7 +372,7 @@ cdef class StoreCore:
         puts from clients (RocketMQ: "message store is slave mode"): it only appends its master's
         bytes (``append_replica``)."""
         self.running = running
-        self._writable = running and not self.slave and not self.fenced
+        self._writable = running and not self.slave and not self.fenced and not self.disk_full
 
     def become_master(self, bint sync_master):
         """A slave promoted to master (``rmq.broker.role``): puts from clients are accepted from the
@@ -387,6 +387,14 @@ cdef class StoreCore:
         has a newer epoch, and writing here would fork the log. Only a restart (as a slave) ends it."""
         self.fenced = True
         self._writable = False
+
+    def mark_disk_full(self, bint full):
+        """Refuse puts (SERVICE_NOT_AVAILABLE) while ``full``, RocketMQ's ``makeDiskFull`` /
+        ``makeDiskOK``; returns whether the disk was full before."""
+        cdef bint was = self.disk_full
+        self.disk_full = full
+        self._writable = self.running and not self.slave and not self.fenced and not full
+        return was
 
     def acquire_put_lock(self):
         """Hold off puts and gets (retention deleting files). Pair with release_put_lock."""
@@ -476,24 +484,38 @@ cdef class StoreCore:
         return java_string_hash(spans.tags, spans.tags_len)
 
     cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
-                       ConsumeQueue queue) except -1:
-        """Build the ConsumeQueue entry and the index entries of one stored record."""
+                       ConsumeQueue queue, PropertySpans* spans) except -1:
+        """Build the ConsumeQueue entry and the index entries of one stored record (``spans``: its
+        properties scanned already, or NULL)."""
         cdef const unsigned char* props
         cdef const unsigned char* topic
         cdef Py_ssize_t props_len, topic_len
-        cdef PropertySpans spans
+        cdef PropertySpans scanned
         cdef int64_t store_timestamp = load_be64(record + REC_STORETIMESTAMP)     # 11 STORETIMESTAMP
         record_properties(record, &props, &props_len, &topic, &topic_len)
-        scan_properties(props, props_len, &spans)
-        queue.put_entry(phy_offset, size, self._tags_code(topic, topic_len, &spans, store_timestamp),
+        if spans == NULL:
+            scan_properties(props, props_len, &scanned)
+            spans = &scanned
+        queue.put_entry(phy_offset, size, self._tags_code(topic, topic_len, spans, store_timestamp),
                         load_be64(record + REC_QUEUEOFFSET))                      # 6 QUEUEOFFSET
         if spans.uniq_key_len > 0 or spans.keys_len > 0:
             try:
                 self.index_service.build_index(topic, topic_len, spans.uniq_key, spans.uniq_key_len,
                                                spans.keys, spans.keys_len, phy_offset, store_timestamp)
             except Exception:
-                # the message is stored and queued; a lost index entry only hides it from key queries
+                # puts reserve their index file first (_reserve_index): this is a message with more
+                # keys than a file holds, or a re-dispatch; it stays stored and queued, unfindable by key
                 log.exception("index build failed at offset %d", phy_offset)
+        return 0
+
+    cdef int _reserve_index(self, Py_ssize_t entries, int* status) except -1:
+        if entries == 0 or self.index_service.has_room(entries):
+            return 0
+        try:
+            self.index_service.create_file()
+        except OSError as e:
+            log.error("cannot create an index file: %s", e)
+            status[0] = CREATE_MAPPED_FILE_FAILED
         return 0
 
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1:
@@ -555,6 +577,7 @@ cdef class StoreCore:
         cdef PutMessageResult result
         cdef int64_t store_timestamp, phy_offset, queue_offset
         cdef unsigned char* p
+        cdef PropertySpans spans
         if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
         if not PyBytes_CheckExact(properties):
@@ -589,6 +612,10 @@ cdef class StoreCore:
                 mf = self.commit_log.writable_file(total, &status)
                 if mf is None:
                     return put_failure(status)
+                scan_properties(props_ptr, props_len, &spans)
+                self._reserve_index(index_entries_bound(spans.uniq_key_len, spans.keys_len), &status)
+                if status != PUT_OK:
+                    return put_failure(status)
                 store_timestamp = now_ms()
                 phy_offset = mf.file_from_offset + mf.wrote_position
                 queue_offset = queue.next_queue_offset
@@ -600,7 +627,7 @@ cdef class StoreCore:
                              props_ptr, props_len)
                 record_appended(mf, total, store_timestamp)
                 self.last_store_timestamp = store_timestamp
-                self._dispatch(p, phy_offset, <int32_t>total, queue)
+                self._dispatch(p, phy_offset, <int32_t>total, queue, &spans)
             finally:
                 self._unlock()
         finally:
@@ -637,6 +664,8 @@ cdef class StoreCore:
         cdef int64_t store_timestamp, phy_offset, queue_offset, first_offset
         cdef unsigned char* p
         cdef list bodies = [], props_list = [], crcs = [], sizes = [], flags = [], offsets
+        cdef PropertySpans spans
+        cdef Py_ssize_t entries = 0
         if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
         topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
@@ -672,6 +701,12 @@ cdef class StoreCore:
             mf = self.commit_log.writable_file(total, &status)
             if mf is None:
                 return put_failure(status)
+            for props in props_list:
+                scan_properties(<const unsigned char*>PyBytes_AS_STRING(props), len(props), &spans)
+                entries += index_entries_bound(spans.uniq_key_len, spans.keys_len)
+            self._reserve_index(entries, &status)
+            if status != PUT_OK:
+                return put_failure(status)
             store_timestamp = now_ms()
             first_offset = mf.file_from_offset + mf.wrote_position
             queue_offset = queue.next_queue_offset
@@ -687,7 +722,7 @@ cdef class StoreCore:
                              <const unsigned char*>PyBytes_AS_STRING(body), len(body), topic_ptr, topic_len,
                              <const unsigned char*>PyBytes_AS_STRING(props), len(props))
                 record_appended(mf, size, store_timestamp)
-                self._dispatch(p, phy_offset, <int32_t>size, queue)
+                self._dispatch(p, phy_offset, <int32_t>size, queue, NULL)
                 offsets.append(phy_offset)
             self.last_store_timestamp = store_timestamp
         finally:
@@ -863,6 +898,15 @@ cdef class StoreCore:
         finally:
             self._unlock()
 
+    def dispatch_replica(self):
+        """A slave: dispatch the records ``append_replica`` wrote but could not dispatch (a full
+        disk refused a ConsumeQueue file: OSError, then and now while it still does)."""
+        self._lock()
+        try:
+            self._dispatch_replica()
+        finally:
+            self._unlock()
+
     def append_replica(self, int64_t offset, data):
         """A slave: append bytes of the master's CommitLog at ``offset``, which must be where this
         CommitLog ends (or, for an empty one, the start of a file: a new slave begins with its
@@ -981,7 +1025,7 @@ cdef class StoreCore:
             queue = self._find_or_create_queue((<char*>topic)[:topic_len].decode("utf-8", "replace"),
                                                load_be32(mf.base + pos + REC_QUEUEID))   # 4 QUEUEID
             if queue is not None:
-                self._dispatch(mf.base + pos, self.reput_offset, <int32_t>size, queue)
+                self._dispatch(mf.base + pos, self.reput_offset, <int32_t>size, queue, NULL)
             mf.last_store_timestamp = load_be64(mf.base + pos + REC_STORETIMESTAMP)    # 11 STORETIMESTAMP
             self.last_store_timestamp = mf.last_store_timestamp
             self.reput_offset += size
@@ -1162,7 +1206,7 @@ cdef class StoreCore:
                                 (<char*>topic)[:topic_len].decode("utf-8", "replace"),
                                 load_be32(mf.base + pos + REC_QUEUEID))           # 4 QUEUEID
                             if queue is not None:
-                                self._dispatch(mf.base + pos, mf.file_from_offset + pos, <int32_t>size, queue)
+                                self._dispatch(mf.base + pos, mf.file_from_offset + pos, <int32_t>size, queue, NULL)
                         mf.last_store_timestamp = load_be64(mf.base + pos + REC_STORETIMESTAMP)
                         self.last_store_timestamp = mf.last_store_timestamp
                         records += 1

@@ -183,6 +183,26 @@ class Bool(Kind):
         return "true" if value else "false"
 
 
+class Ratio(Kind):
+    """A fraction from 0 to 1, like ``0.90`` (RocketMQ's disk levels are such system properties)."""
+
+    expected = "a fraction from 0 to 1, like 0.90"
+
+    def parse(self, text: str) -> float:
+        try:
+            value = float(text.strip())
+        except ValueError:
+            raise self.refuse(text) from None
+        return self.check(value)
+
+    def check(self, value: Any) -> float:
+        if isinstance(value, str):
+            return self.parse(value)
+        if not isinstance(value, (int, float)) or isinstance(value, bool) or not 0 <= value <= 1:
+            raise self.refuse(value)
+        return float(value)
+
+
 class Choice(Kind):
     """One member of a string enum, by value."""
 
@@ -435,7 +455,13 @@ _section(
     Setting("fileReservedTime", Int(0), 72, "hours a CommitLog file is kept"),
     Setting("deleteWhen", Text(validate=_hours), "04", "hours of the day (';'-separated) when expired files go"),
     Setting("diskMaxUsedSpaceRatio", Int(0, 100), 75,
-            "percent of the disk above which the oldest files are deleted at once"),
+            "percent of the disk above which expired files are deleted at any hour, not only at deleteWhen"),
+    # RocketMQ reads these two as system properties (rocketmq.broker.diskSpace...Ratio), fractions:
+    # kept as fractions so that a value copied from a RocketMQ deployment means the same here.
+    Setting("diskSpaceCleanForciblyRatio", Ratio(), 0.85,
+            "fraction of the disk above which the oldest CommitLog files are deleted even if not expired"),
+    Setting("diskSpaceWarningLevelRatio", Ratio(), 0.90,
+            "fraction of the disk above which the store marks itself full and refuses writes"),
     Setting("cleanResourceInterval", _POSITIVE_MS, 10_000, "ms between retention checks"),
     Setting("maxMessageSize", Size(1), MAX_MESSAGE_SIZE, "bytes of the largest message body accepted"),
     Setting("maxHashSlotNum", Int(1), 5_000_000, "hash slots of an IndexFile"),
@@ -488,6 +514,21 @@ _section(
             "permissive: TLS and plain clients on one port; enforcing: TLS only"),
     Setting("tlsServerCertPath", Text(optional=True), None, "the server's certificate chain, PEM (tlsEnable)"),
     Setting("tlsServerKeyPath", Text(optional=True), None, "the server's private key, PEM, unencrypted (tlsEnable)"),
+)
+
+# Connections (rmq.net.server). serverChannelMaxIdleTimeSeconds is RocketMQ's NettyServerConfig key,
+# read from broker.conf as RocketMQ reads it; RocketMQ (4.x and 5.x) has no connection maximum and no
+# timeout for a frame that never completes: those two keys are rmq's.
+_section(
+    "broker",
+    Setting("serverChannelMaxIdleTimeSeconds", Int(0), 120,
+            "seconds a connection may go without reading or writing a byte before it is closed (0: never)"),
+    Setting("serverMaxConnections", Int(1, optional=True), None,
+            "connections served at once; one more is accepted and closed at once. Unset: the open-file "
+            "limit (RLIMIT_NOFILE) less 256 descriptors kept for the broker's own files"),
+    Setting("serverFrameTimeoutSeconds", Int(0), 60,
+            "seconds a frame (or a TLS handshake) may take from its first byte to its last before its "
+            "connection is closed: a client trickling bytes is not idle (0: never)"),
 )
 
 # Metrics (rmq.broker.metrics), RocketMQ 5.x's names and defaults (BrokerConfig).

@@ -6,6 +6,7 @@ other test modules or conftests (tests/test_tree.py checks it).
     tests.helpers.requests   requests a RocketMQ client sends, built by hand; stored records of a pull
     tests.helpers.frames     raw remoting frames and a blocking socket that reads them
     tests.helpers.store      small store files, for tests that open a MessageStore
+    tests.helpers.disk       a tiny tmpfs mounted for a test, and files that fill it up
     tests.helpers.broker     an in-process broker: start it, put into its store, read its queues
     tests.helpers.processes  real rmq-namesrv / rmq-broker processes, and a Cluster of both
     tests.helpers.acl        a broker process with aclEnable, its plain_acl.yml rewritten under it

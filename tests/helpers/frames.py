@@ -82,6 +82,24 @@ class RawConnection:
         self.close()
 
 
+def trickle_until_closed(sock: socket.socket, data: bytes, interval: float, limit: float) -> float:
+    """Send ``data`` a byte every ``interval`` seconds until the server closes ``sock``; the seconds
+    that took (AssertionError past ``limit``)."""
+    started = time.monotonic()
+    sock.settimeout(interval)
+    for byte in data:
+        try:
+            sock.send(bytes([byte]))
+            if sock.recv(1) == b"":
+                return time.monotonic() - started
+        except TimeoutError:
+            pass
+        except (ConnectionResetError, BrokenPipeError):
+            return time.monotonic() - started
+        assert time.monotonic() - started < limit, f"still open after {limit} s of trickling"
+    raise AssertionError("the whole frame went through: make it longer")
+
+
 def refused(port: int, payload: bytes) -> bool:
     """Send ``payload`` to a master's HA port; True once the master closed the connection."""
     with socket.create_connection((LOOPBACK, port), timeout=5) as s:

@@ -26,6 +26,10 @@ Processes = harness.Processes
 start_namesrv = harness.start_namesrv
 start_broker_process = harness.start_broker_process
 wait_registered = harness.wait_registered
+raise_open_file_limit = harness.raise_open_file_limit
+flood_connections = harness.flood_connections
+FloodReport = harness.FloodReport
+SteadySender = harness.SteadySender
 CLUSTER_BROKER_SETTINGS = harness.CLUSTER_BROKER_SETTINGS
 SLAVE_SYNC_INTERVAL = harness.SLAVE_SYNC_INTERVAL
 
@@ -57,9 +61,10 @@ class Cluster:
         self.client.shutdown()
 
     def start_broker(self) -> None:
-        self.broker_proc, _ = start_broker_process(
+        self.broker_proc, self.broker_addr = start_broker_process(
             self.spawn, self.settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
         )
+        self.broker_port = int(self.settings["listenPort"])  # another one if it was taken
 
     def kill_broker(self) -> None:
         self.broker_proc.send_signal(signal.SIGKILL)
@@ -168,12 +173,12 @@ class BrokerPair:
         return self
 
     def start_slave(self) -> None:
-        self.slave_proc, _ = start_broker_process(
+        self.slave_proc, self.slave_addr = start_broker_process(
             self.spawn, self.slave_settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
         )
 
     def start_master(self) -> None:
-        self.master_proc, _ = start_broker_process(
+        self.master_proc, self.master_addr = start_broker_process(
             self.spawn, self.master_settings, self.namesrv_addr, extra_args=("--log-level", "WARNING")
         )
 

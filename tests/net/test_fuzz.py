@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 
 from rmq.errors import ProtocolError
 from rmq.net import _codec, codec_py
-from rmq.net.server import RemotingServer
+from rmq.net.server import ConnectionLimits, RemotingServer
 from rmq.protocol.codes import RequestCode
 from tests.helpers import LOOPBACK
 from tests.helpers.frames import RawConnection, answer_route, raw_frame, route_request_frame
@@ -128,7 +128,7 @@ BAD_INPUTS = st.one_of(
 
 @pytest.fixture(scope="module")
 def fuzz_server():
-    srv = RemotingServer(LOOPBACK, 0, max_frame_size=SMALL_MAX, idle_timeout=5.0)
+    srv = RemotingServer(LOOPBACK, 0, max_frame_size=SMALL_MAX, limits=ConnectionLimits(idle_timeout=5.0))
     srv.register_processor(RequestCode.GET_ROUTEINFO_BY_TOPIC, answer_route)
     srv.start()
     good = RawConnection(srv.port)

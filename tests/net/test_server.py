@@ -12,7 +12,7 @@ import time
 import pytest
 
 from rmq.net.codec import RemotingCommand
-from rmq.net.server import RemotingServer
+from rmq.net.server import ConnectionLimits, RemotingServer
 from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.helpers import LOOPBACK, wait_until
 from tests.helpers.frames import RawConnection, raw_frame, route_body, route_request_frame
@@ -93,7 +93,7 @@ def test_bad_frame_closes_only_its_connection(server, caplog):
 
 
 def test_idle_connection_is_closed():
-    srv = RemotingServer(LOOPBACK, 0, idle_timeout=0.3)
+    srv = RemotingServer(LOOPBACK, 0, limits=ConnectionLimits(idle_timeout=0.3))
     srv.start()
     try:
         with RawConnection(srv.port) as silent:

@@ -1,44 +1,44 @@
-"""A full disk refuses puts with CREATE_MAPPED_FILE_FAILED, keeps the store consistent, and
-writes resume once space returns. Runs on a tiny tmpfs mounted for the test."""
+"""A full disk, on a tiny tmpfs mounted for each test: every file the store and the broker create or
+rewrite (CommitLog, ConsumeQueue and index files, the checkpoint, config JSON, the timer log) fails
+cleanly with ENOSPC, never a SIGBUS, a torn record or a message stored without its queue entry;
+writes resume once space returns. Above diskSpaceWarningLevelRatio the store refuses puts itself."""
 
 from __future__ import annotations
 
-import subprocess
+import errno
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from rmq._files import write_file_atomically
+from rmq._store import StoreCheckpoint
+from rmq.broker.timer.wheel import UNIT_SIZE, TimerLog
 from rmq.protocol.record import decode_record
 from rmq.store import GetMessageStatus, PutMessageStatus
+from tests.helpers.disk import fill, tiny_tmpfs, used_ratio
+from tests.helpers.store import body_heads
+
+# Small files: 64 KiB CommitLog files, 100-entry ConsumeQueue files, index files of 15 entries.
+TINY_FILES = dict(
+    mapped_file_size_commit_log=64 * 1024,
+    mapped_file_size_consume_queue=100 * 20,
+    max_hash_slot_num=64,
+    max_index_num=16,
+)
 
 
 @pytest.fixture
 def tiny_fs(tmp_path: Path) -> Iterator[Path]:
-    mount_point = tmp_path / "tiny"
-    mount_point.mkdir()
-    proc = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=512k", "tmpfs", str(mount_point)], capture_output=True, text=True
-    )
-    if proc.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs to fill up (needs root): {proc.stderr.strip()}")
-    try:
+    with tiny_tmpfs(tmp_path / "tiny", "512k") as mount_point:
         yield mount_point
-    finally:
-        subprocess.run(["umount", "-l", str(mount_point)], check=False)
 
 
 def test_disk_full_refuses_then_resumes(tiny_fs, open_store):
     # tiny_fs first: it is unmounted after the store is shut down
     filler = tiny_fs / "filler"
     filler.write_bytes(b"\1" * 200 * 1024)
-    store = open_store(
-        tiny_fs / "store",
-        mapped_file_size_commit_log=64 * 1024,
-        mapped_file_size_consume_queue=100 * 20,
-        max_hash_slot_num=64,
-        max_index_num=256,
-    )
+    store = open_store(tiny_fs / "store", **TINY_FILES)
     stored = []
     status = None
     for i in range(1000):
@@ -62,11 +62,114 @@ def test_disk_full_refuses_then_resumes(tiny_fs, open_store):
     r = store.put("TopicA", b"resumed")
     assert r.status is PutMessageStatus.PUT_OK and r.queue_offset == len(stored)
     store.shutdown()
-    store = open_store(
-        tiny_fs / "store",
-        mapped_file_size_commit_log=64 * 1024,
-        mapped_file_size_consume_queue=100 * 20,
-        max_hash_slot_num=64,
-        max_index_num=256,
-    )
+    store = open_store(tiny_fs / "store", **TINY_FILES)
     assert store.last_exit_ok and store.get_max_offset_in_queue("TopicA", 0) == len(stored) + 1
+
+
+def test_a_consume_queue_file_that_cannot_be_made_refuses_the_message(tiny_fs, open_store):
+    store = open_store(tiny_fs / "store", **TINY_FILES)
+    assert store.put("TopicA", b"m0000").status is PutMessageStatus.PUT_OK
+    fill(tiny_fs / "filler")
+    end = store.commit_log.get_max_offset()
+    # the CommitLog file has room, a new queue's first file does not: nothing is written
+    assert store.put("TopicB", b"b0000").status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED
+    assert store.commit_log.get_max_offset() == end
+    assert store.find_consume_queue("TopicB", 0) is None or store.get_max_offset_in_queue("TopicB", 0) == 0
+    (tiny_fs / "filler").unlink()
+    r = store.put("TopicB", b"b0001")
+    assert r.status is PutMessageStatus.PUT_OK and r.queue_offset == 0
+    assert body_heads(store, topic="TopicB") == [b"b0001"]
+
+
+def test_an_index_file_that_cannot_be_made_refuses_the_message(tiny_fs, open_store):
+    store = open_store(tiny_fs / "store", **TINY_FILES)
+    for i in range(7):  # two keys each: 14 of the file's 15 entries
+        assert store.put("TopicA", b"m%04d" % i, keys=[f"a{i}", f"b{i}"]).status is PutMessageStatus.PUT_OK
+    fill(tiny_fs / "filler")
+    end = store.commit_log.get_max_offset()
+    # two more keys need the next index file: refused before anything is written
+    r = store.put("TopicA", b"m0007", keys=["a7", "b7"])
+    assert r.status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED
+    assert store.commit_log.get_max_offset() == end
+    # a message without keys needs no index file
+    assert store.put("TopicA", b"m0008").status is PutMessageStatus.PUT_OK
+    (tiny_fs / "filler").unlink()
+    assert store.put("TopicA", b"m0009", keys=["a9", "b9"]).status is PutMessageStatus.PUT_OK
+    assert body_heads(store) == [b"m%04d" % i for i in (0, 1, 2, 3, 4, 5, 6, 8, 9)]
+    for key in ("a0", "b6", "a9", "b9"):  # every stored message with keys is found by them
+        assert len(store.query_message("TopicA", key).messages) == 1, key
+
+
+def test_the_store_refuses_puts_above_the_warning_level_and_resumes_below(tiny_fs, open_store):
+    store = open_store(tiny_fs / "store", disk_space_warning_level_ratio=0.9, **TINY_FILES)
+    assert store.put("TopicA", b"m0000").status is PutMessageStatus.PUT_OK
+    usage = store.check_disk_space()
+    assert usage.commit_log < 0.9 and not store.disk_full
+    fill(tiny_fs / "filler", leave=16 * 1024)  # above 0.9, yet room for more records
+    assert used_ratio(tiny_fs) > 0.9
+    usage = store.check_disk_space()
+    assert store.disk_full and usage.commit_log > 0.9 and "CL:  0.9" in str(usage)
+    r = store.put("TopicA", b"m0001")
+    assert r.status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert store.get_message("g", "TopicA", 0, 0, 32).status is GetMessageStatus.FOUND  # reads go on
+    (tiny_fs / "filler").unlink()
+    store.check_disk_space()
+    assert not store.disk_full
+    assert store.put("TopicA", b"m0002").status is PutMessageStatus.PUT_OK
+    assert body_heads(store) == [b"m0000", b"m0002"]
+
+
+def test_a_checkpoint_that_cannot_be_made_is_an_error_not_a_crash(tiny_fs):
+    fill(tiny_fs / "filler")
+    # a sparse checkpoint written through its mapping would kill the process with SIGBUS
+    with pytest.raises(OSError) as raised:
+        StoreCheckpoint(str(tiny_fs / "checkpoint")).physic_msg_timestamp = 1
+    assert raised.value.errno == errno.ENOSPC
+
+
+def test_a_config_file_rewrite_on_a_full_disk_keeps_the_old_file(tiny_fs):
+    path = tiny_fs / "config" / "consumerOffset.json"
+    write_file_atomically(path, '{"offsetTable": {}}')
+    fill(tiny_fs / "filler")
+    with pytest.raises(OSError) as raised:
+        write_file_atomically(path, '{"offsetTable": {"TopicA@G": {"0": 7}}}' + " " * 64 * 1024)
+    assert raised.value.errno == errno.ENOSPC
+    assert path.read_text() == '{"offsetTable": {}}'
+    assert sorted(p.name for p in path.parent.iterdir()) == ["consumerOffset.json"]  # no temp left
+
+
+def test_a_timer_log_file_that_cannot_be_made_writes_nothing(tiny_fs):
+    timer_log = TimerLog(str(tiny_fs / "timerlog"), 64 * UNIT_SIZE)
+    timer_log.load()
+    for i in range(64):  # the first file, full
+        timer_log.append(-1, i, 1000 + i, i * 100, 100, i)
+    fill(tiny_fs / "filler")
+    with pytest.raises(OSError) as raised:
+        timer_log.append(-1, 64, 1064, 6400, 100, 64)
+    assert raised.value.errno == errno.ENOSPC and timer_log.write_pos == 64 * UNIT_SIZE
+    (tiny_fs / "filler").unlink()
+    assert timer_log.append(-1, 64, 1064, 6400, 100, 64) == 64 * UNIT_SIZE
+    assert timer_log.read(64 * UNIT_SIZE)[3] == 6400
+    timer_log.close()
+
+
+def test_a_slave_queues_what_it_copied_once_space_is_back(tiny_fs, tmp_path, open_store):
+    master = open_store(tmp_path / "master", **TINY_FILES)
+    slave = open_store(tiny_fs / "slave", broker_role="SLAVE", **TINY_FILES)
+    assert master.put("TopicA", b"m0000").status is PutMessageStatus.PUT_OK
+    offset = slave.append_replica(0, master.replica_view(0, 1 << 20))  # the slave's CommitLog file exists
+    assert master.put("TopicB", b"b0000").status is PutMessageStatus.PUT_OK
+    assert master.put("TopicB", b"b0001").status is PutMessageStatus.PUT_OK
+    fill(tiny_fs / "filler")
+    # the bytes land in the CommitLog file; TopicB's first ConsumeQueue file cannot be made
+    with pytest.raises(OSError) as raised:
+        slave.append_replica(offset, master.replica_view(offset, 1 << 20))
+    assert raised.value.errno == errno.ENOSPC
+    assert slave.commit_log.get_max_offset() == master.commit_log.get_max_offset()
+    assert body_heads(slave, topic="TopicB") == []
+    with pytest.raises(OSError):
+        slave.dispatch_replica()  # still full: still not skipped
+    (tiny_fs / "filler").unlink()
+    slave.dispatch_replica()
+    assert body_heads(slave, topic="TopicB") == [b"b0000", b"b0001"]
+    assert slave.reput_offset == master.commit_log.get_max_offset()

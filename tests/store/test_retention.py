@@ -1,5 +1,6 @@
-"""Retention: expired files at deleteWhen o'clock, the oldest at once on a full disk, never the
-file being written; ConsumeQueue files and min offsets follow."""
+"""Retention: expired files at deleteWhen o'clock or at any hour on a disk fuller than
+diskMaxUsedSpaceRatio, the oldest even unexpired above diskSpaceCleanForciblyRatio, never the file
+being written; ConsumeQueue files and min offsets follow."""
 
 from __future__ import annotations
 
@@ -56,11 +57,21 @@ def test_only_files_older_than_the_reserved_time_go(open_store):
     assert store.commit_log.mapped_files[0].path == files[2].path
 
 
-def test_full_disk_deletes_the_oldest_at_once(open_store):
-    store = open_store(disk_max_used_space_ratio=75)
+def test_a_fuller_disk_deletes_expired_files_at_any_hour(open_store):
+    # above diskMaxUsedSpaceRatio, not o'clock: the expired files go, the young ones stay
+    store = open_store(file_reserved_time=72, delete_when="04", disk_max_used_space_ratio=75)
     fill_files(store, 4)
     files = store.commit_log.mapped_files
-    usage = iter([0.9, 0.8, 0.5])
+    age(files[0].path, 100)
+    assert store.clean_expired_files(now_ms=at_hour(12), disk_used_ratio=lambda: 0.80) == 1
+    assert store.commit_log.mapped_files[0].path == files[1].path
+
+
+def test_above_the_clean_forcibly_level_the_oldest_go_unexpired(open_store):
+    store = open_store(disk_max_used_space_ratio=75, disk_space_clean_forcibly_ratio=0.85)
+    fill_files(store, 4)
+    files = store.commit_log.mapped_files
+    usage = iter([0.9, 0.86, 0.84])  # one file less each time; below 0.85 young files stay
     deleted = store.clean_expired_files(now_ms=at_hour(12), disk_used_ratio=lambda: next(usage, 0.5))
     assert deleted == 2
     assert store.commit_log.mapped_files[0].path == files[2].path

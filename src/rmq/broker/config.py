@@ -17,6 +17,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmq.errors import ConfigError
+from rmq.net.server import ConnectionLimits
 from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.tls import TlsMode
@@ -75,6 +76,9 @@ class BrokerConfig(SettingsView):
     tls_server_mode: TlsMode = setting("tlsServerMode")
     tls_server_cert_path: str | None = setting("tlsServerCertPath")
     tls_server_key_path: str | None = setting("tlsServerKeyPath")
+    server_channel_max_idle_time_seconds: int = setting("serverChannelMaxIdleTimeSeconds")
+    server_max_connections: int | None = setting("serverMaxConnections")
+    server_frame_timeout_seconds: int = setting("serverFrameTimeoutSeconds")
     metrics_exporter_type: MetricsExporterType = setting("metricsExporterType")
     metrics_prom_exporter_host: str | None = setting("metricsPromExporterHost")
     metrics_prom_exporter_port: int = setting("metricsPromExporterPort")
@@ -107,6 +111,14 @@ class BrokerConfig(SettingsView):
                 f"{self.tls_server_key_path}: {exc}"
             ) from None
         return TlsServerOptions(context, TlsMode(self.tls_server_mode.value))
+
+    def connection_limits(self) -> ConnectionLimits:
+        """What the remoting servers (the broker's, the embedded name server's) allow a connection."""
+        return ConnectionLimits(
+            idle_timeout=self.server_channel_max_idle_time_seconds,
+            max_connections=self.server_max_connections,
+            frame_timeout=self.server_frame_timeout_seconds,
+        )
 
     @property
     def embedded_namesrv(self) -> bool:

@@ -75,7 +75,8 @@ from rmq.store import (
 
 log = logging.getLogger("rmq.broker")
 
-# How often the disk is checked for diskMaxUsedSpaceRatio (sends are refused above it).
+# How often the disk is checked against diskSpaceWarningLevelRatio (sends are refused above it);
+# RocketMQ checks every 10 s, which lets a filling disk run out between two checks.
 DISK_CHECK_INTERVAL = 1.0
 # RocketMQ's ClientHousekeepingService scans every 10 s.
 CLIENT_SCAN_INTERVAL = 10.0
@@ -130,7 +131,11 @@ class BrokerController:
         self.client_manager = ClientManager()
         self.rebalance_lock_manager = RebalanceLockManager(self.config.rebalance_lock_max_live_time)
         self.server = RemotingServer(
-            BIND_ADDRESS, self.config.listen_port, name="rmq-broker-loop", tls=self.config.server_tls()
+            BIND_ADDRESS,
+            self.config.listen_port,
+            name="rmq-broker-loop",
+            tls=self.config.server_tls(),
+            limits=self.config.connection_limits(),
         )
         self.pull_hold = PullRequestHoldService(self.server.loop)
         self.flush_rounds: FlushRoundKicker | None = None
@@ -146,10 +151,8 @@ class BrokerController:
         self.transaction_check_service = TransactionalMessageCheckService(
             self.transactions, self.config.transaction_check_interval
         )
-        self.disk_full = False
         # The answers to the registration that followed the last topic change.
         self.last_registration: list[concurrent.futures.Future] = []
-        self.disk_used_percent = 0.0
         self._namesrv_addrs: list[str] = self.config.namesrv_addr_list
         self._started = False
         self._stopped = threading.Event()
@@ -505,24 +508,9 @@ class BrokerController:
     # -- disk -----------------------------------------------------------------------------------
 
     def check_disk(self) -> None:
-        """Refuse sends while the store's disk is fuller than diskMaxUsedSpaceRatio."""
+        """Mark the store full (sends refused) while its disk is fuller than
+        diskSpaceWarningLevelRatio, writeable again below it (``MessageStore.check_disk_space``)."""
         try:
-            ratio = self.store.disk_used_ratio()
+            self.store.check_disk_space()
         except OSError as e:
             log.error("cannot read the disk usage of %s: %s", self.store.store_path, e)
-            return
-        self.disk_used_percent = ratio * 100
-        full = self.disk_used_percent > self.store_config.disk_max_used_space_ratio
-        if full != self.disk_full:
-            if full:
-                log.error(
-                    "disk of %s is %.1f%% full, above diskMaxUsedSpaceRatio %d%%: refusing sends",
-                    self.store.store_path,
-                    self.disk_used_percent,
-                    self.store_config.disk_max_used_space_ratio,
-                )
-            else:
-                log.warning(
-                    "disk of %s is back to %.1f%%: accepting sends", self.store.store_path, self.disk_used_percent
-                )
-        self.disk_full = full

@@ -32,6 +32,7 @@ rocketmq_storage_size                gauge, bytes of the store's files on disk
 rocketmq_storage_flush_behind_bytes  gauge, CommitLog bytes not yet flushed
 rocketmq_topic_number                gauge, topics
 rmq_connections                      gauge, open client connections
+rmq_connections_refused_total        counter, connections closed at once: serverMaxConnections were open
 rmq_storage_flush_rounds_total       counter, CommitLog flushes (SYNC_FLUSH: group commit rounds)
 rmq_storage_flush_last_round_seconds gauge, the last SYNC_FLUSH round's msync
 rmq_replication_lag_bytes, _ms       gauge, each slave's lag behind this master, by slave
@@ -246,6 +247,13 @@ class BrokerCollector:
         )
         yield self._gauge("rocketmq_topic_number", "Topics", len(c.topic_config_manager.topic_config_table()))
         yield self._gauge("rmq_connections", "Open client connections", len(c.server.channels))
+        refused = self._family(
+            CounterMetricFamily,
+            "rmq_connections_refused_total",
+            "Connections closed as soon as accepted: serverMaxConnections were open",
+        )
+        refused.add_metric(base, c.server.connections_refused)
+        yield refused
         yield self._gauge("rmq_storage_disk_used_ratio", "Used fraction of the store's disk", store.disk_used_ratio())
         rounds = self._family(
             CounterMetricFamily, "rmq_storage_flush_rounds_total", "CommitLog flushes (SYNC_FLUSH: group commit rounds)"

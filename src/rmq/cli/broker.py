@@ -74,7 +74,9 @@ class BrokerStartup:
             tls = config.server_tls()
             if tls is not None:
                 tls = dataclasses.replace(tls, mode=TlsMode.PERMISSIVE)
-            namesrv_config = NamesrvConfig(listen_port=config.namesrv_listen_port, tls=tls)
+            namesrv_config = NamesrvConfig(
+                listen_port=config.namesrv_listen_port, tls=tls, limits=config.connection_limits()
+            )
             self.namesrv = NameServer(namesrv_config).start()
             config.namesrv_addr = self.namesrv.address
         try:

@@ -10,6 +10,7 @@ import threading
 import click
 
 from rmq.namesrv import NameServer, NamesrvConfig
+from rmq.net.server import ConnectionLimits
 from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol.tls import TlsMode
 
@@ -38,6 +39,26 @@ from rmq.protocol.tls import TlsMode
     type=click.FloatRange(min=0.01),
     help="Seconds of silence after which a broker is dropped.",
 )
+@click.option(
+    "--idle-timeout",
+    default=120,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Seconds a connection may stay silent before it is closed (0: never).",
+)
+@click.option(
+    "--max-connections",
+    default=None,
+    type=click.IntRange(min=1),
+    help="Connections served at once; one more is closed at once. Default: the open-file limit less 256.",
+)
+@click.option(
+    "--frame-timeout",
+    default=60,
+    show_default=True,
+    type=click.IntRange(min=0),
+    help="Seconds a frame or TLS handshake may take from its first byte to its last (0: never).",
+)
 @click.option("--tls-cert", default=None, help="Serve TLS with this certificate chain (PEM); needs --tls-key.")
 @click.option("--tls-key", default=None, help="The private key of --tls-cert (PEM, unencrypted).")
 @click.option(
@@ -58,6 +79,9 @@ def main(
     port: int,
     scan_interval: float,
     broker_expired: float,
+    idle_timeout: int,
+    max_connections: int | None,
+    frame_timeout: int,
     tls_cert: str | None,
     tls_key: str | None,
     tls_mode: str,
@@ -82,6 +106,7 @@ def main(
         scan_not_active_broker_interval=scan_interval,
         broker_channel_expired_ms=int(broker_expired * 1000),
         tls=tls,
+        limits=ConnectionLimits(idle_timeout, max_connections, frame_timeout),
     )
     server = NameServer(config).start()
     click.echo(f"rmq-namesrv listening on {host}:{server.port}", err=True)

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 from rmq.namesrv.processor import NamesrvProcessor
 from rmq.namesrv.routeinfo import DEFAULT_BROKER_CHANNEL_EXPIRED_MS, RouteInfoManager
-from rmq.net.server import RemotingServer
+from rmq.net.server import ConnectionLimits, RemotingServer
 from rmq.net.tls import TlsServerOptions
 
 log = logging.getLogger("rmq.namesrv")
@@ -29,6 +29,8 @@ class NamesrvConfig:
     broker_channel_expired_ms: int = DEFAULT_BROKER_CHANNEL_EXPIRED_MS
     # TLS on the listening port (rmq.net.tls), permissive or enforcing; None: plain only
     tls: TlsServerOptions | None = None
+    # idle and frame timeouts, maximum connections (an embedded one takes its broker's settings)
+    limits: ConnectionLimits = ConnectionLimits()
 
 
 class NameServer:
@@ -39,7 +41,11 @@ class NameServer:
         self.route_info = RouteInfoManager(self.config.broker_channel_expired_ms)
         self.processor = NamesrvProcessor(self.route_info)
         self.server = RemotingServer(
-            self.config.listen_host, self.config.listen_port, name="rmq-namesrv-loop", tls=self.config.tls
+            self.config.listen_host,
+            self.config.listen_port,
+            name="rmq-namesrv-loop",
+            tls=self.config.tls,
+            limits=self.config.limits,
         )
         for code, handler in self.processor.handlers.items():
             self.server.register_processor(code, handler)

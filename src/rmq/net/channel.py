@@ -251,6 +251,8 @@ class Channel:
         self._flush_scheduled = False
         self._events = _EPOLLOUT if connecting else _EPOLLIN
         self.last_active = time.monotonic()
+        # When the frame (or TLS handshake) not yet complete began; None between frames.
+        self.incomplete_since: float | None = None
         loop.add_handler(self._fd, self._events, self._on_events)
 
     def __repr__(self) -> str:
@@ -387,13 +389,17 @@ class Channel:
         if not data:
             self._close(None)
             return
-        self.last_active = time.monotonic()
+        self.last_active = now = time.monotonic()
         try:
             commands = self._decoder.feed(data)
         except ProtocolError as exc:
             log.warning("closing connection from %s: %s", self.remote_address, exc)
             self._close(RemotingSendError(f"connection to {self.remote_address} sent a bad frame: {exc}"))
             return
+        if not self._decoder.buffered:
+            self.incomplete_since = None
+        elif commands or self.incomplete_since is None:
+            self.incomplete_since = now  # the frame left incomplete began in these bytes
         self._handle(commands)
 
     def _handle(self, commands: list[RemotingCommand]) -> None:

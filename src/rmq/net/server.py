@@ -12,12 +12,22 @@ opaque. Unknown request codes get REQUEST_CODE_NOT_SUPPORTED; a handler that rai
 gets its code and remark, one that raises anything else SYSTEM_ERROR;
 the connection stays open either way. A connection whose bytes cannot be framed is closed (the
 stream cannot be trusted past them), with one log line, and nobody else notices.
+
+What a connection may take is ``ConnectionLimits`` (the broker's settings
+serverChannelMaxIdleTimeSeconds, serverMaxConnections, serverFrameTimeoutSeconds): one idle longer
+than the idle timeout is closed, as RocketMQ's IdleStateHandler closes it; so is one whose frame (or
+TLS handshake) began longer ago than the frame timeout and is still incomplete, a client trickling a
+byte a second being busy but not idle. Past the maximum a new connection is accepted and closed at
+once (counted in ``connections_refused``, logged once per 10 s at most), so a flood of connects can
+neither take the descriptors the broker's own files need nor slow the clients already served.
 Unless given one, the server starts its own loop thread; docs/threads.md lists each, and who stops it.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import logging
+import resource
 import select
 import socket
 import threading
@@ -37,11 +47,35 @@ from rmq.net.tls import TlsChannel, TlsServerOptions
 
 log = logging.getLogger(__name__)
 
-IDLE_TIMEOUT_DEFAULT = 120.0
 LISTEN_BACKLOG = 1024
-# How often idle connections are looked for, at most (a fraction of the idle timeout below that).
-_IDLE_SCAN_MAX_INTERVAL = 1.0
+# Descriptors kept from connections when the maximum follows the open-file limit: the store's files
+# as it opens them, log files, epoll and event fds, the broker's own outgoing connections.
+RESERVED_DESCRIPTORS = 256
+# How often idle and stalled connections are looked for, at most (a fraction of the timeouts below that).
+_SCAN_MAX_INTERVAL = 1.0
 _ACCEPT_RETRY_SECONDS = 0.1
+_REFUSAL_LOG_INTERVAL = 10.0
+
+
+def open_file_limit_connections() -> int | None:
+    """The connections the open-file limit (RLIMIT_NOFILE, soft) leaves room for beside
+    RESERVED_DESCRIPTORS; None when it is unlimited."""
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return None
+    return max(1, soft - RESERVED_DESCRIPTORS)
+
+
+@dataclasses.dataclass(frozen=True)
+class ConnectionLimits:
+    """What a server allows its connections; 0 turns a timeout off."""
+
+    #: seconds without a byte read or written (RocketMQ's serverChannelMaxIdleTimeSeconds)
+    idle_timeout: float = 120.0
+    #: connections served at once; None: what the open-file limit leaves (open_file_limit_connections)
+    max_connections: int | None = None
+    #: seconds from the first byte of a frame, or of a TLS handshake, to its last
+    frame_timeout: float = 60.0
 
 
 class RemotingServer(Endpoint):
@@ -53,7 +87,7 @@ class RemotingServer(Endpoint):
         port: int = 0,
         *,
         max_frame_size: int = MAX_FRAME_SIZE_DEFAULT,
-        idle_timeout: float = IDLE_TIMEOUT_DEFAULT,
+        limits: ConnectionLimits = ConnectionLimits(),
         max_pending_output: int = MAX_PENDING_OUTPUT_DEFAULT,
         loop: EventLoop | None = None,
         name: str | None = None,
@@ -66,13 +100,20 @@ class RemotingServer(Endpoint):
         self.host = host
         self._requested_port = port
         self.max_frame_size = max_frame_size
-        self.idle_timeout = idle_timeout
+        self.limits = limits
+        self.max_connections = (
+            limits.max_connections if limits.max_connections is not None else open_file_limit_connections()
+        )
+        #: connections closed at once because max_connections were open (since the server started)
+        self.connections_refused = 0
+        self._refused_unlogged = 0
+        self._next_refusal_log = 0.0
         self.max_pending_output = max_pending_output
         self._owns_loop = loop is None
         self.loop = loop or EventLoop(name=name or f"rmq-server-{port}")
         self._listener: socket.socket | None = None
         self._channels: set[Channel] = set()
-        self._idle_scan: PeriodicHandle | None = None
+        self._scan: PeriodicHandle | None = None
         self._lock = threading.Lock()
 
     # -- the loop's services, for processors and the roles built on the server ----------------
@@ -121,8 +162,10 @@ class RemotingServer(Endpoint):
 
         def register() -> None:  # on the loop thread, which may already run (a shared loop)
             self.loop.add_handler(listener.fileno(), select.EPOLLIN, self._on_acceptable)
-            scan_interval = min(_IDLE_SCAN_MAX_INTERVAL, self.idle_timeout / 4)
-            self._idle_scan = self.loop.schedule_periodic(scan_interval, self._close_idle_channels)
+            timeouts = [t for t in (self.limits.idle_timeout, self.limits.frame_timeout) if t > 0]
+            if timeouts:
+                scan_interval = min(_SCAN_MAX_INTERVAL, min(timeouts) / 4)
+                self._scan = self.loop.schedule_periodic(scan_interval, self._close_stalled_channels)
 
         self.loop.run_and_wait(register)
         log.info("remoting server listening on %s:%d", self.host, self.port)
@@ -152,9 +195,9 @@ class RemotingServer(Endpoint):
         self.shutdown()
 
     def _close_everything(self) -> None:
-        if self._idle_scan is not None:
-            self._idle_scan.cancel()
-            self._idle_scan = None
+        if self._scan is not None:
+            self._scan.cancel()
+            self._scan = None
         listener, self._listener = self._listener, None
         if listener is not None:
             self.loop.remove_handler(listener.fileno())
@@ -179,6 +222,9 @@ class RemotingServer(Endpoint):
                 self.loop.remove_handler(listener.fileno())
                 self.loop.call_later(_ACCEPT_RETRY_SECONDS, self._resume_accepting, listener)
                 return
+            if self.max_connections is not None and len(self._channels) >= self.max_connections:
+                self._refuse(sock, address)
+                continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             options: dict[str, Any] = {
@@ -200,6 +246,24 @@ class RemotingServer(Endpoint):
             self._channels.add(channel)
             log.debug("accepted %s", channel.remote_address)
 
+    def _refuse(self, sock: socket.socket, address: tuple) -> None:
+        """Close a connection past the maximum at once; the clients served do not notice. The log
+        gets a line per _REFUSAL_LOG_INTERVAL at most, with the count since the last one."""
+        sock.close()
+        self.connections_refused += 1
+        self._refused_unlogged += 1
+        now = time.monotonic()
+        if now >= self._next_refusal_log:
+            log.warning(
+                "%s serves its maximum of %d connections: refused %d since the last line (the last from %s)",
+                self.address,
+                self.max_connections,
+                self._refused_unlogged,
+                format_address(address),
+            )
+            self._refused_unlogged = 0
+            self._next_refusal_log = now + _REFUSAL_LOG_INTERVAL
+
     def _resume_accepting(self, listener: socket.socket) -> None:
         if listener is self._listener:
             self.loop.add_handler(listener.fileno(), select.EPOLLIN, self._on_acceptable)
@@ -208,9 +272,29 @@ class RemotingServer(Endpoint):
         self._channels.discard(channel)
         super()._channel_closed(channel)
 
-    def _close_idle_channels(self) -> None:
-        deadline = time.monotonic() - self.idle_timeout
+    def _close_stalled_channels(self) -> None:
+        """Close the connections idle too long, and those whose frame has been incomplete too long
+        (a paused one, whose answers its peer does not read, is not reading its frame: it is spared)."""
+        now = time.monotonic()
+        idle_timeout, frame_timeout = self.limits.idle_timeout, self.limits.frame_timeout
+        idle_deadline = now - idle_timeout if idle_timeout > 0 else float("-inf")
+        frame_deadline = now - frame_timeout if frame_timeout > 0 else float("-inf")
+        idle, stalled = [], []
         for channel in list(self._channels):
-            if channel.last_active < deadline:
-                log.info("closing %s: idle for more than %ss", channel.remote_address, self.idle_timeout)
-                channel._close(None)
+            if channel.last_active < idle_deadline:
+                idle.append(channel)
+            else:
+                since = channel.incomplete_since
+                if since is not None and since < frame_deadline and channel._reading:
+                    stalled.append(channel)
+        # one line a scan for each reason, however many connections it closes
+        for channels, why in (
+            (idle, f"idle for more than {idle_timeout:g} s"),
+            (stalled, f"a frame or TLS handshake still incomplete after {frame_timeout:g} s"),
+        ):
+            if channels:
+                shown = ", ".join(channel.remote_address for channel in channels[:3])
+                more = f" and {len(channels) - 3} more" if len(channels) > 3 else ""
+                log.info("closing %s%s: %s", shown, more, why)
+                for channel in channels:
+                    channel._close(None)

@@ -20,6 +20,7 @@ import logging
 import select
 import socket
 import ssl
+import time
 from typing import Any
 
 from rmq.errors import RemotingSendError
@@ -193,6 +194,7 @@ class TlsChannel(Channel):
     def _start_tls(self, server_side: bool) -> None:
         self._tls = TlsSocket.wrap(self._sock, self._context, server_side)  # type: ignore[arg-type]
         self._sock = self._tls  # type: ignore[assignment]
+        self.incomplete_since = time.monotonic()  # the handshake is a frame: it has a time to end
 
     def _read(self) -> None:
         if self._sniffing and not self._sniff():
@@ -201,6 +203,8 @@ class TlsChannel(Channel):
         shaking = tls is not None and not tls.handshake_done
         super()._read()
         if shaking and tls is not None and tls.handshake_done and self.is_active:
+            if not self._decoder.buffered:
+                self.incomplete_since = None
             self._flush()  # what was queued during the handshake
 
     def _sniff(self) -> bool:

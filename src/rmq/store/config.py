@@ -28,6 +28,8 @@ class MessageStoreConfig(SettingsView):
     file_reserved_time: int = setting("fileReservedTime")
     delete_when: str = setting("deleteWhen")
     disk_max_used_space_ratio: int = setting("diskMaxUsedSpaceRatio")
+    disk_space_clean_forcibly_ratio: float = setting("diskSpaceCleanForciblyRatio")
+    disk_space_warning_level_ratio: float = setting("diskSpaceWarningLevelRatio")
     clean_resource_interval: int = setting("cleanResourceInterval")
     max_message_size: int = setting("maxMessageSize")
     max_hash_slot_num: int = setting("maxHashSlotNum")

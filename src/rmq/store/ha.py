@@ -447,6 +447,13 @@ class HAClient(ServiceThread):
             except StoreError as e:
                 log.error("cannot reconcile this log with master %s's: %s", address, e)
                 return False
+        try:
+            # records copied before a full disk refused their ConsumeQueue file: queued now, or
+            # no copying until they can be (the CommitLog would run ahead of what consumers see)
+            self.store.dispatch_replica()
+        except OSError as e:
+            log.warning("cannot dispatch the replicated records from offset %d: %s", self.store.reput_offset, e)
+            return False
         host, _, port = address.rpartition(":")
         try:
             sock = socket.create_connection((host, int(port)), timeout=SLAVE_POLL * 5)

@@ -46,6 +46,19 @@ log = logging.getLogger("rmq.store")
 CHECKPOINT_MARGIN_MS = 3000
 
 
+@dataclasses.dataclass(frozen=True)
+class DiskUsage:
+    """Used fractions of the disks under the CommitLog, the ConsumeQueues and the index."""
+
+    commit_log: float
+    consume_queue: float
+    index: float
+
+    def __str__(self) -> str:
+        # RocketMQ's SendMessageProcessor.diskUtil(), which its SERVICE_NOT_AVAILABLE remark quotes
+        return f"CL: {self.commit_log:5.2f} CQ: {self.consume_queue:5.2f} INDEX: {self.index:5.2f}"
+
+
 @dataclasses.dataclass
 class QueryMessageResult:
     """Messages found by key (whole stored records, zero-copy), and how far the index reached."""
@@ -80,6 +93,7 @@ class MessageStore(StoreCore):
             slave=c.slave,
         )
         self._lock_fd: int | None = None
+        self._disk_check_lock = threading.Lock()
         self._services: list[ServiceThread] = []
         self.last_exit_ok: bool | None = None
         self.recovery_report: str | None = None
@@ -421,21 +435,55 @@ class MessageStore(StoreCore):
 
     # -- retention ---------------------------------------------------------------------------
 
-    def disk_used_ratio(self) -> float:
-        st = os.statvfs(self.commit_log.store_path if os.path.isdir(self.commit_log.store_path) else self.store_path)
+    def disk_used_ratio(self, path: str | None = None) -> float:
+        """Used fraction of the disk under ``path`` (default: the CommitLog's directory)."""
+        path = self.commit_log.store_path if path is None else path
+        st = os.statvfs(path if os.path.isdir(path) else self.store_path)
         return 1.0 - st.f_bfree / st.f_blocks if st.f_blocks else 0.0
+
+    def disk_usage(self) -> DiskUsage:
+        return DiskUsage(
+            self.disk_used_ratio(),
+            self.disk_used_ratio(os.path.join(self.store_path, "consumequeue")),
+            self.disk_used_ratio(self.index_service.store_path),
+        )
+
+    def check_disk_space(self, usage: DiskUsage | None = None) -> DiskUsage:
+        """RocketMQ's ``CleanCommitLogService.isSpaceFull``: while the CommitLog's or the
+        ConsumeQueues' disk is fuller than diskSpaceWarningLevelRatio the store is full and refuses
+        puts (SERVICE_NOT_AVAILABLE); below it, puts resume. Each change is logged once. The
+        broker's scheduler calls it every second, the clean service before each clean."""
+        usage = self.disk_usage() if usage is None else usage
+        level = self.config.disk_space_warning_level_ratio
+        used = max(usage.commit_log, usage.consume_queue)
+        with self._disk_check_lock:
+            was_full = self.mark_disk_full(used > level)
+            if used > level and not was_full:
+                log.error(
+                    "disk of %s maybe full soon (%s), above diskSpaceWarningLevelRatio %.2f: "
+                    "marked full, writes are refused",
+                    self.store_path,
+                    usage,
+                    level,
+                )
+            elif used <= level and was_full:
+                log.warning("disk space of %s OK (%s): marked writeable again", self.store_path, usage)
+        return usage
 
     def clean_expired_files(
         self, now_ms: int | None = None, disk_used_ratio: Callable[[], float] | None = None, force: bool = False
     ) -> int:
-        """Delete CommitLog files older than fileReservedTime hours when it is deleteWhen o'clock
-        (or ``force``), and the oldest files at once while the disk is fuller than
-        diskMaxUsedSpaceRatio. Never the file being written. Then ConsumeQueue and index files wholly
-        below the new min offset. ``now_ms`` and ``disk_used_ratio`` are injectable for tests.
-        Returns how many CommitLog files went."""
+        """RocketMQ's three disk levels: delete CommitLog files older than fileReservedTime hours
+        when it is deleteWhen o'clock (or ``force``), or at any hour while the disk is fuller than
+        diskMaxUsedSpaceRatio; delete the oldest files even if not expired while it is fuller than
+        diskSpaceCleanForciblyRatio (above diskSpaceWarningLevelRatio, ``check_disk_space`` also
+        refuses puts). Never the file being written. Then ConsumeQueue and index files wholly below
+        the new min offset. ``now_ms`` and ``disk_used_ratio`` are injectable for tests. Returns how
+        many CommitLog files went."""
         now_ms = int(time.time() * 1000) if now_ms is None else now_ms
         ratio_of = disk_used_ratio or self.disk_used_ratio
         limit = self.config.disk_max_used_space_ratio / 100
+        forcibly = self.config.disk_space_clean_forcibly_ratio
         delete_time = force or time.localtime(now_ms / 1000).tm_hour in self.config.delete_hours
         expire_before = now_ms - self.config.file_reserved_time * 3_600_000
         deleted = 0
@@ -444,8 +492,9 @@ class MessageStore(StoreCore):
             if len(files) <= 1:
                 break
             oldest = files[0]
-            expired = delete_time and os.stat(oldest.path).st_mtime * 1000 <= expire_before
-            disk_full = not expired and ratio_of() > limit
+            ratio = ratio_of()
+            expired = os.stat(oldest.path).st_mtime * 1000 <= expire_before and (delete_time or ratio > limit)
+            disk_full = not expired and ratio > forcibly
             if not (expired or disk_full):
                 break
             self.acquire_put_lock()
@@ -477,4 +526,4 @@ def new_store(store_path: str, **settings) -> MessageStore:
     return MessageStore(MessageStoreConfig(store_path_root_dir=store_path, **settings))
 
 
-__all__ = ["MessageStore", "QueryMessageResult", "new_store", "PutMessageStatus"]
+__all__ = ["DiskUsage", "MessageStore", "QueryMessageResult", "new_store", "PutMessageStatus"]

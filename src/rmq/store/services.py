@@ -109,7 +109,8 @@ class FlushConsumeQueueService(ServiceThread):
 
 
 class CleanCommitLogService(ServiceThread):
-    """Retention: delete expired files at deleteWhen o'clock or when the disk fills up."""
+    """Retention: delete expired files at deleteWhen o'clock or when the disk fills up; then mark
+    the store full or not (``MessageStore.check_disk_space``; a broker also does every second)."""
 
     def __init__(self, store: MessageStore) -> None:
         super().__init__("rmq-store-clean")
@@ -119,3 +120,4 @@ class CleanCommitLogService(ServiceThread):
     def run_once(self) -> None:
         self.wait_for_running(self.interval)
         self.store.clean_expired_files()
+        self.store.check_disk_space()

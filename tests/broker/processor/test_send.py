@@ -4,6 +4,7 @@ stored wrongly, and the connection and the broker go on."""
 
 from __future__ import annotations
 
+import re
 import socket
 import time
 
@@ -150,9 +151,11 @@ def test_oversized_message_and_properties_are_illegal(start_broker, client):
 
 
 def test_a_full_disk_refuses_sends_with_a_remark(start_broker, client):
-    broker = start_broker(diskMaxUsedSpaceRatio="0")
+    broker = start_broker(diskSpaceWarningLevelRatio="0")
     r = call(client, broker.broker_addr, send_request("Full", b"x"))
-    assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE and "diskMaxUsedSpaceRatio" in r.remark
+    # RocketMQ's remark, with the used fraction of each disk
+    assert r.code == ResponseCode.SERVICE_NOT_AVAILABLE
+    assert re.search(r"the broker's disk is full \[CL: +[01]\.\d\d CQ: +[01]\.\d\d INDEX: +[01]\.\d\d\]", r.remark)
     assert stored_count(broker, "Full") == 0
 
 

@@ -46,7 +46,7 @@ from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from rmq.protocol.record import ipv4_to_int
 from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
 from rmq.protocol.transaction import PREPARED_MARK, is_prepared
-from rmq.store import PutMessageStatus
+from rmq.store import MessageStore, PutMessageStatus
 
 if TYPE_CHECKING:
     from rmq.broker.controller import BrokerController
@@ -87,7 +87,8 @@ _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
     PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, "stored, but no slave is available"),
     PutMessageStatus.SERVICE_NOT_AVAILABLE: (
         ResponseCode.SERVICE_NOT_AVAILABLE,
-        "service not available now: the store is shutting down, read-only or its disk is full",
+        "service not available now. It may be caused by one of the following reasons: the broker's disk "
+        "is full, messages are put to the slave, message store has been shut down, etc.",
     ),
     PutMessageStatus.CREATE_MAPPED_FILE_FAILED: (
         ResponseCode.SYSTEM_ERROR,
@@ -183,13 +184,9 @@ class SendProcessor(Processor):
                 f"{controller.broker_addr} was refused as master by the name servers (another master "
                 f"of that name has a newer epoch than its {self.store.epoch}): restart it as a slave",
             )
-        if controller.disk_full:
+        if self.store.disk_full:
             return RemotingCommand.response_to(
-                request,
-                ResponseCode.SERVICE_NOT_AVAILABLE,
-                remark=f"service not available now: the disk of {self.store.store_path} is "
-                f"{controller.disk_used_percent:.0f}% full, above diskMaxUsedSpaceRatio "
-                f"{self.store.config.disk_max_used_space_ratio}%: writes are refused",
+                request, ResponseCode.SERVICE_NOT_AVAILABLE, remark=service_not_available(self.store)
             )
         ext = request.ext_fields
         code = request.code
@@ -438,6 +435,18 @@ class SendProcessor(Processor):
                 self._born_hosts.clear()
             self._born_hosts[remote_address] = known
         return known
+
+
+def service_not_available(store: MessageStore) -> str:
+    """RocketMQ's remark of a send the store refused, with its disk usage (its ``diskUtil()``)."""
+    try:
+        usage = str(store.disk_usage())
+    except OSError as e:
+        usage = f"unknown: {e}"
+    return (
+        "service not available now. It may be caused by one of the following reasons: the broker's disk "
+        f"is full [{usage}], messages are put to the slave, message store has been shut down, etc."
+    )
 
 
 def _without_delay(properties: str) -> str:

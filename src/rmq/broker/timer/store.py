@@ -162,6 +162,7 @@ class TimerMessageStore:
         self.log_file_size = config.mapped_file_size_timer_log
         self.checkpoint = TimerCheckpoint(root)
         self.timer_log: TimerLog | None = None
+        self._append_failing = False  # the last timer log append failed (ENOSPC): logged once
         self.wheel: TimerWheel | None = None
         self.enqueue_service = _EnqueueService(self)
         self.dequeue_service = _DequeueService(self)
@@ -385,7 +386,17 @@ class TimerMessageStore:
                         if slot - self.read_slot >= self.slots_total - 1:
                             break  # the dequeue is far behind (after downtime): let it catch up first
                         last_pos, num = self.wheel.get(slot)
-                        pos = self.timer_log.append(last_pos, slot, deliver_ms, offset_py, size_py, offset)
+                        try:
+                            pos = self.timer_log.append(last_pos, slot, deliver_ms, offset_py, size_py, offset)
+                        except OSError as e:
+                            # a full disk: the message stays in the timer queue, filed once space is back
+                            if not self._append_failing:
+                                log.error("cannot file timed messages into the timer log: %s; retrying", e)
+                            self._append_failing = True
+                            break
+                        if self._append_failing:
+                            log.warning("timer log writable again: filing timed messages")
+                            self._append_failing = False
                         self.wheel.put(slot, pos, num + 1)
                         wake = wake or slot == self.read_slot
                         filed += 1

@@ -108,7 +108,13 @@ class TimerLog:
         path = os.path.join(self.store_path, file_name_of(start))
         f = open(path, "r+b" if not create else "w+b")  # kept open with its mapping
         if create:
-            f.truncate(self.file_size)
+            try:
+                # blocks on disk now: a unit written through the mapping on a full disk would SIGBUS
+                os.posix_fallocate(f.fileno(), 0, self.file_size)
+            except OSError:
+                f.close()
+                os.unlink(path)
+                raise
         mapping = mmap.mmap(f.fileno(), self.file_size)
         self._files[start] = (f, mapping)
         self._max_slot.setdefault(start, -1)
@@ -133,7 +139,8 @@ class TimerLog:
     # -- units -----------------------------------------------------------------------------------
 
     def append(self, prev_pos: int, slot: int, deliver_ms: int, offset_py: int, size_py: int, queue_offset: int) -> int:
-        """Write a unit at the end; its position."""
+        """Write a unit at the end; its position. OSError (ENOSPC) when a new file cannot be made:
+        nothing is written."""
         pos = self.write_pos
         found = self._file_of(pos)
         if found is None:

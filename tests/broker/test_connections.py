@@ -1,0 +1,149 @@
+"""A broker process's connections (serverChannelMaxIdleTimeSeconds, serverFrameTimeoutSeconds,
+serverMaxConnections): idle, trickling and surplus connections are closed while a client beside them
+sends on; 10,000 connections opened at once leave that client served."""
+
+from __future__ import annotations
+
+import json
+import resource
+import socket
+import time
+import urllib.request
+
+import pytest
+
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.net.codec_py import encode
+from rmq.net.server import RESERVED_DESCRIPTORS
+from rmq.protocol.codes import RequestCode, ResponseCode
+from tests.helpers import LOOPBACK, free_port, wait_until
+from tests.helpers.broker import broker_settings
+from tests.helpers.frames import RawConnection, trickle_until_closed
+from tests.helpers.processes import (
+    FloodReport,
+    SteadySender,
+    flood_connections,
+    raise_open_file_limit,
+    start_broker_process,
+)
+from tests.helpers.requests import call, heartbeat_request, send_request
+
+TOPIC = "ConnTopic"
+GROUP = "ConnGroup"
+# A RocketMQ producer's sendMsgTimeout: what "answered in time" means to the client beside.
+SEND_TIMEOUT = 3.0
+FLOOD = 10_000
+
+
+def consumers_of(client: RemotingClient, addr: str, group: str) -> list[str]:
+    request = RemotingCommand.request(RequestCode.GET_CONSUMER_LIST_BY_GROUP, {"consumerGroup": group})
+    answer = call(client, addr, request)
+    if answer.code != ResponseCode.SUCCESS:
+        return []  # RocketMQ answers SYSTEM_ERROR "no consumer for this group"
+    return json.loads(answer.body)["consumerIdList"]
+
+
+def test_idle_trickling_and_surplus_connections_are_closed_while_a_producer_sends(spawn, store_dir, client):
+    metrics_port = free_port()
+    settings = broker_settings(
+        store_dir,
+        serverChannelMaxIdleTimeSeconds="2",
+        serverFrameTimeoutSeconds="1",
+        serverMaxConnections="6",
+        metricsExporterType="PROM",
+        metricsPromExporterHost=LOOPBACK,
+        metricsPromExporterPort=str(metrics_port),
+    )
+    _, addr = start_broker_process(spawn, settings)
+    port = int(settings["listenPort"])
+    sender = SteadySender(client, addr, TOPIC, SEND_TIMEOUT).start()
+    try:
+        wait_until(lambda: len(sender.answered) >= 3, 10, "the producer's first sends answered")
+
+        # A consumer that falls silent is closed after the idle time, and the broker forgets it.
+        consumer = RawConnection(port)
+        consumer.send(encode(heartbeat_request("silent@1", GROUP, TOPIC)))
+        answer = consumer.read_commands(1)[0]
+        while not answer.is_response:  # NOTIFY_CONSUMER_IDS_CHANGED may come first
+            answer = consumer.read_commands(1)[0]
+        assert answer.code == ResponseCode.SUCCESS
+        assert consumers_of(client, addr, GROUP) == ["silent@1"]
+        started = time.monotonic()
+        assert consumer.is_closed_by_peer(timeout=10.0)
+        assert time.monotonic() - started >= 1.5  # the idle time (2 s), less the heartbeat's answer
+        consumer.close()
+        wait_until(lambda: consumers_of(client, addr, GROUP) == [], 5, "the closed consumer dropped")
+
+        # A frame trickled in a byte every 50 ms: never idle, closed once the frame is 1 s old.
+        def trickle() -> None:
+            frame = encode(send_request(TOPIC, b"x" * 2000))
+            with socket.create_connection((LOOPBACK, port), timeout=5) as loris:
+                assert trickle_until_closed(loris, frame, interval=0.05, limit=10.0) >= 1.0
+
+        assert sender.sends_during(trickle)
+
+        # serverMaxConnections=6: the producer's connection and 5 more are served, the next refused.
+        inside = [RawConnection(port) for _ in range(5)]
+        try:
+            for conn in inside:
+                conn.send(encode(send_request(TOPIC, b"inside")))
+                assert conn.read_commands(1)[0].code == ResponseCode.SUCCESS
+            for _ in range(10):
+                with RawConnection(port) as surplus:
+                    assert surplus.is_closed_by_peer(timeout=3.0)
+            for conn in inside:
+                conn.send(encode(send_request(TOPIC, b"inside again")))
+                assert conn.read_commands(1)[0].code == ResponseCode.SUCCESS
+        finally:
+            for conn in inside:
+                conn.close()
+        assert _metric(metrics_port, "rmq_connections_refused_total") == 10
+    finally:
+        sender.stop()
+    assert not sender.errors, sender.errors[:5]
+
+
+def test_ten_thousand_connections_at_once_leave_a_producer_served(spawn, store_dir, client):
+    needed = FLOOD + RESERVED_DESCRIPTORS + 100  # the broker's connections and its own files
+    limits = raise_open_file_limit(needed)  # the broker started below inherits it
+    if limits is None:
+        pytest.skip(f"the RLIMIT_NOFILE hard limit is below {needed}: cannot hold {FLOOD} connections")
+    try:
+        settings = broker_settings(store_dir)
+        proc, addr = start_broker_process(spawn, settings)
+        sender = SteadySender(client, addr, TOPIC, SEND_TIMEOUT).start()
+        floods: list[FloodReport] = []
+        try:
+            wait_until(lambda: len(sender.answered) >= 3, 10, "the producer's first sends answered")
+            for _ in range(2):
+                latencies = sender.sends_during(
+                    lambda: floods.append(flood_connections(proc.pid, int(settings["listenPort"]), FLOOD))
+                )
+                assert max(latencies) < SEND_TIMEOUT
+        finally:
+            sender.stop()
+        assert not sender.errors, sender.errors[:5]
+        first, second = floods
+        # no thread per connection; the memory a flood took is the broker's to reuse: the next one
+        # needs no more (RssAnon stays near its first peak, not back at the start: Python keeps
+        # freed memory in its arenas)
+        assert first.before["Threads"] == first.peak["Threads"] == second.after["Threads"], floods
+        grown = first.peak["RssAnon"] - first.before["RssAnon"]
+        assert second.peak["RssAnon"] <= first.peak["RssAnon"] + grown // 4, floods
+        print(
+            f"\n{FLOOD} connections held in {first.accept_seconds:.2f} s, then {second.accept_seconds:.2f} s; "
+            f"broker RssAnon {first.before['RssAnon']} -> {first.peak['RssAnon']} -> {first.after['RssAnon']} -> "
+            f"{second.peak['RssAnon']} -> {second.after['RssAnon']} kB ({first.rss_per_connection:.0f} B a "
+            f"connection), threads {first.before['Threads']} -> {second.after['Threads']}; slowest send "
+            f"{max(sender.answered) * 1000:.0f} ms"
+        )
+    finally:
+        resource.setrlimit(resource.RLIMIT_NOFILE, limits)
+
+
+def _metric(port: int, name: str) -> float:
+    with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/metrics", timeout=5) as answer:
+        for line in answer.read().decode().splitlines():
+            if line.startswith(name + "{"):
+                return float(line.rsplit(" ", 1)[1])
+    raise AssertionError(f"{name} not served")
