@@ -110,12 +110,15 @@ cdef class StoreCore:
     cdef bint _kicks_rounds
     # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
     cdef readonly int64_t last_store_timestamp
+    # an idle ASYNC_MASTER's HA thread: the eventfd the next put writes once (-1: none)
+    cdef int _ha_wake_fd
 
     cdef int _lock(self) except -1
     cdef void _unlock(self) noexcept
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
     cdef void _publish_put(self, PutMessageResult result, object callback)
+    cdef void _wake_ha(self) noexcept
     cdef int _cut(self, int64_t end) except -1
     cdef int _dispatch_replica(self) except -1
     cdef int _write_replica(self, MappedFile mf, const char* data, Py_ssize_t n) except -1

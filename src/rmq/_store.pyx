@@ -28,8 +28,8 @@ from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from libc.errno cimport EINTR, EIO, errno
 from posix.fcntl cimport O_CLOEXEC, O_WRONLY, open as c_open
-from posix.unistd cimport close as c_close, pwrite
-from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t
+from posix.unistd cimport close as c_close, pwrite, write as c_write
+from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memcmp, memcpy, strerror
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport usleep
@@ -41,7 +41,7 @@ from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLU
                               PUT_OK, SERVICE_NOT_AVAILABLE, SLAVE_NOT_AVAILABLE, CommitLog, record_appended)
 from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
 from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
-from rmq._group_commit cimport GroupCommit
+from rmq._group_commit cimport GroupCommit, GroupCommitState
 from rmq._index cimport IndexService, index_entries_bound
 from rmq._mapped_file cimport MappedFile
 from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_BAD_MAGIC, CHECK_BAD_OFFSET, CHECK_EMPTY, CHECK_END_OF_FILE,
@@ -361,6 +361,7 @@ cdef class StoreCore:
         self.running = False
         self.last_store_timestamp = 0
         self._replica_fd = -1
+        self._ha_wake_fd = -1
 
     def attach(self, IndexService index_service not None, StoreCheckpoint checkpoint not None):
         """Give the core its index and checkpoint (opened once the store's lock file is held)."""
@@ -645,6 +646,8 @@ cdef class StoreCore:
         result._store_port = self.store_port
         if self._completes_commits:
             self._publish_put(result, callback)
+        if self._ha_wake_fd >= 0:
+            self._wake_ha()
         return result
 
     def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,
@@ -740,6 +743,8 @@ cdef class StoreCore:
         result._store_port = self.store_port
         if self._completes_commits:
             self._publish_put(result, callback)
+        if self._ha_wake_fd >= 0:
+            self._wake_ha()
         return result
 
     # -- flush -------------------------------------------------------------------------------
@@ -796,6 +801,33 @@ cdef class StoreCore:
     def group_commit_flushes(self):
         """Flush rounds made by the group commit (benchmarks report fsyncs per second)."""
         return self._group_commit.state.flush_count
+
+    @property
+    def commit_queue_size(self):
+        """Puts stored and not yet answered: waiting for the disk (SYNC_FLUSH) or a slave
+        (SYNC_MASTER) in ``complete_commits``'s queue; the broker's send queue (its
+        sendThreadPoolQueueCapacity bounds it)."""
+        return len(self._commit_requests)
+
+    @property
+    def disk_wait_seconds(self):
+        """SYNC_FLUSH: how long the disk has kept puts waiting, the longer of the running flush
+        round's age and the oldest put waiting for the disk (0.0: nothing waits). Past
+        osPageCacheBusyTimeOutMills the disk counts as busy, as RocketMQ's isOSPageCacheBusy."""
+        cdef PutMessageResult oldest
+        cdef GroupCommitState* gc = self._group_commit.state
+        cdef double now, waited = 0.0
+        if not self.sync_flush:
+            return 0.0
+        now = monotonic()
+        # read without the mutex: a torn pair only makes one answer stale by a round
+        if gc.woke_ns > gc.synced_ns:
+            waited = now - gc.woke_ns / 1e9
+        if self._commit_requests:
+            oldest = self._commit_requests[0]
+            if oldest.next_offset > self._completed_flushed and now - oldest._since > waited:
+                waited = now - oldest._since
+        return waited
 
     def complete_commits(self):
         """Complete every waiting put whose end every watermark it waits for has passed (on disk
@@ -873,6 +905,17 @@ cdef class StoreCore:
         return self.complete_commits()
 
     # -- replication (rmq.store.ha): the master reads its CommitLog, a slave appends a copy --------
+
+    def wake_ha_on_next_put(self, int fd):
+        """An idle ASYNC_MASTER's HA thread sleeps on eventfd ``fd``: the next put, whichever
+        thread makes it, writes it once (-1: none). A put that came first is the caller's to see:
+        it sets this, then looks at the CommitLog's end again (both under the GIL)."""
+        self._ha_wake_fd = fd
+
+    cdef void _wake_ha(self) noexcept:
+        cdef uint64_t one = 1
+        c_write(self._ha_wake_fd, &one, sizeof(one))
+        self._ha_wake_fd = -1
 
     def replica_view(self, int64_t offset, Py_ssize_t max_bytes):
         """Zero-copy view of the CommitLog bytes from ``offset``: at most ``max_bytes``, never past

@@ -404,6 +404,9 @@ _section(
             "(rmq's key: RocketMQ fixes it at 10 s)"),
     Setting("waitTimeMillsInSendQueue", _POSITIVE_MS, 200,
             "ms a send may wait before being served; longer is answered SYSTEM_BUSY"),
+    Setting("sendThreadPoolQueueCapacity", Int(1), 10_000,
+            "sends the broker may hold unanswered (waiting for the disk or a slave); more are "
+            "answered SYSTEM_BUSY [OVERLOAD]"),
     Setting("flushConsumerOffsetInterval", _POSITIVE_MS, 5000, "ms between writes of consumerOffset.json"),
     Setting("statsLogInterval", Int(0), 60_000,
             "ms between records of <storePathRootDir>/logs/stats.log (per topic and group; 0: none)"),
@@ -452,6 +455,9 @@ _section(
     Setting("flushIntervalConsumeQueue", _POSITIVE_MS, 1000, "ms between ConsumeQueue and index flushes"),
     Setting("syncFlushTimeout", Int(0), 5000,
             "ms a SYNC_FLUSH send waits for its group commit before FLUSH_DISK_TIMEOUT"),
+    Setting("osPageCacheBusyTimeOutMills", _POSITIVE_MS, 1000,
+            "ms the oldest send may wait for the disk before new sends are answered SYSTEM_BUSY "
+            "[PCBUSY_CLEAN_QUEUE]"),
     Setting("fileReservedTime", Int(0), 72, "hours a CommitLog file is kept"),
     Setting("deleteWhen", Text(validate=_hours), "04", "hours of the day (';'-separated) when expired files go"),
     Setting("diskMaxUsedSpaceRatio", Int(0, 100), 75,

@@ -11,6 +11,8 @@ other test modules or conftests (tests/test_tree.py checks it).
     tests.helpers.processes  real rmq-namesrv / rmq-broker processes, and a Cluster of both
     tests.helpers.acl        a broker process with aclEnable, its plain_acl.yml rewritten under it
     tests.helpers.failover   two broker processes swapping roles by SIGKILL, promotion and rejoin
+    tests.helpers.overload   a flood of sends and pulls (a process of its own), a broker's memory,
+                             a disk whose msync stalls (msync_stall.c, preloaded)
     tests.helpers.threads    what the leak checks look at: rmq threads, open descriptors
     tests.helpers.compat     third-party RocketMQ clients: installs, families, a runner of their scripts
     tests.helpers.twins      which twin of a codec (compiled or pure Python) a module picks

@@ -63,6 +63,7 @@ class BrokerConfig(SettingsView):
     enable_property_filter: bool = setting("enablePropertyFilter")
     which_broker_when_consume_slowly: int = setting("whichBrokerWhenConsumeSlowly")
     wait_time_mills_in_send_queue: int = setting("waitTimeMillsInSendQueue")
+    send_thread_pool_queue_capacity: int = setting("sendThreadPoolQueueCapacity")
     flush_consumer_offset_interval: int = setting("flushConsumerOffsetInterval")
     stats_log_interval: int = setting("statsLogInterval")
     rebalance_lock_max_live_time: int = setting("rebalanceLockMaxLiveTime")

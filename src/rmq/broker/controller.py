@@ -44,6 +44,7 @@ from rmq.broker.long_polling import PullRequestHoldService
 from rmq.broker.metrics import MetricsExporter
 from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
+from rmq.broker.processor.send import SendProcessor
 from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.role import RoleSwitch
 from rmq.broker.runtime_stats import SAMPLE_INTERVAL, RuntimeStats
@@ -163,6 +164,8 @@ class BrokerController:
         self.get_counts = GetCounts()  # what pulls handed out, for the stats log
         self.runtime_stats = RuntimeStats(self.store, self.get_counts)  # brokerStatus's counters and rates
         self.processors = [cls(self) for cls in PROCESSORS]
+        # its SYSTEM_BUSY counts, for the metrics
+        self.send_processor = next(p for p in self.processors if isinstance(p, SendProcessor))
         for processor in self.processors:
             for code, handler in processor.handlers().items():
                 self.server.register_processor(code, handler)

@@ -37,9 +37,14 @@ rmq_storage_flush_rounds_total       counter, CommitLog flushes (SYNC_FLUSH: gro
 rmq_storage_flush_last_round_seconds gauge, the last SYNC_FLUSH round's msync
 rmq_replication_lag_bytes, _ms       gauge, each slave's lag behind this master, by slave
 rmq_storage_disk_used_ratio          gauge, used fraction of the store's disk
+rocketmq_processor_watermark         gauge, requests queued, by processor ("send": sends stored
+                                     and not yet answered, the queue sendThreadPoolQueueCapacity
+                                     bounds; rmq.broker.processor.send)
+rmq_system_busy_total                counter, sends refused SYSTEM_BUSY, by reason (OVERLOAD,
+                                     PCBUSY_CLEAN_QUEUE, TIMEOUT_CLEAN_QUEUE)
 ===================================  ==========================================================
 
-SYSTEM_BUSY answers are ``rocketmq_rpc_latency_count{response_code="2"}``; messages per flush is
+Every SYSTEM_BUSY answer is also in ``rocketmq_rpc_latency_count{response_code="2"}``; messages per flush is
 ``rate(rocketmq_messages_in_total) / rate(rmq_storage_flush_rounds_total)``.
 """
 
@@ -254,6 +259,13 @@ class BrokerCollector:
         )
         refused.add_metric(base, c.server.connections_refused)
         yield refused
+        watermark = self._family(GaugeMetricFamily, "rocketmq_processor_watermark", "Requests queued", ("processor",))
+        watermark.add_metric([*base, "send"], store.commit_queue_size)
+        yield watermark
+        busy = self._family(CounterMetricFamily, "rmq_system_busy", "Sends refused SYSTEM_BUSY", ("reason",))
+        for reason, count in c.send_processor.busy_refusals.items():
+            busy.add_metric([*base, reason], count)
+        yield busy
         yield self._gauge("rmq_storage_disk_used_ratio", "Used fraction of the store's disk", store.disk_used_ratio())
         rounds = self._family(
             CounterMetricFamily, "rmq_storage_flush_rounds_total", "CommitLog flushes (SYNC_FLUSH: group commit rounds)"

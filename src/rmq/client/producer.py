@@ -70,12 +70,14 @@ log = logging.getLogger("rmq.client")
 
 __all__ = ["Producer", "ProducerConfig", "MessageQueueSelector", "select_by_hash"]
 
-# Refusals after which the next try goes to another broker (RocketMQ's retryResponseCodes).
+# Refusals after which the next try goes to another broker (RocketMQ 5.x's retryResponseCodes; 4.9's
+# producer gave up at a SYSTEM_BUSY, 5.x tries another broker: an overloaded one stored nothing).
 RETRY_RESPONSE_CODES = frozenset(
     {
         ResponseCode.TOPIC_NOT_EXIST,
         ResponseCode.SERVICE_NOT_AVAILABLE,
         ResponseCode.SYSTEM_ERROR,
+        ResponseCode.SYSTEM_BUSY,
         ResponseCode.NO_PERMISSION,
     }
 )

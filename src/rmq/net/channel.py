@@ -248,9 +248,13 @@ class Channel:
         self._reading = True
         # Requests read but not yet handed to processors, held while the peer does not read.
         self._backlog: list[RemotingCommand] = []
+        self._pauses = 0
         self._flush_scheduled = False
         self._events = _EPOLLOUT if connecting else _EPOLLIN
         self.last_active = time.monotonic()
+        # When the requests being handled were read: a backlog keeps the time of its read, so a
+        # processor sees how long a request waited in the broker (waitTimeMillsInSendQueue).
+        self.read_at = self.last_active
         # When the frame (or TLS handshake) not yet complete began; None between frames.
         self.incomplete_since: float | None = None
         loop.add_handler(self._fd, self._events, self._on_events)
@@ -389,7 +393,7 @@ class Channel:
         if not data:
             self._close(None)
             return
-        self.last_active = now = time.monotonic()
+        self.last_active = self.read_at = now = time.monotonic()
         try:
             commands = self._decoder.feed(data)
         except ProtocolError as exc:
@@ -423,7 +427,10 @@ class Channel:
                 # processors) until they drain, so its backlog cannot grow without bound.
                 if self._reading:
                     self._reading = False
-                    log.warning(
+                    # once per connection: a slow reader pauses again every time half drained
+                    self._pauses += 1
+                    log.log(
+                        logging.WARNING if self._pauses == 1 else logging.DEBUG,
                         "%s does not read its answers: %d bytes unsent, pausing its input",
                         self.remote_address,
                         out.size,

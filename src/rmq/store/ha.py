@@ -50,11 +50,17 @@ log = logging.getLogger("rmq.store.ha")
 
 BIND_ADDRESS = "0.0.0.0"
 # How often the master looks for new CommitLog bytes. SYNC_MASTER: a broker also tells it after
-# every loop iteration that stored (a send waits for the slave); ASYNC_MASTER only polls, so that
-# a burst of iterations costs one wake-up of the HA thread (and one hand-off of the GIL the broker's
-# loop needs), not one each. RocketMQ's WriteSocketService waits up to 100 ms.
+# every loop iteration that stored (a send waits for the slave). ASYNC_MASTER polls while bytes keep
+# coming, so that a burst of iterations costs one wake-up of the HA thread (and one hand-off of the
+# GIL the broker's loop needs), not one each. While polling it reads its slaves' reports on the
+# polls rather than on each report's arrival (no send waits for them, and each arrival would be one
+# more wake-up). After ASYNC_IDLE_POLLS polls in a row found no new bytes and every slave caught
+# up, it is idle: no polls; the slaves' reports wake it, and the store's next put (whichever thread
+# makes it: a send, a delayed or timed message's re-put) writes its eventfd once
+# (``StoreCore.wake_ha_on_next_put``). RocketMQ's WriteSocketService waits up to 100 ms.
 NEW_DATA_POLL = 0.1
 ASYNC_NEW_DATA_POLL = 0.002
+ASYNC_IDLE_POLLS = 25
 # One wake-up of a connection sends at most this much before it lets the loop serve the others.
 MAX_BYTES_PER_WAKEUP = 1 << 20
 # Frames a master hands to one sendmsg when a slave is behind.
@@ -99,40 +105,56 @@ class HAConnection:
         self._inbuf = bytearray()
         self._out: collections.deque = collections.deque()  # buffers not yet sent (views of the mapping)
         self._want_write = False
+        self._events = select.EPOLLIN  # what the loop watches: reports (EPOLLIN), room to send (EPOLLOUT)
         self.closed = False
 
     # -- reading reports --------------------------------------------------------------------------
 
     def on_events(self, events: int) -> None:
         if events & (select.EPOLLIN | select.EPOLLERR | select.EPOLLHUP):
-            self._read()
+            if self._read():
+                self.transfer()
+                return
         if not self.closed and events & select.EPOLLOUT:
             self.transfer()
 
-    def _read(self) -> None:
+    def read_reports(self) -> None:
+        """ASYNC_MASTER: take the reports that came since the last poll (the socket is not watched
+        for them once the first one arrived)."""
+        if not self.closed:
+            self._read()
+
+    def caught_up(self, end: int) -> bool:
+        """Nothing left to send up to the CommitLog's ``end`` (or not started yet)."""
+        return self.closed or self.next_offset < 0 or (not self._out and self.next_offset >= end)
+
+    def _read(self) -> bool:
+        """Take the reports there are: whether there was a whole one (and the connection is open)."""
         try:
             data = self.sock.recv(4096)
         except BlockingIOError:
-            return
+            return False
         except OSError as e:
             self.close(f"read failed: {e}")
-            return
+            return False
         if not data:
             self.close("it closed the connection")
-            return
+            return False
         self.last_read = time.monotonic()
         self._inbuf += data
         whole = len(self._inbuf) - len(self._inbuf) % wire.REPORT_SIZE
         if whole == 0:
-            return
+            return False
         # only the newest report matters: each one is the slave's whole state
         for position in range(0, whole, wire.REPORT_SIZE):
             if not self._on_report(wire.decode_report(self._inbuf, position)):
-                return
+                return False
         del self._inbuf[:whole]
         if self.service.sync:
             self.service.publish_acks()
-        self.transfer()
+        elif self._events & select.EPOLLIN:
+            self.update_events()  # ASYNC_MASTER, replicating: reports may be read on polls from now on
+        return True
 
     def _on_report(self, offset: int) -> bool:
         store = self.service.store
@@ -219,10 +241,21 @@ class HAConnection:
         return n
 
     def _watch_writable(self, want: bool) -> None:
-        if want != self._want_write and not self.closed:
+        if want != self._want_write:
             self._want_write = want
-            events = select.EPOLLIN | (select.EPOLLOUT if want else 0)
-            self.service.loop.update_handler(self.fd, events)
+            self.update_events()
+
+    def update_events(self) -> None:
+        """Watch for reports unless an ASYNC_MASTER that polls reads them; for room to send while
+        frames wait."""
+        if self.closed:
+            return
+        service = self.service
+        reports = service.sync or service.idle or self.next_offset < 0
+        events = (select.EPOLLIN if reports else 0) | (select.EPOLLOUT if self._want_write else 0)
+        if events != self._events:
+            self._events = events
+            service.loop.update_handler(self.fd, events)
 
     def close(self, reason: str) -> None:
         if self.closed:
@@ -251,6 +284,10 @@ class HAService:
         self._listener: socket.socket | None = None
         self._new_data_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._notified = False
+        # ASYNC_MASTER: the polls stopped, every slave had every byte; the next put wakes the thread
+        self.idle = False
+        self._quiet_polls = 0
+        self._last_end = -1
         self._samples: collections.deque = collections.deque(maxlen=LAG_SAMPLES)
         # the poll for new CommitLog bytes runs only while a slave is connected: a master without
         # slaves (every standalone broker) has an HA thread that sleeps, not one that takes the GIL
@@ -277,6 +314,7 @@ class HAService:
     def shutdown(self) -> None:
         self.loop.run_and_wait(self._close_all)
         self.loop.shutdown()
+        self.store.wake_ha_on_next_put(-1)
         os.close(self._new_data_fd)
 
     def _close_all(self) -> None:
@@ -289,7 +327,8 @@ class HAService:
 
     def notify_new_data(self) -> None:
         """New CommitLog bytes were written (any thread; one eventfd write per wake-up). Only a
-        SYNC_MASTER's sends wait: an ASYNC_MASTER's HA thread finds the bytes on its next poll."""
+        SYNC_MASTER's sends wait: an ASYNC_MASTER's HA thread finds the bytes on its next poll, or,
+        idle, is woken by the store's next put."""
         if self.sync and not self._notified and self.connections:
             self._notified = True
             try:
@@ -314,9 +353,37 @@ class HAService:
             connection = HAConnection(self, sock, f"{host}:{port}")
             self.connections[connection.fd] = connection
             self.loop.add_handler(connection.fd, select.EPOLLIN, connection.on_events)
-            if self._poll is None:
-                poll = NEW_DATA_POLL if self.sync else ASYNC_NEW_DATA_POLL
-                self._poll = self.loop.schedule_periodic(poll, self._transfer_all)
+            if not self.sync:
+                self._set_busy()  # polls until the new slave has caught up
+            elif self._poll is None:
+                self._poll_every(NEW_DATA_POLL)
+
+    def _poll_every(self, interval: float) -> None:
+        self._stop_polls()
+        self._poll = self.loop.schedule_periodic(interval, self._transfer_all)
+
+    def _set_busy(self) -> None:
+        """ASYNC_MASTER: new bytes after idling: poll, read reports on the polls."""
+        self.idle = False
+        self.store.wake_ha_on_next_put(-1)
+        self._quiet_polls = 0
+        self._poll_every(ASYNC_NEW_DATA_POLL)
+        for connection in list(self.connections.values()):
+            connection.update_events()
+
+    def _set_idle(self) -> None:
+        """ASYNC_MASTER: every slave has had every byte for a while: no polls; reports and the
+        store's next put wake this thread."""
+        self.idle = True
+        self._stop_polls()
+        self.store.wake_ha_on_next_put(self._new_data_fd)
+        for connection in list(self.connections.values()):
+            connection.update_events()
+
+    def _stop_polls(self) -> None:
+        if self._poll is not None:
+            self._poll.cancel()
+            self._poll = None
 
     def _on_new_data(self, _events: int) -> None:
         try:
@@ -332,8 +399,26 @@ class HAService:
         end = self.store.commit_log.get_max_offset()
         if not self._samples or self._samples[-1][0] < end:
             self._samples.append((end, time.monotonic()))
-        for connection in list(self.connections.values()):
+        if self.idle and end != self._last_end:
+            self._set_busy()
+        connections = list(self.connections.values())
+        for connection in connections:
+            if not self.sync:
+                connection.read_reports()
             connection.transfer()
+        if self.sync or self.idle:
+            return
+        if end != self._last_end or not all(c.caught_up(end) for c in connections):
+            self._quiet_polls = 0
+            self._last_end = end
+            return
+        self._quiet_polls += 1
+        if self._quiet_polls >= ASYNC_IDLE_POLLS:
+            # idle first, then look again: a put after that look finds idle set and wakes this
+            # thread, one before it is seen here
+            self._set_idle()
+            if self.store.commit_log.get_max_offset() != end:
+                self._set_busy()
 
     def _housekeeping(self) -> None:
         now = time.monotonic()
@@ -345,9 +430,11 @@ class HAService:
 
     def connection_closed(self, connection: HAConnection) -> None:
         self.connections.pop(connection.fd, None)
-        if not self.connections and self._poll is not None:
-            self._poll.cancel()
-            self._poll = None
+        if not self.connections:
+            self._stop_polls()
+            self.store.wake_ha_on_next_put(-1)
+            self.idle = False
+            self._quiet_polls = 0
         self.publish_acks()
 
     def publish_acks(self) -> None:

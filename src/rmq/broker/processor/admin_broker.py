@@ -134,6 +134,13 @@ class AdminBrokerProcessor(Processor):
             ),
         }
         table.update(c.runtime_stats.table())
+        # the send queue is the sends stored and not yet answered (rmq.broker.processor.send); pulls
+        # are served as they are read (a parked long poll waits for messages, not for a thread)
+        table["sendThreadPoolQueueSize"] = store.commit_queue_size
+        table["sendThreadPoolQueueCapacity"] = c.config.send_thread_pool_queue_capacity
+        table["pullThreadPoolQueueSize"] = 0
+        # RocketMQ: how long the put lock has been held; here how long the disk keeps sends waiting
+        table["pageCacheLockTimeMills"] = int(store.disk_wait_seconds * 1000)
         commit_log_dir = os.path.join(store.store_path, "commitlog")
         try:
             disk = shutil.disk_usage(commit_log_dir if os.path.isdir(commit_log_dir) else store.store_path)

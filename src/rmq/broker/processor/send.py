@@ -14,6 +14,42 @@ The body is stored as it came: compressed bodies (sysFlag bit 0) stay compressed
 
 The handler runs on the event loop thread and never waits for the disk: under SYNC_FLUSH the put
 is left pending, and the loop answers it when the flush round that made it durable ends.
+
+Overload: RocketMQ's send queue, mapped onto one loop
+----------------------------------------------------
+RocketMQ queues each send for its send thread pool (``sendThreadPoolQueueCapacity`` 10000; a full
+queue is answered SYSTEM_BUSY ``[OVERLOAD]`` by NettyRemotingAbstract) and BrokerFastFailure looks
+at that queue every 10 ms: while the CommitLog's put lock has been held longer than
+``osPageCacheBusyTimeOutMills`` (isOSPageCacheBusy) it answers the queued sends ``[PCBUSY_CLEAN_QUEUE]``
+(new ones get ``[REJECTREQUEST]``), and a send queued longer than ``waitTimeMillsInSendQueue`` gets
+``[TIMEOUT_CLEAN_QUEUE]``. rmq has no send thread pool: the loop puts a send as soon as it is read,
+so what can pile up is elsewhere, and each bound sits where it is:
+
+=====================================  ===========================================================
+RocketMQ                               rmq
+=====================================  ===========================================================
+a send queued for a send thread        a send read but not yet served: the rest of a read held by a
+                                       connection whose peer does not read its answers (the
+                                       channel's backlog, at most one read); served when the peer
+                                       reads, or refused ``[TIMEOUT_CLEAN_QUEUE]`` when it waited
+                                       past waitTimeMillsInSendQueue (``Channel.read_at``)
+the send thread pool queue's size      sends stored and not yet answered: waiting for the disk
+(sendThreadPoolQueueSize)              (SYNC_FLUSH) or a slave (SYNC_MASTER), the store's
+                                       ``commit_queue_size``; past sendThreadPoolQueueCapacity a
+                                       new send is refused ``[OVERLOAD]`` before it is stored
+the put lock held past                 the oldest send waiting for the disk waited past
+osPageCacheBusyTimeOutMills            osPageCacheBusyTimeOutMills (the store's
+                                       ``disk_wait_seconds``): new sends are refused
+                                       ``[PCBUSY_CLEAN_QUEUE]`` (a send rmq refuses is one it has
+                                       read, RocketMQ's queued case) until the flush catches up
+answers not yet written                the connection's output buffer; past max_pending_output the
+                                       connection is not read (``rmq.net.channel``)
+=====================================  ===========================================================
+
+A send refused busy was not stored; a stored send is never answered busy (one waiting too long for
+the disk gets FLUSH_DISK_TIMEOUT at syncFlushTimeout, as RocketMQ's). Clients retry SYSTEM_BUSY on
+another broker (RocketMQ 5.x's producer, ``rmq.client.producer``). ``busy_refusals`` counts the
+refusals by reason for the metrics (``rmq_system_busy_total``).
 """
 
 from __future__ import annotations
@@ -79,6 +115,12 @@ _NO_WAIT_MARK = MessageProperty.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "fals
 _TIMER_MARK = "TIMER_DEL"
 _TIMER_MARK_BYTES = _TIMER_MARK.encode()
 
+# Why a send was answered SYSTEM_BUSY (RocketMQ's remark prefixes; module docstring).
+_OVERLOAD = "OVERLOAD"
+_PCBUSY_CLEAN_QUEUE = "PCBUSY_CLEAN_QUEUE"
+_TIMEOUT_CLEAN_QUEUE = "TIMEOUT_CLEAN_QUEUE"
+BUSY_REASONS = (_OVERLOAD, _PCBUSY_CLEAN_QUEUE, _TIMEOUT_CLEAN_QUEUE)
+
 # PutMessageStatus -> (response code, remark); codes 10-12 mean "stored, but degraded".
 _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
     PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
@@ -132,6 +174,9 @@ class SendProcessor(Processor):
         self.max_message_size = controller.store.max_message_size
         self.role_changed()
         self.wait_limit = controller.config.wait_time_mills_in_send_queue / 1000
+        self.queue_capacity = controller.config.send_thread_pool_queue_capacity
+        self.disk_busy_limit = controller.store.config.os_page_cache_busy_time_out_mills / 1000
+        self.busy_refusals = dict.fromkeys(BUSY_REASONS, 0)
         self._born_hosts: dict[str, tuple[int, int]] = {}
         self._writable_topics: dict[str, TopicConfig] = {}
         self._topics_version = -1
@@ -156,16 +201,16 @@ class SendProcessor(Processor):
     # -- the request ------------------------------------------------------------------------
 
     def send_message(self, channel, request: RemotingCommand):
-        # The frame was read when the channel was last active; a send that waited longer than
-        # waitTimeMillsInSendQueue is refused before it costs anything (RocketMQ's fast failure).
-        waited = monotonic() - channel.last_active
+        # RocketMQ's fast failure (module docstring), before the send costs anything: it waited
+        # too long since it was read, or the sends held unanswered are too many or too old.
+        waited = monotonic() - channel.read_at
         if waited > self.wait_limit:
-            return RemotingCommand.response_to(
-                request,
-                ResponseCode.SYSTEM_BUSY,
-                remark=f"[TIMEOUT_CLEAN_QUEUE]broker busy, start flow control for a while, "
-                f"period in queue: {int(waited * 1000)}ms",
-            )
+            return self._busy(request, _TIMEOUT_CLEAN_QUEUE, waited)
+        if self.waits:  # in RocketMQ's order: a busy disk is noticed before the queue is full
+            if self.store.disk_wait_seconds > self.disk_busy_limit:
+                return self._busy(request, _PCBUSY_CLEAN_QUEUE, waited)
+            if self.store.commit_queue_size >= self.queue_capacity:
+                return self._busy(request, _OVERLOAD, waited)
         controller = self.controller
         if self.slave:
             # RocketMQ's store: "message store is slave mode, so putMessage is forbidden"
@@ -284,6 +329,18 @@ class SendProcessor(Processor):
             callback,
         )
         return self._answer_put(request, result, topic, queue_id)
+
+    def _busy(self, request: RemotingCommand, reason: str, waited: float) -> RemotingCommand:
+        """SYSTEM_BUSY with RocketMQ's remark for ``reason``; nothing was stored."""
+        self.busy_refusals[reason] += 1
+        if reason == _OVERLOAD:
+            remark = "[OVERLOAD]system busy, start flow control for a while"
+        else:
+            remark = (
+                f"[{reason}]broker busy, start flow control for a while, period in queue: "
+                f"{int(waited * 1000)}ms, size of queue: {self.store.commit_queue_size}"
+            )
+        return RemotingCommand.response_to(request, ResponseCode.SYSTEM_BUSY, remark=remark)
 
     def _send_batch(
         self,
