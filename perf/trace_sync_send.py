@@ -96,6 +96,13 @@ def main() -> None:
     parser.add_argument("--in-flight", default="1,16")
     parser.add_argument("--seconds", type=float, default=3.0)
     parser.add_argument("--big-files", action="store_true", help="default 1 GiB CommitLog and full-size index")
+    parser.add_argument(
+        "--sender",
+        choices=("pipeline", "rmq-perf"),
+        default="pipeline",
+        help="bench_broker.py's raw pipeline, or rmq-perf's load generator (what a matrix cell runs)",
+    )
+    parser.add_argument("--workers", type=int, default=1, help="rmq-perf's worker processes (= connections)")
     args = parser.parse_args()
     trace()
     from bench_broker import create_topic
@@ -124,6 +131,14 @@ def main() -> None:
                 f"sends_per_second({port}, {depth}, False, 0.5); "
                 f"sys.stdout.write(str(sends_per_second({port}, {depth}, False, {args.seconds})))"
             )
+            if args.sender == "rmq-perf":
+                sender = (
+                    "import sys; from rmq.perf.load import LoadSpec, run_load\n"
+                    "if __name__ == '__main__':\n"
+                    f"    spec = LoadSpec('rmq', '127.0.0.1', {port}, 'BenchTopic', in_flight={depth},"
+                    f" workers={args.workers}, duration={args.seconds}, warmup=0.5, interval={args.seconds})\n"
+                    f"    sys.stdout.write(str(run_load(spec, lambda *_: None).acked / {args.seconds}))"
+                )
             env = dict(
                 os.environ, PYTHONPATH=os.pathsep.join([str(CHECKOUT / "perf"), os.environ.get("PYTHONPATH", "")])
             )

@@ -8,10 +8,13 @@ import shutil
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from rmq.perf.histogram import Histogram
 from rmq.perf.log import KIND_HEADER, KIND_INTERVAL, KIND_SUMMARY, SUFFIX, read
+from rmq.perf.matrix import table
+from tests.helpers.perf_logs import cell, cell_records
 
 MATRIX_TIMEOUT = 120
 
@@ -94,3 +97,24 @@ def test_redis_runs_beside_rmq_at_the_same_in_flight_over_the_same_connections(t
     assert {(s["cell"]["in_flight"], s["cell"]["connections"]) for s in summaries} == {(4, 2)}
     assert all(s["acked"] > 0 and s["failed"] == {} for s in summaries)
     assert "redis/always" in result.stdout
+
+
+def test_the_table_gives_rmq_over_each_peer_as_the_median_of_ratios_of_the_same_repeat():
+    def summary(system: str, repeat: int, rate: float, in_flight: int = 16) -> dict:
+        mode = "appendfsync=always" if system == "redis" else None
+        the_cell = cell(
+            system=system, flush="SYNC_FLUSH", in_flight=in_flight, connections=2, peer_mode=mode, repeat=repeat
+        )
+        record = cell_records(the_cell, [np.full(10, 500.0)])[-1]
+        return {**record, "msgs_per_s": rate}
+
+    # the machine drifts between repeats: paired, rmq is 2x, 0.5x, 2x Redis (the medians: 5000 / 3000)
+    runs = [(1000, 500), (5000, 10000), (6000, 3000)]
+    summaries = [
+        s for r, (ours, theirs) in enumerate(runs) for s in (summary("rmq", r, ours), summary("redis", r, theirs))
+    ]
+    summaries.append(summary("rmq", 0, 100, in_flight=1))  # no peer at that load
+    head, _rule, *rows = table(summaries)
+    assert head.split()[-2:] == ["vs", "redis"]
+    by_row = {(r.split()[0], r.split()[4]): r.split()[-1] for r in rows}
+    assert by_row == {("rmq", "16"): "2.00x", ("redis/always", "16"): "-", ("rmq", "1"): "-"}

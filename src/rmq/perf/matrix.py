@@ -15,7 +15,8 @@ modes they have an equivalent of, batch 1.
 
 The table has a row per cell (``rate``: the msgs/s an open-loop cell offered; repeats merged: the
 median msgs/s, percentiles of the summed histograms) and its ratio to the rmq ASYNC_FLUSH standalone
-cell of the same size, load and batch; a ``*`` after the generator CPU marks a run whose load generator was saturated.
+cell of the same size, load and batch; a ``*`` after the generator CPU marks a run whose load
+generator was saturated.
 """
 
 from __future__ import annotations
@@ -188,11 +189,39 @@ def _key(cell: dict[str, Any]) -> tuple[Any, ...]:
     return tuple(cell[k] for k in ("system", "flush", "role", "size", "in_flight", "connections", "batch", "rate"))
 
 
+def _load_key(cell: dict[str, Any]) -> tuple[Any, ...]:
+    """What a peer's cell must share with an rmq cell to be compared with it."""
+    return tuple(cell[k] for k in ("flush", "size", "in_flight", "connections", "batch", "rate"))
+
+
+def peer_ratios(summaries: list[dict[str, Any]]) -> dict[tuple[tuple[Any, ...], str], float]:
+    """(rmq standalone cell key, peer) -> the median over repeats of rmq's msgs/s over the peer's in
+    the same repeat: the two ran one after the other, so a drift of the machine that lasts longer
+    than a repeat cancels out of each ratio (the medians of the two columns do not pair runs)."""
+    runs: dict[tuple[Any, ...], dict[int, float]] = {}
+    for s in summaries:
+        cell = s["cell"]
+        if cell["role"] == "standalone":
+            runs.setdefault((cell["system"], *_load_key(cell)), {})[cell.get("repeat", 0)] = s["msgs_per_s"]
+    out = {}
+    for (system, *load), ours in runs.items():
+        if system != "rmq":
+            continue
+        for (other, *other_load), theirs in runs.items():
+            paired = [ours[r] / theirs[r] for r in ours.keys() & theirs.keys() if theirs[r] > 0]
+            if other != "rmq" and other_load == load and paired:
+                out[(tuple(load), other)] = statistics.median(paired)
+    return out
+
+
 def table(summaries: list[dict[str, Any]]) -> Iterator[str]:
-    """The summary table: a row per cell, repeats merged."""
+    """The summary table: a row per cell, repeats merged; with peers, a column per peer: the rmq
+    standalone cell's msgs/s over the peer's at the same load (``peer_ratios``)."""
     groups: dict[tuple[Any, ...], list[dict[str, Any]]] = {}
     for s in summaries:
         groups.setdefault(_key(s["cell"]), []).append(s)
+    versus = peer_ratios(summaries)
+    peers = sorted({peer for _load, peer in versus})
     base: dict[tuple[Any, ...], float] = {}
     rows = []
     for runs in groups.values():
@@ -211,7 +240,7 @@ def table(summaries: list[dict[str, Any]]) -> Iterator[str]:
         f"{'system':15s} {'flush':11s} {'role':12s} {'size':>6s} {'in-fl':>5s} {'conns':>5s} {'batch':>5s}"
         f" {'rate':>7s} {'msgs/s':>9s} {'MB/s':>7s} {'p50 ms':>7s} {'p99 ms':>7s} {'p999 ms':>8s} {'ratio':>6s}"
         f" {'flush/s':>8s} {'gen cpu':>8s} {'failed':>6s}"
-    )
+    ) + "".join(f" {'vs ' + peer:>9s}" for peer in peers)
     yield head
     yield "-" * len(head)
     for cell, rate, mb, h, flushes_per_s, gen, saturated, failed in rows:
@@ -225,4 +254,9 @@ def table(summaries: list[dict[str, Any]]) -> Iterator[str]:
             f" {cell['connections']:5d} {cell['batch']:5d} {cell['rate'] or '-':>7} {rate:9.0f} {mb:7.1f}"
             f" {h.percentile(50) / 1000:7.2f} {h.percentile(99) / 1000:7.2f} {h.percentile(99.9) / 1000:8.2f}"
             f" {ratio:>6s} {fps:>8s} {gen:7.0f}%{'*' if saturated else ' '} {failed:6d}"
+        ) + "".join(
+            f" {versus[_load_key(cell), peer]:8.2f}x"
+            if (_load_key(cell), peer) in versus and cell["system"] == "rmq" and cell["role"] == "standalone"
+            else f" {'-':>9s}"
+            for peer in peers
         )

@@ -26,7 +26,11 @@ BORN_MARK = 1_000_000_000_000
 _BORN_FIELD = b'"g":"%d"' % BORN_MARK
 _CODE = re.compile(rb'"code":(-?\d+)')
 _OPAQUE = re.compile(rb'"opaque":(\d+)')
+_OPAQUE_KEY = b'"opaque":'
+_DIGITS = re.compile(rb"\d+")
 _SUCCESS = 0
+_SUCCESS_HEAD = b'{"code":0,'
+
 
 # The producer group and unique key the frames carry: the broker stores them, nothing reads them.
 PRODUCER_GROUP = "rmq-perf-producer"
@@ -50,6 +54,10 @@ class FrameTemplate:
     def frame(self, opaque: int, born_ms: bytes) -> bytes:
         """``born_ms``: ``b"%d" % ms``, made once for all the frames of a burst."""
         return self._head + str(opaque).encode() + self._middle + born_ms + self._tail
+
+    def parts(self, opaque: int, born_ms: bytes) -> tuple[bytes, bytes, bytes, bytes, bytes]:
+        """``frame``'s pieces, for one ``b"".join`` over a whole burst (one copy of each byte)."""
+        return self._head, b"%d" % opaque, self._middle, born_ms, self._tail
 
 
 def send_request(
@@ -97,6 +105,33 @@ def answer_code(header: bytes) -> int:
 def answer_opaque(header: bytes) -> int:
     m = _OPAQUE.search(header)
     return int(m.group(1)) if m else -1
+
+
+def take_answers(buf: bytearray) -> list[tuple[int, int]]:
+    """(opaque, code) of the complete frames at the start of ``buf``, removed from it: the two
+    numbers read where they are in the header's JSON, nothing copied or decoded besides them
+    (-1 for a number the header lacks)."""
+    out = []
+    pos = 0
+    end = len(buf)
+    find, starts, digits = buf.find, buf.startswith, _DIGITS.match
+    while end - pos >= 8:
+        frame_end = pos + 4 + int.from_bytes(buf[pos : pos + 4], "big")
+        if frame_end > end:
+            break
+        header = pos + 8
+        header_end = header + (int.from_bytes(buf[pos + 4 : pos + 8], "big") & 0xFFFFFF)
+        if starts(_SUCCESS_HEAD, header):  # rmq's answers begin so: no search for the code
+            code = _SUCCESS
+        else:
+            found = _CODE.search(buf, header, header_end)
+            code = int(found.group(1)) if found else -1
+        at = find(_OPAQUE_KEY, header, header_end)
+        number = digits(buf, at + len(_OPAQUE_KEY), header_end) if at >= 0 else None
+        out.append((int(number.group()) if number else -1, code))
+        pos = frame_end
+    del buf[:pos]
+    return out
 
 
 def take_frames(buf: bytearray) -> list[tuple[bytes, bytes]]:
