@@ -63,6 +63,20 @@ def cell(**fields: Any) -> dict[str, Any]:
     return {**defaults, **fields}
 
 
+def point(in_flight: int, msgs_per_s: float, p99_us: float, size: int = 1024, **fields: Any) -> Any:
+    """A ``rmq.perf.capacity.model.Point`` made by hand (rmq ASYNC_FLUSH standalone, closed loop
+    unless ``rate=`` is given), its other percentiles derived from ``p99_us``."""
+    from rmq.perf.capacity import model  # Spark: only the tests that need it load it
+
+    defaults = dict(
+        system="rmq", peer_mode="", flush="ASYNC_FLUSH", role="standalone", batch=1, connections=1, rate=0,
+        mb_per_s=msgs_per_s * size / model.MB, acked=int(msgs_per_s), seconds=1.0, p50_us=p99_us / 3,
+        p90_us=p99_us / 2, p999_us=p99_us * 1.5, max_us=p99_us * 2, mean_us=p99_us / 3,
+        cell_ids=[f"cell-if{in_flight}-{size}"], run_ids=["run"], repeats=[],
+    )  # fmt: skip
+    return model.Point(**{**defaults, **fields}, in_flight=in_flight, msgs_per_s=msgs_per_s, p99_us=p99_us, size=size)
+
+
 def header(run_id: str, started: float = 1.7e9) -> dict[str, Any]:
     return {
         "kind": log.KIND_HEADER,

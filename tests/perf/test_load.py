@@ -3,6 +3,11 @@ stalled sender got round to sending it (no coordinated omission)."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
+import time
+
 from rmq.perf.load import IntervalReport, LoadSpec, run_load
 from tests.helpers import LOOPBACK
 
@@ -34,3 +39,23 @@ def test_a_rate_the_broker_meets_is_held_with_latencies_of_a_round_trip(cluster)
     acked = [r.acked for r in intervals]
     assert 390 <= total.acked <= 400 and all(140 <= n <= 260 for n in acked), acked
     assert total.histogram.percentile(50) < 100_000, total.histogram.percentile(50)
+
+
+def test_a_generator_the_machine_does_not_run_says_how_late_it_woke(cluster):
+    cluster.create_topic(TOPIC)
+    spec = LoadSpec("rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=4, rate=500, duration=2)
+
+    def freeze_the_worker() -> None:  # as a machine busy with other work would, for 400 ms
+        time.sleep(0.2)
+        (worker,) = multiprocessing.active_children()
+        assert worker.pid is not None
+        os.kill(worker.pid, signal.SIGSTOP)
+        time.sleep(0.4)
+        os.kill(worker.pid, signal.SIGCONT)
+
+    intervals: list[IntervalReport] = []
+    total = run_load(spec, lambda report, t_start, t_end: intervals.append(report), freeze_the_worker)
+    # the requests due while it was frozen waited for it: the latency tail is the generator's own
+    assert total.histogram.max_us() >= 300_000 and total.wake_late_max_s >= 0.3, total.wake_late_max_s
+    # the second interval ran undisturbed: its worst wake-up was far below the stall
+    assert intervals[1].wake_late_max_s < 0.2, [r.wake_late_max_s for r in intervals]

@@ -59,13 +59,30 @@ def test_two_cells_run_end_to_end_and_a_missing_peer_is_skipped_with_a_notice(tm
     assert sync["broker"]["flushes_per_s"] * sync["duration_s"] >= sync["acked"] / 4
 
     table = result.stdout.splitlines()
-    assert table[0].split()[:8] == ["system", "flush", "role", "size", "in-fl", "conns", "batch", "msgs/s"]
+    assert table[0].split()[:9] == ["system", "flush", "role", "size", "in-fl", "conns", "batch", "rate", "msgs/s"]
     rows = [line.split() for line in table[2:]]
-    assert [(r[0], r[1], r[4], r[5]) for r in rows] == [
-        ("rmq", "ASYNC_FLUSH", "4", "2"),
-        ("rmq", "SYNC_FLUSH", "4", "2"),
+    assert [(r[0], r[1], r[4], r[5], r[7]) for r in rows] == [
+        ("rmq", "ASYNC_FLUSH", "4", "2", "-"),
+        ("rmq", "SYNC_FLUSH", "4", "2", "-"),
     ]
-    assert rows[0][12] == "1.00x"
+    assert rows[0][13] == "1.00x"
+
+
+def test_open_loop_cells_offer_their_rate_and_say_so_in_the_log_and_the_table(tmp_path):
+    result = matrix(tmp_path, "--flush", "ASYNC_FLUSH", "--in-flight", "", "--rate", "1000", "--rate-in-flight", "8")
+    assert result.returncode == 0, result.stderr
+    summaries = [r for r in log_records(tmp_path) if r["kind"] == KIND_SUMMARY]
+    assert [(s["cell"]["rate"], s["cell"]["in_flight"]) for s in summaries] == [(1000, 8)]
+    for s in summaries:
+        # open loop: what was offered is what was sent and answered, not as fast as answers came
+        assert s["sent"] == s["acked"] and abs(s["msgs_per_s"] - s["cell"]["rate"]) < 0.1 * s["cell"]["rate"]
+    rows = [line.split() for line in result.stdout.splitlines()[2:]]
+    assert [(r[4], r[7]) for r in rows] == [("8", "1000")]
+
+
+def test_a_matrix_without_any_load_is_refused(tmp_path):
+    result = matrix(tmp_path, "--in-flight", "")
+    assert result.returncode == 2 and "give --in-flight or --rate" in result.stderr
 
 
 @pytest.mark.skipif(shutil.which("redis-server") is None, reason="redis-server is not installed")

@@ -4,7 +4,7 @@ comparison of durability modes on fresh processes, writing perf logs (``rmq.perf
     rmq-perf producer -n 127.0.0.1:9876 -t BenchTopic --size 1024 --in-flight 16 --duration 30
     rmq-perf consumer -n 127.0.0.1:9876 -t BenchTopic -g BenchGroup
     rmq-perf matrix [--flush ASYNC_FLUSH,SYNC_FLUSH] [--roles standalone,async_master,sync_master] \
-                    [--sizes 1024] [--in-flight 1,16,64] [--batch 1] [--peers redis,nats]
+                    [--sizes 1024] [--in-flight 1,16,64] [--rate 10000,30000] [--batch 1] [--peers redis,nats]
 
 Exit codes: 0 done, 1 failed (nobody answering, a worker that could not connect), 2 bad usage.
 """
@@ -34,12 +34,15 @@ DEFAULT_OUT = "perf-logs"
 EXIT_FAILED = 1
 
 
-def _list(kind: Callable[[str], Any], allowed: tuple[str, ...] | None = None) -> Callable[..., list[Any]]:
-    """A click callback reading a comma list (``1,16,64``), each item checked."""
+def _list(
+    kind: Callable[[str], Any], allowed: tuple[str, ...] | None = None, empty: bool = False
+) -> Callable[..., list[Any]]:
+    """A click callback reading a comma list (``1,16,64``), each item checked; ``empty``: nothing
+    is a valid value."""
 
     def parse(ctx: click.Context, param: click.Parameter, value: str) -> list[Any]:
         items = [v.strip() for v in value.split(",") if v.strip()]
-        if not items:
+        if not items and not empty:
             raise click.BadParameter("expected a comma-separated list, got nothing")
         out = []
         for item in items:
@@ -168,7 +171,12 @@ def consumer(namesrv: str, topic: str, group: str, expression: str, duration: fl
 @click.option("--flush", "flushes", default=",".join(FLUSHES), show_default=True, callback=_list(str, FLUSHES))
 @click.option("--roles", default=",".join(ROLES), show_default=True, callback=_list(str, ROLES))
 @click.option("--sizes", default="1024", show_default=True, callback=_list(int), help="body bytes")
-@click.option("--in-flight", "in_flights", default="1,16,64", show_default=True, callback=_list(int))
+@click.option("--in-flight", "in_flights", default="1,16,64", show_default=True, callback=_list(int, empty=True),
+              help="closed-loop cells: requests outstanding ('' for none)")  # fmt: skip
+@click.option("--rate", "rates", default="", callback=_list(int, empty=True),
+              help="open-loop cells too: msgs/s offered, latency from each request's due time")  # fmt: skip
+@click.option("--rate-in-flight", type=click.IntRange(1), default=64, show_default=True,
+              help="the most an open-loop cell keeps outstanding")  # fmt: skip
 @click.option("--batch", "batches", default="1", show_default=True, callback=_list(int), help="messages per request")
 @click.option("--duration", type=click.FloatRange(0.5), default=8, show_default=True, help="seconds recorded per cell")
 @click.option("--warmup", type=click.FloatRange(0), default=1, show_default=True, help="seconds per cell, not recorded")
@@ -180,13 +188,16 @@ def consumer(namesrv: str, topic: str, group: str, expression: str, duration: fl
     "--out", type=click.Path(file_okay=False), default=DEFAULT_OUT, show_default=True, help="perf-log directory"
 )
 @click.option("--json", "as_json", is_flag=True, help="the summary records on stdout instead of the table")
-def matrix(flushes: list[str], roles: list[str], sizes: list[int], in_flights: list[int], batches: list[int],
-           duration: float, warmup: float, repeat: int, workers: int, peers: list[str], out: str,
-           as_json: bool) -> None:  # fmt: skip
-    """Every cell of flush x role x size x in-flight x batch on fresh processes; a table at the end."""
+def matrix(flushes: list[str], roles: list[str], sizes: list[int], in_flights: list[int], rates: list[int],
+           rate_in_flight: int, batches: list[int], duration: float, warmup: float, repeat: int, workers: int,
+           peers: list[str], out: str, as_json: bool) -> None:  # fmt: skip
+    """Every cell of flush x role x size x load (in-flight, rate) x batch on fresh processes; a table at the end."""
+    if not in_flights and not rates:
+        raise click.UsageError("no load to run: give --in-flight or --rate")
     options = MatrixOptions(
-        flushes, roles, sizes, in_flights, batches, duration, warmup, repeat, workers, peers, Path(out)
-    )
+        flushes, roles, sizes, in_flights, batches, duration, warmup, repeat, workers, peers, Path(out),
+        rates=rates, rate_in_flight=rate_in_flight,
+    )  # fmt: skip
     _path, summaries = run_matrix(options, lambda line: click.echo(line, err=True))
     if as_json:
         for s in summaries:

@@ -7,7 +7,10 @@ rate is split the same way. Every worker sends from a common start (after ``warm
 are not recorded) and reports each interval to the parent: messages sent and acked, failures by
 code, the latency histogram of its acked requests, and the CPU seconds it used, from which the
 parent tells whether the generator itself was the bottleneck (``saturated``: its processes used
->= 90 % of the cores they could have had).
+>= 90 % of the cores they could have had), and how late a worker woke from its waits at worst
+(``wake_late_max_s``: it asked to wake when a request fell due or an interval ended, and the
+machine ran it that much later). On a machine shared with other work a latency spike with a late
+wake-up of the same size is the generator's own stall, not the broker's.
 
 Latency, wrk2 style: in an open-loop run (``rate`` > 0) request k is *due* at start + k / rate and
 its latency runs from that intended time, so a broker that stalls is charged for every request that
@@ -100,8 +103,10 @@ class IntervalReport:
     histogram: Histogram = dataclasses.field(default_factory=Histogram)
     cpu_s: float = 0.0
     reports: int = 0
+    wake_late_max_s: float = 0.0
 
     def merge(self, other: IntervalReport) -> None:
+        self.wake_late_max_s = max(self.wake_late_max_s, other.wake_late_max_s)
         self.sent += other.sent
         self.acked += other.acked
         self.failed.update(other.failed)
@@ -220,22 +225,27 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
     sent = acked = 0
     failed: Counter[str] = Counter()
     cpu_mark = time.process_time()
+    wake_by = t_warm  # when the last wait (first: the sleep above) should have ended at the latest
+    late_max = 0.0
 
     def report(i: int) -> None:
-        nonlocal sent, acked, failed, latencies, cpu_mark
+        nonlocal sent, acked, failed, latencies, cpu_mark, late_max
         h = Histogram()
         if latencies:
             us = (np.asarray(latencies) * 1e6).astype(np.int64)
             h.record_us(np.repeat(us, batch) if batch > 1 else us)
         cpu = time.process_time()
-        reports.put(("interval", worker, (i, sent, acked, dict(failed), h.to_json(), cpu - cpu_mark)))
+        reports.put(("interval", worker, (i, sent, acked, dict(failed), h.to_json(), cpu - cpu_mark, late_max)))
         cpu_mark = cpu
+        late_max = 0.0
         sent = acked = 0
         failed = Counter()
         latencies = []
 
     while True:
         now = time.monotonic()
+        if now - wake_by > late_max:
+            late_max = now - wake_by
         recording = now >= t0
         while index < n_intervals - 1 and now >= t0 + (index + 1) * interval:
             report(index)
@@ -272,6 +282,7 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
         if sending and period and outstanding < in_flight:
             wake = min(wake, next_due)
         timeout = max(0.0, min(wake - now, 0.05))
+        wake_by = now + timeout
         if outstanding == 0:
             time.sleep(timeout)
             continue
@@ -369,8 +380,8 @@ def run_load(
             if kind == "done":
                 done += 1
                 continue
-            i, sent, acked, failed, histogram, cpu_s = payload
-            part = IntervalReport(i, sent, acked, Counter(failed), Histogram.from_json(histogram), cpu_s, 1)
+            i, sent, acked, failed, histogram, cpu_s, late_s = payload
+            part = IntervalReport(i, sent, acked, Counter(failed), Histogram.from_json(histogram), cpu_s, 1, late_s)
             merged.setdefault(i, IntervalReport(i)).merge(part)
             while emitted in merged and merged[emitted].reports == len(workers):
                 r = merged.pop(emitted)
@@ -395,8 +406,14 @@ def run_load(
     return total
 
 
-def generator_fields(cpu_s: float, seconds: float, processes: int) -> dict[str, Any]:
-    """The perf log's ``generator`` object: CPU % (100 = one core) and whether it hit the ceiling."""
+def generator_fields(cpu_s: float, seconds: float, processes: int, wake_late_max_s: float = 0.0) -> dict[str, Any]:
+    """The perf log's ``generator`` object: CPU % (100 = one core), whether it hit the ceiling, and
+    its latest wake-up (ms)."""
     cpu_pct = 100.0 * cpu_s / seconds if seconds > 0 else 0.0
     cores = min(processes, os.cpu_count() or 1)
-    return {"cpu_pct": round(cpu_pct, 1), "processes": processes, "saturated": cpu_pct >= SATURATED_SHARE * 100 * cores}
+    return {
+        "cpu_pct": round(cpu_pct, 1),
+        "processes": processes,
+        "saturated": cpu_pct >= SATURATED_SHARE * 100 * cores,
+        "wake_late_max_ms": round(wake_late_max_s * 1000.0, 3),
+    }

@@ -20,7 +20,8 @@ mergeable histogram (``rmq.perf.histogram``), never as pre-computed percentiles 
     broker {cpu_pct float|null, rss_bytes int|null, flushes_per_s float|null,
             msgs_per_flush float|null, repl_lag_bytes int|null, repl_lag_ms float|null,
             disk_bytes_written int|null}|null,              # null for peers we cannot look into
-    generator {cpu_pct float, processes int, saturated bool}
+    generator {cpu_pct float, processes int, saturated bool,
+               wake_late_max_ms float}                     # the latest a worker woke from a wait
 
 ``summary`` adds ``duration_s float, p50_us float, p99_us float, p999_us float, max_us float``
 (from its histogram, for people; the pipeline recomputes from the merged histograms).

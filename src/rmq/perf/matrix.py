@@ -1,5 +1,10 @@
-"""``rmq-perf matrix``: every cell of flushDiskType x role x size x in-flight x batch on fresh
+"""``rmq-perf matrix``: every cell of flushDiskType x role x size x load x batch on fresh
 processes, the peers at equal concurrency beside them, one perf log, one summary table.
+
+A load is an in-flight count (closed loop: as fast as answers come back) or a target rate (open
+loop: ``--rate``, msgs/s, at most ``--rate-in-flight`` requests outstanding, latency from each
+request's due time). Open-loop cells are what a capacity plan should rest on: a closed-loop cell
+slows its sender down when the broker stalls and so hides the stall from its percentiles.
 
 A cell: start a name server, a master and (replicated roles) a slave, each with a store of its own;
 run the producer load for ``warmup`` seconds unrecorded, then ``duration`` seconds recorded while
@@ -8,9 +13,10 @@ stop everything. Repeats run the whole list again (cell A, B, C, A, B, C, ...) s
 the machine hits every cell alike. Peers (``rmq.perf.peers``) get the standalone cells of the flush
 modes they have an equivalent of, batch 1.
 
-The table has a row per cell (repeats merged: the median msgs/s, percentiles of the summed
-histograms) and its ratio to the rmq ASYNC_FLUSH standalone cell of the same size, in-flight and
-batch; a ``*`` after the generator CPU marks a run whose load generator was saturated.
+The table has a row per cell (``rate``: the msgs/s an open-loop cell offered; repeats merged: the
+median msgs/s, percentiles of the summed histograms) and its ratio to the rmq ASYNC_FLUSH standalone
+cell of the same size, load and batch; a ``*`` after the generator CPU marks a run whose load
+generator was saturated.
 """
 
 from __future__ import annotations
@@ -49,6 +55,7 @@ class Planned:
     in_flight: int
     batch: int
     repeat: int
+    rate: int = 0  # msgs/s offered; 0: closed loop
 
 
 @dataclasses.dataclass
@@ -65,6 +72,12 @@ class MatrixOptions:
     peers: list[str]
     out: Path
     interval: float = 1.0
+    rates: list[int] = dataclasses.field(default_factory=list)  # open-loop cells, msgs/s
+    rate_in_flight: int = 64  # the most an open-loop cell keeps outstanding
+
+    def loads(self) -> list[tuple[int, int]]:
+        """(in-flight, rate) of every load: the closed-loop cells, then the open-loop ones."""
+        return [(n, 0) for n in self.in_flights] + [(self.rate_in_flight, r) for r in self.rates]
 
 
 def new_run_id(kind: str) -> str:
@@ -87,14 +100,14 @@ def plan(options: MatrixOptions, peers: list[str]) -> list[Planned]:
     """Every run, in the order they go: repeat by repeat, rmq cells then each peer's."""
     runs = []
     for repeat in range(options.repeat):
-        for flush, role, size, in_flight, batch in itertools.product(
-            options.flushes, options.roles, options.sizes, options.in_flights, options.batches
+        for flush, role, size, (in_flight, rate), batch in itertools.product(
+            options.flushes, options.roles, options.sizes, options.loads(), options.batches
         ):
-            runs.append(Planned("rmq", flush, role, size, in_flight, batch, repeat))
+            runs.append(Planned("rmq", flush, role, size, in_flight, batch, repeat, rate))
         for peer in peers:
-            for flush, size, in_flight in itertools.product(options.flushes, options.sizes, options.in_flights):
+            for flush, size, (in_flight, rate) in itertools.product(options.flushes, options.sizes, options.loads()):
                 if flush in flushes(peer) and 1 in options.batches:
-                    runs.append(Planned(peer, flush, "standalone", size, in_flight, 1, repeat))
+                    runs.append(Planned(peer, flush, "standalone", size, in_flight, 1, repeat, rate))
     return runs
 
 
@@ -111,6 +124,7 @@ def run_cell(p: Planned, options: MatrixOptions, writer: PerfLogWriter) -> dict[
             batch=p.batch,
             in_flight=p.in_flight,
             workers=options.workers,
+            rate=float(p.rate),
             duration=options.duration,
             warmup=options.warmup,
             interval=options.interval,
@@ -167,7 +181,8 @@ def run_matrix(options: MatrixOptions, notice: Callable[[str], None]) -> tuple[P
 
 
 def _label(p: Planned) -> str:
-    return f"{p.system} {p.flush} {p.role} {p.size}B if{p.in_flight} b{p.batch} r{p.repeat}"
+    load = f"{p.rate}/s" if p.rate else f"if{p.in_flight}"
+    return f"{p.system} {p.flush} {p.role} {p.size}B {load} b{p.batch} r{p.repeat}"
 
 
 def _key(cell: dict[str, Any]) -> tuple[Any, ...]:
@@ -223,7 +238,7 @@ def table(summaries: list[dict[str, Any]]) -> Iterator[str]:
         rows.append((cell, rate, mb, h, flushes_per_s, gen, saturated, failed))
     head = (
         f"{'system':15s} {'flush':11s} {'role':12s} {'size':>6s} {'in-fl':>5s} {'conns':>5s} {'batch':>5s}"
-        f" {'msgs/s':>9s} {'MB/s':>7s} {'p50 ms':>7s} {'p99 ms':>7s} {'p999 ms':>8s} {'ratio':>6s}"
+        f" {'rate':>7s} {'msgs/s':>9s} {'MB/s':>7s} {'p50 ms':>7s} {'p99 ms':>7s} {'p999 ms':>8s} {'ratio':>6s}"
         f" {'flush/s':>8s} {'gen cpu':>8s} {'failed':>6s}"
     ) + "".join(f" {'vs ' + peer:>9s}" for peer in peers)
     yield head
@@ -236,9 +251,9 @@ def table(summaries: list[dict[str, Any]]) -> Iterator[str]:
         fps = f"{statistics.median(flushes_per_s):.0f}" if flushes_per_s else "-"
         yield (
             f"{name:15s} {cell['flush']:11s} {cell['role']:12s} {cell['size']:6d} {cell['in_flight']:5d}"
-            f" {cell['connections']:5d} {cell['batch']:5d} {rate:9.0f} {mb:7.1f} {h.percentile(50) / 1000:7.2f}"
-            f" {h.percentile(99) / 1000:7.2f} {h.percentile(99.9) / 1000:8.2f} {ratio:>6s} {fps:>8s}"
-            f" {gen:7.0f}%{'*' if saturated else ' '} {failed:6d}"
+            f" {cell['connections']:5d} {cell['batch']:5d} {cell['rate'] or '-':>7} {rate:9.0f} {mb:7.1f}"
+            f" {h.percentile(50) / 1000:7.2f} {h.percentile(99) / 1000:7.2f} {h.percentile(99.9) / 1000:8.2f}"
+            f" {ratio:>6s} {fps:>8s} {gen:7.0f}%{'*' if saturated else ' '} {failed:6d}"
         ) + "".join(
             f" {versus[_load_key(cell), peer]:8.2f}x"
             if (_load_key(cell), peer) in versus and cell["system"] == "rmq" and cell["role"] == "standalone"

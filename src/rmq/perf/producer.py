@@ -78,7 +78,7 @@ def record(
         "consumed": None,
         "consume_lag": None,
         "broker": None,
-        "generator": generator_fields(r.cpu_s, seconds, processes),
+        "generator": generator_fields(r.cpu_s, seconds, processes, r.wake_late_max_s),
     }
     if kind == KIND_SUMMARY:
         h = r.histogram

@@ -11,7 +11,7 @@ import pytest
 from rmq.perf import log
 from rmq.perf.capacity import model, read
 from rmq.perf.histogram import Histogram
-from tests.helpers.perf_logs import cell, cell_records, header, stats_log_lines, write_run
+from tests.helpers.perf_logs import cell, cell_records, header, point, stats_log_lines, write_run
 
 # a bucket's midpoint is within 1/64 of any value it holds
 PRECISION = 1 / 64 + 1e-9
@@ -85,22 +85,12 @@ def _histogram(values: np.ndarray) -> Histogram:
     return h
 
 
-def _point(in_flight: int, msgs_per_s: float, p99_us: float, size: int = 1024, **fields) -> model.Point:
-    defaults = dict(
-        system="rmq", peer_mode="", flush="ASYNC_FLUSH", role="standalone", batch=1, connections=1, rate=0,
-        mb_per_s=msgs_per_s * size / model.MB, acked=int(msgs_per_s), seconds=1.0, p50_us=p99_us / 3,
-        p90_us=p99_us / 2, p999_us=p99_us * 1.5, max_us=p99_us * 2, mean_us=p99_us / 3,
-        cell_ids=[f"cell-if{in_flight}-{size}"], run_ids=["run"], repeats=[],
-    )  # fmt: skip
-    return model.Point(**{**defaults, **fields}, in_flight=in_flight, msgs_per_s=msgs_per_s, p99_us=p99_us, size=size)
-
-
 CURVE = [
-    _point(1, 1_000, 300),
-    _point(4, 5_000, 600),
-    _point(8, 9_000, 1_900),
-    _point(16, 12_000, 2_500),
-    _point(32, 11_000, 4_000),  # past the knee: more in flight, less acked
+    point(1, 1_000, 300),
+    point(4, 5_000, 600),
+    point(8, 9_000, 1_900),
+    point(16, 12_000, 2_500),
+    point(32, 11_000, 4_000),  # past the knee: more in flight, less acked
 ]
 
 
@@ -118,10 +108,25 @@ def test_a_curve_that_always_breaks_the_slo_has_no_saturation():
     assert model.saturation(CURVE, slo_us=100) is None
 
 
+def test_open_loop_points_decide_the_saturation_when_the_family_has_them():
+    # closed loop promises 12,000 msgs/s within 2.5 ms; offered at a fixed rate, the stalls the
+    # closed-loop sender waited out show: only 8,000 msgs/s stays within the SLO
+    open_loop = [
+        point(64, 4_000, 900, rate=4_000),
+        point(64, 8_000, 2_400, rate=8_000),
+        point(64, 10_000, 9_000, rate=10_000),
+    ]
+    sat = model.saturation([*CURVE, *open_loop], slo_us=3_000)
+    assert sat is not None and sat.point.rate == 8_000 and sat.msgs_per_s == 8_000 and sat.bounded
+    unbounded = model.saturation([*CURVE, *open_loop[:2]], slo_us=3_000)
+    assert unbounded is not None and unbounded.msgs_per_s == 8_000 and not unbounded.bounded  # every rate met it
+    assert model.saturation([*CURVE, open_loop[2]], slo_us=3_000) is None  # closed loop does not rescue it
+
+
 def test_the_size_fit_recovers_a_per_message_and_a_per_byte_cost():
     a, b = 20e-6, 3e-9  # 20 us a message, 3 ns a byte
     sats = [
-        model.Saturation(_point(16, 1 / (a + b * size), 1_000, size=size), slo_us=2_000, bounded=True)
+        model.Saturation(point(16, 1 / (a + b * size), 1_000, size=size), slo_us=2_000, bounded=True)
         for size in (128, 1024, 4096)
     ]
     (fit,) = model.size_fits(sats).values()
@@ -132,7 +137,7 @@ def test_the_size_fit_recovers_a_per_message_and_a_per_byte_cost():
 
 
 def test_one_size_gives_no_fit():
-    assert model.size_fits([model.Saturation(_point(16, 9_000, 1_000), 2_000, True)]) == {}
+    assert model.size_fits([model.Saturation(point(16, 9_000, 1_000), 2_000, True)]) == {}
 
 
 def test_broker_stats_logs_are_summed_per_topic_and_group(spark, tmp_path):

@@ -9,9 +9,10 @@ bucket values of ``rmq.perf.histogram``). Each repeat (a run id and repeat numbe
 its own, for the run-to-run spread.
 
 The *saturation point* of a family under an SLO is its point of highest throughput whose merged p99
-is at or below the SLO. Throughput against message size is fitted per mode (a family without its
-size) over the saturation points, by least squares on ``1 / msgs_per_s = a + b * size``: a fixed
-cost per message plus a cost per byte.
+is at or below the SLO, among its open-loop points when it has any (closed-loop points only bound an
+offered rate from above), else among its closed-loop points. Throughput against message size is
+fitted per mode (a family without its size) over the saturation points, by least squares on
+``1 / msgs_per_s = a + b * size``: a fixed cost per message plus a cost per byte.
 """
 
 from __future__ import annotations
@@ -238,12 +239,19 @@ class Saturation:
 
 
 def saturation(curve: Sequence[Point], slo_us: float) -> Saturation | None:
-    """The saturation point of one family's curve; None when no load meets the SLO."""
-    meeting = [p for p in curve if p.p99_us <= slo_us]
+    """The saturation point of one family's curve; None when no load meets the SLO.
+
+    When the family was measured open loop (target rates), only those points count: a closed-loop
+    point is an upper bound for a fixed offered rate (its sender waits out a stall instead of
+    queueing behind it, so the stall never reaches its percentiles), and a plan resting on it
+    promises a rate whose p99 an open-loop re-measurement breaks."""
+    open_loop = [p for p in curve if p.rate]
+    points = open_loop or list(curve)
+    meeting = [p for p in points if p.p99_us <= slo_us]
     if not meeting:
         return None
     best = max(meeting, key=lambda p: p.msgs_per_s)
-    bounded = any(p.p99_us > slo_us for p in curve)
+    bounded = any(p.p99_us > slo_us for p in points)
     return Saturation(best, slo_us, bounded)
 
 

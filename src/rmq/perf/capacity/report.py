@@ -45,13 +45,21 @@ GiB = 1 << 30
 FIT_SIZES = (256, 1024, 4096, 16384)
 
 
-def _rmq_single(points: Sequence[Point], size: int) -> dict[tuple[str, str], list[Point]]:
-    """rmq's closed-loop single-send points at ``size``, per (flush, role), in order of in-flight."""
+def _rmq_single(points: Sequence[Point], size: int, open_loop: bool = False) -> dict[tuple[str, str], list[Point]]:
+    """rmq's single-send points at ``size``, per (flush, role), in order of load: closed-loop ones;
+    with ``open_loop``, a mode's open-loop points instead when it has any (as its saturation)."""
     by_mode: dict[tuple[str, str], list[Point]] = {}
     for p in points:
-        if p.system == "rmq" and p.batch == 1 and p.size == size and not p.rate:
+        if p.system == "rmq" and p.batch == 1 and p.size == size:
             by_mode.setdefault((p.flush, p.role), []).append(p)
-    return {m: sorted(by_mode[m], key=lambda p: p.in_flight) for m in MODE_ORDER if m in by_mode}
+    result = {}
+    for m in MODE_ORDER:
+        pts = by_mode.get(m, [])
+        chosen = [p for p in pts if p.rate] if open_loop else []
+        chosen = chosen or [p for p in pts if not p.rate]
+        if chosen:
+            result[m] = sorted(chosen, key=lambda p: (p.rate, p.in_flight))
+    return result
 
 
 def chart_size(points: Sequence[Point], wanted: int) -> int:
@@ -80,12 +88,15 @@ def throughput_chart(points: Sequence[Point], size: int) -> Figure:
     ax.set_title(f"Throughput against in-flight sends, {size} B messages, one broker set")
     ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v / 1000:g}K"))
     ax.grid(True, alpha=0.3)
-    ax.legend(fontsize=9)
+    if in_flight:
+        ax.legend(fontsize=9)
+    else:
+        ax.text(0.5, 0.5, "no closed-loop cells measured", ha="center", va="center", transform=ax.transAxes)
     return fig
 
 
 def latency_chart(points: Sequence[Point], size: int, slo_ms: float, saturations: Sequence[Saturation]) -> Figure:
-    modes = _rmq_single(points, size)
+    modes = _rmq_single(points, size, open_loop=True)
     cols = max(1, min(3, len(modes)))
     rows = max(1, math.ceil(len(modes) / cols))
     fig, axes = plt.subplots(rows, cols, figsize=(13, 3.8 * rows), layout="constrained", sharey=True, squeeze=False)
@@ -121,7 +132,7 @@ def latency_chart(points: Sequence[Point], size: int, slo_ms: float, saturations
         ax.yaxis.set_major_formatter(matplotlib.ticker.FuncFormatter(lambda v, _: f"{v:g}"))
         ax.yaxis.set_minor_formatter(matplotlib.ticker.NullFormatter())
         ax.set_xlim(left=0)
-        ax.set_title(mode_name(*mode), fontsize=10)
+        ax.set_title(mode_name(*mode) + (", open loop" if pts[0].rate else ""), fontsize=10)
         ax.set_xlabel("K msgs/s acked")
         ax.grid(True, which="both", alpha=0.25)
     for ax in axes[:, 0]:
