@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import time
 from pathlib import Path
 
 import pytest
@@ -80,7 +81,10 @@ def test_cluster_list_and_ha_status_of_a_master_and_its_slave(pair):
     # a stalled slave (SIGSTOP) keeps its connection and falls behind, in bytes and in time
     os.kill(pair.slave_proc.pid, signal.SIGSTOP)
     try:
-        acked = connection["ackedOffset"]
+        # SIGSTOP lands asynchronously, and a report the slave sent just before may still be read:
+        # take the acked offset once the slave is stopped and its last report is in
+        wait_until(lambda: _state(pair.slave_proc.pid) == "T", 10, "the slave stopped")
+        acked = _settled_ack(pair)
         send(pair, 20)
         wait_until(
             lambda: admin_json(pair, "broker", "ha-status", "broker-a")["slaves"][0]["lagMs"] >= 200, 10, "lag in ms"
@@ -100,3 +104,24 @@ def test_cluster_list_and_ha_status_of_a_master_and_its_slave(pair):
     assert answer.code == ResponseCode.SYSTEM_ERROR and "not a master" in answer.remark
     code, out = admin(pair, "broker", "ha-status", "broker-x")
     assert code == 1 and "broker-x" in out
+
+
+def _state(pid: int) -> str:
+    """A process's state letter from /proc (``T``: stopped)."""
+    stat = Path(f"/proc/{pid}/stat").read_text()
+    return stat[stat.rindex(")") + 2]
+
+
+def _settled_ack(pair) -> int:
+    """The stopped slave's acked offset once two reads half a second apart agree."""
+    seen: list[int] = []
+
+    def settled() -> bool:
+        seen.append(admin_json(pair, "broker", "ha-status", "broker-a")["slaves"][0]["ackedOffset"])
+        if len(seen) >= 2 and seen[-1] == seen[-2]:
+            return True
+        time.sleep(0.5)
+        return False
+
+    wait_until(settled, 10, "the stopped slave's last ack read")
+    return seen[-1]
