@@ -37,6 +37,8 @@ class EventLoop:
         self._timers = TimerQueue()
         self._ready: deque = deque()
         self._dirty: list = []  # objects with a _flush() to call at the end of this iteration
+        # descriptors ready in this iteration (readers share the pass: rmq.net.channel.SHARED_RECV_SIZE)
+        self.events_ready = 0
         self._wakeup_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._wakeup_pending = False
         self._epoll.register(self._wakeup_fd, select.EPOLLIN)
@@ -206,6 +208,7 @@ class EventLoop:
             events = self._epoll.poll(timeout)
         except InterruptedError:
             events = []
+        self.events_ready = len(events)
         handlers = self._handlers
         for fd, mask in events:
             handler = handlers.get(fd)
