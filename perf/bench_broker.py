@@ -39,6 +39,7 @@ import orjson
 from report import JSON_HELP, Report
 
 from rmq.net.codec import RemotingCommand, encode
+from rmq.perf.cluster import free_port
 
 try:
     from rmq.protocol.codes import RequestCode
@@ -61,12 +62,6 @@ QUEUES = 4
 BODY = b"x" * 1024
 BATCH = 32
 PULL_BATCH = 32
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:

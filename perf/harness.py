@@ -41,6 +41,7 @@ from rmq.client.admin_client import AdminClient
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.net.codec_py import encode
 from rmq.net.frame import FLAG_ONEWAY
+from rmq.perf.cluster import free_port
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
 from rmq.protocol.message import encode_properties
 from rmq.protocol.record import StoredMessage, decode_records
@@ -50,13 +51,6 @@ from rmq.protocol.send_header import V2
 T = TypeVar("T")
 
 LOOPBACK = "127.0.0.1"
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((LOOPBACK, 0))
-        return s.getsockname()[1]
 
 
 def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str], interval: float = 0.01) -> T:

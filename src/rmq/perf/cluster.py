@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import random
 import shutil
 import signal
 import socket
@@ -39,11 +40,34 @@ ROLES = ("standalone", "async_master", "sync_master")
 MASTER_ROLE = {"standalone": "ASYNC_MASTER", "async_master": "ASYNC_MASTER", "sync_master": "SYNC_MASTER"}
 
 
+# Ports handed out come from below the kernel's ephemeral range (32768-60999 by default), where no
+# outgoing connection is ever given a local port: a port picked with bind(0) is an ephemeral one,
+# and a client connecting meanwhile could take it before the broker binds it ("Address already in
+# use"). Each with the next one free too: a broker listens for slaves on listenPort + 1.
+_PORT_RANGE = (20000, 32000)
+_handed_out: set[int] = set()
+
+
 def free_port() -> int:
-    with socket.socket() as s:
-        s.bind((LOOPBACK, 0))
-        port: int = s.getsockname()[1]
+    """A TCP port on 127.0.0.1 that nothing listens on, nor on the port after it, right now, and that
+    this process has not handed out before."""
+    low, high = _PORT_RANGE
+    for _ in range(1000):
+        port = random.randrange(low, high)
+        if port in _handed_out or not (_bindable(port) and _bindable(port + 1)):
+            continue
+        _handed_out.add(port)
         return port
+    raise RuntimeError(f"no free port pair found between {low} and {high}")
+
+
+def _bindable(port: int) -> bool:
+    with socket.socket() as s:
+        try:
+            s.bind((LOOPBACK, port))
+        except OSError:
+            return False
+        return True
 
 
 def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = START_TIMEOUT) -> None:
