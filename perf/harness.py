@@ -121,12 +121,12 @@ def open_connections(port: int, count: int, timeout: float, greeting: bytes = b"
 
 
 def process_status(pid: int) -> dict[str, int]:
-    """A process's threads, open descriptors and memory (kB: VmRSS, and RssAnon, its own memory
-    without the file pages it maps) from /proc."""
+    """A process's threads, open descriptors and memory (kB: VmRSS; RssAnon, its own memory; RssFile,
+    the file pages it maps, mostly the CommitLog's, which the kernel reclaims at will) from /proc."""
     status = {}
     for line in Path(f"/proc/{pid}/status").read_text().splitlines():
         key, _, value = line.partition(":")
-        if key in ("Threads", "VmRSS", "RssAnon"):
+        if key in ("Threads", "VmRSS", "RssAnon", "RssFile"):
             status[key] = int(value.split()[0])
     status["fds"] = len(os.listdir(f"/proc/{pid}/fd"))
     return status

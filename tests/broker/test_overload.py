@@ -23,10 +23,11 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.broker import broker_settings
 from tests.helpers.frames import RawConnection
-from tests.helpers.overload import FLOOD_NON_READERS, MemorySampler, build_stall_shim, memory_kib
+from tests.helpers.overload import FLOOD_NON_READERS, MemorySampler, build_stall_shim
 from tests.helpers.processes import (
     CLUSTER_BROKER_SETTINGS,
     Cluster,
+    process_status,
     start_broker_process,
     start_namesrv,
 )
@@ -62,7 +63,7 @@ def test_a_flood_leaves_memory_bounded_and_a_probe_client_served(flood_cluster, 
     cluster.create_topic("Flood")
     cluster.create_topic("Probe", queues=1)
     pid = cluster.broker_proc.pid
-    baseline = memory_kib(pid)
+    baseline = process_status(pid)
     with Producer("probe", cluster.namesrv_addr, instance_name="probe") as producer:
         quiet = _probe(producer, cluster, lambda n: n < 50)
         flood = spawn(

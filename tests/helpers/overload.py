@@ -1,6 +1,6 @@
 """Load beyond what a broker serves, for the overload tests: a flood of pre-encoded sends from
 several raw connections (some never read their answers), a consumer that pulls and never reads,
-a broker's memory from /proc, and a disk that stops answering (``msync_stall.c``, preloaded).
+a broker's memory sampled from /proc, and a disk that stops answering (``msync_stall.c``, preloaded).
 
 The flood runs in a process of its own (``python -m tests.helpers.overload PORT TOPIC SECONDS``), so
 that its writing does not take the test process's GIL from the well-behaved probe client; it prints
@@ -24,6 +24,7 @@ from pathlib import Path
 from rmq.net import codec_py
 from rmq.net.codec import RemotingCommand, encode
 from tests.helpers import LOOPBACK
+from tests.helpers.processes import process_status
 from tests.helpers.requests import pull_request, send_request
 
 STALL_SHIM_SOURCE = Path(__file__).with_name("msync_stall.c")
@@ -51,19 +52,9 @@ def build_stall_shim(out_dir: Path) -> Path:
     return shim
 
 
-def memory_kib(pid: int) -> dict[str, int]:
-    """VmRSS, RssAnon and RssFile of a process, KiB (/proc/PID/status). RssFile is mostly the
-    CommitLog's mapped pages, which the kernel reclaims at will; RssAnon is what the heap holds."""
-    fields = {}
-    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-        key, _, value = line.partition(":")
-        if key in ("VmRSS", "RssAnon", "RssFile"):
-            fields[key] = int(value.split()[0])
-    return fields
-
-
 class MemorySampler:
-    """Samples ``memory_kib(pid)`` every ``interval`` s on a thread of its own until ``stop``."""
+    """Samples ``process_status(pid)`` (memory, threads, descriptors) every ``interval`` s on a
+    thread of its own until ``stop``."""
 
     def __init__(self, pid: int, interval: float = 0.1):
         self.pid = pid
@@ -83,7 +74,7 @@ class MemorySampler:
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
-                self.samples.append(memory_kib(self.pid))
+                self.samples.append(process_status(self.pid))
             except OSError:
                 return  # the process is gone
             self._stop.wait(self.interval)

@@ -28,6 +28,7 @@ start_broker_process = harness.start_broker_process
 wait_registered = harness.wait_registered
 raise_open_file_limit = harness.raise_open_file_limit
 flood_connections = harness.flood_connections
+process_status = harness.process_status
 FloodReport = harness.FloodReport
 SteadySender = harness.SteadySender
 CLUSTER_BROKER_SETTINGS = harness.CLUSTER_BROKER_SETTINGS
