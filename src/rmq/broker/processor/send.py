@@ -121,6 +121,14 @@ _PCBUSY_CLEAN_QUEUE = "PCBUSY_CLEAN_QUEUE"
 _TIMEOUT_CLEAN_QUEUE = "TIMEOUT_CLEAN_QUEUE"
 BUSY_REASONS = (_OVERLOAD, _PCBUSY_CLEAN_QUEUE, _TIMEOUT_CLEAN_QUEUE)
 
+# RocketMQ's remark of a send its store refused; {usage}: " [<diskUtil()>]" where the processor reads
+# it (service_not_available), "" in a store's late refusal (_PUT_OUTCOMES: the store shut down, or
+# went full, between the processor's checks and the put).
+_SERVICE_NOT_AVAILABLE_REMARK = (
+    "service not available now. It may be caused by one of the following reasons: the broker's disk "
+    "is full{usage}, messages are put to the slave, message store has been shut down, etc."
+)
+
 # PutMessageStatus -> (response code, remark); codes 10-12 mean "stored, but degraded".
 _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
     PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
@@ -129,8 +137,7 @@ _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
     PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, "stored, but no slave is available"),
     PutMessageStatus.SERVICE_NOT_AVAILABLE: (
         ResponseCode.SERVICE_NOT_AVAILABLE,
-        "service not available now. It may be caused by one of the following reasons: the broker's disk "
-        "is full, messages are put to the slave, message store has been shut down, etc.",
+        _SERVICE_NOT_AVAILABLE_REMARK.format(usage=""),
     ),
     PutMessageStatus.CREATE_MAPPED_FILE_FAILED: (
         ResponseCode.SYSTEM_ERROR,
@@ -500,10 +507,7 @@ def service_not_available(store: MessageStore) -> str:
         usage = str(store.disk_usage())
     except OSError as e:
         usage = f"unknown: {e}"
-    return (
-        "service not available now. It may be caused by one of the following reasons: the broker's disk "
-        f"is full [{usage}], messages are put to the slave, message store has been shut down, etc."
-    )
+    return _SERVICE_NOT_AVAILABLE_REMARK.format(usage=f" [{usage}]")
 
 
 def _without_delay(properties: str) -> str:
