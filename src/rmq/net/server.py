@@ -85,8 +85,7 @@ class ConnectionRefusals:
 
     def refuse(self, sock: socket.socket, address: tuple, where: str) -> None:
         """Close ``sock`` (just accepted from ``address`` on ``where``); the connections served do
-        not notice."""
-        sock.close()
+        not notice. Counted and logged first: whoever sees the close finds both done."""
         self.count += 1
         self._unlogged += 1
         now = time.monotonic()
@@ -100,6 +99,7 @@ class ConnectionRefusals:
             )
             self._unlogged = 0
             self._next_log = now + _REFUSAL_LOG_INTERVAL
+        sock.close()
 
 
 @dataclasses.dataclass(frozen=True)
