@@ -39,7 +39,7 @@ import orjson
 from report import JSON_HELP, Report
 
 from rmq.net.codec import RemotingCommand, encode
-from rmq.perf.cluster import free_port
+from rmq.perf.cluster import free_port, stop_process
 
 try:
     from rmq.protocol.codes import RequestCode
@@ -207,11 +207,15 @@ def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen,
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
     proc = subprocess.Popen(args, env=dict(os.environ))
-    if PIN is not None:
-        os.sched_setaffinity(proc.pid, PIN[1] if more.get("brokerRole") == "SLAVE" else PIN[0])
-    wait_for_port(port, proc)
-    if more.get("brokerRole") != "SLAVE":
-        create_topic(port, TOPIC)
+    try:
+        if PIN is not None:
+            os.sched_setaffinity(proc.pid, PIN[1] if more.get("brokerRole") == "SLAVE" else PIN[0])
+        wait_for_port(port, proc)
+        if more.get("brokerRole") != "SLAVE":
+            create_topic(port, TOPIC)
+    except BaseException:  # a signal while it starts, too: the caller has no process to stop yet
+        stop_process(proc)
+        raise
     return proc, port, namesrv_port
 
 
@@ -248,8 +252,7 @@ def running_role(role: str) -> Iterator[tuple[int, int | None]]:
         yield port, slave_port
     finally:
         for proc in reversed(procs):
-            proc.send_signal(signal.SIGTERM)
-            proc.wait(30)
+            stop_process(proc)
         for root in roots:
             shutil.rmtree(root, ignore_errors=True)
 
@@ -342,12 +345,13 @@ def compare_roles(args, report: Report, roles: list[str], depths: list[int]) -> 
 def running_broker(flush: str) -> Iterator[tuple[int, int]]:
     """``start_broker`` on a temporary store, stopped and removed on exit: (port, name server port)."""
     root = tempfile.mkdtemp(prefix="rmq-bench-broker-")
-    proc, port, namesrv_port = start_broker(root, flush)
     try:
-        yield port, namesrv_port
+        proc, port, namesrv_port = start_broker(root, flush)
+        try:
+            yield port, namesrv_port
+        finally:
+            stop_process(proc)
     finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(30)
         shutil.rmtree(root, ignore_errors=True)
 
 
@@ -356,7 +360,18 @@ def median_of(repeat: int, fn, *args) -> float:
     return statistics.median(fn(*args) for _ in range(repeat))
 
 
+def exit_on_signal(signum: int, _frame) -> None:
+    """SIGTERM and SIGINT end the run through SystemExit, so that every ``finally`` above stops its
+    brokers and removes their stores (by default SIGTERM ends Python at once and orphans them). A
+    second signal while that cleanup runs is ignored: ``stop_process`` bounds each stop."""
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    raise SystemExit(128 + signum)
+
+
 def main() -> int:
+    signal.signal(signal.SIGTERM, exit_on_signal)
+    signal.signal(signal.SIGINT, exit_on_signal)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one run")
     parser.add_argument("--repeat", type=int, default=3, help="runs per figure (the median is printed)")

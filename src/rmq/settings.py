@@ -495,6 +495,10 @@ _section(
     Setting("haSendHeartbeatInterval", _POSITIVE_MS, 5000,
             "ms between a slave's offset reports, and between a master's heartbeats to an idle slave"),
     Setting("haHousekeepingInterval", _POSITIVE_MS, 20_000, "ms after which a silent HA peer is dropped"),
+    # rmq's, as serverMaxConnections is (RocketMQ bounds neither port)
+    Setting("haMaxConnections", Int(1, optional=True), None,
+            "slave connections a master serves at once on haListenPort; one more is accepted and closed "
+            "at once (logged). Unset: as serverMaxConnections unset, the open-file limit less 256"),
     Setting("haTransferBatchSize", Size(1), 32 * KiB, "bytes of CommitLog a master sends a slave per frame"),
     Setting("haMaxGapNotInSync", Size(0), 256 * MiB,
             "bytes a slave may lag before SYNC_MASTER sends are answered SLAVE_NOT_AVAILABLE at once"),

@@ -152,6 +152,14 @@ def _send_frame(topic: str, opaque: int) -> bytes:
     return encode(request)
 
 
+def _send_back_frame(topic: str, opaque: int) -> bytes:
+    """CONSUMER_SEND_MSG_BACK of the CommitLog's first message (the one a consumer failed on)."""
+    ext = {"group": "busy-consumers", "offset": 0, "delayLevel": 0, "originMsgId": "", "originTopic": topic}
+    request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, ext)
+    request.opaque = opaque
+    return encode(request)
+
+
 def _runtime(client, addr: str) -> dict[str, str]:
     answer = call(client, addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}))
     return json.loads(answer.body)["table"]
@@ -160,9 +168,9 @@ def _runtime(client, addr: str) -> dict[str, str]:
 def test_a_stalled_disk_turns_sends_away_busy_and_producers_go_to_another_broker(spawn, tmp_path: Path, client):
     """broker-a runs SYNC_FLUSH over a disk whose msync stalls (an LD_PRELOAD shim) with room for 8
     unanswered sends: the 9th and later are [OVERLOAD]; once the stall is older than
-    osPageCacheBusyTimeOutMills (1 s) sends are [PCBUSY_CLEAN_QUEUE]; a producer meanwhile lands
-    every message on broker-b; when the disk answers again the held sends are answered, new ones
-    stored, and nothing refused was stored."""
+    osPageCacheBusyTimeOutMills (1 s) sends, and consumers' send-backs, are [PCBUSY_CLEAN_QUEUE]; a
+    producer meanwhile lands every message on broker-b; when the disk answers again the held sends
+    are answered, new ones stored, and nothing refused was stored."""
     shim = build_stall_shim(tmp_path)
     stall = tmp_path / "stall"
     _, namesrv = start_namesrv(spawn)
@@ -213,6 +221,11 @@ def test_a_stalled_disk_turns_sends_away_busy_and_producers_go_to_another_broker
             (pcbusy,) = conn.read_commands(1, timeout=3)
             assert pcbusy.code == ResponseCode.SYSTEM_BUSY
             assert pcbusy.remark.startswith("[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while")
+            # a consumer handing a message back: RocketMQ runs it on the send thread pool, refused alike
+            conn.send(_send_back_frame("Busy", 201))
+            (send_back,) = conn.read_commands(1, timeout=3)
+            assert send_back.code == ResponseCode.SYSTEM_BUSY, send_back.remark
+            assert send_back.remark.startswith("[PCBUSY_CLEAN_QUEUE]broker busy, start flow control for a while")
 
             with Producer("busy-producer", namesrv, instance_name="busy", send_msg_timeout=3.0) as producer:
                 results = [producer.send(Message("Busy", b"elsewhere-%d" % i)) for i in range(10)]
@@ -222,7 +235,7 @@ def test_a_stalled_disk_turns_sends_away_busy_and_producers_go_to_another_broker
                 metrics = page.read().decode()
             assert _sample(metrics, "rocketmq_processor_watermark", 'processor="send"') == 8
             assert _sample(metrics, "rmq_system_busy_total", 'reason="OVERLOAD"') == 12
-            assert _sample(metrics, "rmq_system_busy_total", 'reason="PCBUSY_CLEAN_QUEUE"') >= 1
+            assert _sample(metrics, "rmq_system_busy_total", 'reason="PCBUSY_CLEAN_QUEUE"') >= 2
 
             stall.unlink()
             held = conn.read_commands(8, timeout=5)

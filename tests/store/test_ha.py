@@ -13,7 +13,7 @@ from rmq.errors import StoreError
 from rmq.protocol import ha as wire
 from rmq.store import MessageStore, PutMessageStatus
 from tests.helpers import LOOPBACK, free_port, wait_until
-from tests.helpers.frames import refused
+from tests.helpers.frames import RawConnection, refused
 from tests.helpers.store import small_store_config
 
 
@@ -230,7 +230,7 @@ def test_sync_master_and_sync_flush_wait_for_both(tmp_path, opened):
 
 
 def test_bad_input_on_the_ha_port_is_refused_and_replication_goes_on(tmp_path, opened, caplog):
-    master = open_pair(tmp_path, opened)
+    master = open_pair(tmp_path, opened, ha_max_connections=2)
     slave = open_slave(tmp_path, opened, master)
     put_many(master, 50)
     caught_up(master, slave)
@@ -241,6 +241,12 @@ def test_bad_input_on_the_ha_port_is_refused_and_replication_goes_on(tmp_path, o
     assert refused(port, wire.encode_report(end) + wire.encode_report(end - 100))  # backwards
     assert refused(port, wire.encode_report(end - 100) + wire.encode_report(end - 50))  # past what it was sent
     assert "beyond this master's CommitLog" in caplog.text and "went backwards" in caplog.text
+    # past haMaxConnections (the slave and one that says nothing) a connection is closed at once
+    with RawConnection(port):
+        wait_until(lambda: len(master.ha_service.connections) == 2, 5, "the silent connection accepted")
+        with RawConnection(port) as surplus:
+            assert surplus.is_closed_by_peer(timeout=3.0)
+    assert f"HA port {port} serves its maximum of 2 connections: refused 1" in caplog.text
     put_many(master, 50)
     caught_up(master, slave)
     assert_replica(master, slave)

@@ -66,6 +66,42 @@ def open_file_limit_connections() -> int | None:
     return max(1, soft - RESERVED_DESCRIPTORS)
 
 
+class ConnectionRefusals:
+    """A listener's bound on connections open at once: past ``maximum`` (None: no bound) a new one
+    is accepted and closed at once. Refusals are counted, and logged a line per
+    _REFUSAL_LOG_INTERVAL at most with the count since the last line, so that a flood of connects
+    does not flood the log too. For the client port here and the HA port (rmq.store.ha)."""
+
+    def __init__(self, maximum: int | None, logger: logging.Logger = log):
+        self.maximum = maximum
+        #: connections closed at once because ``maximum`` were open
+        self.count = 0
+        self._log = logger
+        self._unlogged = 0
+        self._next_log = 0.0
+
+    def full(self, open_now: int) -> bool:
+        return self.maximum is not None and open_now >= self.maximum
+
+    def refuse(self, sock: socket.socket, address: tuple, where: str) -> None:
+        """Close ``sock`` (just accepted from ``address`` on ``where``); the connections served do
+        not notice. Counted and logged first: whoever sees the close finds both done."""
+        self.count += 1
+        self._unlogged += 1
+        now = time.monotonic()
+        if now >= self._next_log:
+            self._log.warning(
+                "%s serves its maximum of %d connections: refused %d since the last line (the last from %s)",
+                where,
+                self.maximum,
+                self._unlogged,
+                format_address(address),
+            )
+            self._unlogged = 0
+            self._next_log = now + _REFUSAL_LOG_INTERVAL
+        sock.close()
+
+
 @dataclasses.dataclass(frozen=True)
 class ConnectionLimits:
     """What a server allows its connections; 0 turns a timeout off."""
@@ -104,10 +140,7 @@ class RemotingServer(Endpoint):
         self.max_connections = (
             limits.max_connections if limits.max_connections is not None else open_file_limit_connections()
         )
-        #: connections closed at once because max_connections were open (since the server started)
-        self.connections_refused = 0
-        self._refused_unlogged = 0
-        self._next_refusal_log = 0.0
+        self._refusals = ConnectionRefusals(self.max_connections)
         self.max_pending_output = max_pending_output
         self._owns_loop = loop is None
         self.loop = loop or EventLoop(name=name or f"rmq-server-{port}")
@@ -126,6 +159,11 @@ class RemotingServer(Endpoint):
 
     def schedule_periodic(self, interval: float, fn: Callable, initial_delay: float | None = None) -> PeriodicHandle:
         return self.loop.schedule_periodic(interval, fn, initial_delay)
+
+    @property
+    def connections_refused(self) -> int:
+        """Connections closed at once because max_connections were open (since the server started)."""
+        return self._refusals.count
 
     @property
     def port(self) -> int:
@@ -222,8 +260,8 @@ class RemotingServer(Endpoint):
                 self.loop.remove_handler(listener.fileno())
                 self.loop.call_later(_ACCEPT_RETRY_SECONDS, self._resume_accepting, listener)
                 return
-            if self.max_connections is not None and len(self._channels) >= self.max_connections:
-                self._refuse(sock, address)
+            if self._refusals.full(len(self._channels)):
+                self._refusals.refuse(sock, address, self.address)
                 continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
@@ -245,24 +283,6 @@ class RemotingServer(Endpoint):
                 )
             self._channels.add(channel)
             log.debug("accepted %s", channel.remote_address)
-
-    def _refuse(self, sock: socket.socket, address: tuple) -> None:
-        """Close a connection past the maximum at once; the clients served do not notice. The log
-        gets a line per _REFUSAL_LOG_INTERVAL at most, with the count since the last one."""
-        sock.close()
-        self.connections_refused += 1
-        self._refused_unlogged += 1
-        now = time.monotonic()
-        if now >= self._next_refusal_log:
-            log.warning(
-                "%s serves its maximum of %d connections: refused %d since the last line (the last from %s)",
-                self.address,
-                self.max_connections,
-                self._refused_unlogged,
-                format_address(address),
-            )
-            self._refused_unlogged = 0
-            self._next_refusal_log = now + _REFUSAL_LOG_INTERVAL
 
     def _resume_accepting(self, listener: socket.socket) -> None:
         if listener is self._listener:

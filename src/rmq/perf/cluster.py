@@ -4,7 +4,8 @@
 each with a store of its own in a temporary directory, on free loopback ports; it creates the
 topic, waits until a master's slave is connected, and stops and removes everything on exit.
 
-``ProcessSampler`` reads a process's CPU time, RSS and bytes written to disk from /proc;
+``ProcessSampler`` reads a process's CPU time and RSS from /proc, and the bytes written to the block
+device holding its store from /sys (see ``device_stat_path`` for why not /proc/<pid>/io);
 ``BrokerSampler`` adds a broker's own counters: CommitLog flush rounds (GET_BROKER_RUNTIME_INFO
 ``commitLogFlushRounds``: under SYNC_FLUSH one msync per group-commit round) and replication lag
 (GET_HA_STATUS 9101). ``delta`` turns two samples into the perf log's ``broker`` object.
@@ -194,17 +195,47 @@ class ProcessSample:
     at: float  # time.monotonic()
     cpu_s: float | None = None
     rss_bytes: int | None = None
-    write_bytes: int | None = None
+    device_bytes_written: int | None = None  # by every writer on the store's block device, since boot
     flush_rounds: int | None = None
     repl_lag_bytes: int | None = None
     repl_lag_ms: float | None = None
 
 
-class ProcessSampler:
-    """CPU seconds, RSS and disk bytes written of one process, from /proc (None where unreadable)."""
+def device_stat_path(path: str | os.PathLike[str]) -> Path | None:
+    """The kernel's I/O counters (Documentation/block/stat.rst) of the block device, or partition,
+    that holds ``path``; None when no block device does (tmpfs, overlayfs, btrfs: an anonymous st_dev).
 
-    def __init__(self, pid: int):
+    These, not ``/proc/<pid>/io`` ``write_bytes``, say what a store wrote to disk. The kernel charges
+    ``write_bytes`` "at page-dirtying time" (Documentation/filesystems/proc.rst): a whole folio each
+    time the process turns a clean one dirty, whether or not, and how often, it is written back. A
+    broker writes its CommitLog through a mapping and msyncs it every flush round; each round cleans
+    the tail page and the next message dirties it again, and warming a mapped file ahead of the
+    writes (MADV_POPULATE_WRITE) dirties every page it touches at once, so the charge follows the
+    mapping's faults, not the device's writes (the matrix logged 7-30 GB per 8 s cell that way). The
+    device's counters count what reached it, from every writer on it: a replicated cell's slave
+    (its store sits beside the master's), the file system's journal, other programs; on an
+    otherwise idle machine that is the cell's own."""
+    with contextlib.suppress(OSError):
+        st_dev = os.stat(path).st_dev
+        stat = Path(f"/sys/dev/block/{os.major(st_dev)}:{os.minor(st_dev)}/stat")
+        if stat.exists():
+            return stat
+    return None
+
+
+def _device_bytes_written(stat: Path) -> int | None:
+    with contextlib.suppress(OSError, ValueError, IndexError):
+        return int(stat.read_text().split()[6]) * 512  # field 7, sectors written: 512 bytes whatever the device's
+    return None
+
+
+class ProcessSampler:
+    """CPU seconds and RSS of one process, from /proc, and the bytes written to the block device
+    holding ``store_dir`` (None where unreadable, or without ``store_dir``)."""
+
+    def __init__(self, pid: int, store_dir: str | os.PathLike[str] | None = None):
         self.pid = pid
+        self.device_stat = None if store_dir is None else device_stat_path(store_dir)
 
     def sample(self) -> ProcessSample:
         s = ProcessSample(time.monotonic())
@@ -213,19 +244,18 @@ class ProcessSampler:
                 fields = f.read().rsplit(")", 1)[1].split()
             s.cpu_s = (int(fields[11]) + int(fields[12])) / _TICKS  # utime, stime
             s.rss_bytes = int(fields[21]) * os.sysconf("SC_PAGE_SIZE")
-        with contextlib.suppress(OSError, ValueError):
-            with open(f"/proc/{self.pid}/io") as f:
-                for line in f:
-                    if line.startswith("write_bytes:"):
-                        s.write_bytes = int(line.split()[1])
+        if self.device_stat is not None:
+            s.device_bytes_written = _device_bytes_written(self.device_stat)
         return s
 
 
 class BrokerSampler(ProcessSampler):
     """A broker's process figures and its flush rounds and replication lag, asked over the wire."""
 
-    def __init__(self, pid: int, namesrv_addr: str, broker_addr: str, replicated: bool):
-        super().__init__(pid)
+    def __init__(
+        self, pid: int, namesrv_addr: str, broker_addr: str, replicated: bool, store_dir: str | os.PathLike[str]
+    ):
+        super().__init__(pid, store_dir)
         self.admin = AdminClient(namesrv_addr, timeout=2.0).__enter__()
         self.broker_addr = broker_addr
         self.replicated = replicated
@@ -256,8 +286,8 @@ def delta(before: ProcessSample, after: ProcessSample, acked: int) -> dict[str, 
         else None
     )
     written = (
-        after.write_bytes - before.write_bytes
-        if after.write_bytes is not None and before.write_bytes is not None
+        after.device_bytes_written - before.device_bytes_written
+        if after.device_bytes_written is not None and before.device_bytes_written is not None
         else None
     )
     return {

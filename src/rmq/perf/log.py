@@ -23,6 +23,15 @@ mergeable histogram (``rmq.perf.histogram``), never as pre-computed percentiles 
     generator {cpu_pct float, processes int, saturated bool,
                wake_late_max_ms float}                     # the latest a worker woke from a wait
 
+``disk_bytes_written`` is what reached the block device holding the broker's (or peer's) store in
+the interval: its sectors written (``/sys/dev/block/MAJ:MIN/stat``, field 7, x 512), so page-rounded
+CommitLog writes and the file system's journal count, and so does every other writer on that device
+(a replicated cell's slave, whose store sits beside the master's; other programs): it is the
+store's own only on an otherwise idle device. null when the store is on no block device (tmpfs,
+overlayfs). Not ``/proc/<pid>/io`` ``write_bytes``: that charges a page each time one
+turns dirty, which for a mapped, msync'd CommitLog is not what the disk wrote
+(``rmq.perf.cluster.device_stat_path``).
+
 ``summary`` adds ``duration_s float, p50_us float, p99_us float, p999_us float, max_us float``
 (from its histogram, for people; the pipeline recomputes from the merged histograms).
 

@@ -135,7 +135,9 @@ def run_cell(p: Planned, options: MatrixOptions, writer: PerfLogWriter) -> dict[
             host, port = cell.master_addr.rsplit(":", 1)
             s = spec(host, int(port))
             assert cell.master is not None
-            sampler = BrokerSampler(cell.master.pid, cell.namesrv_addr, cell.master_addr, p.role != "standalone")
+            sampler = BrokerSampler(
+                cell.master.pid, cell.namesrv_addr, cell.master_addr, p.role != "standalone", cell.root
+            )
             try:
                 return run_producer(s, make_cell(s, p.flush, p.role, None, p.repeat), writer, sampler)
             finally:

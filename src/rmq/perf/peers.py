@@ -88,7 +88,7 @@ class PeerServer(contextlib.AbstractContextManager["PeerServer"]):
 
     def sampler(self) -> ProcessSampler:
         assert self.proc is not None
-        return ProcessSampler(self.proc.pid)
+        return ProcessSampler(self.proc.pid, self.root)
 
     def close(self) -> None:
         if self.proc is not None:

@@ -50,6 +50,7 @@ class MessageStoreConfig(SettingsView):
     ha_master_address: str | None = setting("haMasterAddress")
     ha_send_heartbeat_interval: int = setting("haSendHeartbeatInterval")
     ha_housekeeping_interval: int = setting("haHousekeepingInterval")
+    ha_max_connections: int | None = setting("haMaxConnections")
     ha_transfer_batch_size: int = setting("haTransferBatchSize")
     ha_max_gap_not_in_sync: int = setting("haMaxGapNotInSync")
     slave_timeout: int = setting("slaveTimeout")

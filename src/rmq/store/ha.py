@@ -18,6 +18,8 @@ broker's client loop never waits for them:
 
 A slave that breaks the protocol (an offset beyond the master's end, one that goes backwards or past
 what it was sent, bytes that are not reports) is logged and disconnected; the master serves on.
+Past haMaxConnections connections, one more is closed as soon as it is accepted (logged, as the
+client port's past serverMaxConnections: ``rmq.net.server.ConnectionRefusals``).
 Both threads, what they may touch and who stops them: docs/threads.md.
 """
 
@@ -36,6 +38,7 @@ from typing import TYPE_CHECKING
 from rmq._service import PeriodicHandle, ServiceThread
 from rmq.errors import StoreError
 from rmq.net.loop import EventLoop
+from rmq.net.server import ConnectionRefusals, open_file_limit_connections
 from rmq.protocol import ha as wire
 
 if TYPE_CHECKING:
@@ -279,6 +282,11 @@ class HAService:
         self.batch_size = config.ha_transfer_batch_size
         self.heartbeat_interval = config.ha_send_heartbeat_interval / 1000
         self.housekeeping_interval = config.ha_housekeeping_interval / 1000
+        # a flood of connects on the HA port must not take the descriptors the store's files need
+        max_connections = config.ha_max_connections
+        self.refusals = ConnectionRefusals(
+            open_file_limit_connections() if max_connections is None else max_connections, log
+        )
         self.loop = EventLoop("rmq-store-ha")
         self.connections: dict[int, HAConnection] = {}
         self._listener: socket.socket | None = None
@@ -348,6 +356,9 @@ class HAService:
             except OSError as e:
                 log.warning("HA accept failed: %s", e)
                 return
+            if self.refusals.full(len(self.connections)):
+                self.refusals.refuse(sock, (host, port), f"HA port {self.port}")
+                continue
             sock.setblocking(False)
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             connection = HAConnection(self, sock, f"{host}:{port}")

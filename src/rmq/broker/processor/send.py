@@ -49,7 +49,8 @@ answers not yet written                the connection's output buffer; past max_
 A send refused busy was not stored; a stored send is never answered busy (one waiting too long for
 the disk gets FLUSH_DISK_TIMEOUT at syncFlushTimeout, as RocketMQ's). Clients retry SYSTEM_BUSY on
 another broker (RocketMQ 5.x's producer, ``rmq.client.producer``). ``busy_refusals`` counts the
-refusals by reason for the metrics (``rmq_system_busy_total``).
+refusals by reason for the metrics (``rmq_system_busy_total``). A consumer's CONSUMER_SEND_MSG_BACK
+runs on RocketMQ's send thread pool too, and gets the same refusals (``busy_answer``).
 """
 
 from __future__ import annotations
@@ -121,6 +122,14 @@ _PCBUSY_CLEAN_QUEUE = "PCBUSY_CLEAN_QUEUE"
 _TIMEOUT_CLEAN_QUEUE = "TIMEOUT_CLEAN_QUEUE"
 BUSY_REASONS = (_OVERLOAD, _PCBUSY_CLEAN_QUEUE, _TIMEOUT_CLEAN_QUEUE)
 
+# RocketMQ's remark of a send its store refused; {usage}: " [<diskUtil()>]" where the processor reads
+# it (service_not_available), "" in a store's late refusal (_PUT_OUTCOMES: the store shut down, or
+# went full, between the processor's checks and the put).
+_SERVICE_NOT_AVAILABLE_REMARK = (
+    "service not available now. It may be caused by one of the following reasons: the broker's disk "
+    "is full{usage}, messages are put to the slave, message store has been shut down, etc."
+)
+
 # PutMessageStatus -> (response code, remark); codes 10-12 mean "stored, but degraded".
 _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
     PutMessageStatus.PUT_OK: (ResponseCode.SUCCESS, None),
@@ -129,8 +138,7 @@ _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
     PutMessageStatus.SLAVE_NOT_AVAILABLE: (ResponseCode.SLAVE_NOT_AVAILABLE, "stored, but no slave is available"),
     PutMessageStatus.SERVICE_NOT_AVAILABLE: (
         ResponseCode.SERVICE_NOT_AVAILABLE,
-        "service not available now. It may be caused by one of the following reasons: the broker's disk "
-        "is full, messages are put to the slave, message store has been shut down, etc.",
+        _SERVICE_NOT_AVAILABLE_REMARK.format(usage=""),
     ),
     PutMessageStatus.CREATE_MAPPED_FILE_FAILED: (
         ResponseCode.SYSTEM_ERROR,
@@ -200,9 +208,11 @@ class SendProcessor(Processor):
 
     # -- the request ------------------------------------------------------------------------
 
-    def send_message(self, channel, request: RemotingCommand):
-        # RocketMQ's fast failure (module docstring), before the send costs anything: it waited
-        # too long since it was read, or the sends held unanswered are too many or too old.
+    def busy_answer(self, channel, request: RemotingCommand) -> RemotingCommand | None:
+        """RocketMQ's fast failure (module docstring) of a request its send thread pool would queue,
+        before it costs anything: SYSTEM_BUSY when it waited too long since it was read, or the
+        sends held unanswered are too many or too old; None to serve it. A send, and a consumer's
+        CONSUMER_SEND_MSG_BACK (RocketMQ runs both on that pool, so BrokerFastFailure clears both)."""
         waited = monotonic() - channel.read_at
         if waited > self.wait_limit:
             return self._busy(request, _TIMEOUT_CLEAN_QUEUE, waited)
@@ -211,6 +221,12 @@ class SendProcessor(Processor):
                 return self._busy(request, _PCBUSY_CLEAN_QUEUE, waited)
             if self.store.commit_queue_size >= self.queue_capacity:
                 return self._busy(request, _OVERLOAD, waited)
+        return None
+
+    def send_message(self, channel, request: RemotingCommand):
+        busy = self.busy_answer(channel, request)
+        if busy is not None:
+            return busy
         controller = self.controller
         if self.slave:
             # RocketMQ's store: "message store is slave mode, so putMessage is forbidden"
@@ -500,10 +516,7 @@ def service_not_available(store: MessageStore) -> str:
         usage = str(store.disk_usage())
     except OSError as e:
         usage = f"unknown: {e}"
-    return (
-        "service not available now. It may be caused by one of the following reasons: the broker's disk "
-        f"is full [{usage}], messages are put to the slave, message store has been shut down, etc."
-    )
+    return _SERVICE_NOT_AVAILABLE_REMARK.format(usage=f" [{usage}]")
 
 
 def _without_delay(properties: str) -> str:

@@ -48,6 +48,9 @@ class SendBackProcessor(Processor):
 
     def consumer_send_msg_back(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
+        busy = c.send_processor.busy_answer(channel, request)
+        if busy is not None:
+            return busy
         ext = request.ext_fields
         group = str_field(ext, "group")
         offset = int_field(ext, "offset")

@@ -81,7 +81,7 @@ BROKER_SCHEMA = _struct(
         "msgs_per_flush": DoubleType(),
         "repl_lag_bytes": LongType(),
         "repl_lag_ms": DoubleType(),
-        "disk_bytes_written": LongType(),
+        "disk_bytes_written": LongType(),  # the store's block device, every writer on it (rmq.perf.log)
     }
 )
 GENERATOR_SCHEMA = _struct({"cpu_pct": DoubleType(), "processes": LongType(), "saturated": BooleanType()})
