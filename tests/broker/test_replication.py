@@ -5,12 +5,16 @@ SYNC_MASTER sends wait for it."""
 from __future__ import annotations
 
 import os
+import resource
 import signal
+import socket
+import time
 from pathlib import Path
 
 import pytest
 
 from rmq.net import RemotingClient
+from rmq.perf.cluster import ProcessSampler
 from rmq.protocol import ha as wire
 from rmq.protocol.codes import ResponseCode
 from tests.helpers import wait_until
@@ -49,7 +53,9 @@ def start_pair(processes, tmp_path: Path, role: str, start_slave: bool = True, *
     )
     for settings in (master_settings, slave_settings):
         del settings["namesrvListenPort"]
-    _, master = start_broker_process(processes.spawn, master_settings, namesrv, ("--log-level", "WARNING"))
+    processes.master_proc, master = start_broker_process(
+        processes.spawn, master_settings, namesrv, ("--log-level", "WARNING")
+    )
 
     def launch_slave():
         return start_broker_process(processes.spawn, slave_settings, namesrv, ("--log-level", "WARNING"))
@@ -177,3 +183,38 @@ def test_bad_input_on_the_ha_port_is_refused_and_the_master_serves_on(processes,
     assert master.encode() in route.body and impostor_settings["listenPort"].encode() not in route.body
     log = (tmp_path / "master" / "logs" / "broker.log").read_text()
     assert "beyond this master's CommitLog" in log and "went backwards" in log
+
+
+def test_a_master_out_of_descriptors_pauses_its_ha_port_and_takes_the_slave_after(processes, client, tmp_path):
+    """accept() on the HA port failing (EMFILE: the master's open-file limit lowered to what it holds)
+    is logged and retried after a pause, not in a loop that burns a CPU while the listener stays
+    readable; clients are served meanwhile, and with descriptors back the waiting slave is taken."""
+    master, launch_slave = start_pair(processes, tmp_path, "ASYNC_MASTER", start_slave=False)
+    assert call(client, master, send_request("Fds", b"before", queue_id=0)).code == 0
+    pid = processes.master_proc.pid
+    ha_port = int(processes.master_settings["haListenPort"])
+    limits = resource.prlimit(pid, resource.RLIMIT_NOFILE)
+    # below every descriptor it holds: no new one until the limit is back (a limit at the count it
+    # holds would let one through whenever any of its descriptors closed)
+    resource.prlimit(pid, resource.RLIMIT_NOFILE, (3, limits[1]))
+    waiting = socket.create_connection(("127.0.0.1", ha_port), timeout=5)  # in the backlog, not accepted
+    try:
+        sampler = ProcessSampler(pid)
+        time.sleep(0.5)  # the failed accept and its retries begin
+        before = sampler.sample()
+        time.sleep(1.0)
+        after = sampler.sample()
+        spent = (after.cpu_s - before.cpu_s) / (after.at - before.at)
+        assert spent < 0.5, f"the master used {spent:.2f} CPU seconds a second while it could not accept"
+        # the client connection was open before: served on
+        assert call(client, master, send_request("Fds", b"during", queue_id=0)).code == 0
+    finally:
+        resource.prlimit(pid, resource.RLIMIT_NOFILE, limits)
+    log = tmp_path / "master" / "logs" / "broker.log"
+    assert f"accept on HA port {ha_port} failed" in log.read_text()
+    waiting.sendall(wire.encode_report(0))  # accepted once descriptors are back: frames come
+    waiting.settimeout(10)
+    assert len(waiting.recv(wire.FRAME_HEADER_SIZE)) > 0
+    waiting.close()
+    launch_slave()
+    wait_replicated(tmp_path)

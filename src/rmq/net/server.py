@@ -66,6 +66,24 @@ def open_file_limit_connections() -> int | None:
     return max(1, soft - RESERVED_DESCRIPTORS)
 
 
+def pause_accepting(
+    loop: EventLoop, listener: socket.socket, on_acceptable: Callable[[int], None], where: str, exc: OSError
+) -> None:
+    """accept() on ``listener`` failed (EMFILE and friends): it stays readable, so stop watching it
+    for _ACCEPT_RETRY_SECONDS rather than spin; the connections already open keep being served.
+    Then ``on_acceptable`` watches it again, unless it was closed meanwhile. For the client port
+    here and the HA port (rmq.store.ha)."""
+    log.error("accept on %s failed: %s; retrying in %ss", where, exc, _ACCEPT_RETRY_SECONDS)
+    fd = listener.fileno()
+    loop.remove_handler(fd)
+
+    def resume() -> None:
+        if listener.fileno() == fd:  # a closed socket's fileno() is -1
+            loop.add_handler(fd, select.EPOLLIN, on_acceptable)
+
+    loop.call_later(_ACCEPT_RETRY_SECONDS, resume)
+
+
 class ConnectionRefusals:
     """A listener's bound on connections open at once: past ``maximum`` (None: no bound) a new one
     is accepted and closed at once. Refusals are counted, and logged a line per
@@ -254,11 +272,7 @@ class RemotingServer(Endpoint):
             except (BlockingIOError, InterruptedError):
                 return
             except OSError as exc:
-                # EMFILE and friends: the listener stays readable, so pause accepting for a moment
-                # rather than spin; the connections already open keep being served.
-                log.error("accept on %s failed: %s; retrying in %ss", self.address, exc, _ACCEPT_RETRY_SECONDS)
-                self.loop.remove_handler(listener.fileno())
-                self.loop.call_later(_ACCEPT_RETRY_SECONDS, self._resume_accepting, listener)
+                pause_accepting(self.loop, listener, self._on_acceptable, self.address, exc)
                 return
             if self._refusals.full(len(self._channels)):
                 self._refusals.refuse(sock, address, self.address)
@@ -283,10 +297,6 @@ class RemotingServer(Endpoint):
                 )
             self._channels.add(channel)
             log.debug("accepted %s", channel.remote_address)
-
-    def _resume_accepting(self, listener: socket.socket) -> None:
-        if listener is self._listener:
-            self.loop.add_handler(listener.fileno(), select.EPOLLIN, self._on_acceptable)
 
     def _channel_closed(self, channel: Channel) -> None:
         self._channels.discard(channel)

@@ -38,7 +38,7 @@ from typing import TYPE_CHECKING
 from rmq._service import PeriodicHandle, ServiceThread
 from rmq.errors import StoreError
 from rmq.net.loop import EventLoop
-from rmq.net.server import ConnectionRefusals, open_file_limit_connections
+from rmq.net.server import ConnectionRefusals, open_file_limit_connections, pause_accepting
 from rmq.protocol import ha as wire
 
 if TYPE_CHECKING:
@@ -354,7 +354,7 @@ class HAService:
             except BlockingIOError:
                 return
             except OSError as e:
-                log.warning("HA accept failed: %s", e)
+                pause_accepting(self.loop, self._listener, self._accept, f"HA port {self.port}", e)
                 return
             if self.refusals.full(len(self.connections)):
                 self.refusals.refuse(sock, (host, port), f"HA port {self.port}")
