@@ -12,11 +12,12 @@
  * and one of three ways to append: `mmap` (memcpy into a mapped, fallocated file whose next 1 MiB
  * chunk is prefaulted, then msync: rmq's CommitLog), `write` (write() at the end of a growing file,
  * then fdatasync: Redis's AOF) or `pwrite` (one pwrite per command into the fallocated file, as a
- * put path that copies each record in would, then fdatasync).
+ * put path that copies each record in would, then fdatasync; `pwrite-sparse`: the same into a file
+ * sized by ftruncate, not fallocated).
  *
  * Driven by `redis-benchmark -c 1 -P N` exactly as Redis is (perf/arch_probe.py runs the
  * comparison). Build: cc -O2 -pthread -o arch_probe perf/arch_probe.c
- * Run:   arch_probe PORT DIR inline|thread mmap|write|pwrite
+ * Run:   arch_probe PORT DIR inline|thread mmap|write|pwrite|pwrite-sparse
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -37,7 +38,7 @@
 #define FILE_SIZE (256L << 20)
 #define BUF_SIZE (1 << 20)
 
-static int use_mmap, use_pwrite, use_thread, data_fd, event_fd;
+static int use_mmap, use_pwrite, use_sparse, use_thread, data_fd, event_fd;
 static char *base;
 static long written, appended_total;
 
@@ -138,15 +139,16 @@ static long parse(const char *p, long n, long *commands) { return parse_n(p, n, 
 static const char ANSWER[] = "$15\r\n1700000000000-0\r\n";
 
 int main(int argc, char **argv) {
-    if (argc != 5) { fprintf(stderr, "usage: %s PORT DIR inline|thread mmap|write|pwrite\n", argv[0]); return 2; }
+    if (argc != 5) { fprintf(stderr, "usage: %s PORT DIR inline|thread mmap|write|pwrite|pwrite-sparse\n", argv[0]); return 2; }
     use_thread = !strcmp(argv[3], "thread");
     use_mmap = !strcmp(argv[4], "mmap");
-    use_pwrite = !strcmp(argv[4], "pwrite");
+    use_pwrite = !strcmp(argv[4], "pwrite") || !strcmp(argv[4], "pwrite-sparse");
+    use_sparse = !strcmp(argv[4], "pwrite-sparse");
     char path[4096]; snprintf(path, sizeof path, "%s/probe.log", argv[2]);
     data_fd = open(path, O_RDWR | O_CREAT | O_TRUNC | (use_mmap || use_pwrite ? 0 : O_APPEND), 0644);
     if (data_fd < 0) die("open");
     if (use_mmap || use_pwrite) {
-        if (posix_fallocate(data_fd, 0, FILE_SIZE)) die("fallocate");
+        if (use_sparse ? ftruncate(data_fd, FILE_SIZE) : posix_fallocate(data_fd, 0, FILE_SIZE)) die("fallocate");
         base = mmap(NULL, FILE_SIZE, PROT_READ | PROT_WRITE, MAP_SHARED, data_fd, 0);
         if (base == MAP_FAILED) die("mmap");
     }

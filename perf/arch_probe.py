@@ -7,7 +7,8 @@ them: the same durable-append server in C, once with Redis's shape (``inline``: 
 disk) and once with rmq's (``thread``: loop -> flush thread -> eventfd -> loop), appending through a
 mapping + msync (``mmap``, rmq's CommitLog, the next 1 MiB chunk prefaulted as rmq does), write() +
 fdatasync (``write``, Redis's AOF) or one pwrite per command into the fallocated file + fdatasync
-(``pwrite``, a put path that copies records in). Every side is
+(``pwrite``, a put path that copies records in; ``pwrite-sparse`` into a file sized by ftruncate, not
+fallocated). Every side is
 driven by ``redis-benchmark -c 1 -P N`` with the same 1 KiB XADD, interleaved round by round, so the
 ratios compare equal loads on the same disk minutes.
 
@@ -61,7 +62,9 @@ def running_probe(binary: str, shape: str) -> Iterator[int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--in-flight", default="1,16,64")
-    parser.add_argument("--shapes", default=SHAPES, help="comma list of 'inline|thread mmap|write|pwrite'")
+    parser.add_argument(
+        "--shapes", default=SHAPES, help="comma list of 'inline|thread mmap|write|pwrite|pwrite-sparse'"
+    )
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds (medians printed)")
     parser.add_argument(
         "--requests", type=int, default=20000, help="XADDs per redis-benchmark run (x in-flight / 4 above 4)"
