@@ -536,6 +536,9 @@ _section(
     Setting("serverMaxConnections", Int(1, optional=True), None,
             "connections served at once; one more is accepted and closed at once. Unset: the open-file "
             "limit (RLIMIT_NOFILE) less 256 descriptors kept for the broker's own files"),
+    Setting("serverSocketBacklog", Int(1), 1024,
+            "connections the kernel completes and queues for accept on the listening port (listen()'s "
+            "backlog, capped by net.core.somaxconn)"),
     Setting("serverFrameTimeoutSeconds", Int(0), 60,
             "seconds a frame (or a TLS handshake) may take from its first byte to its last before its "
             "connection is closed: a client trickling bytes is not idle (0: never)"),

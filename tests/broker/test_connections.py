@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import json
 import resource
+import shutil
 import socket
+import subprocess
 import time
 import urllib.request
 
@@ -50,12 +52,16 @@ def test_idle_trickling_and_surplus_connections_are_closed_while_a_producer_send
         serverChannelMaxIdleTimeSeconds="2",
         serverFrameTimeoutSeconds="1",
         serverMaxConnections="6",
+        serverSocketBacklog="7",
         metricsExporterType="PROM",
         metricsPromExporterHost=LOOPBACK,
         metricsPromExporterPort=str(metrics_port),
     )
     _, addr = start_broker_process(spawn, settings)
     port = int(settings["listenPort"])
+    if shutil.which("ss"):  # the listening socket's backlog is its Send-Q in ss
+        listening = subprocess.run(["ss", "-Hltn", f"sport = :{port}"], capture_output=True, text=True, check=True)
+        assert listening.stdout.split()[2] == "7", listening.stdout
     sender = SteadySender(client, addr, TOPIC, SEND_TIMEOUT).start()
     try:
         wait_until(lambda: len(sender.answered) >= 3, 10, "the producer's first sends answered")

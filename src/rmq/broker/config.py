@@ -79,6 +79,7 @@ class BrokerConfig(SettingsView):
     tls_server_key_path: str | None = setting("tlsServerKeyPath")
     server_channel_max_idle_time_seconds: int = setting("serverChannelMaxIdleTimeSeconds")
     server_max_connections: int | None = setting("serverMaxConnections")
+    server_socket_backlog: int = setting("serverSocketBacklog")
     server_frame_timeout_seconds: int = setting("serverFrameTimeoutSeconds")
     metrics_exporter_type: MetricsExporterType = setting("metricsExporterType")
     metrics_prom_exporter_host: str | None = setting("metricsPromExporterHost")
@@ -119,6 +120,7 @@ class BrokerConfig(SettingsView):
             idle_timeout=self.server_channel_max_idle_time_seconds,
             max_connections=self.server_max_connections,
             frame_timeout=self.server_frame_timeout_seconds,
+            backlog=self.server_socket_backlog,
         )
 
     @property

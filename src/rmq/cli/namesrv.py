@@ -10,7 +10,7 @@ import threading
 import click
 
 from rmq.namesrv import NameServer, NamesrvConfig
-from rmq.net.server import ConnectionLimits
+from rmq.net.server import LISTEN_BACKLOG, ConnectionLimits
 from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol.tls import TlsMode
 
@@ -59,6 +59,13 @@ from rmq.protocol.tls import TlsMode
     type=click.IntRange(min=0),
     help="Seconds a frame or TLS handshake may take from its first byte to its last (0: never).",
 )
+@click.option(
+    "--backlog",
+    default=LISTEN_BACKLOG,
+    show_default=True,
+    type=click.IntRange(min=1),
+    help="Connections the kernel queues for accept (listen()'s backlog, capped by net.core.somaxconn).",
+)
 @click.option("--tls-cert", default=None, help="Serve TLS with this certificate chain (PEM); needs --tls-key.")
 @click.option("--tls-key", default=None, help="The private key of --tls-cert (PEM, unencrypted).")
 @click.option(
@@ -82,6 +89,7 @@ def main(
     idle_timeout: int,
     max_connections: int | None,
     frame_timeout: int,
+    backlog: int,
     tls_cert: str | None,
     tls_key: str | None,
     tls_mode: str,
@@ -106,7 +114,7 @@ def main(
         scan_not_active_broker_interval=scan_interval,
         broker_channel_expired_ms=int(broker_expired * 1000),
         tls=tls,
-        limits=ConnectionLimits(idle_timeout, max_connections, frame_timeout),
+        limits=ConnectionLimits(idle_timeout, max_connections, frame_timeout, backlog),
     )
     server = NameServer(config).start()
     click.echo(f"rmq-namesrv listening on {host}:{server.port}", err=True)

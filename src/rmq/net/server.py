@@ -130,6 +130,9 @@ class ConnectionLimits:
     max_connections: int | None = None
     #: seconds from the first byte of a frame, or of a TLS handshake, to its last
     frame_timeout: float = 60.0
+    #: connections the kernel completes and queues for accept (RocketMQ's serverSocketBacklog;
+    #: the kernel caps it at net.core.somaxconn)
+    backlog: int = LISTEN_BACKLOG
 
 
 class RemotingServer(Endpoint):
@@ -209,7 +212,7 @@ class RemotingServer(Endpoint):
             try:
                 listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
                 listener.bind((self.host, self._requested_port))
-                listener.listen(LISTEN_BACKLOG)
+                listener.listen(self.limits.backlog)
                 listener.setblocking(False)
             except OSError:
                 listener.close()
