@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from rmq.errors import ConfigError
+from rmq.protocol.acl import ClusterAuthMode
 from rmq.protocol.message import MAX_MESSAGE_SIZE, topic_error
 from rmq.protocol.perm import PERM_ALL, PERM_READ, PERM_WRITE
 from rmq.protocol.route import MASTER_ID
@@ -513,6 +514,19 @@ _section(
     Setting("aclConfigFile", Text(), "conf/plain_acl.yml",
             "the plain_acl.yml of aclEnable, reloaded when it changes; a relative path is taken from "
             "storePathRootDir"),
+)
+
+# Cluster authentication (beyond 4.x, which leaves name-server writes and the HA port open): the
+# account the cluster's own processes sign with, as plain ACL signs (rmq.protocol.acl).
+_section(
+    "broker",
+    Setting("clusterAccessKey", Text(optional=True), None,
+            "the cluster account's access key: name-server writes are signed with it, and a slave proves "
+            "it to its master's HA port"),
+    Setting("clusterSecretKey", Text(optional=True), None, "the cluster account's secret key (clusterAccessKey)"),
+    Setting("clusterAuthMode", Choice(ClusterAuthMode), ClusterAuthMode.ENFORCING,
+            "with cluster credentials: enforcing refuses unsigned cluster writes; permissive takes them "
+            "and logs each (for an upgrade, until every process has the credentials)"),
 )
 
 # TLS (rmq.net.tls). RocketMQ 4.x reads these as system properties: tls.enable, tls.server.mode,

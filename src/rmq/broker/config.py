@@ -19,6 +19,7 @@ from typing import Any
 from rmq.errors import ConfigError
 from rmq.net.server import ConnectionLimits
 from rmq.net.tls import TlsServerOptions, server_context
+from rmq.protocol.acl import ClusterAuthMode
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.tls import TlsMode
 from rmq.settings import BrokerRole, LoadedSettings, MetricsExporterType, SettingsView, load_settings, setting
@@ -73,6 +74,9 @@ class BrokerConfig(SettingsView):
     transaction_check_interval: int = setting("transactionCheckInterval")
     acl_enable: bool = setting("aclEnable")
     acl_config_file: str = setting("aclConfigFile")
+    cluster_access_key: str | None = setting("clusterAccessKey")
+    cluster_secret_key: str | None = setting("clusterSecretKey")
+    cluster_auth_mode: ClusterAuthMode = setting("clusterAuthMode")
     tls_enable: bool = setting("tlsEnable")
     tls_server_mode: TlsMode = setting("tlsServerMode")
     tls_server_cert_path: str | None = setting("tlsServerCertPath")
@@ -87,6 +91,8 @@ class BrokerConfig(SettingsView):
 
     def __post_init__(self) -> None:
         super().__post_init__()
+        if bool(self.cluster_access_key) != bool(self.cluster_secret_key):
+            raise ConfigError("clusterAccessKey and clusterSecretKey go together: set both, or neither")
         if self.tls_enable and not (self.tls_server_cert_path and self.tls_server_key_path):
             raise ConfigError("tlsEnable=true needs tlsServerCertPath and tlsServerKeyPath (PEM files)")
         # RocketMQ silently forces a master's id to 0; a slave id under a master role is almost

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import enum
 import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
@@ -33,6 +34,15 @@ UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
 _NOT_SIGNED = frozenset({SIGNATURE, UNIQUE_MSG_QUERY_FLAG})
 
 Buffer = bytes | bytearray | memoryview
+
+
+class ClusterAuthMode(str, enum.Enum):
+    """How a process that holds the cluster's credentials treats its peers' unsigned writes (name
+    server registrations, a slave on the HA port): refused, or taken and logged (the upgrade path,
+    while the other processes of the cluster are given the credentials one by one)."""
+
+    PERMISSIVE = "permissive"
+    ENFORCING = "enforcing"
 
 
 def _java_order(key: str) -> bytes:
