@@ -1,6 +1,7 @@
 """Structure-aware frame fuzzer against a real ``rmq-broker`` process.
 
     PYTHONPATH=src python perf/fuzz_broker.py [--frames 1000000] [--workers 4] [--seed 1] [--json]
+        [--namesrv-share 0.1] [--no-cluster-auth]
 
 Worker processes each open connections to the broker and send frames built for every request code
 of ``rmq.protocol.codes.RequestCode`` (those the broker serves and those it does not: a name
@@ -18,12 +19,20 @@ sends with that code, then mutated:
   negative, the header's JSON cut or its bytes flipped, serialize type 1 (ROCKETMQ binary) and
   garbage; and connections of raw garbage.
 
+A share of the connections (``--namesrv-share``) goes to the name server the broker embeds, with the
+name server's own requests and forgeries among them: REGISTER_BROKER of the real broker's name and id
+0 at a made-up address with a huge epoch, UNREGISTER_BROKER of the real broker, DELETE_TOPIC_IN_NAMESRV
+of the control topic. The broker runs with cluster credentials (clusterAccessKey / clusterSecretKey,
+unless ``--no-cluster-auth``), so none of these is signed and the name server must refuse every write.
+
 Several frames are kept in flight per connection, matched to answers by opaque. Beside the workers
 a control client sends (SEND_MESSAGE_V2, recording acknowledgements), pulls them back and commits
 consumer offsets, every ~20 ms; any error it meets is a failure (a SYSTEM_BUSY it retries, as
-clients do, and counts). The broker's anonymous RSS (RssAnon: its heap, without the CommitLog pages
-it mapped) is sampled each second. At the end the broker is SIGKILLed and restarted on its store,
-and everything the control client got acknowledged is pulled back (records CRC-checked).
+clients do, and counts). About once a second it also asks the name server for the control topic's
+route: a route that is gone or names another master is a failure too. The broker's anonymous RSS
+(RssAnon: its heap, without the CommitLog pages it mapped) is sampled each second. At the end the
+broker is SIGKILLed and restarted on its store, and everything the control client got acknowledged
+is pulled back (records CRC-checked).
 
 Reported: frames per second; per outcome the count (answered, with which response code; connection
 closed by the broker; no answer, as RocketMQ gives none: parked pulls, END_TRANSACTION; no answer in
@@ -73,12 +82,28 @@ from harness import (
 )
 
 from rmq.net import RemotingClient
-from rmq.net.codec import FrameDecoder
+from rmq.net.codec import FrameDecoder, RemotingCommand
 from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.java_json import loads_java_json
 from rmq.protocol.send_header import V2
 
 CONTROL_TOPIC = "FuzzControlTopic"
+BROKER_NAME = "broker-fuzz"
+CLUSTER_ACCESS_KEY = "fuzz-cluster"
+CLUSTER_SECRET_KEY = "fuzz-cluster-secret"
+# What a name server serves (and a forger sends it), more of the writes than of the reads.
+NAMESRV_CODES = [
+    RequestCode.REGISTER_BROKER,
+    RequestCode.REGISTER_BROKER,
+    RequestCode.UNREGISTER_BROKER,
+    RequestCode.DELETE_TOPIC_IN_NAMESRV,
+    RequestCode.QUERY_DATA_VERSION,
+    RequestCode.GET_ROUTEINFO_BY_TOPIC,
+    RequestCode.GET_BROKER_CLUSTER_INFO,
+    RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER,
+    RequestCode.GET_TOPICS_BY_CLUSTER,
+]
 CONTROL_GROUP = "fuzz-control-group"
 CONTROL_QUEUES = 4
 TOPICS = ["FuzzTopic0", "FuzzTopic1", "FuzzTopic2", "TBW102", "%RETRY%FuzzGroup0", "SCHEDULE_TOPIC_XXXX"]
@@ -285,6 +310,30 @@ def template(rng: random.Random, code: int) -> tuple[dict, bytes]:
     return {k: common[k] for k in keys}, b""
 
 
+def namesrv_template(rng: random.Random, code: int) -> tuple[dict, bytes]:
+    """What a forger sends a name server: the real broker's name, id 0, a made-up address, a huge
+    epoch, the control topic; or a client's read."""
+    topic = CONTROL_TOPIC if rng.random() < 0.5 else fuzz_topic(rng)
+    ext: dict = {
+        "clusterName": "DefaultCluster",
+        "brokerName": BROKER_NAME if rng.random() < 0.8 else fuzz_group(rng),
+        "brokerAddr": f"10.{rng.randint(0, 255)}.0.1:{rng.randint(1, 65535)}",
+        "brokerId": rng.choice([0, 0, 0, 1, -1]),
+        "haServerAddr": "10.0.0.1:10912",
+        "epoch": rng.choice([2**31 - 1, 2, 10**6]),
+        "topic": topic,
+        "cluster": "DefaultCluster",
+        "compressed": False,
+    }
+    data = b""
+    if code == RequestCode.REGISTER_BROKER:
+        table = {topic: {"topicName": topic, "readQueueNums": 4, "writeQueueNums": 4, "perm": 6}}
+        data = json_body(rng, {"topicConfigSerializeWrapper": {"topicConfigTable": table, "dataVersion": {}}})
+    elif code == RequestCode.QUERY_DATA_VERSION:
+        data = json_body(rng, {"timestamp": 0, "counter": rng.randint(0, 9)})
+    return ext, data
+
+
 def request_codes() -> list[int]:
     # SEND_MESSAGE_V2 and PULL_MESSAGE are what clients send most: more of them
     codes = [int(c) for c in RequestCode]
@@ -438,7 +487,9 @@ def server_closed(sock: socket.socket, wait: float) -> bool:
                 return True
 
 
-def worker(port: int, frames: int, seed: int, results: multiprocessing.Queue) -> None:
+def worker(
+    port: int, namesrv_port: int, namesrv_share: float, frames: int, seed: int, results: multiprocessing.Queue
+) -> None:
     rng = random.Random(seed)
     outcomes: collections.Counter = collections.Counter()
     by_code: collections.Counter = collections.Counter()
@@ -470,15 +521,20 @@ def worker(port: int, frames: int, seed: int, results: multiprocessing.Queue) ->
             doomed.append((time.monotonic(), sock))
             sent += 1
             continue
-        conn = Connection(port)
+        to_namesrv = rng.random() < namesrv_share
+        conn = Connection(namesrv_port if to_namesrv else port)
         budget = rng.randint(*CONNECTION_FRAMES)
         alive = True
         while alive and budget > 0 and sent < frames:
             expected: dict[int, int] = {}  # opaque -> code, answers expected
             batch = bytearray()
             for _ in range(min(WINDOW, budget, frames - sent)):
-                code = rng.choice(codes) if rng.random() < 0.97 else rng.randint(-5, 70000)
-                ext, data = template(rng, code)
+                if to_namesrv:
+                    code = rng.choice(NAMESRV_CODES) if rng.random() < 0.9 else rng.choice(codes)
+                    ext, data = namesrv_template(rng, code)
+                else:
+                    code = rng.choice(codes) if rng.random() < 0.97 else rng.randint(-5, 70000)
+                    ext, data = template(rng, code)
                 mutated = rng.random() < 0.7
                 if mutated:
                     if rng.random() < 0.6:
@@ -566,8 +622,10 @@ def worker(port: int, frames: int, seed: int, results: multiprocessing.Queue) ->
 class Control:
     """Sends to CONTROL_TOPIC, pulls back what it sent, commits offsets; records every error."""
 
-    def __init__(self, addr: str):
+    def __init__(self, addr: str, namesrv: str):
         self.addr = addr
+        self.namesrv = namesrv
+        self.route_checks = 0
         self.client = RemotingClient()
         self.acked: set[bytes] = set()
         self.pulled = 0
@@ -629,8 +687,26 @@ class Control:
                 answer = self.client.invoke_sync(self.addr, commit, 10)
                 if answer.code != ResponseCode.SUCCESS:
                     self.errors.append(f"offset commit answered {answer.code}: {answer.remark}")
+                if n % 50 == 0:
+                    self._check_route()
             except Exception as e:  # a timeout or a closed connection: the broker failed a client
                 self.errors.append(f"{type(e).__name__}: {e}")
+
+    def _check_route(self) -> None:
+        """The control topic is routed to the real broker as the master of its name, whatever was forged."""
+        request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": CONTROL_TOPIC})
+        answer = self.client.invoke_sync(self.namesrv, request, 10)
+        self.route_checks += 1
+        if answer.code != ResponseCode.SUCCESS:
+            self.errors.append(f"route of {CONTROL_TOPIC} answered {answer.code}: {answer.remark}")
+            return
+        route = loads_java_json(bytes(answer.body or b"").decode())
+        masters = {
+            str(data.get("brokerName")): (data.get("brokerAddrs") or {}).get("0")
+            for data in route.get("brokerDatas") or []
+        }
+        if masters != {BROKER_NAME: self.addr}:
+            self.errors.append(f"route of {CONTROL_TOPIC} names masters {masters}, not {BROKER_NAME}: {self.addr}")
 
 
 def rss_kib(pid: int) -> int:
@@ -662,20 +738,43 @@ def run(args: argparse.Namespace) -> dict:
     store = Path(tempfile.mkdtemp(prefix="rmq-fuzz-"))
     procs = Processes()
     log_path = store / "broker.log"
-    settings = broker_settings(store / "store", mappedFileSizeCommitLog=str(64 << 20), brokerRole="ASYNC_MASTER")
-    report: dict = {"frames": args.frames, "workers": args.workers, "seed": args.seed}
+    auth = (
+        {} if args.no_cluster_auth else {"clusterAccessKey": CLUSTER_ACCESS_KEY, "clusterSecretKey": CLUSTER_SECRET_KEY}
+    )
+    settings = broker_settings(
+        store / "store",
+        mappedFileSizeCommitLog=str(64 << 20),
+        brokerRole="ASYNC_MASTER",
+        brokerName=BROKER_NAME,
+        **auth,
+    )
+    report: dict = {
+        "frames": args.frames,
+        "workers": args.workers,
+        "seed": args.seed,
+        "namesrv_share": args.namesrv_share,
+        "cluster_auth": bool(auth),
+    }
     try:
         with open(log_path, "ab") as log:
             proc, addr = start_broker_process(procs.spawn, settings, extra_args=("--log-level", "WARNING"), stderr=log)
-        control = Control(addr).start()
+        control = Control(addr, f"{LOOPBACK}:{settings['namesrvListenPort']}").start()
         port = int(settings["listenPort"])
+        namesrv_port = int(settings["namesrvListenPort"])
         results: multiprocessing.Queue = multiprocessing.get_context("spawn").Queue()
         ctx = multiprocessing.get_context("spawn")
         share = args.frames // args.workers
         workers = [
             ctx.Process(
                 target=worker,
-                args=(port, share + (args.frames % args.workers if i == 0 else 0), args.seed * 100 + i, results),
+                args=(
+                    port,
+                    namesrv_port,
+                    args.namesrv_share,
+                    share + (args.frames % args.workers if i == 0 else 0),
+                    args.seed * 100 + i,
+                    results,
+                ),
             )
             for i in range(args.workers)
         ]
@@ -729,6 +828,7 @@ def run(args: argparse.Namespace) -> dict:
                 "acked": len(control.acked),
                 "pulled": control.pulled,
                 "busy_retried": control.busy,
+                "route_checks": control.route_checks,
                 "errors": len(control.errors),
                 "first_errors": control.errors[:5],
             },
@@ -781,6 +881,15 @@ def main() -> int:
     parser.add_argument("--frames", type=int, default=1_000_000)
     parser.add_argument("--workers", type=int, default=max(2, os.cpu_count() or 2))
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument(
+        "--namesrv-share", type=float, default=0.1, help="share of connections to the embedded name server"
+    )
+    parser.add_argument(
+        "--no-cluster-auth",
+        action="store_true",
+        help="run the broker without cluster credentials (keep --namesrv-share 0 then: an unsigned "
+        "UNREGISTER_BROKER from the broker's own host is honoured, and the route check would fail)",
+    )
     parser.add_argument("--keep", action="store_true", help="keep the store and the broker's log")
     parser.add_argument("--json", action="store_true", help="print the report as one JSON object")
     args = parser.parse_args()
