@@ -9,20 +9,24 @@ CHECK_CLIENT_CONFIG's body is ``{"clientId", "group", "subscriptionData": {...}}
 with an SQL92 subscription sends it to every broker before it starts, and does not start unless
 each answers SUCCESS. A TAG subscription always passes; SQL92 without enablePropertyFilter is
 SYSTEM_ERROR, an expression that does not parse SUBSCRIPTION_PARSE_FAILED (the remark names where).
+The expression is compiled off the event loop, into the cache pulls use (``rmq.broker.subscription_filter``),
+and the answer goes out when it is.
 """
 
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from rmq.broker.processor.base import Processor, success
+from rmq.broker.subscription_filter import NOT_BUILT, Built, Key
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.protocol.message import retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
-from rmq.protocol.subscription import ExpressionType, build_subscription_data
+from rmq.protocol.subscription import ExpressionType
 
 
 class ClientManageProcessor(Processor):
@@ -56,7 +60,8 @@ class ClientManageProcessor(Processor):
             self.controller.notify_consumer_ids_changed(group)
         return success(request)
 
-    def check_client_config(self, channel, request: RemotingCommand):
+    def check_client_config(self, channel, request: RemotingCommand, built: tuple[Key, Built] | None = None):
+        """``built``: the subscription's filter, when its compile hands the request back."""
         try:
             body = json.loads(body_bytes(request.body) or b"{}")
         except (ValueError, UnicodeDecodeError) as e:
@@ -73,5 +78,13 @@ class ClientManageProcessor(Processor):
                 f"The broker does not support consumer to filter message by {expression_type} "
                 "(set enablePropertyFilter=true)",
             )
-        build_subscription_data(str(sub.get("topic") or ""), str(sub.get("subString") or ""), expression_type)
-        return success(request)
+        found = self.controller.subscription_filters.find(
+            str(sub.get("topic") or ""),
+            str(sub.get("subString") or ""),
+            expression_type,
+            built,
+            lambda built: self.controller.server.answer_later(
+                channel, request, partial(self.check_client_config, built=built)
+            ),
+        )
+        return None if found is NOT_BUILT else success(request)
