@@ -35,9 +35,9 @@ class RateLimitedLog:
         #: lines left out, over every key (for tests and stats)
         self.suppressed = 0
 
-    def log(self, level: int, key: Hashable, msg: str, *args: object, exc_info: bool = False) -> bool:
-        """True when the line was written, False when it was counted instead; ``exc_info``: with
-        the traceback of the exception being handled (on the lines written only)."""
+    def log(self, level: int, key: Hashable, msg: str, *args: object, exc_info: bool | BaseException = False) -> bool:
+        """True when the line was written, False when it was counted instead; ``exc_info`` as
+        logging's (True: the exception being handled), on the lines written only."""
         now = time.monotonic()
         with self._lock:
             entry = self._keys.get(key)

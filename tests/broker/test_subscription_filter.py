@@ -15,7 +15,7 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.sql92 import MAX_EXPRESSION_LENGTH, MAX_NESTING_DEPTH, SHOWN_PREFIX
 from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.broker import assert_still_serving, create_topic, put
-from tests.helpers.requests import TIMEOUT, call, pull_request, records
+from tests.helpers.requests import TIMEOUT, call, heartbeat_request, pull_request, records
 
 TOPIC = "Filtered"
 # a refusal's remark: the shown prefix and a sentence, never the expression
@@ -39,27 +39,44 @@ def or_chain(terms: int) -> str:
     return " OR ".join(f"n = {i}" for i in range(terms))
 
 
+def answered_first(broker, client: RemotingClient, slow: RemotingCommand) -> tuple[RemotingCommand, list[str]]:
+    """Send ``slow`` and, once the broker holds it for its compile, another client's pull: the
+    answer to ``slow`` and the order the two answers came in."""
+    answered: list[str] = []
+    with RemotingClient() as other:
+        for c in (client, other):  # both connected
+            assert call(c, broker.broker_addr, pull_request(TOPIC, 0, 0)).code == ResponseCode.PULL_NOT_FOUND
+        slow_answer = client.invoke_async(broker.broker_addr, slow, TIMEOUT)
+        slow_answer.add_done_callback(lambda _f: answered.append("slow"))
+        wait_until(lambda: broker.subscription_filters.waiting_characters, TIMEOUT, "the slow request read")
+        quick = other.invoke_async(broker.broker_addr, pull_request(TOPIC, 0, 0), TIMEOUT)
+        quick.add_done_callback(lambda _f: answered.append("other client"))
+        assert quick.result(TIMEOUT).code == ResponseCode.PULL_NOT_FOUND
+        return slow_answer.result(TIMEOUT), answered
+
+
 def test_a_long_expression_compiles_off_the_loop_while_another_client_is_served(start_broker, client):
     broker = start_broker(enablePropertyFilter="true")
     create_topic(broker, TOPIC)
     # as long as allowed, refused only at its end: the broker tokenizes and parses all of it first
     chain = or_chain(MAX_EXPRESSION_LENGTH // 12)
     expression = chain[: MAX_EXPRESSION_LENGTH - 10] + " AND AND"
-    answered: list[str] = []
-    with RemotingClient() as other:
-        for c in (client, other):  # both connected
-            assert call(c, broker.broker_addr, pull_request(TOPIC, 0, 0)).code == ResponseCode.PULL_NOT_FOUND
-        slow = client.invoke_async(broker.broker_addr, sql_pull(expression), TIMEOUT)
-        slow.add_done_callback(lambda _f: answered.append("long expression"))
-        wait_until(lambda: broker.subscription_filters.waiting_characters, TIMEOUT, "the long expression read")
-        quick = other.invoke_async(broker.broker_addr, pull_request(TOPIC, 0, 0, subscription="*"), TIMEOUT)
-        quick.add_done_callback(lambda _f: answered.append("other client"))
-        assert quick.result(TIMEOUT).code == ResponseCode.PULL_NOT_FOUND
-        r = slow.result(TIMEOUT)
-    assert answered == ["other client", "long expression"]
+    r, answered = answered_first(broker, client, sql_pull(expression))
+    assert answered == ["other client", "slow"]
     assert r.code == ResponseCode.SUBSCRIPTION_PARSE_FAILED
     assert f"({len(expression)} characters)" in r.remark and "unexpected 'AND'" in r.remark
     assert len(r.remark) < SHORT_REMARK
+
+
+def test_a_big_heartbeat_is_parsed_off_the_loop_while_another_client_is_served(start_broker, client):
+    broker = start_broker()
+    create_topic(broker, TOPIC)
+    tags = " || ".join(f"Tag{i}" for i in range(50_000))  # 600 KB: its tags hashed one by one
+    r, answered = answered_first(broker, client, heartbeat_request("c1", "BigGroup", TOPIC, sub=tags))
+    assert answered == ["other client", "slow"]
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    subscription = broker.client_manager.consumers.find_subscription_data("BigGroup", TOPIC)
+    assert subscription is not None and len(subscription.tags_set) == 50_000
 
 
 def test_an_expression_over_the_length_bound_is_refused_at_once(start_broker, client):

@@ -23,9 +23,12 @@ tag subscriptions never queue behind an SQL92 compile. The requests waiting for 
 the characters of their expressions (MAX_WAITING_CHARACTERS): past it a request is refused
 SYSTEM_BUSY and may retry, as RocketMQ refuses a pull its full pull thread pool cannot take.
 
+The same thread parses a HEART_BEAT body too big to parse on the loop (``run_later``: the
+subscriptions' tags are hashed one by one; ``rmq.broker.processor.client_manage``).
+
 The cache is an LRU bounded by an estimate of the memory each entry holds (about 2 KB plus 70 bytes
 per character of the expression for a compiled SQL92 filter): distinct expressions a client makes
-up evict each other instead of growing the broker. Loop thread only; the worker only compiles.
+up evict each other instead of growing the broker. Loop thread only: the worker only runs its jobs.
 """
 
 from __future__ import annotations
@@ -34,7 +37,8 @@ import enum
 import logging
 from collections import OrderedDict, deque
 from collections.abc import Callable
-from typing import Final
+from functools import partial
+from typing import Any, Final, TypeVar
 
 from rmq._log import RateLimitedLog
 from rmq._service import ServiceThread
@@ -49,6 +53,8 @@ log = logging.getLogger("rmq.broker")
 # A store filter, None (every message), or the refusal (response code, remark).
 Built = TagFilter | tuple[int, str] | None
 Key = tuple[str, str, str]  # (topic, expression type, expression)
+Done = Callable[[Any, "Exception | None"], None]
+T = TypeVar("T")
 
 # What the cache may hold, in estimated bytes (_cost): ~15,000 ordinary subscriptions, or a handful
 # of the longest expressions allowed.
@@ -119,30 +125,33 @@ class FilterCache:
 
 
 class FilterCompileService(ServiceThread):
-    """``rmq-broker-filter-compile``: builds filters one at a time and hands each result to the loop."""
+    """``rmq-broker-filter-compile``: runs the jobs handed to it one at a time, each result (or the
+    exception it raised) handed to the loop."""
 
     interval = 1.0
 
-    def __init__(self, deliver: Callable[[Key, Built], None]):
+    def __init__(self, call_soon_threadsafe: Callable[..., None]):
         super().__init__("rmq-broker-filter-compile")
-        self._deliver = deliver
-        self._jobs: deque[Key] = deque()  # appended by the loop, taken here (deque ops are atomic)
-        self._failures = RateLimitedLog(log)
+        self._call_soon_threadsafe = call_soon_threadsafe
+        # (work, on_done): appended by the loop, taken here (deque operations are atomic)
+        self._jobs: deque[tuple[Callable[[], Any], Done]] = deque()
 
-    def submit(self, key: Key) -> None:
-        self._jobs.append(key)
+    def submit(self, work: Callable[[], Any], on_done: Done) -> None:
+        self._jobs.append((work, on_done))
         self.wakeup()
 
     def run_once(self) -> None:
         while self._jobs and not self.is_stopped:
-            key = self._jobs.popleft()
-            topic, expression_type, sub_string = key
+            work, on_done = self._jobs.popleft()
+            result, error = None, None
             try:
-                built = build_filter(topic, sub_string, expression_type)
-            except Exception as exc:  # a bug of the compiler: this subscription is refused, not the broker
-                self._failures.exception(("compile", type(exc)), "building the filter of %r failed", topic)
-                built = (ResponseCode.SYSTEM_ERROR, f"subscription to {topic!r}: the filter failed to build ({exc!r})")
-            self._deliver(key, built)
+                result = work()
+            except Exception as exc:
+                error = exc
+            try:
+                self._call_soon_threadsafe(on_done, result, error)
+            except RuntimeError:
+                pass  # the loop is closed: nobody is left to answer
         self.wait_for_running(self.interval)
 
 
@@ -150,12 +159,12 @@ class SubscriptionFilters:
     """The cache, the compile service, and the requests waiting for it (module docstring)."""
 
     def __init__(self, call_soon_threadsafe: Callable[..., None], cache_max_bytes: int = FILTER_CACHE_MAX_BYTES):
-        self._call_soon_threadsafe = call_soon_threadsafe
         self.cache = FilterCache(cache_max_bytes)
-        self.compiler = FilterCompileService(self._deliver)
+        self.compiler = FilterCompileService(call_soon_threadsafe)
         # key -> callbacks of the requests waiting for it (loop thread)
         self._waiting: dict[Key, list[Callable[[Built], None]]] = {}
         self.waiting_characters = 0
+        self._failures = RateLimitedLog(log)
 
     def start(self) -> None:
         self.compiler.start()
@@ -182,24 +191,43 @@ class SubscriptionFilters:
                 self.cache.put(key, found)
         return found
 
-    def build_later(self, topic: str, sub_string: str, expression_type: str, on_built: Callable[[Built], None]) -> None:
-        """Compile off the loop, then ``on_built(found)`` on the loop (loop thread). Refused
-        SYSTEM_BUSY when the requests already waiting hold MAX_WAITING_CHARACTERS."""
-        key = self.key(topic, sub_string, expression_type)
-        weight = len(sub_string) + _WAITER_CHARACTERS
-        if self.waiting_characters + weight > MAX_WAITING_CHARACTERS:
+    def _reserve(self, characters: int) -> None:
+        """Count a waiting request; SYSTEM_BUSY if those waiting already hold MAX_WAITING_CHARACTERS
+        (when nothing waits, any request may: one bigger than the bound is still served)."""
+        if self.waiting_characters and self.waiting_characters + characters > MAX_WAITING_CHARACTERS:
             raise RequestRefused(
                 ResponseCode.SYSTEM_BUSY,
-                "[OVERLOAD]system busy, start flow control for a while: subscription expressions of "
+                "[OVERLOAD]system busy, start flow control for a while: requests of "
                 f"{self.waiting_characters} characters are waiting to compile, at most {MAX_WAITING_CHARACTERS}",
             )
-        self.waiting_characters += weight
+        self.waiting_characters += characters
+
+    def run_later(
+        self, characters: int, work: Callable[[], T], on_done: Callable[[T | None, Exception | None], None]
+    ) -> None:
+        """Loop thread: ``work()`` on the compile thread, then ``on_done(result, None)`` or
+        ``on_done(None, exception)`` on the loop; ``characters`` (what the request holds) count
+        towards MAX_WAITING_CHARACTERS until then (SYSTEM_BUSY past it). For work as slow as a
+        compile, as parsing the subscriptions of a big heartbeat."""
+        self._reserve(characters + _WAITER_CHARACTERS)
+
+        def done(result: T | None, error: Exception | None) -> None:
+            self.waiting_characters -= characters + _WAITER_CHARACTERS
+            on_done(result, error)
+
+        self.compiler.submit(work, done)
+
+    def build_later(self, topic: str, sub_string: str, expression_type: str, on_built: Callable[[Built], None]) -> None:
+        """Compile off the loop, then ``on_built(found)`` on the loop (loop thread); requests for
+        one expression share its compile. SYSTEM_BUSY as ``run_later``."""
+        key = self.key(topic, sub_string, expression_type)
+        self._reserve(len(sub_string) + _WAITER_CHARACTERS)
         waiters = self._waiting.get(key)
         if waiters is not None:
             waiters.append(on_built)
             return
         self._waiting[key] = [on_built]
-        self.compiler.submit(key)
+        self.compiler.submit(partial(build_filter, topic, sub_string, key[1]), partial(self._built, key))
 
     def find(
         self,
@@ -225,13 +253,12 @@ class SubscriptionFilters:
             raise RequestRefused(*found)
         return found
 
-    def _deliver(self, key: Key, built: Built) -> None:  # the compile thread
-        try:
-            self._call_soon_threadsafe(self._built, key, built)
-        except RuntimeError:
-            pass  # the loop is closed: nobody is left to answer
-
-    def _built(self, key: Key, built: Built) -> None:  # the loop thread
+    def _built(self, key: Key, built: Built, error: Exception | None) -> None:  # the loop thread
+        if error is not None:  # a bug of the compiler: this subscription is refused, not the broker
+            self._failures.log(
+                logging.ERROR, ("compile", type(error)), "building the filter of %r failed", key[0], exc_info=error
+            )
+            built = (ResponseCode.SYSTEM_ERROR, f"subscription to {key[0]!r}: the filter failed to build ({error!r})")
         self.cache.put(key, built)
         waiters = self._waiting.pop(key, [])
         self.waiting_characters -= len(waiters) * (len(key[2]) + _WAITER_CHARACTERS)
