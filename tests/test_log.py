@@ -38,3 +38,15 @@ def test_distinct_keys_beyond_the_bound_forget_the_oldest(monkeypatch: pytest.Mo
         assert limited.warning(key, "line %d", key)
     assert len(limited._keys) == 3
     assert limited.warning(0, "line 0")  # forgotten, so written again
+
+
+def test_an_exception_line_carries_its_traceback_once(caplog: pytest.LogCaptureFixture) -> None:
+    limited = RateLimitedLog(logging.getLogger("rmq.test"), interval=10.0)
+    with caplog.at_level(logging.ERROR, logger="rmq.test"):
+        for _ in range(3):
+            try:
+                raise RecursionError("deep")
+            except RecursionError:
+                limited.exception("failed", "processor failed")
+    assert [r.exc_info[0] for r in caplog.records if r.exc_info] == [RecursionError]
+    assert len(caplog.records) == 1

@@ -35,8 +35,9 @@ class RateLimitedLog:
         #: lines left out, over every key (for tests and stats)
         self.suppressed = 0
 
-    def log(self, level: int, key: Hashable, msg: str, *args: object) -> bool:
-        """True when the line was written, False when it was counted instead."""
+    def log(self, level: int, key: Hashable, msg: str, *args: object, exc_info: bool | BaseException = False) -> bool:
+        """True when the line was written, False when it was counted instead; ``exc_info`` as
+        logging's (True: the exception being handled), on the lines written only."""
         now = time.monotonic()
         with self._lock:
             entry = self._keys.get(key)
@@ -52,7 +53,7 @@ class RateLimitedLog:
         if left_out:
             msg = f"{msg} ({left_out} more like it in the last %.0f s not logged)"
             args = (*args, self.interval)
-        self._logger.log(level, msg, *args)
+        self._logger.log(level, msg, *args, exc_info=exc_info)
         return True
 
     def warning(self, key: Hashable, msg: str, *args: object) -> bool:
@@ -60,3 +61,7 @@ class RateLimitedLog:
 
     def error(self, key: Hashable, msg: str, *args: object) -> bool:
         return self.log(logging.ERROR, key, msg, *args)
+
+    def exception(self, key: Hashable, msg: str, *args: object) -> bool:
+        """``error`` with the traceback of the exception being handled."""
+        return self.log(logging.ERROR, key, msg, *args, exc_info=True)

@@ -14,9 +14,20 @@ machine's JDK and guava): no result differed.
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 
-from rmq.protocol.sql92 import JavaLong, SqlFilterError, compile_sql92, evaluate_sql92, parse_java_double
+from rmq.protocol.sql92 import (
+    MAX_EXPRESSION_LENGTH,
+    MAX_NESTING_DEPTH,
+    SHOWN_PREFIX,
+    JavaLong,
+    SqlFilterError,
+    compile_sql92,
+    evaluate_sql92,
+    parse_java_double,
+)
 
 # ComparisonExpression (CE), UnaryExpression (UE), LogicExpression (LE), SelectorParser.jj (SP)
 SEMANTICS = [
@@ -193,6 +204,79 @@ def test_valid_expressions_of_rocketmq_parser_test_parse():
         "a=3 and b contains 'xxx' and c not contains 'xxx'",
     ):
         compile_sql92(expression)
+
+
+def or_chain(length: int, operator: str = "OR") -> str:
+    """``a = 0 OR a = 1 OR ...``, as long as fits in ``length`` characters."""
+    terms, size = [], -len(operator) - 2
+    for i in itertools.count():
+        term = f"a = {i}"
+        if size + len(term) + len(operator) + 2 > length:
+            return f" {operator} ".join(terms)
+        terms.append(term)
+        size += len(term) + len(operator) + 2
+    raise AssertionError("unreachable")
+
+
+def test_the_longest_and_or_chain_allowed_compiles_and_evaluates_without_recursion():
+    chain = or_chain(MAX_EXPRESSION_LENGTH)
+    assert len(chain) > MAX_EXPRESSION_LENGTH - 20
+    matches = compile_sql92(chain)
+    last = chain.rsplit("= ", 1)[1]
+    assert matches({"a": last}) and matches({"a": "0"}) and not matches({"a": "-1"})
+    assert evaluate_sql92(chain, {}) is None  # every term null: null, as nested binary ORs give
+    all_of = compile_sql92(or_chain(MAX_EXPRESSION_LENGTH // 4, "AND"))
+    assert not all_of({"a": "0"}) and evaluate_sql92("a = 1 AND a = 1 AND a = 1", {"a": "1"}) is True
+
+
+# operands of each outcome: TRUE, FALSE, null, and a failed conversion (Java throws)
+OPERANDS = {True: "t = 't'", False: "t = 'f'", None: "missing = 1", "error": "t = 1"}
+
+
+@pytest.mark.parametrize("operator", ["AND", "OR"])
+def test_a_chain_evaluates_as_nested_binary_operators_do(operator):
+    for outcomes in itertools.product(OPERANDS, repeat=3):
+        a, b, c = (OPERANDS[o] for o in outcomes)
+        nested = evaluate_sql92(f"(({a}) {operator} ({b})) {operator} ({c})", {"t": "t"})
+        assert evaluate_sql92(f"{a} {operator} {b} {operator} {c}", {"t": "t"}) == nested, outcomes
+
+
+@pytest.mark.parametrize(
+    "expression",
+    [
+        "(" * 10_000 + "a = 1" + ")" * 10_000,
+        "NOT " * 10_000 + "a",
+        "- " * 10_000 + "a > 1",
+        "a = 1" + " = TRUE" * 5_000,
+        "a IS NULL" + " IS NULL" * 5_000,
+    ],
+    ids=["parentheses", "not", "minus", "equalities", "is-null"],
+)
+def test_nesting_past_the_bound_is_refused_not_a_recursion_error(expression):
+    with pytest.raises(SqlFilterError) as e:
+        compile_sql92(expression)
+    message = str(e.value)
+    assert f"nested deeper than the maximum of {MAX_NESTING_DEPTH} levels" in message
+    assert f"({len(expression)} characters)" in message and len(message) < SHOWN_PREFIX + 200
+    compile_sql92("(" * MAX_NESTING_DEPTH + "a = 1" + ")" * MAX_NESTING_DEPTH)  # at the bound: fine
+
+
+def test_an_expression_past_the_length_bound_is_refused_before_it_is_read():
+    expression = "a = '" + "x" * MAX_EXPRESSION_LENGTH + "'"
+    with pytest.raises(SqlFilterError) as e:
+        compile_sql92(expression)
+    message = str(e.value)
+    assert f"longer than the maximum of {MAX_EXPRESSION_LENGTH} characters" in message
+    assert f"({len(expression)} characters)" in message and len(message) < SHOWN_PREFIX + 200
+
+
+def test_an_error_quotes_only_the_start_of_a_long_expression():
+    expression = "a = 1 AND " * 100 + "b >> 2"
+    with pytest.raises(SqlFilterError) as e:
+        compile_sql92(expression)
+    assert e.value.position == len(expression) - 3
+    assert str(e.value).startswith(f"SQL92 expression {expression[:SHOWN_PREFIX]!r}... ({len(expression)} characters)")
+    assert "unexpected '>'" in str(e.value)
 
 
 @pytest.mark.parametrize(

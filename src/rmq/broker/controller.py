@@ -51,6 +51,7 @@ from rmq.broker.runtime_stats import SAMPLE_INTERVAL, RuntimeStats
 from rmq.broker.schedule import ScheduleMessageService
 from rmq.broker.slave_sync import SlaveSynchronize
 from rmq.broker.stats_log import GetCounts, StatsLog
+from rmq.broker.subscription_filter import SubscriptionFilters
 from rmq.broker.subscription_group import SubscriptionGroupManager
 from rmq.broker.timer import TimerMessageStore
 from rmq.broker.topic_config import TopicConfigManager
@@ -139,6 +140,8 @@ class BrokerController:
             limits=self.config.connection_limits(),
         )
         self.pull_hold = PullRequestHoldService(self.server.loop)
+        # subscription expressions compiled off the loop, for PULL_MESSAGE and CHECK_CLIENT_CONFIG
+        self.subscription_filters = SubscriptionFilters(self.server.call_soon_threadsafe)
         self.flush_rounds: FlushRoundKicker | None = None
         self._complete_commits_on_loop()
         self.namesrv_client = RemotingClient(name="rmq-broker-namesrv-client")
@@ -249,6 +252,7 @@ class BrokerController:
             self.check_disk()
             if self.metrics is not None:
                 self.metrics.start()
+            self.subscription_filters.start()
             self.server.start()
             if self.acl_watcher is not None:
                 self.acl_watcher.start()
@@ -315,6 +319,8 @@ class BrokerController:
         if self.acl_watcher is not None:
             self.acl_watcher.shutdown()
         self.server.loop.run_and_wait(self.pull_hold.shutdown)
+        # before the loop stops: a compile finishing hands its result to the loop
+        self.subscription_filters.shutdown()
         self.server.shutdown()
         self.namesrv_client.shutdown()
         # before the store: the last delivered offsets are published, then the store flushes them

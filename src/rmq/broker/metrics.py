@@ -14,7 +14,9 @@ offset. The one thing measured per request is its latency on the broker (one ``p
 pair and a bucket increment in a plain list, ``RpcLatency``), from the request's dispatch to its
 answer being queued: a SYNC_FLUSH send's includes its wait for the flush, a parked pull's its wait
 for messages (RocketMQ labels those is_long_polling; here they are in the same series). A oneway
-request has ``response_code="-1"`` and its processing time.
+request has ``response_code="-1"`` and its processing time. A code that ``rmq.protocol.codes`` does not
+name is labelled ``"unknown"`` (all of them one series), so the codes a client makes up cannot grow
+the table or the scrape.
 
 Every series carries RocketMQ's ``cluster``, ``node_type`` ("broker") and ``node_id`` (brokerName)
 labels. Counters restart at 0 with the broker, as RocketMQ's do.
@@ -63,6 +65,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.process_collector import ProcessCollector
 
 from rmq.errors import ConfigError
+from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.store.layout import CQ_STORE_UNIT_SIZE
 
 if TYPE_CHECKING:
@@ -74,7 +77,11 @@ log = logging.getLogger("rmq.broker")
 # messageSizeBuckets (bytes)
 RPC_LATENCY_BOUNDS_MS = (1, 3, 5, 7, 10, 100, 1000)
 MESSAGE_SIZE_BOUNDS = (1024, 4 * 1024, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
-DEFERRED = -1  # response_code of a request answered after its processor returned
+DEFERRED = -1  # response_code of a oneway request (timed to its processor's return)
+UNKNOWN = -2  # a request or response code rmq.protocol.codes does not name
+UNKNOWN_LABEL = "unknown"
+_REQUEST_CODES = frozenset(int(code) for code in RequestCode)
+_RESPONSE_CODES = frozenset(int(code) for code in ResponseCode) | {DEFERRED}
 # a ConsumeQueue entry: CommitLog offset, size, tag hash (big-endian)
 _CQ_ENTRY = np.dtype([("offset", ">i8"), ("size", ">i4"), ("tag", ">i8")])
 assert _CQ_ENTRY.itemsize == CQ_STORE_UNIT_SIZE
@@ -91,7 +98,13 @@ class RpcLatency:
         self.table: dict[tuple[int, int], list[float]] = {}
 
     def observe(self, request_code: int, response_code: int | None, seconds: float) -> None:
-        key = (request_code, DEFERRED if response_code is None else response_code)
+        if request_code not in _REQUEST_CODES:
+            request_code = UNKNOWN
+        if response_code is None:
+            response_code = DEFERRED
+        elif response_code not in _RESPONSE_CODES:
+            response_code = UNKNOWN
+        key = (request_code, response_code)
         counts = self.table.get(key)
         if counts is None:
             counts = self.table[key] = [0] * (len(RPC_LATENCY_BOUNDS_MS) + 2)
@@ -151,6 +164,10 @@ def _disk_bytes(path: str) -> int:
             except OSError:
                 continue  # deleted while we walked
     return total
+
+
+def _code_label(code: int) -> str:
+    return UNKNOWN_LABEL if code == UNKNOWN else str(code)
 
 
 def _cumulative(counts: Sequence[float], bounds: tuple[int, ...]) -> list[tuple[str, float]]:
@@ -237,7 +254,7 @@ class BrokerCollector:
         )
         for (request_code, response_code), counts in sorted(self.rpc_latency.snapshot()):
             rpc.add_metric(
-                [*base, "remoting", str(request_code), str(response_code)],
+                [*base, "remoting", _code_label(request_code), _code_label(response_code)],
                 _cumulative(counts[:-1], RPC_LATENCY_BOUNDS_MS),
                 sum_value=counts[-1],
             )

@@ -19,6 +19,7 @@ from collections import deque
 from collections.abc import Callable
 from itertools import islice
 
+from rmq._log import RateLimitedLog
 from rmq._service import TimerHandle
 from rmq.errors import (
     ProtocolError,
@@ -57,6 +58,8 @@ _EPOLLOUT = select.EPOLLOUT
 _EPOLL_FAILED = select.EPOLLERR | select.EPOLLHUP
 
 _CONNECTING, _ACTIVE, _CLOSED = "connecting", "active", "closed"
+# What an unexpected failure's remark keeps of its message.
+_MAX_ERROR_REMARK = 512
 
 
 def format_address(address: tuple) -> str:
@@ -139,6 +142,8 @@ class Endpoint:
         self._closed_callbacks: list[Callable[[Channel], object]] = []
         self._request_check: Callable[[Channel, RemotingCommand], object] | None = None
         self._request_timer: Callable[[int, int | None, float], object] | None = None
+        # A peer repeating a bad request or frame gets a line per key now and then, not one per request.
+        self.rate_limited_log = RateLimitedLog(log)
 
     def register_processor(self, code: int, handler: Handler) -> None:
         """``handler(channel, request)`` answers requests of ``code``: it returns the response, or
@@ -188,40 +193,65 @@ class Endpoint:
 
     def _process(self, channel: Channel, request: RemotingCommand) -> int | None:
         """Hand ``request`` to its processor; the code it was answered with now, if it was."""
-        oneway = request.flag & FLAG_ONEWAY
         handler = self._processors.get(request.code, self._default_processor)
         if handler is None:
-            log.debug("request code %d from %s not supported", request.code, channel.remote_address)
-            if oneway:
+            self.rate_limited_log.log(
+                logging.DEBUG,
+                ("unsupported", channel.remote_host),
+                "request code %d from %s not supported",
+                request.code,
+                channel.remote_address,
+            )
+            if request.flag & FLAG_ONEWAY:
                 return None
             _answer_error(channel, request, ResponseCode.REQUEST_CODE_NOT_SUPPORTED, "not supported")
             return ResponseCode.REQUEST_CODE_NOT_SUPPORTED
+        response = self._run_handler(channel, request, handler, self._request_check)
+        if response is None or request.flag & FLAG_ONEWAY:
+            return None
+        channel._queue(response)  # on the loop thread: no hop to check for
+        return response.code
+
+    def answer_later(self, channel: Channel, request: RemotingCommand, handler: Handler) -> None:
+        """Loop thread: answer ``request``, whose processor returned None, with what ``handler``
+        returns now (a refusal it raises, or its failure, answered as a processor's are); None
+        again: it answers later still."""
+        response = self._run_handler(channel, request, handler, None)
+        if response is not None and not request.flag & FLAG_ONEWAY:
+            channel.send_response(response)
+
+    def _run_handler(
+        self,
+        channel: Channel,
+        request: RemotingCommand,
+        handler: Handler,
+        check: Callable[[Channel, RemotingCommand], object] | None,
+    ) -> RemotingCommand | None:
         try:
-            if self._request_check is not None:
-                self._request_check(channel, request)
-            response = handler(channel, request)
+            if check is not None:
+                check(channel, request)
+            return handler(channel, request)
         except RequestRefused as refusal:
-            log.info(
+            # keyed without the remark: a client repeating a bad request with variations is one key
+            self.rate_limited_log.log(
+                logging.INFO,
+                ("refused", request.code, refusal.code, channel.remote_host),
                 "refused request code %d from %s: %s (code %d)",
                 request.code,
                 channel.remote_address,
                 refusal.remark,
                 refusal.code,
             )
-            if oneway:
-                return None
-            channel._queue(RemotingCommand.response_to(request, refusal.code, remark=refusal.remark))
-            return refusal.code
+            return RemotingCommand.response_to(request, refusal.code, remark=refusal.remark)
         except Exception as exc:
-            log.exception("processor for request code %d from %s failed", request.code, channel.remote_address)
-            if oneway:
-                return None
-            _answer_error(channel, request, ResponseCode.SYSTEM_ERROR, f"failed: {type(exc).__name__}: {exc}")
-            return ResponseCode.SYSTEM_ERROR
-        if response is None or oneway:
-            return None
-        channel._queue(response)  # on the loop thread: no hop to check for
-        return response.code
+            self.rate_limited_log.exception(
+                ("failed", request.code, type(exc), channel.remote_host),
+                "processor for request code %d from %s failed",
+                request.code,
+                channel.remote_address,
+            )
+            remark = f"request code {request.code} failed: {type(exc).__name__}: {exc}"
+            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark=remark[:_MAX_ERROR_REMARK])
 
 
 class Channel:
@@ -266,6 +296,11 @@ class Channel:
 
     def __repr__(self) -> str:
         return f"<Channel {self.remote_address} {self._state}>"
+
+    @property
+    def remote_host(self) -> str:
+        """The peer's address without its port: one client however often it reconnects."""
+        return self.remote_address.rpartition(":")[0]
 
     @property
     def is_active(self) -> bool:
@@ -402,7 +437,9 @@ class Channel:
         try:
             commands = self._decoder.feed(data)
         except ProtocolError as exc:
-            log.warning("closing connection from %s: %s", self.remote_address, exc)
+            self._endpoint.rate_limited_log.warning(
+                ("bad frame", self.remote_host), "closing connection from %s: %s", self.remote_address, exc
+            )
             self._close(RemotingSendError(f"connection to {self.remote_address} sent a bad frame: {exc}"))
             return
         if not self._decoder.buffered:

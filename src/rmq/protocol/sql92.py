@@ -35,6 +35,13 @@ IN wants a property on its left; a literal BETWEEN range must not be empty; a fl
 in [Double.MIN_VALUE, Double.MAX_VALUE] (so ``0.0`` is refused, as in RocketMQ); an integer literal
 must fit a long.
 
+Bounds RocketMQ does not have, so that a client cannot make a broker spend seconds or its stack on
+one expression: at most MAX_EXPRESSION_LENGTH characters (checked before anything is read) and at
+most MAX_NESTING_DEPTH levels of nesting (parentheses, prefix operators, and operators applied to an
+operator's result, as ``a = 1 = TRUE``); a chain of AND or OR is one level however long, and is
+evaluated by a loop, not by recursion. A refusal's text quotes at most the first
+SHOWN_PREFIX characters of the expression.
+
 Where rmq is stricter: RocketMQ's parser stops after the first complete expression and ignores what
 follows (``a = 1 b = 2`` filters by ``a = 1``); here text after a complete expression is an error
 with its position. A ``--`` comment may end the text without a newline.
@@ -60,6 +67,15 @@ LONG_MIN, LONG_MAX = -(1 << 63), (1 << 63) - 1
 DOUBLE_MIN_VALUE = 5e-324  # Java's Double.MIN_VALUE: the smallest positive double
 DOUBLE_MAX_VALUE = 1.7976931348623157e308
 
+# Real subscriptions are a few hundred characters; compiling 64 Ki of them takes about 0.3 s and
+# holds about 4 MB.
+MAX_EXPRESSION_LENGTH = 64 * 1024
+# Each level costs the parser about 8 Python frames and the evaluator one: 100 stay well inside
+# Python's default recursion limit of 1000 whatever thread compiles.
+MAX_NESTING_DEPTH = 100
+# What an error message quotes of an expression.
+SHOWN_PREFIX = 200
+
 
 class SqlFilterError(ValueError):
     """An expression that does not parse; ``position`` is the 0-based offset of the fault."""
@@ -71,7 +87,14 @@ class SqlFilterError(ValueError):
         line = expression.count("\n", 0, position) + 1
         column = position - (expression.rfind("\n", 0, position) + 1) + 1
         self.line, self.column = line, column
-        super().__init__(f"SQL92 expression {expression!r}, line {line} column {column}: {reason}")
+        super().__init__(f"SQL92 expression {shown_expression(expression)}, line {line} column {column}: {reason}")
+
+
+def shown_expression(expression: str) -> str:
+    """The expression quoted for a message: at most SHOWN_PREFIX characters, then its length."""
+    if len(expression) <= SHOWN_PREFIX:
+        return repr(expression)
+    return f"{expression[:SHOWN_PREFIX]!r}... ({len(expression)} characters)"
 
 
 class JavaLong(int):
@@ -225,9 +248,13 @@ class _Token:
         return "end of the expression" if self.kind == "EOF" else repr(self.text)
 
 
+_TOO_DEEP = f"nested deeper than the maximum of {MAX_NESTING_DEPTH} levels"
+
+
 def _tokenize(sql: str) -> list[_Token]:
     tokens: list[_Token] = []
     pos, n = 0, len(sql)
+    depth = 0  # parentheses open: refused here, before the parser recurses into them
     while True:
         m = _SKIP.match(sql, pos)
         if m:
@@ -250,6 +277,12 @@ def _tokenize(sql: str) -> list[_Token]:
             kind = text.upper()
         elif kind == "OP":
             kind = text
+            if kind == "(":
+                depth += 1
+                if depth > MAX_NESTING_DEPTH:
+                    raise SqlFilterError(sql, pos, _TOO_DEEP)
+            elif kind == ")":
+                depth -= 1
         tokens.append(_Token(kind, text, pos))
         pos += len(text)
     tokens.append(_Token("EOF", "", n))
@@ -262,12 +295,13 @@ def _tokenize(sql: str) -> list[_Token]:
 class _Node:
     """A parsed expression: its closure, and what the parser's checks need to know of it."""
 
-    __slots__ = ("fn", "kind", "value", "name")
+    __slots__ = ("fn", "kind", "value", "name", "depth")
 
     # kind: "const" (a literal: value), "bool_const" (TRUE/FALSE/NULL: value), "prop" (name),
-    # "boolean" (a BooleanExpression: comparison, logic, NOT, IN ...), "other" (negation)
-    def __init__(self, fn: Evaluator, kind: str, value: Value = None, name: str = ""):
-        self.fn, self.kind, self.value, self.name = fn, kind, value, name
+    # "boolean" (a BooleanExpression: comparison, logic, NOT, IN ...), "other" (negation);
+    # depth: how many closures deep its evaluation calls (a literal or a property: 1)
+    def __init__(self, fn: Evaluator, kind: str, value: Value = None, name: str = "", depth: int = 1):
+        self.fn, self.kind, self.value, self.name, self.depth = fn, kind, value, name, depth
 
     @property
     def is_constant(self) -> bool:
@@ -286,8 +320,8 @@ def _bool_const(value: bool | None) -> _Node:
     return _Node(lambda _p: value, "bool_const", value)
 
 
-def _boolean(fn: Evaluator) -> _Node:
-    return _Node(fn, "boolean")
+def _boolean(fn: Evaluator, *operands: _Node) -> _Node:
+    return _Node(fn, "boolean", depth=1 + max((o.depth for o in operands), default=0))
 
 
 def _as_boolean(node: _Node, tok: _Token, sql: str) -> _Node:
@@ -304,36 +338,69 @@ def _as_boolean(node: _Node, tok: _Token, sql: str) -> _Node:
                 return None
             return v if type(v) is bool else False
 
-        return _boolean(cast)
+        return _boolean(cast, node)
     raise SqlFilterError(sql, tok.pos, "expression will not result in a boolean value")
 
 
-def _logic_and(left: Evaluator, right: Evaluator) -> Evaluator:
+def _logic_and(operands: list[Evaluator]) -> Evaluator:
+    """``a AND b AND ...``, left to right: what RocketMQ's nested binary ANDs give (the first FALSE
+    ends it, else null if any was null), in one loop, so a long chain costs no stack."""
+    if len(operands) == 2:
+        left, right = operands
+
+        def fn2(p: Props) -> Value:
+            lv = left(p)
+            if lv is False:
+                return False
+            rv = right(p)
+            if rv is False:
+                return False
+            if lv is None or rv is None:
+                return None
+            return True
+
+        return fn2
+
     def fn(p: Props) -> Value:
-        lv = left(p)
-        if lv is False:
-            return False
-        rv = right(p)
-        if rv is False:
-            return False
-        if lv is None or rv is None:
-            return None
-        return True
+        unknown = False
+        for operand in operands:
+            v = operand(p)
+            if v is False:
+                return False
+            if v is None:
+                unknown = True
+        return None if unknown else True
 
     return fn
 
 
-def _logic_or(left: Evaluator, right: Evaluator) -> Evaluator:
+def _logic_or(operands: list[Evaluator]) -> Evaluator:
+    """``a OR b OR ...``: the first TRUE ends it, else null if any was null (as _logic_and)."""
+    if len(operands) == 2:
+        left, right = operands
+
+        def fn2(p: Props) -> Value:
+            lv = left(p)
+            if lv is True:
+                return True
+            rv = right(p)
+            if rv is True:
+                return True
+            if lv is None or rv is None:
+                return None
+            return False
+
+        return fn2
+
     def fn(p: Props) -> Value:
-        lv = left(p)
-        if lv is True:
-            return True
-        rv = right(p)
-        if rv is True:
-            return True
-        if lv is None or rv is None:
-            return None
-        return False
+        unknown = False
+        for operand in operands:
+            v = operand(p)
+            if v is True:
+                return True
+            if v is None:
+                unknown = True
+        return None if unknown else False
 
     return fn
 
@@ -453,8 +520,15 @@ def _negate_value(v: Value) -> Value:
 class _Parser:
     def __init__(self, sql: str):
         self.sql = sql
+        if len(sql) > MAX_EXPRESSION_LENGTH:
+            raise SqlFilterError(
+                sql,
+                MAX_EXPRESSION_LENGTH,
+                f"the expression is longer than the maximum of {MAX_EXPRESSION_LENGTH} characters",
+            )
         self.tokens = _tokenize(sql)
         self.i = 0
+        self.nesting = 0  # parentheses and prefix operators open around the token being read
         # every property the expression reads: a record's other properties need not be decoded
         self.property_names: set[str] = set()
 
@@ -472,6 +546,22 @@ class _Parser:
 
     def error(self, tok: _Token, expected: str) -> SqlFilterError:
         return SqlFilterError(self.sql, tok.pos, f"unexpected {tok.describe()}, expected {expected}")
+
+    def too_deep(self, tok: _Token) -> SqlFilterError:
+        return SqlFilterError(self.sql, tok.pos, _TOO_DEEP)
+
+    def nest(self, tok: _Token) -> None:
+        """Enter a parenthesis or a prefix operator: refused past MAX_NESTING_DEPTH before the
+        parser recurses into it."""
+        self.nesting += 1
+        if self.nesting > MAX_NESTING_DEPTH:
+            raise self.too_deep(tok)
+
+    def checked(self, node: _Node, tok: _Token) -> _Node:
+        """``node``, unless evaluating it would call closures deeper than MAX_NESTING_DEPTH."""
+        if node.depth > MAX_NESTING_DEPTH:
+            raise self.too_deep(tok)
+        return node
 
     def expect(self, kind: str, expected: str) -> _Token:
         if self.tok.kind != kind:
@@ -492,17 +582,22 @@ class _Parser:
         return self._logic_chain("AND", self.equality, _logic_and)
 
     def _logic_chain(
-        self, keyword: str, operand: Callable[[], _Node], combine: Callable[[Evaluator, Evaluator], Evaluator]
+        self, keyword: str, operand: Callable[[], _Node], combine: Callable[[list[Evaluator]], Evaluator]
     ) -> _Node:
-        """``operand (keyword operand)*``, left-associative, each side cast to a boolean."""
+        """``operand (keyword operand)*``, each operand cast to a boolean: one node, however long."""
         start = self.tok
         left = operand()
+        operands: list[_Node] = []
         while self.tok.kind == keyword:
             self.take()
             right_tok = self.tok
             right = operand()
-            left = _boolean(combine(_as_boolean(left, start, self.sql).fn, _as_boolean(right, right_tok, self.sql).fn))
-        return left
+            if not operands:
+                operands.append(_as_boolean(left, start, self.sql))
+            operands.append(_as_boolean(right, right_tok, self.sql))
+        if not operands:
+            return left
+        return self.checked(_boolean(combine([o.fn for o in operands]), *operands), start)
 
     def equality(self) -> _Node:
         start = self.tok
@@ -517,18 +612,21 @@ class _Parser:
                 self._check_equal_operand(right, right_tok)
                 if left.is_constant and right.is_constant and left.kind == "bool_const" and right.kind != "bool_const":
                     raise SqlFilterError(self.sql, op.pos, f"{start.text!r} cannot be compared with {right_tok.text!r}")
-                fn = _equal(left.fn, right.fn)
-                left = _boolean(_logic_not(fn) if kind == "<>" else fn)
+                left = self._negated(_boolean(_equal(left.fn, right.fn), left, right), kind == "<>", op)
             elif kind == "IS":
-                self.take()
+                op = self.take()
                 negate = self.tok.kind == "NOT"
                 if negate:
                     self.take()
                 self.expect("NULL", "NULL" if negate else "NULL or NOT NULL")
-                fn = _equal(left.fn, lambda _p: None)
-                left = _boolean(_logic_not(fn) if negate else fn)
+                left = self._negated(_boolean(_equal(left.fn, lambda _p: None), left), negate, op)
             else:
                 return left
+
+    def _negated(self, node: _Node, negate: bool, tok: _Token) -> _Node:
+        if negate:
+            node = _boolean(_logic_not(node.fn), node)
+        return self.checked(node, tok)
 
     def _check_equal_operand(self, node: _Node, tok: _Token) -> None:
         if node.is_constant and node.value is None:
@@ -547,8 +645,8 @@ class _Parser:
         self._check_order_operand(left, left_tok)
         self._check_order_operand(right, right_tok)
         if left.kind == "prop" and right.kind == "const":
-            return _boolean(_order_property_number(op, left.name, right.value))
-        return _boolean(_order(op, left.fn, right.fn))
+            return _boolean(_order_property_number(op, left.name, right.value), left, right)
+        return self.checked(_boolean(_order(op, left.fn, right.fn), left, right), left_tok)
 
     def comparison(self) -> _Node:
         start = self.tok
@@ -582,10 +680,10 @@ class _Parser:
                     self.take()
                     items.append(self.string_literal())
                 self.expect(")", "',' or ')' in the IN list")
-                left = _boolean(_in(left.name, frozenset(items), negate))
+                left = _boolean(_in(left.name, frozenset(items), negate), left)
             elif kind in ("CONTAINS", "STARTSWITH", "ENDSWITH"):
                 self.take()
-                left = _boolean(_string_test(kind, negate, left.fn, self.string_literal()))
+                left = self.checked(_boolean(_string_test(kind, negate, left.fn, self.string_literal()), left), start)
             else:
                 return left
 
@@ -608,10 +706,10 @@ class _Parser:
         if negate:  # NOT BETWEEN = value < low OR value > high
             below = self._order_node("<", value, tok, low, low_tok)
             above = self._order_node(">", value, tok, high, high_tok)
-            return _boolean(_logic_or(below.fn, above.fn))
+            return self.checked(_boolean(_logic_or([below.fn, above.fn]), below, above), tok)
         at_least = self._order_node(">=", value, tok, low, low_tok)
         at_most = self._order_node("<=", value, tok, high, high_tok)
-        return _boolean(_logic_and(at_least.fn, at_most.fn))
+        return self.checked(_boolean(_logic_and([at_least.fn, at_most.fn]), at_least, at_most), tok)
 
     def string_literal(self) -> str:
         tok = self.expect("STRING", "a string literal ('...')")
@@ -619,19 +717,20 @@ class _Parser:
 
     def unary(self) -> _Node:
         tok = self.tok
+        if tok.kind not in ("+", "-", "NOT"):
+            return self.primary()
+        self.take()
+        self.nest(tok)
+        operand_tok = self.tok
+        operand = self.unary()
+        self.nesting -= 1
         if tok.kind == "+":
-            self.take()
-            return self.unary()
+            return operand
         if tok.kind == "-":
-            self.take()
-            inner = self.unary().fn
-            return _Node(lambda p: _negate_value(inner(p)), "other")
-        if tok.kind == "NOT":
-            self.take()
-            operand_tok = self.tok
-            operand = _as_boolean(self.unary(), operand_tok, self.sql)
-            return _boolean(_logic_not(operand.fn))
-        return self.primary()
+            inner = operand.fn
+            return self.checked(_Node(lambda p: _negate_value(inner(p)), "other", depth=operand.depth + 1), tok)
+        operand = _as_boolean(operand, operand_tok, self.sql)
+        return self.checked(_boolean(_logic_not(operand.fn), operand), tok)
 
     def primary(self) -> _Node:
         tok = self.tok
@@ -662,8 +761,10 @@ class _Parser:
             return _Node(lambda p: p.get(name), "prop", name=name)
         if kind == "(":
             self.take()
+            self.nest(tok)
             node = self.or_expr()
             self.expect(")", "')'")
+            self.nesting -= 1
             return node
         raise self.error(tok, "a literal, a property or '('")
 

@@ -9,20 +9,28 @@ CHECK_CLIENT_CONFIG's body is ``{"clientId", "group", "subscriptionData": {...}}
 with an SQL92 subscription sends it to every broker before it starts, and does not start unless
 each answers SUCCESS. A TAG subscription always passes; SQL92 without enablePropertyFilter is
 SYSTEM_ERROR, an expression that does not parse SUBSCRIPTION_PARSE_FAILED (the remark names where).
+The expression is compiled off the event loop, into the cache pulls use (``rmq.broker.subscription_filter``),
+and the answer goes out when it is; a heartbeat body over HEARTBEAT_INLINE_BYTES is parsed there too.
 """
 
 from __future__ import annotations
 
 import json
+from functools import partial
 
 from rmq.broker.processor.base import Processor, success
+from rmq.broker.subscription_filter import NOT_BUILT, Built, Key
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.heartbeat import parse_heartbeat
+from rmq.protocol.heartbeat import HeartbeatData, parse_heartbeat
 from rmq.protocol.message import retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
-from rmq.protocol.subscription import ExpressionType, build_subscription_data
+from rmq.protocol.subscription import ExpressionType
+
+# A heartbeat body bigger than this is parsed off the loop (its tags are hashed one by one: a 1 MB
+# body takes ~0.25 s); a usual one, a few KB, is parsed where it is read.
+HEARTBEAT_INLINE_BYTES = 64 * 1024
 
 
 class ClientManageProcessor(Processor):
@@ -33,9 +41,33 @@ class ClientManageProcessor(Processor):
             RequestCode.CHECK_CLIENT_CONFIG: self.check_client_config,
         }
 
-    def heart_beat(self, channel, request: RemotingCommand):
+    def heart_beat(
+        self,
+        channel,
+        request: RemotingCommand,
+        parsed: tuple[HeartbeatData | None, Exception | None] | None = None,
+    ):
+        """``parsed``: the body parsed off the loop (a big one), when that hands the request back."""
         controller = self.controller
-        heartbeat = parse_heartbeat(body_bytes(request.body))
+        if parsed is None:
+            body = body_bytes(request.body)
+            if len(body) <= HEARTBEAT_INLINE_BYTES:
+                heartbeat = parse_heartbeat(body)
+            else:
+                controller.subscription_filters.run_later(
+                    len(body),
+                    partial(parse_heartbeat, body),
+                    lambda result, error: controller.server.answer_later(
+                        channel, request, partial(self.heart_beat, parsed=(result, error))
+                    ),
+                )
+                return None
+        else:
+            result, error = parsed
+            if error is not None:
+                raise error
+            assert result is not None
+            heartbeat = result
         for consumer in heartbeat.consumer_data_set:
             group_config = controller.subscription_group_manager.find_subscription_group_config(consumer.group_name)
             if group_config is not None:
@@ -56,7 +88,8 @@ class ClientManageProcessor(Processor):
             self.controller.notify_consumer_ids_changed(group)
         return success(request)
 
-    def check_client_config(self, channel, request: RemotingCommand):
+    def check_client_config(self, channel, request: RemotingCommand, built: tuple[Key, Built] | None = None):
+        """``built``: the subscription's filter, when its compile hands the request back."""
         try:
             body = json.loads(body_bytes(request.body) or b"{}")
         except (ValueError, UnicodeDecodeError) as e:
@@ -73,5 +106,13 @@ class ClientManageProcessor(Processor):
                 f"The broker does not support consumer to filter message by {expression_type} "
                 "(set enablePropertyFilter=true)",
             )
-        build_subscription_data(str(sub.get("topic") or ""), str(sub.get("subString") or ""), expression_type)
-        return success(request)
+        found = self.controller.subscription_filters.find(
+            str(sub.get("topic") or ""),
+            str(sub.get("subString") or ""),
+            expression_type,
+            built,
+            lambda built: self.controller.server.answer_later(
+                channel, request, partial(self.check_client_config, built=built)
+            ),
+        )
+        return None if found is NOT_BUILT else success(request)

@@ -8,8 +8,9 @@ expressionType (TAG or SQL92). sysFlag bits: 1 commit offset too, 2 suspend (lon
 SQL92 subscriptions, as RocketMQ's PullMessageProcessor: an expression that does not parse is answered
 SUBSCRIPTION_PARSE_FAILED (23, the remark names the position); without enablePropertyFilter a parsed
 one is answered SYSTEM_ERROR "The broker does not support consumer to filter message by SQL92". The
-expression is compiled once (cached per topic and expression, the outcome too) and runs on each
-record's properties in the mapped CommitLog, before anything is copied into the answer. A pull that
+expression is compiled once, off the event loop (``rmq.broker.subscription_filter``: the pull is
+answered when its compile is done, cached per topic and expression, the outcome too), and runs on
+each record's properties in the mapped CommitLog, before anything is copied into the answer. A pull that
 matched nothing in its scan answers PULL_RETRY_IMMEDIATELY with nextBeginOffset past what it scanned,
 as a tag miss does, so a long run of misses never stalls a consumer.
 
@@ -46,11 +47,13 @@ from __future__ import annotations
 import logging
 import os
 import struct
+from functools import partial
 from typing import TYPE_CHECKING
 
 from rmq.broker.config import BrokerRole
 from rmq.broker.long_polling import ParkedPull
 from rmq.broker.processor.base import Processor
+from rmq.broker.subscription_filter import NOT_BUILT, Built, Key
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
@@ -58,8 +61,8 @@ from rmq.protocol.fields import int_field, str_field
 from rmq.protocol.layout import REC_PHYSICALOFFSET
 from rmq.protocol.perm import is_readable
 from rmq.protocol.route import MASTER_ID
-from rmq.protocol.subscription import ExpressionType, build_subscription_data, sql92_filter
-from rmq.store import GetMessageStatus, TagFilter
+from rmq.protocol.subscription import ExpressionType
+from rmq.store import GetMessageStatus
 
 if TYPE_CHECKING:
     from rmq.broker.controller import BrokerController
@@ -77,7 +80,6 @@ class PullSysFlag:
 # RocketMQ's maxTransferCountOnMessageInMemory / maxTransferBytesOnMessageInMemory.
 MAX_TRANSFER_COUNT = 32
 MAX_TRANSFER_BYTES = 256 * 1024
-_FILTER_CACHE_MAX = 4096
 
 _NOT_FOUND_STATUSES = (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE)
 _MOVED_STATUSES = (GetMessageStatus.OFFSET_OVERFLOW_BADLY, GetMessageStatus.OFFSET_TOO_SMALL)
@@ -123,8 +125,8 @@ class PullProcessor(Processor):
         self.store = controller.store
         self.hold = controller.pull_hold
         self.get_counts = controller.get_counts
-        # (topic, expression type, expression) -> the store filter, or the refusal (code, remark)
-        self._filters: dict[tuple[str, str, str], TagFilter | tuple[int, str] | None] = {}
+        self.filters = controller.subscription_filters
+        self.server = controller.server
         self.enable_property_filter = controller.config.enable_property_filter
         self.hold.set_executor(self.execute)
         self.role_changed()
@@ -139,10 +141,11 @@ class PullProcessor(Processor):
     def handlers(self):
         return {RequestCode.PULL_MESSAGE: self.pull_message}
 
-    def pull_message(self, channel, request: RemotingCommand):
+    def pull_message(self, channel, request: RemotingCommand, built: tuple[Key, Built] | None = None):
+        """``built``: the subscription's filter, when its compile hands the pull back."""
         ext = request.ext_fields
         try:
-            pull = self._parse(channel, request)
+            pull = self._parse(channel, request, built)
         except RequestRefused as e:
             # Refusals carry the four fields too: offsets unchanged, so a client that reads them
             # anyway does not jump.
@@ -150,11 +153,13 @@ class PullProcessor(Processor):
             return pull_response(
                 request, e.code, int(offset) if offset.lstrip("-").isdigit() else 0, 0, 0, remark=e.remark
             )
+        if pull is None:
+            return None  # answered once its filter is compiled
         return self.execute(pull, allow_suspend=True)
 
     # -- parsing and checks (before any read) --------------------------------------------------
 
-    def _parse(self, channel, request: RemotingCommand) -> ParkedPull:
+    def _parse(self, channel, request: RemotingCommand, built: tuple[Key, Built] | None) -> ParkedPull | None:
         ext = request.ext_fields
         controller = self.controller
         group = str_field(ext, "consumerGroup")
@@ -189,9 +194,8 @@ class PullProcessor(Processor):
             )
 
         if sys_flag & PullSysFlag.SUBSCRIPTION:
-            tag_filter = self._message_filter(
-                topic, ext.get("subscription") or "*", ext.get("expressionType") or ExpressionType.TAG
-            )
+            sub_string = ext.get("subscription") or "*"
+            expression_type = ext.get("expressionType") or ExpressionType.TAG
         else:
             group_info = controller.client_manager.consumers
             subscription = group_info.find_subscription_data(group, topic)
@@ -201,7 +205,22 @@ class PullProcessor(Processor):
                     f"group {group!r} has no subscription to {topic!r}: send a heartbeat first, "
                     "or give the subscription in the pull",
                 )
-            tag_filter = self._message_filter(topic, subscription.sub_string, subscription.expression_type)
+            sub_string, expression_type = subscription.sub_string, subscription.expression_type
+        tag_filter = self.filters.find(
+            topic,
+            sub_string,
+            expression_type,
+            built,
+            lambda built: self.server.answer_later(channel, request, partial(self.pull_message, built=built)),
+        )
+        if tag_filter is NOT_BUILT:
+            return None
+        if expression_type.strip().upper() == ExpressionType.SQL92 and not self.enable_property_filter:
+            # RocketMQ's words, which its clients show
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                "The broker does not support consumer to filter message by SQL92 (set enablePropertyFilter=true)",
+            )
 
         commit = sys_flag & PullSysFlag.COMMIT_OFFSET and commit_offset >= 0 and not self.slave
         if commit:
@@ -228,39 +247,6 @@ class PullProcessor(Processor):
             group_config.broker_id,
             group_config.which_broker_when_consume_slowly,
         )
-
-    def _message_filter(self, topic: str, sub_string: str, expression_type: str) -> TagFilter | None:
-        """The store filter of a subscription (None: everything); built once per expression."""
-        expression_type = expression_type.strip().upper()
-        key = (topic, expression_type, sub_string)
-        try:
-            found = self._filters[key]
-        except KeyError:
-            found = self._build_filter(topic, sub_string, expression_type)
-            if len(self._filters) >= _FILTER_CACHE_MAX:
-                self._filters.clear()
-            self._filters[key] = found
-        if isinstance(found, tuple):
-            raise RequestRefused(*found)
-        if expression_type == ExpressionType.SQL92 and not self.enable_property_filter:
-            # RocketMQ's words, which its clients show
-            raise RequestRefused(
-                ResponseCode.SYSTEM_ERROR,
-                f"The broker does not support consumer to filter message by {expression_type} "
-                "(set enablePropertyFilter=true)",
-            )
-        return found
-
-    @staticmethod
-    def _build_filter(topic: str, sub_string: str, expression_type: str) -> TagFilter | tuple[int, str] | None:
-        try:
-            if expression_type == ExpressionType.SQL92:
-                sql = sql92_filter(topic, sub_string.strip())
-                return TagFilter.of_properties(sql, sql.property_names)
-            subscription = build_subscription_data(topic, sub_string, expression_type)
-        except RequestRefused as e:
-            return (e.code, e.remark or "")
-        return None if subscription.sub_all else TagFilter(subscription.code_set, subscription.tags_set)
 
     # -- reading -------------------------------------------------------------------------------
 
