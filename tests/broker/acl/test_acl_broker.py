@@ -18,7 +18,13 @@ from tests.helpers import wait_until
 from tests.helpers.acl import start_acl_cluster, write_acl_rules
 from tests.helpers.broker import broker_settings
 from tests.helpers.processes import Cluster
-from tests.helpers.requests import call, offset_request, send_request, update_topic_request
+from tests.helpers.requests import (
+    batch_body,
+    call,
+    offset_request,
+    send_request,
+    update_topic_request,
+)
 
 ADMIN = ("admin-key", "admin-secret")
 PRODUCER = ("producer-key", "producer-secret")
@@ -205,3 +211,25 @@ def test_a_broker_does_not_start_on_a_file_it_cannot_use(spawn, tmp_path: Path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode != 0
     assert "plain_acl.yml, line 11: accounts[2] (consumer-key).defaultTopicPerm is 'READ'" in err
+
+
+def long_named(code: int, topic: str, body: bytes) -> RemotingCommand:
+    """A send of ``code`` whose header spells every field out (``topic``, not V2's ``b``), as some
+    clients send V2 codes."""
+    request = send_request(topic, body, code=RequestCode.SEND_MESSAGE)
+    request.code = code
+    return request
+
+
+@pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE])
+def test_a_v2_send_naming_a_denied_topic_only_in_its_long_name_is_refused(acl_cluster, code):
+    # issue 22, defect 2: the check read the topic from `b` only, the send processor from `topic` too
+    acl_cluster.create_topic("Orders", queues=1)
+    acl_cluster.create_topic("Payments", queues=1)
+    body = batch_body([(b"m1", {}), (b"m2", {})]) if code == RequestCode.SEND_BATCH_MESSAGE else b"x"
+    assert refused(acl_cluster, long_named(code, "Payments", body), PRODUCER) == (
+        "No permission for topic:Payments: accessKey=producer-key needs PUB, has DENY"
+    )
+    assert answer(acl_cluster, long_named(code, "Orders", body), PRODUCER).code == ResponseCode.SUCCESS
+    assert acl_cluster.max_offsets("Payments") == {0: 0}
+    assert acl_cluster.max_offsets("Orders")[0] >= 1

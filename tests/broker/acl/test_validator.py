@@ -103,7 +103,8 @@ def test_a_pull_needs_sub_on_the_topic_and_on_the_group(validator):
 def test_offsets_and_heartbeats_need_sub_on_topic_and_group(validator):
     for code in (RequestCode.UPDATE_CONSUMER_OFFSET, RequestCode.QUERY_CONSUMER_OFFSET):
         validator.validate(CLIENT, signed(offset_request(code, "Orders", 0, "billing", commitOffset=3), CONSUMER))
-        assert "group:analytics" in refusal(validator, signed(offset_request(code, "Orders", 0, "analytics"), CONSUMER))
+        other_group = offset_request(code, "Orders", 0, "analytics", commitOffset=3)
+        assert "group:analytics" in refusal(validator, signed(other_group, CONSUMER))
     validator.validate(CLIENT, signed(heartbeat_request("c1", "billing", "Orders"), CONSUMER))
     assert "group:analytics" in refusal(validator, signed(heartbeat_request("c1", "analytics", "Orders"), CONSUMER))
     assert "group:billing: accessKey=producer-key needs SUB" in refusal(

@@ -18,8 +18,8 @@ import json
 from rmq.broker.processor.base import Processor, success
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.protocol import headers
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.protocol.message import retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.subscription import ExpressionType, build_subscription_data
@@ -35,7 +35,7 @@ class ClientManageProcessor(Processor):
 
     def heart_beat(self, channel, request: RemotingCommand):
         controller = self.controller
-        heartbeat = parse_heartbeat(body_bytes(request.body))
+        heartbeat = headers.heartbeat(request)  # parsed once, the ACL check's too
         for consumer in heartbeat.consumer_data_set:
             group_config = controller.subscription_group_manager.find_subscription_group_config(consumer.group_name)
             if group_config is not None:
@@ -48,9 +48,9 @@ class ClientManageProcessor(Processor):
         return success(request)
 
     def unregister_client(self, channel, request: RemotingCommand):
-        ext = request.ext_fields
+        header = headers.client_header(request)
         changed = self.controller.client_manager.unregister_client(
-            ext.get("clientID", ""), ext.get("producerGroup") or None, ext.get("consumerGroup") or None
+            header.client_id, header.producer_group, header.consumer_group
         )
         for group in changed:
             self.controller.notify_consumer_ids_changed(group)

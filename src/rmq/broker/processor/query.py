@@ -11,15 +11,10 @@ from rmq.broker.processor.base import Handler, Processor, success
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.fields import bool_field, int_field, str_field
+from rmq.protocol.headers import DEFAULT_QUERY_MAX_NUM, query_message_header, view_message_header
 
 # RocketMQ's maxMsgsNumBatch: no query returns more, whatever maxNum asks.
 QUERY_MAX_NUM_LIMIT = 64
-# defaultQueryMaxNum: what a query by client msgId (UNIQ_KEY) returns at most.
-DEFAULT_QUERY_MAX_NUM = 32
-# ext field a client sets when the key is a client msgId (MixAll.UNIQUE_MSG_QUERY_FLAG)
-UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
-INT64_MAX = 2**63 - 1
 
 
 class QueryMessageProcessor(Processor):
@@ -29,16 +24,14 @@ class QueryMessageProcessor(Processor):
     def query_message(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """{topic, key, maxNum, beginTimestamp, endTimestamp} -> the matching records, newest first;
         QUERY_NOT_FOUND when none. The index's hash collisions are weeded out by the store."""
-        ext = request.ext_fields
-        max_num = int_field(ext, "maxNum", DEFAULT_QUERY_MAX_NUM)
-        if bool_field(ext, UNIQUE_MSG_QUERY_FLAG):
-            max_num = DEFAULT_QUERY_MAX_NUM
+        header = query_message_header(request)  # the one the ACL check read
+        max_num = DEFAULT_QUERY_MAX_NUM if header.unique_key_query else header.max_num
         result = self.controller.store.query_message(
-            str_field(ext, "topic"),
-            str_field(ext, "key"),
+            header.topic,
+            header.key,
             max(1, min(max_num, QUERY_MAX_NUM_LIMIT)),
-            int_field(ext, "beginTimestamp", 0),
-            int_field(ext, "endTimestamp", INT64_MAX),
+            header.begin_timestamp,
+            header.end_timestamp,
         )
         index = {
             "indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
@@ -55,7 +48,7 @@ class QueryMessageProcessor(Processor):
 
     def view_message_by_id(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """{offset} (a CommitLog offset) -> the record stored there."""
-        offset = int_field(request.ext_fields, "offset")
+        offset = view_message_header(request).offset
         record = self.controller.store.look_message_by_offset(offset) if offset >= 0 else None
         if record is None:
             raise RequestRefused(

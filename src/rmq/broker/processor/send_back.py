@@ -30,7 +30,7 @@ from rmq.broker.processor.send import DLQ_NUMS_PER_GROUP
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.fields import int_field, str_field
+from rmq.protocol.headers import send_back_header
 from rmq.protocol.message import MessageProperty, dlq_topic, retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from rmq.protocol.record import decode_record
@@ -51,10 +51,8 @@ class SendBackProcessor(Processor):
         busy = c.send_processor.busy_answer(channel, request)
         if busy is not None:
             return busy
-        ext = request.ext_fields
-        group = str_field(ext, "group")
-        offset = int_field(ext, "offset")
-        delay_level = int_field(ext, "delayLevel", 0)
+        header = send_back_header(request)  # the one the ACL check read
+        group, offset, delay_level = header.group, header.offset, header.delay_level
         group_config = c.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
             raise RequestRefused(
@@ -76,7 +74,9 @@ class SendBackProcessor(Processor):
         properties.setdefault(MessageProperty.RETRY_TOPIC, message.topic)
         properties.setdefault(MessageProperty.ORIGIN_MESSAGE_ID, message.msg_id)
         properties.pop(MessageProperty.WAIT_STORE_MSG_OK, None)
-        max_reconsume_times = int_field(ext, "maxReconsumeTimes", group_config.retry_max_times)
+        max_reconsume_times = header.max_reconsume_times
+        if max_reconsume_times is None:
+            max_reconsume_times = group_config.retry_max_times
 
         if message.reconsume_times >= max_reconsume_times or delay_level < 0:
             topic = dlq_topic(group)
