@@ -10,13 +10,13 @@ request could be checked against one topic and served on another; with one decod
     SEND_MESSAGE, _V2, SEND_BATCH     SendHeader             topic (send_header.py's field table)
     PULL_MESSAGE                      PullHeader             consumerGroup, topic
     QUERY_/UPDATE_CONSUMER_OFFSET     ConsumerOffsetHeader   consumerGroup, topic
-    CONSUMER_SEND_MSG_BACK            SendBackHeader         group
+    CONSUMER_SEND_MSG_BACK            SendBackHeader         group (and the found message's topic)
     QUERY_MESSAGE                     QueryMessageHeader     topic
-    VIEW_MESSAGE_BY_ID                ViewMessageHeader      -
-    INVOKE_BROKER_TO_RESET_OFFSET     ResetOffsetHeader      -
+    VIEW_MESSAGE_BY_ID                ViewMessageHeader      (the found message's topic)
+    INVOKE_BROKER_TO_RESET_OFFSET     ResetOffsetHeader      group, topic
     UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP  ClientHeader  consumerGroup
     HEART_BEAT                        HeartbeatData (body)   each consumer's group and topics
-    LOCK_BATCH_MQ, UNLOCK_BATCH_MQ    LockBatchRequest (body)  -
+    LOCK_BATCH_MQ, UNLOCK_BATCH_MQ    LockBatchRequest (body)  consumerGroup, each queue's topic
 
 A field that cannot be used is refused as ``rmq.protocol.fields`` refuses it (BadRequest naming
 the field), whichever reader decodes first.

@@ -156,3 +156,19 @@ def test_a_malformed_heartbeat_is_refused_not_crashed_on(validator):
     request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, json.dumps({"consumerDataSet": 1}).encode())
     with pytest.raises(RequestRefused):
         validator.validate(CLIENT, signed(request, CONSUMER))
+
+
+def test_locking_queues_needs_sub_on_the_group(validator):
+    def lock(group: str, *topics: str) -> RemotingCommand:
+        mqs = [{"topic": t, "brokerName": "broker-a", "queueId": 0} for t in topics]
+        body = json.dumps({"consumerGroup": group, "clientId": "c1", "mqSet": mqs}).encode()
+        return RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, {}, body)
+
+    validator.validate(CLIENT, signed(lock("billing", "Orders", "%RETRY%billing"), CONSUMER))
+    assert refusal(validator, signed(lock("analytics", "Orders"), CONSUMER)) == (
+        "No permission for group:analytics: accessKey=consumer-key needs SUB, has DENY"
+    )
+    # PUB|SUB on the topic is not enough without the group
+    assert refusal(validator, signed(lock("billing", "Audit"), PRODUCER)) == (
+        "No permission for group:billing: accessKey=producer-key needs SUB, has DENY"
+    )

@@ -12,6 +12,14 @@ In order, for each request (``PlainAccessValidator.check``, run before its proce
    permission for it, or its default topic / group permission: refused on the first one lacking.
    The resources are read from the request's decoded header, cached on it for its processor
    (``rmq.protocol.headers``): the check and the processor cannot see different topics.
+7. after its lookup, a processor asks for SUB on the topic of the message it found
+   (``require_sub``: VIEW_MESSAGE_BY_ID, CONSUMER_SEND_MSG_BACK), before answering any of it.
+
+Which request needs what follows RocketMQ 5.x's ACL 2.0 (DefaultAuthorizationContextBuilder) in the
+4.x file's terms: QUERY_MESSAGE needs SUB on its topic (and answers only that topic's messages);
+VIEW_MESSAGE_BY_ID SUB on the found message's topic; CONSUMER_SEND_MSG_BACK SUB on the group and on
+the message's original topic; INVOKE_BROKER_TO_RESET_OFFSET SUB on the group and the topic (or an
+admin account without lists); LOCK_BATCH_MQ / UNLOCK_BATCH_MQ SUB on the group and each topic.
 
 A refusal is NO_PERMISSION (16) with a remark naming the access key, the resource and the permission
 it lacks, as RocketMQ 5.x answers; 4.x answered SYSTEM_ERROR (1) with its AclException's text. Both
@@ -77,10 +85,12 @@ def check_permission(needed: int, owned: int) -> bool:
 
 
 def needed_resources(request: RemotingCommand) -> dict[str, int]:
-    """What ``request`` touches and needs (PlainAccessValidator.parse): topic -> PUB or SUB, and
-    ``%RETRY%<group>`` -> SUB for a group. Read from the request's decoded header
-    (``rmq.protocol.headers``), the one its processor reads. Requests not listed touch nothing: a
-    valid signature is enough for them (route and offset queries), or ``admin`` (ADMIN_CODES)."""
+    """What ``request`` touches and needs (PlainAccessValidator.parse, scoped as RocketMQ 5.x's ACL
+    2.0 scopes them): topic -> PUB or SUB, and ``%RETRY%<group>`` -> SUB for a group. Read from the
+    request's decoded header (``rmq.protocol.headers``), the one its processor reads. Requests not
+    listed touch nothing: a valid signature is enough for them (route and offset queries), or
+    ``admin`` (ADMIN_CODES). VIEW_MESSAGE_BY_ID and CONSUMER_SEND_MSG_BACK touch a message's topic
+    too, known only once the processor found the message (``PlainAccessValidator.require_sub``)."""
     code = request.code
     needed: dict[str, int] = {}
 
@@ -114,8 +124,18 @@ def needed_resources(request: RemotingCommand) -> dict[str, int]:
         add_group(headers.send_back_header(request).group)
     elif code == RequestCode.QUERY_MESSAGE:
         add(headers.query_message_header(request).topic, SUB)
+    elif code == RequestCode.INVOKE_BROKER_TO_RESET_OFFSET:
+        # moving a group's offsets is consuming as that group (RocketMQ 5.x: UPDATE on both)
+        reset = headers.reset_offset_header(request)
+        add_group(reset.group)
+        add(reset.topic, SUB)
     elif code in (RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP):
         add_group(headers.client_header(request).consumer_group)
+    elif code in (RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ):
+        lock = headers.lock_batch(request)
+        add_group(lock.consumer_group)
+        for queue in lock.mqs:
+            add(queue.topic, SUB)
     return needed
 
 
@@ -156,6 +176,15 @@ class PlainAccessValidator:
         if request.code in ADMIN_CODES and not account.admin:
             raise _refuse(f"Need admin permission for request code={request.code}, but accessKey={access_key} is not")
         self._require(account, needed)
+
+    def require_sub(self, channel: Channel, request: RemotingCommand, topic: str) -> None:
+        """Refuse (NO_PERMISSION) unless the account of ``request``, already checked, may SUB
+        ``topic`` (a ``%RETRY%<group>`` topic: the group): for what a processor finds only after
+        its lookup, the topic of the message a VIEW_MESSAGE_BY_ID or CONSUMER_SEND_MSG_BACK names
+        (RocketMQ 5.x's ACL 2.0 scoping). Call it before anything of the message is answered."""
+        account = self._account_to_check(host_of(channel.remote_address), request)
+        if account is not None:
+            self._require(account, {topic: SUB})
 
     def _account_to_check(self, host: str, request: RemotingCommand) -> PlainAccount | None:
         """Steps 1 to 3: None when the client's address lets the request through unchecked, else

@@ -12,6 +12,9 @@ SendMessageProcessor does:
 max is the request's maxReconsumeTimes, else the group's retryMaxTimes (16). The copy carries
 reconsumeTimes + 1, RETRY_TOPIC (the topic it was first sent to) and ORIGIN_MESSAGE_ID (the msgId
 of the first copy), so consumers see the original topic and id again.
+
+Under aclEnable (RocketMQ 5.x's ACL 2.0): SUB on the group, checked before (``rmq.broker.acl``), and
+SUB on the message's original topic (its RETRY_TOPIC, else its topic), checked once it is found.
 """
 
 from __future__ import annotations
@@ -69,6 +72,10 @@ class SendBackProcessor(Processor):
                 ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}: no stored message starts there"
             )
         message = decode_record(record, check_crc=False)
+        if c.acl is not None:
+            # ACL 2.0 scoping: handing a message back reads it again, as its group, from its topic
+            origin = message.properties.get(MessageProperty.RETRY_TOPIC) or message.topic
+            c.acl.require_sub(channel, request, origin)
 
         properties = dict(message.properties)
         properties.setdefault(MessageProperty.RETRY_TOPIC, message.topic)
