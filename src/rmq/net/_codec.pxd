@@ -17,6 +17,7 @@ cdef class RemotingCommand:
     cdef public object remark
     cdef public object ext_fields
     cdef public object body
+    cdef public object cached_header
 
 
 cdef class FrameDecoder:

@@ -19,6 +19,7 @@ class RemotingCommand:
     remark: str | None
     ext_fields: dict[str, str]
     body: Body
+    cached_header: object
     def __init__(
         self,
         code: int = 0,

@@ -80,7 +80,9 @@ cdef class RemotingCommand:
     """One remoting request or response: the header fields plus a body.
 
     ``body`` is ``bytes`` or a list of buffers (written without copying, e.g. memoryviews of stored
-    records). ``ext_fields`` maps strings to strings.
+    records). ``ext_fields`` maps strings to strings. ``cached_header`` (RocketMQ's cachedHeader) is
+    the request's header as decoded by whoever read it first, never sent: on a broker, its ACL check
+    and its processor read that one decode (``rmq.protocol.headers``).
     """
 
     def __init__(self, int code=0, *, language=LANGUAGE, int version=VERSION, int opaque=0, int flag=0,

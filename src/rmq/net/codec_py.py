@@ -210,10 +210,12 @@ class RemotingCommand:
     """One remoting request or response: the header fields plus a body.
 
     ``body`` is ``bytes`` or a list of buffers (written without copying, e.g. memoryviews of stored
-    records). ``ext_fields`` maps strings to strings.
+    records). ``ext_fields`` maps strings to strings. ``cached_header`` (RocketMQ's cachedHeader) is
+    the request's header as decoded by whoever read it first, never sent: on a broker, its ACL check
+    and its processor read that one decode (``rmq.protocol.headers``).
     """
 
-    __slots__ = ("code", "language", "version", "opaque", "flag", "remark", "ext_fields", "body")
+    __slots__ = ("code", "language", "version", "opaque", "flag", "remark", "ext_fields", "body", "cached_header")
 
     def __init__(
         self,
@@ -235,6 +237,7 @@ class RemotingCommand:
         self.remark = remark
         self.ext_fields = {} if ext_fields is None else ext_fields
         self.body = body
+        self.cached_header: object = None
 
     @classmethod
     def request(cls, code: int, ext_fields: dict | None = None, body: Body = b"") -> RemotingCommand:
@@ -290,6 +293,7 @@ def command_from_header(header: dict, body: bytes) -> RemotingCommand:
     cmd.remark = text_or_none(header.get("remark"))
     cmd.ext_fields = ext_fields_from_json(header.get("extFields"))
     cmd.body = body
+    cmd.cached_header = None
     return cmd
 
 

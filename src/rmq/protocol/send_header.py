@@ -4,6 +4,8 @@ and SEND_BATCH_MESSAGE (320) name them with one letter (RocketMQ's SendMessageRe
     a producerGroup  b topic  c defaultTopic  d defaultTopicQueueNums  e queueId  f sysFlag
     g bornTimestamp  h flag  i properties  j reconsumeTimes  k unitMode  l maxReconsumeTimes  m batch
     (n brokerName: sent by 5.x clients, ignored)
+
+A broker reads them through ``rmq.protocol.headers.send_header`` (one decode per request).
 """
 
 from __future__ import annotations

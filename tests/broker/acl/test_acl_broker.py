@@ -14,11 +14,19 @@ from rmq.client.admin_client import AdminClient
 from rmq.errors import ResponseError
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.record import decode_msg_id
 from tests.helpers import wait_until
 from tests.helpers.acl import start_acl_cluster, write_acl_rules
 from tests.helpers.broker import broker_settings
 from tests.helpers.processes import Cluster
-from tests.helpers.requests import call, offset_request, send_request, update_topic_request
+from tests.helpers.requests import (
+    batch_body,
+    call,
+    offset_request,
+    records,
+    send_request,
+    update_topic_request,
+)
 
 ADMIN = ("admin-key", "admin-secret")
 PRODUCER = ("producer-key", "producer-secret")
@@ -37,7 +45,14 @@ accounts:
     defaultTopicPerm: SUB
     defaultGroupPerm: DENY
     groupPerms: [billing=SUB]
+  - accessKey: auditor-key
+    secretKey: auditor-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms: [Payments=SUB]
+    groupPerms: [billing=SUB]
 """
+AUDITOR = ("auditor-key", "auditor-secret")
 # How soon an edit of plain_acl.yml must be in force.
 RELOAD_WITHIN = 2.0
 
@@ -205,3 +220,114 @@ def test_a_broker_does_not_start_on_a_file_it_cannot_use(spawn, tmp_path: Path):
     _, err = proc.communicate(timeout=30)
     assert proc.returncode != 0
     assert "plain_acl.yml, line 11: accounts[2] (consumer-key).defaultTopicPerm is 'READ'" in err
+
+
+def long_named(code: int, topic: str, body: bytes) -> RemotingCommand:
+    """A send of ``code`` whose header spells every field out (``topic``, not V2's ``b``), as some
+    clients send V2 codes."""
+    request = send_request(topic, body, code=RequestCode.SEND_MESSAGE)
+    request.code = code
+    return request
+
+
+@pytest.mark.parametrize("code", [RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE])
+def test_a_v2_send_naming_a_denied_topic_only_in_its_long_name_is_refused(acl_cluster, code):
+    # issue 22, defect 2: the check read the topic from `b` only, the send processor from `topic` too
+    acl_cluster.create_topic("Orders", queues=1)
+    acl_cluster.create_topic("Payments", queues=1)
+    body = batch_body([(b"m1", {}), (b"m2", {})]) if code == RequestCode.SEND_BATCH_MESSAGE else b"x"
+    assert refused(acl_cluster, long_named(code, "Payments", body), PRODUCER) == (
+        "No permission for topic:Payments: accessKey=producer-key needs PUB, has DENY"
+    )
+    assert answer(acl_cluster, long_named(code, "Orders", body), PRODUCER).code == ResponseCode.SUCCESS
+    assert acl_cluster.max_offsets("Payments") == {0: 0}
+    assert acl_cluster.max_offsets("Orders")[0] >= 1
+
+
+def stored_offset(cluster: Cluster, topic: str, body: bytes, **kwargs) -> int:
+    """Send ``body`` to ``topic`` as the admin; the CommitLog offset it was stored at."""
+    response = cluster.call(send_request(topic, body, **kwargs))
+    assert response.code == ResponseCode.SUCCESS, response.remark
+    return decode_msg_id(response.ext_fields["msgId"])[2]
+
+
+def test_viewing_a_message_by_id_needs_sub_on_its_topic(acl_cluster):
+    acl_cluster.create_topic("Orders", queues=1)
+    offset = stored_offset(acl_cluster, "Orders", b"secret order")
+    view = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)})
+    response = answer(acl_cluster, view, PRODUCER)  # PUB only: it may send there, not read
+    assert response.code == ResponseCode.NO_PERMISSION
+    assert response.remark == "No permission for topic:Orders: accessKey=producer-key needs SUB, has PUB"
+    assert b"secret order" not in bytes(response.body or b"")
+    view = RemotingCommand.request(RequestCode.VIEW_MESSAGE_BY_ID, {"offset": str(offset)})
+    response = answer(acl_cluster, view, CONSUMER)
+    assert response.code == ResponseCode.SUCCESS
+    assert [m.body for m in records(response.body)] == [b"secret order"]
+
+
+def test_querying_messages_by_key_needs_sub_on_the_topic_and_answers_only_its_messages(acl_cluster):
+    acl_cluster.create_topic("Orders", queues=1)
+    acl_cluster.create_topic("Payments", queues=1)
+    stored_offset(acl_cluster, "Orders", b"order", keys="K-42")
+    stored_offset(acl_cluster, "Payments", b"payment", keys="K-42")
+
+    def query(topic: str) -> RemotingCommand:
+        fields = {"topic": topic, "key": "K-42", "maxNum": "32", "beginTimestamp": "0", "endTimestamp": str(2**62)}
+        return RemotingCommand.request(RequestCode.QUERY_MESSAGE, fields)
+
+    assert refused(acl_cluster, query("Orders"), AUDITOR) == (
+        "No permission for topic:Orders: accessKey=auditor-key needs SUB, has DENY"
+    )
+    found = wait_until(
+        lambda: (r := answer(acl_cluster, query("Payments"), AUDITOR)).code == ResponseCode.SUCCESS and r,
+        5,
+        "the index answers the key",
+    )
+    assert [(m.topic, m.body) for m in records(found.body)] == [("Payments", b"payment")]
+
+
+def test_a_send_back_needs_sub_on_the_group_and_on_the_original_topic(acl_cluster):
+    acl_cluster.create_topic("Orders", queues=1)
+    acl_cluster.create_topic("Payments", queues=1)
+    order = stored_offset(acl_cluster, "Orders", b"order")
+    payment = stored_offset(acl_cluster, "Payments", b"payment")
+
+    def send_back(offset: int, group: str = "billing") -> RemotingCommand:
+        # delayLevel -1: straight to the group's dead letter topic, where it can be counted
+        fields = {"group": group, "offset": str(offset), "delayLevel": "-1", "originMsgId": "x"}
+        return RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, fields)
+
+    assert refused(acl_cluster, send_back(order), AUDITOR) == (
+        "No permission for topic:Orders: accessKey=auditor-key needs SUB, has DENY"
+    )
+    assert refused(acl_cluster, send_back(payment, "analytics"), AUDITOR) == (
+        "No permission for group:analytics: accessKey=auditor-key needs SUB, has DENY"
+    )
+    assert answer(acl_cluster, send_back(payment), AUDITOR).code == ResponseCode.SUCCESS
+    assert [m.body for m in acl_cluster.messages("%DLQ%billing")] == [b"payment"]
+
+
+def test_resetting_a_groups_offsets_needs_that_groups_permission(acl_cluster):
+    acl_cluster.create_topic("Orders", queues=1)
+    for _ in range(3):
+        stored_offset(acl_cluster, "Orders", b"order")
+    for group in ("billing", "analytics"):
+        commit = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, "Orders", 0, group, commitOffset=1)
+        assert acl_cluster.call(commit).code == ResponseCode.SUCCESS
+
+    def reset(group: str) -> RemotingCommand:  # to the end, as `rmq-admin consumer reset-offset` sends it
+        fields = {"topic": "Orders", "group": group, "timestamp": "-1", "isForce": "true"}
+        return RemotingCommand.request(RequestCode.INVOKE_BROKER_TO_RESET_OFFSET, fields)
+
+    def committed(group: str) -> str:
+        query = offset_request(RequestCode.QUERY_CONSUMER_OFFSET, "Orders", 0, group)
+        return acl_cluster.call(query).ext_fields["offset"]
+
+    assert refused(acl_cluster, reset("analytics"), CONSUMER) == (
+        "No permission for group:analytics: accessKey=consumer-key needs SUB, has DENY"
+    )
+    assert committed("analytics") == "1"
+    assert answer(acl_cluster, reset("billing"), CONSUMER).code == ResponseCode.SUCCESS
+    assert committed("billing") == "3"
+    assert acl_cluster.call(reset("analytics")).code == ResponseCode.SUCCESS  # the admin may
+    assert committed("analytics") == "3"

@@ -103,7 +103,8 @@ def test_a_pull_needs_sub_on_the_topic_and_on_the_group(validator):
 def test_offsets_and_heartbeats_need_sub_on_topic_and_group(validator):
     for code in (RequestCode.UPDATE_CONSUMER_OFFSET, RequestCode.QUERY_CONSUMER_OFFSET):
         validator.validate(CLIENT, signed(offset_request(code, "Orders", 0, "billing", commitOffset=3), CONSUMER))
-        assert "group:analytics" in refusal(validator, signed(offset_request(code, "Orders", 0, "analytics"), CONSUMER))
+        other_group = offset_request(code, "Orders", 0, "analytics", commitOffset=3)
+        assert "group:analytics" in refusal(validator, signed(other_group, CONSUMER))
     validator.validate(CLIENT, signed(heartbeat_request("c1", "billing", "Orders"), CONSUMER))
     assert "group:analytics" in refusal(validator, signed(heartbeat_request("c1", "analytics", "Orders"), CONSUMER))
     assert "group:billing: accessKey=producer-key needs SUB" in refusal(
@@ -155,3 +156,19 @@ def test_a_malformed_heartbeat_is_refused_not_crashed_on(validator):
     request = RemotingCommand.request(RequestCode.HEART_BEAT, {}, json.dumps({"consumerDataSet": 1}).encode())
     with pytest.raises(RequestRefused):
         validator.validate(CLIENT, signed(request, CONSUMER))
+
+
+def test_locking_queues_needs_sub_on_the_group(validator):
+    def lock(group: str, *topics: str) -> RemotingCommand:
+        mqs = [{"topic": t, "brokerName": "broker-a", "queueId": 0} for t in topics]
+        body = json.dumps({"consumerGroup": group, "clientId": "c1", "mqSet": mqs}).encode()
+        return RemotingCommand.request(RequestCode.LOCK_BATCH_MQ, {}, body)
+
+    validator.validate(CLIENT, signed(lock("billing", "Orders", "%RETRY%billing"), CONSUMER))
+    assert refusal(validator, signed(lock("analytics", "Orders"), CONSUMER)) == (
+        "No permission for group:analytics: accessKey=consumer-key needs SUB, has DENY"
+    )
+    # PUB|SUB on the topic is not enough without the group
+    assert refusal(validator, signed(lock("billing", "Audit"), PRODUCER)) == (
+        "No permission for group:billing: accessKey=producer-key needs SUB, has DENY"
+    )

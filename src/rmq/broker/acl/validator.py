@@ -10,6 +10,16 @@ In order, for each request (``PlainAccessValidator.check``, run before its proce
 5. an admin request code and not an admin account: refused;
 6. each resource the request touches (``needed_resources``) checked against the account's
    permission for it, or its default topic / group permission: refused on the first one lacking.
+   The resources are read from the request's decoded header, cached on it for its processor
+   (``rmq.protocol.headers``): the check and the processor cannot see different topics.
+7. after its lookup, a processor asks for SUB on the topic of the message it found
+   (``require_sub``: VIEW_MESSAGE_BY_ID, CONSUMER_SEND_MSG_BACK), before answering any of it.
+
+Which request needs what follows RocketMQ 5.x's ACL 2.0 (DefaultAuthorizationContextBuilder) in the
+4.x file's terms: QUERY_MESSAGE needs SUB on its topic (and answers only that topic's messages);
+VIEW_MESSAGE_BY_ID SUB on the found message's topic; CONSUMER_SEND_MSG_BACK SUB on the group and on
+the message's original topic; INVOKE_BROKER_TO_RESET_OFFSET SUB on the group and the topic (or an
+admin account without lists); LOCK_BATCH_MQ / UNLOCK_BATCH_MQ SUB on the group and each topic.
 
 A refusal is NO_PERMISSION (16) with a remark naming the access key, the resource and the permission
 it lacks, as RocketMQ 5.x answers; 4.x answered SYSTEM_ERROR (1) with its AclException's text. Both
@@ -25,12 +35,22 @@ from typing import TYPE_CHECKING
 
 from rmq._service import ServiceThread
 from rmq.broker.acl.address import host_of
-from rmq.broker.acl.config import ANY, DENY, PUB, SUB, AclConfigError, PlainAclConfig, load_plain_acl, perm_name
+from rmq.broker.acl.config import (
+    ANY,
+    DENY,
+    PUB,
+    SUB,
+    AclConfigError,
+    PlainAccount,
+    PlainAclConfig,
+    load_plain_acl,
+    perm_name,
+)
 from rmq.errors import RequestRefused
-from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.net.codec import RemotingCommand
+from rmq.protocol import headers
 from rmq.protocol.acl import ACCESS_KEY, SIGNATURE, calc_signature, signature_content
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
 if TYPE_CHECKING:
@@ -52,11 +72,7 @@ ADMIN_CODES = frozenset(
 # The seconds between two looks at the file: a change takes effect within this (and a read).
 WATCH_INTERVAL = 0.5
 
-_SEND_CODES: dict[int, str] = {
-    RequestCode.SEND_MESSAGE: "topic",
-    RequestCode.SEND_MESSAGE_V2: "b",
-    RequestCode.SEND_BATCH_MESSAGE: "b",
-}
+_SEND_CODES = frozenset({RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE})
 
 
 def check_permission(needed: int, owned: int) -> bool:
@@ -69,10 +85,12 @@ def check_permission(needed: int, owned: int) -> bool:
 
 
 def needed_resources(request: RemotingCommand) -> dict[str, int]:
-    """What ``request`` touches and needs (PlainAccessValidator.parse): topic -> PUB or SUB, and
-    ``%RETRY%<group>`` -> SUB for a group. Requests not listed touch nothing: a valid signature is
-    enough for them (route and offset queries), or ``admin`` (ADMIN_CODES)."""
-    ext = request.ext_fields
+    """What ``request`` touches and needs (PlainAccessValidator.parse, scoped as RocketMQ 5.x's ACL
+    2.0 scopes them): topic -> PUB or SUB, and ``%RETRY%<group>`` -> SUB for a group. Read from the
+    request's decoded header (``rmq.protocol.headers``), the one its processor reads. Requests not
+    listed touch nothing: a valid signature is enough for them (route and offset queries), or
+    ``admin`` (ADMIN_CODES). VIEW_MESSAGE_BY_ID and CONSUMER_SEND_MSG_BACK touch a message's topic
+    too, known only once the processor found the message (``PlainAccessValidator.require_sub``)."""
     code = request.code
     needed: dict[str, int] = {}
 
@@ -85,27 +103,39 @@ def needed_resources(request: RemotingCommand) -> dict[str, int]:
             needed[retry_topic(group)] = SUB
 
     if code in _SEND_CODES:
-        topic = ext.get(_SEND_CODES[code])
+        topic = headers.send_header(request).topic
         # A send to a retry topic is a send back of its group's consumer, which needs SUB on the
         # group (4.x looks up the producer group's retry topic there instead: a slip this does not copy).
-        add(topic, SUB if topic and topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else PUB)
-    elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
-        add_group(ext.get("group"))
+        add(topic, SUB if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) else PUB)
     elif code == RequestCode.PULL_MESSAGE:
-        add(ext.get("topic"), SUB)
-        add_group(ext.get("consumerGroup"))
-    elif code == RequestCode.QUERY_MESSAGE:
-        add(ext.get("topic"), SUB)
+        pull = headers.pull_header(request)
+        add(pull.topic, SUB)
+        add_group(pull.consumer_group)
+    elif code in (RequestCode.UPDATE_CONSUMER_OFFSET, RequestCode.QUERY_CONSUMER_OFFSET):
+        offset = headers.consumer_offset_header(request)
+        add_group(offset.consumer_group)
+        add(offset.topic, SUB)
     elif code == RequestCode.HEART_BEAT:
-        for consumer in parse_heartbeat(body_bytes(request.body)).consumer_data_set:
+        for consumer in headers.heartbeat(request).consumer_data_set:
             add_group(consumer.group_name)
             for subscription in consumer.subscriptions:
                 add(subscription.topic, SUB)
+    elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
+        add_group(headers.send_back_header(request).group)
+    elif code == RequestCode.QUERY_MESSAGE:
+        add(headers.query_message_header(request).topic, SUB)
+    elif code == RequestCode.INVOKE_BROKER_TO_RESET_OFFSET:
+        # moving a group's offsets is consuming as that group (RocketMQ 5.x: UPDATE on both)
+        reset = headers.reset_offset_header(request)
+        add_group(reset.group)
+        add(reset.topic, SUB)
     elif code in (RequestCode.UNREGISTER_CLIENT, RequestCode.GET_CONSUMER_LIST_BY_GROUP):
-        add_group(ext.get("consumerGroup"))
-    elif code in (RequestCode.UPDATE_CONSUMER_OFFSET, RequestCode.QUERY_CONSUMER_OFFSET):
-        add_group(ext.get("consumerGroup"))
-        add(ext.get("topic"), SUB)
+        add_group(headers.client_header(request).consumer_group)
+    elif code in (RequestCode.LOCK_BATCH_MQ, RequestCode.UNLOCK_BATCH_MQ):
+        lock = headers.lock_batch(request)
+        add_group(lock.consumer_group)
+        for queue in lock.mqs:
+            add(queue.topic, SUB)
     return needed
 
 
@@ -132,10 +162,37 @@ class PlainAccessValidator:
         self.validate(host_of(channel.remote_address), request)
 
     def validate(self, host: str, request: RemotingCommand) -> None:
+        account = self._account_to_check(host, request)
+        if account is None:
+            return
+        access_key = account.access_key
+        expected = calc_signature(signature_content(request.ext_fields, request.body), account.secret_key)
+        if not hmac.compare_digest(expected, request.ext_fields.get(SIGNATURE, "")):
+            raise _refuse(f"Check signature failed for accessKey={access_key}: wrong secret key?")
+        needed = needed_resources(request)
+        # message traces may always be written (4.x skips the check for its trace topic)
+        if needed.get(self.trace_topic) == PUB:
+            return
+        if request.code in ADMIN_CODES and not account.admin:
+            raise _refuse(f"Need admin permission for request code={request.code}, but accessKey={access_key} is not")
+        self._require(account, needed)
+
+    def require_sub(self, channel: Channel, request: RemotingCommand, topic: str) -> None:
+        """Refuse (NO_PERMISSION) unless the account of ``request``, already checked, may SUB
+        ``topic`` (a ``%RETRY%<group>`` topic: the group): for what a processor finds only after
+        its lookup, the topic of the message a VIEW_MESSAGE_BY_ID or CONSUMER_SEND_MSG_BACK names
+        (RocketMQ 5.x's ACL 2.0 scoping). Call it before anything of the message is answered."""
+        account = self._account_to_check(host_of(channel.remote_address), request)
+        if account is not None:
+            self._require(account, {topic: SUB})
+
+    def _account_to_check(self, host: str, request: RemotingCommand) -> PlainAccount | None:
+        """Steps 1 to 3: None when the client's address lets the request through unchecked, else
+        the account whose key it carries; refused when there is none."""
         rules = self.rules
         for pattern in rules.global_white_remote_addresses:
             if pattern.match(host):
-                return
+                return None
         access_key = request.ext_fields.get(ACCESS_KEY)
         if not access_key:
             raise _refuse(
@@ -146,16 +203,11 @@ class PlainAccessValidator:
         if account is None:
             raise _refuse(f"No acl config for accessKey={access_key}")
         if account.white_remote_address.match(host):
-            return
-        expected = calc_signature(signature_content(request.ext_fields, request.body), account.secret_key)
-        if not hmac.compare_digest(expected, request.ext_fields.get(SIGNATURE, "")):
-            raise _refuse(f"Check signature failed for accessKey={access_key}: wrong secret key?")
-        needed = needed_resources(request)
-        # message traces may always be written (4.x skips the check for its trace topic)
-        if needed.get(self.trace_topic) == PUB:
-            return
-        if request.code in ADMIN_CODES and not account.admin:
-            raise _refuse(f"Need admin permission for request code={request.code}, but accessKey={access_key} is not")
+            return None
+        return account
+
+    @staticmethod
+    def _require(account: PlainAccount, needed: dict[str, int]) -> None:
         if not needed or (account.admin and not account.resource_perms):
             return
         for resource, perm in needed.items():
@@ -165,7 +217,7 @@ class PlainAccessValidator:
                 owned = account.default_group_perm if is_group else account.default_topic_perm
             if not check_permission(perm, owned):
                 raise _refuse(
-                    f"No permission for {_resource_text(resource)}: accessKey={access_key} needs "
+                    f"No permission for {_resource_text(resource)}: accessKey={account.access_key} needs "
                     f"{perm_name(perm)}, has {perm_name(owned)}"
                 )
 

@@ -44,7 +44,8 @@ from rmq.protocol.admin_body import (
     encode_with_mq_tables,
 )
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.fields import bool_field, int_field, str_field
+from rmq.protocol.fields import str_field
+from rmq.protocol.headers import reset_offset_header
 from rmq.protocol.message import SCHEDULE_TOPIC
 from rmq.protocol.message_queue import MessageQueue
 
@@ -246,10 +247,8 @@ class AdminBrokerProcessor(Processor):
         (ms; -1: the end). Without ``isForce`` an offset only moves back. Answers the new offsets."""
         self._refuse_on_slave()
         c = self.controller
-        ext = request.ext_fields
-        topic, group = str_field(ext, "topic"), str_field(ext, "group")
-        timestamp = int_field(ext, "timestamp")
-        force = bool_field(ext, "isForce", True)
+        header = reset_offset_header(request)  # the one the ACL check read
+        topic, group, timestamp, force = header.topic, header.group, header.timestamp, header.is_force
         config = self._topic_config(topic)
         committed = c.consumer_offset_manager.query_offsets(group, topic)
         online = c.client_manager.consumers.get_consumer_group_info(group)

@@ -22,8 +22,9 @@ from rmq.broker.processor.base import Processor, success
 from rmq.broker.subscription_filter import NOT_BUILT, Built, Key
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.protocol import headers
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.heartbeat import HeartbeatData, parse_heartbeat
+from rmq.protocol.heartbeat import HeartbeatData
 from rmq.protocol.message import retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.subscription import ExpressionType
@@ -50,13 +51,13 @@ class ClientManageProcessor(Processor):
         """``parsed``: the body parsed off the loop (a big one), when that hands the request back."""
         controller = self.controller
         if parsed is None:
-            body = body_bytes(request.body)
-            if len(body) <= HEARTBEAT_INLINE_BYTES:
-                heartbeat = parse_heartbeat(body)
+            body_size = len(body_bytes(request.body))
+            if body_size <= HEARTBEAT_INLINE_BYTES or request.cached_header is not None:
+                heartbeat = headers.heartbeat(request)  # parsed once, the ACL check's too
             else:
                 controller.subscription_filters.run_later(
-                    len(body),
-                    partial(parse_heartbeat, body),
+                    body_size,
+                    partial(headers.heartbeat, request),
                     lambda result, error: controller.server.answer_later(
                         channel, request, partial(self.heart_beat, parsed=(result, error))
                     ),
@@ -80,9 +81,9 @@ class ClientManageProcessor(Processor):
         return success(request)
 
     def unregister_client(self, channel, request: RemotingCommand):
-        ext = request.ext_fields
+        header = headers.client_header(request)
         changed = self.controller.client_manager.unregister_client(
-            ext.get("clientID", ""), ext.get("producerGroup") or None, ext.get("consumerGroup") or None
+            header.client_id, header.producer_group, header.consumer_group
         )
         for group in changed:
             self.controller.notify_consumer_ids_changed(group)

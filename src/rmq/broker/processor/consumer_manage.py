@@ -14,7 +14,8 @@ from rmq.broker.processor.base import Processor, success
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.fields import int_field, str_field
+from rmq.protocol.fields import malformed
+from rmq.protocol.headers import client_header, consumer_offset_header
 
 
 class ConsumerManageProcessor(Processor):
@@ -26,10 +27,8 @@ class ConsumerManageProcessor(Processor):
         }
 
     def query_consumer_offset(self, channel, request: RemotingCommand):
-        ext = request.ext_fields
-        group = str_field(ext, "consumerGroup")
-        topic = str_field(ext, "topic")
-        queue_id = int_field(ext, "queueId")
+        header = consumer_offset_header(request)
+        group, topic, queue_id = header.consumer_group, header.topic, header.queue_id
         offset = self.controller.consumer_offset_manager.query_offset(group, topic, queue_id)
         if offset >= 0:
             return success(request, {"offset": str(offset)})
@@ -43,11 +42,9 @@ class ConsumerManageProcessor(Processor):
         )
 
     def update_consumer_offset(self, channel, request: RemotingCommand):
-        ext = request.ext_fields
-        group = str_field(ext, "consumerGroup")
-        topic = str_field(ext, "topic")
-        queue_id = int_field(ext, "queueId")
-        offset = int_field(ext, "commitOffset")
+        header = consumer_offset_header(request)
+        group, topic, queue_id, offset = header.consumer_group, header.topic, header.queue_id, header.commit_offset
+        assert offset is not None, "UPDATE_CONSUMER_OFFSET's header has commitOffset"
         if queue_id < 0:
             raise RequestRefused(ResponseCode.SYSTEM_ERROR, f"cannot commit on queue {queue_id}: must be >= 0")
         if offset < 0:
@@ -59,7 +56,9 @@ class ConsumerManageProcessor(Processor):
         return success(request)
 
     def get_consumer_list_by_group(self, channel, request: RemotingCommand):
-        group = str_field(request.ext_fields, "consumerGroup")
+        group = client_header(request).consumer_group
+        if group is None:
+            raise malformed("consumerGroup", None, "a value")
         ids = self.controller.client_manager.consumers.consumer_ids(group)
         if not ids:
             return RemotingCommand.response_to(

@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from rmq.broker.processor.base import Handler, Processor, success
-from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode
-from rmq.protocol.message_queue import encode_lock_batch_result, parse_lock_batch_body
+from rmq.protocol.headers import lock_batch
+from rmq.protocol.message_queue import encode_lock_batch_result
 
 
 class LockProcessor(Processor):
@@ -17,11 +18,11 @@ class LockProcessor(Processor):
     def lock_batch(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """Body ``{"consumerGroup","clientId","mqSet"}`` -> ``{"lockOKMQSet"}``: the queues the client
         now holds (new, renewed, or lapsed from another client)."""
-        body = parse_lock_batch_body(body_bytes(request.body))
+        body = lock_batch(request)
         locked = self.controller.rebalance_lock_manager.try_lock_batch(body.consumer_group, body.mqs, body.client_id)
         return success(request, body=encode_lock_batch_result(locked))
 
     def unlock_batch(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
-        body = parse_lock_batch_body(body_bytes(request.body))
+        body = lock_batch(request)
         self.controller.rebalance_lock_manager.unlock_batch(body.consumer_group, body.mqs, body.client_id)
         return success(request)

@@ -57,7 +57,7 @@ from rmq.broker.subscription_filter import NOT_BUILT, Built, Key
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.fields import int_field, str_field
+from rmq.protocol.headers import DEFAULT_PULL_MAX_MSG_NUMS, pull_header
 from rmq.protocol.layout import REC_PHYSICALOFFSET
 from rmq.protocol.perm import is_readable
 from rmq.protocol.route import MASTER_ID
@@ -78,7 +78,7 @@ class PullSysFlag:
 
 
 # RocketMQ's maxTransferCountOnMessageInMemory / maxTransferBytesOnMessageInMemory.
-MAX_TRANSFER_COUNT = 32
+MAX_TRANSFER_COUNT = DEFAULT_PULL_MAX_MSG_NUMS
 MAX_TRANSFER_BYTES = 256 * 1024
 
 _NOT_FOUND_STATUSES = (GetMessageStatus.OFFSET_FOUND_NULL, GetMessageStatus.OFFSET_OVERFLOW_ONE)
@@ -160,16 +160,15 @@ class PullProcessor(Processor):
     # -- parsing and checks (before any read) --------------------------------------------------
 
     def _parse(self, channel, request: RemotingCommand, built: tuple[Key, Built] | None) -> ParkedPull | None:
-        ext = request.ext_fields
         controller = self.controller
-        group = str_field(ext, "consumerGroup")
-        topic = str_field(ext, "topic")
-        queue_id = int_field(ext, "queueId")
-        queue_offset = int_field(ext, "queueOffset")
-        max_msg_nums = int_field(ext, "maxMsgNums", MAX_TRANSFER_COUNT)
-        sys_flag = int_field(ext, "sysFlag", 0)
-        commit_offset = int_field(ext, "commitOffset", -1)
-        suspend_ms = int_field(ext, "suspendTimeoutMillis", 0)
+        header = pull_header(request)  # the one the ACL check read
+        group = header.consumer_group
+        topic = header.topic
+        queue_id = header.queue_id
+        queue_offset = header.queue_offset
+        sys_flag = header.sys_flag
+        commit_offset = header.commit_offset
+        suspend_ms = header.suspend_timeout_millis
 
         group_config = controller.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
@@ -194,8 +193,8 @@ class PullProcessor(Processor):
             )
 
         if sys_flag & PullSysFlag.SUBSCRIPTION:
-            sub_string = ext.get("subscription") or "*"
-            expression_type = ext.get("expressionType") or ExpressionType.TAG
+            sub_string = header.subscription or "*"
+            expression_type = header.expression_type or ExpressionType.TAG
         else:
             group_info = controller.client_manager.consumers
             subscription = group_info.find_subscription_data(group, topic)
@@ -241,7 +240,7 @@ class PullProcessor(Processor):
             topic,
             queue_id,
             queue_offset,
-            min(max(max_msg_nums, 1), MAX_TRANSFER_COUNT),
+            min(max(header.max_msg_nums, 1), MAX_TRANSFER_COUNT),
             tag_filter,
             timeout_ms,
             group_config.broker_id,

@@ -1,6 +1,10 @@
 """QUERY_MESSAGE (12): messages by key through the IndexFile; VIEW_MESSAGE_BY_ID (33): one message
 by CommitLog offset (the offset a broker msgId carries). Both answer with whole stored records,
 back to back, as a pull does; clients decode them themselves.
+
+Under aclEnable, as RocketMQ 5.x's ACL 2.0 scopes them: a query needs SUB on its topic (checked
+before, ``rmq.broker.acl``) and answers only that topic's messages; a view needs SUB on the topic
+of the message it finds, checked before any of it is answered.
 """
 
 from __future__ import annotations
@@ -11,15 +15,11 @@ from rmq.broker.processor.base import Handler, Processor, success
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.fields import bool_field, int_field, str_field
+from rmq.protocol.headers import DEFAULT_QUERY_MAX_NUM, query_message_header, view_message_header
+from rmq.protocol.record import decode_record
 
 # RocketMQ's maxMsgsNumBatch: no query returns more, whatever maxNum asks.
 QUERY_MAX_NUM_LIMIT = 64
-# defaultQueryMaxNum: what a query by client msgId (UNIQ_KEY) returns at most.
-DEFAULT_QUERY_MAX_NUM = 32
-# ext field a client sets when the key is a client msgId (MixAll.UNIQUE_MSG_QUERY_FLAG)
-UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
-INT64_MAX = 2**63 - 1
 
 
 class QueryMessageProcessor(Processor):
@@ -29,16 +29,15 @@ class QueryMessageProcessor(Processor):
     def query_message(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """{topic, key, maxNum, beginTimestamp, endTimestamp} -> the matching records, newest first;
         QUERY_NOT_FOUND when none. The index's hash collisions are weeded out by the store."""
-        ext = request.ext_fields
-        max_num = int_field(ext, "maxNum", DEFAULT_QUERY_MAX_NUM)
-        if bool_field(ext, UNIQUE_MSG_QUERY_FLAG):
-            max_num = DEFAULT_QUERY_MAX_NUM
+        header = query_message_header(request)  # the one the ACL check read
+        max_num = DEFAULT_QUERY_MAX_NUM if header.unique_key_query else header.max_num
+        # the store answers only messages of this topic: a key of another topic is not leaked
         result = self.controller.store.query_message(
-            str_field(ext, "topic"),
-            str_field(ext, "key"),
+            header.topic,
+            header.key,
             max(1, min(max_num, QUERY_MAX_NUM_LIMIT)),
-            int_field(ext, "beginTimestamp", 0),
-            int_field(ext, "endTimestamp", INT64_MAX),
+            header.begin_timestamp,
+            header.end_timestamp,
         )
         index = {
             "indexLastUpdateTimestamp": str(result.index_last_update_timestamp),
@@ -55,11 +54,14 @@ class QueryMessageProcessor(Processor):
 
     def view_message_by_id(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """{offset} (a CommitLog offset) -> the record stored there."""
-        offset = int_field(request.ext_fields, "offset")
+        offset = view_message_header(request).offset
         record = self.controller.store.look_message_by_offset(offset) if offset >= 0 else None
         if record is None:
             raise RequestRefused(
                 ResponseCode.SYSTEM_ERROR,
                 f"can not find message by the offset, {offset}: no stored record starts there",
             )
+        acl = self.controller.acl
+        if acl is not None:
+            acl.require_sub(channel, request, decode_record(record, check_crc=False).topic)
         return success(request, body=record)

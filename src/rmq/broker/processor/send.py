@@ -66,7 +66,7 @@ from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.batch import decode_batch
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
-from rmq.protocol.fields import INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, int_field, malformed
+from rmq.protocol.headers import SendHeader, send_header
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     NAME_VALUE_SEPARATOR,
@@ -81,7 +81,6 @@ from rmq.protocol.message import (
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from rmq.protocol.record import ipv4_to_int
-from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
 from rmq.protocol.transaction import PREPARED_MARK, is_prepared
 from rmq.store import MessageStore, PutMessageStatus
 
@@ -90,21 +89,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmq.broker")
 
-(
-    _GROUP,
-    _TOPIC,
-    _DEFAULT_TOPIC,
-    _DEFAULT_QUEUE_NUMS,
-    _QUEUE_ID,
-    _SYS_FLAG,
-    _BORN_TIMESTAMP,
-    _FLAG,
-    _PROPERTIES,
-    _RECONSUME_TIMES,
-    _UNIT_MODE,
-    _MAX_RECONSUME_TIMES,
-    _BATCH,
-) = range(len(LONG_KEYS))
 
 # Dead letters of a group go to one queue.
 DLQ_NUMS_PER_GROUP = 1
@@ -158,8 +142,6 @@ _PUT_OUTCOMES: dict[int, tuple[int, str | None]] = {
 
 # The hot path names plain ints: on Python 3.11 every use of an enum member is a class-attribute
 # lookup (~50 ns), and a send names several.
-_SEND_MESSAGE = int(RequestCode.SEND_MESSAGE)
-_SEND_BATCH_MESSAGE = int(RequestCode.SEND_BATCH_MESSAGE)
 # PUT_OK up to SLAVE_NOT_AVAILABLE: the message is stored (the others are degraded outcomes)
 _STORED_DEGRADED = int(PutMessageStatus.SLAVE_NOT_AVAILABLE)
 # _PUT_OUTCOMES as the reply needs it: status -> (code, remark, whether the reply says where the
@@ -249,42 +231,19 @@ class SendProcessor(Processor):
             return RemotingCommand.response_to(
                 request, ResponseCode.SERVICE_NOT_AVAILABLE, remark=service_not_available(self.store)
             )
-        ext = request.ext_fields
-        code = request.code
-        keys = LONG_KEYS if code == _SEND_MESSAGE else SHORT_KEYS
-        topic = ext.get(keys[_TOPIC])
-        if topic is None and keys is SHORT_KEYS and "topic" in ext:
-            keys = LONG_KEYS  # a client that sends long names with a V2 code
-            topic = ext.get("topic")
-        if not topic:
-            raise malformed(keys[_TOPIC], None, "a topic name")
-        batch = code == _SEND_BATCH_MESSAGE or ext.get(keys[_BATCH]) == "true"
-        try:  # the common case in one go; the field-by-field path names what is wrong
-            queue_id = request.ext_int(keys[_QUEUE_ID])
-            sys_flag = request.ext_int(keys[_SYS_FLAG], 0)
-            born_timestamp = request.ext_int(keys[_BORN_TIMESTAMP], 0)
-            flag = request.ext_int(keys[_FLAG], 0)
-            reconsume_times = request.ext_int(keys[_RECONSUME_TIMES], 0)
-            if not (
-                INT32_MIN <= queue_id <= INT32_MAX
-                and INT32_MIN <= sys_flag <= INT32_MAX
-                and INT32_MIN <= flag <= INT32_MAX
-                and INT32_MIN <= reconsume_times <= INT32_MAX
-                and INT64_MIN <= born_timestamp <= INT64_MAX
-            ):
-                raise ValueError("out of its Java type")  # the path below names the field
-        except (KeyError, ValueError):
-            queue_id = int_field(ext, keys[_QUEUE_ID])
-            sys_flag = int_field(ext, keys[_SYS_FLAG], 0)
-            born_timestamp = int_field(ext, keys[_BORN_TIMESTAMP], 0)
-            flag = int_field(ext, keys[_FLAG], 0)
-            reconsume_times = int_field(ext, keys[_RECONSUME_TIMES], 0)
-        properties = ext.get(keys[_PROPERTIES]) or ""
+        # the header the ACL check read, if it ran (rmq.protocol.headers)
+        header = send_header(request)
+        topic = header.topic
+        queue_id = header.queue_id
+        sys_flag = header.sys_flag
+        born_timestamp = header.born_timestamp
+        reconsume_times = header.reconsume_times
+        properties = header.properties
 
         # _check_topic's and _born_host's cache hits inline: on this path a call costs more than them
         topic_config = self._writable_topics.get(topic)
         if topic_config is None or self._topics_version != self.topics.data_version.counter:
-            topic_config = self._check_topic(channel, ext, keys, topic)
+            topic_config = self._check_topic(channel, header)
         if queue_id < 0:
             queue_id = random.randrange(max(1, topic_config.write_queue_nums))
         elif queue_id >= topic_config.write_queue_nums and queue_id >= topic_config.read_queue_nums:
@@ -297,7 +256,7 @@ class SendProcessor(Processor):
         born_host, born_port = self._born_hosts.get(remote_address) or self._born_host(remote_address)
         wait = self.waits and _NO_WAIT_MARK not in properties
 
-        if batch:
+        if header.batch:
             return self._send_batch(
                 channel, request, topic, queue_id, sys_flag, born_timestamp, born_host, born_port, properties, wait
             )
@@ -309,13 +268,13 @@ class SendProcessor(Processor):
                 f"message body is {len(body)} bytes, more than maxMessageSize {self.max_message_size}",
             )
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            topic, queue_id = self._retry_or_dlq(ext, keys, topic, queue_id, reconsume_times)
+            topic, queue_id = self._retry_or_dlq(header)
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 properties = _without_delay(properties)
         if PREPARED_MARK in properties and is_prepared(properties):  # a half message (rmq.broker.transaction)
             callback = self._durable_callback(channel, request, queue_id) if wait else None
             result = controller.transactions.prepare_message(
-                topic, queue_id, body, properties, sys_flag, born_timestamp, flag, reconsume_times,
+                topic, queue_id, body, properties, sys_flag, born_timestamp, header.flag, reconsume_times,
                 born_host, born_port, callback,
             )  # fmt: skip
             return self._answer_put(request, result, topic, queue_id)
@@ -338,7 +297,7 @@ class SendProcessor(Processor):
             props,
             sys_flag,
             born_timestamp,
-            flag,
+            header.flag,
             reconsume_times,
             born_host,
             born_port,
@@ -439,20 +398,22 @@ class SendProcessor(Processor):
 
         return on_durable
 
-    def _check_topic(self, channel, ext, keys, topic: str) -> TopicConfig:
+    def _check_topic(self, channel, header: SendHeader) -> TopicConfig:
         # The topic table changes rarely; its version says when the cached configs are stale.
         version = self.topics.data_version.counter
         if version != self._topics_version:
             self._topics_version = version
             self._writable_topics.clear()
+        topic = header.topic
         topic_config = self._writable_topics.get(topic)
         if topic_config is not None:
             return topic_config
-        topic_config = self._select_and_check_topic(channel, ext, keys, topic)
+        topic_config = self._select_and_check_topic(channel, header)
         self._writable_topics[topic] = topic_config
         return topic_config
 
-    def _select_and_check_topic(self, channel, ext, keys, topic: str) -> TopicConfig:
+    def _select_and_check_topic(self, channel, header: SendHeader) -> TopicConfig:
+        topic = header.topic
         topic_config = self.topics.select_topic_config(topic)
         if topic_config is None:
             reason = topic_error(topic)
@@ -464,11 +425,10 @@ class SendProcessor(Processor):
             )
         require_writeable_broker(self.controller)
         if topic_config is None:
-            default_topic = ext.get(keys[_DEFAULT_TOPIC]) or AUTO_CREATE_TOPIC_KEY_TOPIC
-            queue_nums = int_field(ext, keys[_DEFAULT_QUEUE_NUMS], 4)
+            default_topic = header.default_topic or AUTO_CREATE_TOPIC_KEY_TOPIC
             try:
                 topic_config = self.topics.create_topic_in_send_message(
-                    topic, default_topic, queue_nums, 0, channel.remote_address
+                    topic, default_topic, header.default_topic_queue_nums, 0, channel.remote_address
                 )
             except RequestRefused:
                 if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
@@ -480,18 +440,21 @@ class SendProcessor(Processor):
             )
         return topic_config
 
-    def _retry_or_dlq(self, ext, keys, topic: str, queue_id: int, reconsume_times: int) -> tuple[str, int]:
+    def _retry_or_dlq(self, header: SendHeader) -> tuple[str, int]:
         """A send straight to ``%RETRY%<group>`` (newer clients' consume-failure path): past the
         group's max reconsume times it goes to ``%DLQ%<group>`` (RocketMQ's handleRetryAndDLQ)."""
+        topic = header.topic
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         group_config = self.controller.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
             raise RequestRefused(
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group {group!r} does not exist"
             )
-        max_times = int_field(ext, keys[_MAX_RECONSUME_TIMES], group_config.retry_max_times)
-        if reconsume_times < max_times:
-            return topic, queue_id
+        max_times = header.max_reconsume_times
+        if max_times is None:
+            max_times = group_config.retry_max_times
+        if header.reconsume_times < max_times:
+            return topic, header.queue_id
         dlq = dlq_topic(group)
         self.topics.create_topic_in_send_message_back(dlq, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
         return dlq, 0

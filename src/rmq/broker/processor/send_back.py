@@ -12,6 +12,9 @@ SendMessageProcessor does:
 max is the request's maxReconsumeTimes, else the group's retryMaxTimes (16). The copy carries
 reconsumeTimes + 1, RETRY_TOPIC (the topic it was first sent to) and ORIGIN_MESSAGE_ID (the msgId
 of the first copy), so consumers see the original topic and id again.
+
+Under aclEnable (RocketMQ 5.x's ACL 2.0): SUB on the group, checked before (``rmq.broker.acl``), and
+SUB on the message's original topic (its RETRY_TOPIC, else its topic), checked once it is found.
 """
 
 from __future__ import annotations
@@ -30,7 +33,7 @@ from rmq.broker.processor.send import DLQ_NUMS_PER_GROUP
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.fields import int_field, str_field
+from rmq.protocol.headers import send_back_header
 from rmq.protocol.message import MessageProperty, dlq_topic, retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from rmq.protocol.record import decode_record
@@ -51,10 +54,8 @@ class SendBackProcessor(Processor):
         busy = c.send_processor.busy_answer(channel, request)
         if busy is not None:
             return busy
-        ext = request.ext_fields
-        group = str_field(ext, "group")
-        offset = int_field(ext, "offset")
-        delay_level = int_field(ext, "delayLevel", 0)
+        header = send_back_header(request)  # the one the ACL check read
+        group, offset, delay_level = header.group, header.offset, header.delay_level
         group_config = c.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
             raise RequestRefused(
@@ -71,12 +72,18 @@ class SendBackProcessor(Processor):
                 ResponseCode.SYSTEM_ERROR, f"look message by offset failed, {offset}: no stored message starts there"
             )
         message = decode_record(record, check_crc=False)
+        if c.acl is not None:
+            # ACL 2.0 scoping: handing a message back reads it again, as its group, from its topic
+            origin = message.properties.get(MessageProperty.RETRY_TOPIC) or message.topic
+            c.acl.require_sub(channel, request, origin)
 
         properties = dict(message.properties)
         properties.setdefault(MessageProperty.RETRY_TOPIC, message.topic)
         properties.setdefault(MessageProperty.ORIGIN_MESSAGE_ID, message.msg_id)
         properties.pop(MessageProperty.WAIT_STORE_MSG_OK, None)
-        max_reconsume_times = int_field(ext, "maxReconsumeTimes", group_config.retry_max_times)
+        max_reconsume_times = header.max_reconsume_times
+        if max_reconsume_times is None:
+            max_reconsume_times = group_config.retry_max_times
 
         if message.reconsume_times >= max_reconsume_times or delay_level < 0:
             topic = dlq_topic(group)
