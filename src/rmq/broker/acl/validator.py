@@ -18,7 +18,6 @@ make clients give up the request rather than wait.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 from typing import TYPE_CHECKING
@@ -28,7 +27,7 @@ from rmq.broker.acl.address import host_of
 from rmq.broker.acl.config import ANY, DENY, PUB, SUB, AclConfigError, PlainAclConfig, load_plain_acl, perm_name
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
-from rmq.protocol.acl import ACCESS_KEY, SIGNATURE, calc_signature, signature_content
+from rmq.protocol.acl import ACCESS_KEY, signature_matches
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.heartbeat import parse_heartbeat
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, retry_topic
@@ -147,8 +146,7 @@ class PlainAccessValidator:
             raise _refuse(f"No acl config for accessKey={access_key}")
         if account.white_remote_address.match(host):
             return
-        expected = calc_signature(signature_content(request.ext_fields, request.body), account.secret_key)
-        if not hmac.compare_digest(expected, request.ext_fields.get(SIGNATURE, "")):
+        if not signature_matches(request.ext_fields, request.body, account.secret_key):
             raise _refuse(f"Check signature failed for accessKey={access_key}: wrong secret key?")
         needed = needed_resources(request)
         # message traces may always be written (4.x skips the check for its trace topic)
