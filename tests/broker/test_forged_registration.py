@@ -10,14 +10,17 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
+import pytest
+
 from rmq.client.admin_client import AdminClient
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.route import MASTER_ID
 from tests.helpers import harness, wait_until
+from tests.helpers.broker import broker_settings
 from tests.helpers.failover import BROKER_NAME, FailoverPair
-from tests.helpers.processes import Cluster
-from tests.helpers.requests import route_request
+from tests.helpers.processes import Cluster, start_namesrv
+from tests.helpers.requests import route_request, send_request, update_topic_request
 
 TOPIC = "ForgeryTopic"
 AK, SK = "rmq-cluster", "cluster-secret-1234"
@@ -74,6 +77,32 @@ def test_with_credentials_the_forgery_is_refused_and_logged_once(spawn, tmp_path
         assert log.read_text(errors="replace").count("refused a write from 127.0.0.1") == 1
     finally:
         cluster.close()
+
+
+@pytest.mark.parametrize("credentials", [False, True], ids=["no-credentials", "credentials"])
+def test_a_master_never_fences_itself_on_an_answer_it_cannot_verify(spawn, client, tmp_path: Path, credentials):
+    """The forgery comes first: the name server routes the made-up master (epoch 2147483647) and
+    answers the real master's registrations 2000. Without a claim the real master can check with
+    the cluster secret (it has none, or the answer carries none), it keeps taking sends."""
+    _, namesrv = start_namesrv(spawn)
+    forged = client.invoke_sync(namesrv, harness.forged_master_registration("broker-a"), 3.0)
+    assert forged.code == ResponseCode.SUCCESS  # nobody holds the route yet: 4.x behaviour
+    settings = broker_settings(
+        tmp_path / "store", registerNameServerPeriod="1000", **(CREDENTIALS if credentials else {})
+    )
+    del settings["namesrvListenPort"]
+    argv = ["-m", "rmq.cli.broker", "-n", namesrv, "--log-level", "WARNING"]
+    for key, value in settings.items():
+        argv += ["--set", f"{key}={value}"]
+    log = tmp_path / "broker.log"
+    with open(log, "wb") as stderr:
+        proc = spawn(*argv, stderr=stderr)
+    harness.wait_listening(proc, int(settings["listenPort"]))
+    addr = f"127.0.0.1:{settings['listenPort']}"
+    wait_until(lambda: "not fencing" in log.read_text(errors="replace"), 10, "the unproven fencing answer logged")
+    assert client.invoke_sync(addr, update_topic_request(TOPIC), 3.0).code == ResponseCode.SUCCESS
+    answer = client.invoke_sync(addr, send_request(TOPIC, b"still a master"), 3.0)
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
 
 
 def test_a_topic_deleted_from_the_name_server_comes_back_at_the_next_registration(spawn, tmp_path: Path):
