@@ -178,6 +178,16 @@ def test_an_unsigned_master_never_displaces_a_live_one_whatever_its_epoch():
     assert register(m, "127.0.0.1:10911", now_ms=200_000).refused is None
 
 
+def test_an_unsigned_slave_never_takes_the_id_of_a_live_one():
+    m = RouteInfoManager()
+    register(m, "127.0.0.1:10911")
+    register(m, "127.0.0.1:20911", broker_id=1)
+    forged = register(m, "10.9.9.9:20911", broker_id=1)
+    assert forged.refused is not None and not forged.fenced and "live broker 127.0.0.1:20911" in forged.refused
+    assert m.broker_addr_table["broker-a"].broker_addrs == {0: "127.0.0.1:10911", 1: "127.0.0.1:20911"}
+    assert register(m, "10.9.9.9:20911", broker_id=1, signed=True).refused is None
+
+
 def test_a_live_broker_is_unregistered_only_by_itself_or_signed():
     m = RouteInfoManager()
     own = Peer("127.0.0.2:40000")

@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from rmq import _clock
+from rmq._log import RateLimitedLog
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.route import MASTER_ID, BrokerData, QueueData
 
@@ -72,6 +73,8 @@ class RouteInfoManager:
     def __init__(self, broker_channel_expired_ms: int = DEFAULT_BROKER_CHANNEL_EXPIRED_MS):
         self.broker_channel_expired_ms = broker_channel_expired_ms
         self._lock = threading.RLock()
+        # a forger repeating a refused registration must not flood the log
+        self._refusals = RateLimitedLog(log)
         # Encoded GET_ROUTEINFO_BY_TOPIC bodies. Clients ask every 30 s per topic while the tables
         # change only when brokers come, go or change configs, so every change clears this.
         self._route_cache: dict[str, bytes] = {}
@@ -111,7 +114,7 @@ class RouteInfoManager:
         data_version = wrapper.get("dataVersion") or {"timestamp": 0, "counter": 0}
         result = RegisterBrokerResult()
         with self._lock:
-            if broker_id == MASTER_ID and self._refuse_master(result, broker_name, broker_addr, epoch, signed, now_ms):
+            if self._refuse_displacement(result, broker_name, broker_id, broker_addr, epoch, signed, now_ms):
                 return result
             self._route_cache.clear()
             self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
@@ -164,25 +167,34 @@ class RouteInfoManager:
                     result.master_addr = master_addr
         return result
 
-    def _refuse_master(
+    def _refuse_displacement(
         self,
         result: RegisterBrokerResult,
         broker_name: str,
+        broker_id: int,
         broker_addr: str,
         epoch: int | None,
         signed: bool,
         now_ms: int,
     ) -> bool:
-        """Whether a master of ``broker_name`` at ``broker_addr`` may not take the route; if so,
-        ``result`` says why (and, when its epoch is not newer, which master holds the route)."""
+        """Whether broker ``broker_id`` of ``broker_name`` at ``broker_addr`` may not take its
+        route from another live address; if so, ``result`` says why (and, for a master whose epoch
+        is not newer, which master holds the route)."""
         broker_data = self.broker_addr_table.get(broker_name)
-        routed = broker_data.broker_addrs.get(MASTER_ID) if broker_data is not None else None
+        routed = broker_data.broker_addrs.get(broker_id) if broker_data is not None else None
         if routed is None or routed == broker_addr:
             return False
         live = self.broker_live_table.get(routed)
         if live is None or live.last_update_ms + self.broker_channel_expired_ms < now_ms:
             return False
-        if epoch is not None and live.epoch is not None and live.epoch >= epoch:
+        if broker_id != MASTER_ID:
+            if signed:
+                return False
+            result.refused = (
+                f"{broker_name} already has live broker {routed} with id {broker_id}: {broker_addr} is refused "
+                "that id until it is gone (unregistered, its connection closed or silent past the expiry)"
+            )
+        elif epoch is not None and live.epoch is not None and live.epoch >= epoch:
             result.refused = (
                 f"{broker_name} already has master {routed} in epoch {live.epoch}, and this one is in epoch "
                 f"{epoch}: a second master of one broker name is refused (restart it as a slave)"
@@ -199,7 +211,9 @@ class RouteInfoManager:
                 "connection closed or silent past the expiry); only a registration signed by the cluster "
                 "account (clusterAccessKey) with a newer epoch replaces a live master"
             )
-        log.warning("refused master %s of %s: %s", broker_addr, broker_name, result.refused)
+        self._refusals.warning(
+            (broker_name, broker_addr), "refused broker %s of %s: %s", broker_addr, broker_name, result.refused
+        )
         return True
 
     def _create_and_update_queue_data(self, broker_name: str, topic_config: dict[str, Any]) -> None:
