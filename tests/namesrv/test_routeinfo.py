@@ -212,8 +212,11 @@ def test_a_deleted_topic_comes_back_at_its_masters_next_registration():
     register(m, topics={"A": 4, "B": 2})
     m.delete_topic("A")
     assert m.get_all_topic_list() == ["B"]
+    # an Apache broker asks before registering: its data version is said to have changed
+    assert m.is_broker_topic_config_changed("127.0.0.1:10911", wrapper({}, 1)["dataVersion"])
     register(m, topics={"A": 4, "B": 2})  # the same data version
     assert m.get_all_topic_list() == ["A", "B"]
+    assert not m.is_broker_topic_config_changed("127.0.0.1:10911", wrapper({}, 1)["dataVersion"])
     assert m.pickup_topic_route("A")["queueDatas"][0]["writeQueueNums"] == 4
 
 

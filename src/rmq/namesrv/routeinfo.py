@@ -402,15 +402,21 @@ class RouteInfoManager:
             return sorted(t for t, queues in self.topic_queue_table.items() if names & queues.keys())
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
+        """Forget ``topic``'s queues (of one cluster's brokers). A master still serving it puts it
+        back at its next registration; an Apache broker, which registers only when QUERY_DATA_VERSION
+        says its data version changed, is told so."""
         with self._lock:
             self._route_cache.clear()
-            if not cluster_name:
-                self.topic_queue_table.pop(topic, None)
-                return
             queues = self.topic_queue_table.get(topic)
             if queues is None:
                 return
-            for broker_name in self.cluster_addr_table.get(cluster_name, set()):
-                queues.pop(broker_name, None)
+            names = set(queues) if not cluster_name else set(queues) & self.cluster_addr_table.get(cluster_name, set())
+            for broker_name in names:
+                del queues[broker_name]
+                broker_data = self.broker_addr_table.get(broker_name)
+                master = broker_data.broker_addrs.get(MASTER_ID) if broker_data is not None else None
+                live = self.broker_live_table.get(master) if master is not None else None
+                if live is not None:
+                    live.data_version = None
             if not queues:
                 del self.topic_queue_table[topic]
