@@ -15,7 +15,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from click.testing import CliRunner
 
+from rmq.cli.admin import main as admin_main
 from rmq.client.admin_client import AdminClient
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.route import MASTER_ID
@@ -93,8 +95,11 @@ def test_without_credentials_a_live_master_keeps_its_route_and_is_not_fenced(spa
     try:
         pair.start("ASYNC_MASTER")
         a, b = pair.master, pair.slave
+        promoted = CliRunner().invoke(
+            admin_main, ["broker", "promote", BROKER_NAME, "--broker-id", "1", "-n", pair.namesrv_addr]
+        )
+        assert promoted.exit_code == 1 and f"still routes {pair.addr(a)}" in promoted.output, promoted.output
         with AdminClient(pair.namesrv_addr) as admin:
-            admin.promote(BROKER_NAME, 1)
             assert admin.broker_addrs(BROKER_NAME)[MASTER_ID] == pair.addr(a)
             wait_until(lambda: "refused" in pair.log_path(b).read_text(errors="replace"), 10, f"{b} refused")
             assert pair.send(a, b"still the master") == ResponseCode.SUCCESS
