@@ -37,14 +37,18 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TypeVar
 
+import orjson
+
 from rmq.client.admin_client import AdminClient
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.net.codec_py import encode
 from rmq.net.frame import FLAG_ONEWAY
 from rmq.perf.cluster import free_port
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
+from rmq.protocol.crc import crc32
 from rmq.protocol.message import encode_properties
 from rmq.protocol.record import StoredMessage, decode_records
+from rmq.protocol.replica import REGISTER_EPOCH
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.send_header import V2
 
@@ -285,13 +289,14 @@ def wait_listening(proc: subprocess.Popen, port: int, timeout: float = START_TIM
     wait_until(listening, timeout, f"process {proc.pid} listening on {port}", interval=0.02)
 
 
-def start_namesrv(spawn, *args: str) -> tuple[subprocess.Popen, str]:
+def start_namesrv(spawn, *args: str, **popen) -> tuple[subprocess.Popen, str]:
     """``rmq-namesrv`` on a free port; (process, address) once it accepts connections. A name server
     that exits before listening while something else listens on its port is started again on
-    another port (its stderr is the test's, so the port is asked, not a log)."""
+    another port (its stderr may be the test's, so the port is asked, not a log). ``popen``: more
+    arguments of the process (``stderr=``, ``env=``)."""
     for attempt in range(1, PORT_ATTEMPTS + 1):
         port = free_port()
-        proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args)
+        proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args, **popen)
         try:
             wait_listening(proc, port)
         except AssertionError:
@@ -634,9 +639,11 @@ class SteadySender(ClientThread):
 
 
 class FailoverPair:
-    def __init__(self, spawn, root: Path, **extra: str):
+    def __init__(self, spawn, root: Path, namesrv_args: tuple[str, ...] = (), **extra: str):
+        """``extra``: settings of both brokers; ``namesrv_args``: options of the name server."""
         self.spawn = spawn
         self.root = root
+        self.namesrv_args = namesrv_args
         self.client = RemotingClient()
         self.namesrv_addr = ""
         base = {
@@ -676,7 +683,7 @@ class FailoverPair:
 
     def start(self, role: str = "SYNC_MASTER") -> FailoverPair:
         self.client.start()
-        _, self.namesrv_addr = start_namesrv(self.spawn)
+        _, self.namesrv_addr = start_namesrv(self.spawn, *self.namesrv_args)
         self.start_broker(self.master, role)
         answer = self.client.invoke_sync(self.addr(self.master), update_topic_request(TOPIC, QUEUES), 5)
         assert answer.code == ResponseCode.SUCCESS, answer.remark
@@ -761,3 +768,73 @@ class FailoverPair:
         converged_at = self.wait_converged()
         assert self.runtime(old)["epoch"] == str(promotion.epoch)
         return RoundReport(self.rounds, old, new, len(self.acked), promotion.epoch, *self.dropped(old), converged_at)
+
+
+# -- a forged name-server registration (issue 22, defect 1) ------------------------------------------
+
+# The epoch a forger claims: the largest a registration field can carry.
+FORGED_EPOCH = 2**31 - 1
+# Where the forged master claims to be: an address no broker of the test listens on.
+FORGED_ADDR = "127.0.0.1:1"
+
+
+def forged_master_registration(broker_name: str, cluster: str = "DefaultCluster") -> RemotingCommand:
+    """REGISTER_BROKER of a made-up master of ``broker_name`` in FORGED_EPOCH, unsigned, as anyone
+    who can reach the name server can send it."""
+    body = orjson.dumps(
+        {
+            "topicConfigSerializeWrapper": {"topicConfigTable": {}, "dataVersion": {"timestamp": 1, "counter": 1}},
+            "filterServerList": [],
+        }
+    )
+    ext = {
+        "brokerName": broker_name,
+        "brokerAddr": FORGED_ADDR,
+        "clusterName": cluster,
+        "haServerAddr": FORGED_ADDR,
+        "brokerId": str(MASTER_ID),
+        "compressed": "false",
+        "bodyCrc32": str(crc32(body)),
+        REGISTER_EPOCH: str(FORGED_EPOCH),
+    }
+    return RemotingCommand.request(RequestCode.REGISTER_BROKER, ext, body)
+
+
+@dataclasses.dataclass
+class ForgeReport:
+    seconds: float
+    forged: dict[int, int]  # answer code -> how many forged registrations got it
+    sends_ok: int
+    send_refusals: list[str]  # "code remark" of every send not stored
+    routes: list[dict[int, str]]  # the broker name's addresses, each time they changed (first included)
+
+
+def hold_forged_registration(
+    namesrv: str, broker_addr: str, broker_name: str, topic: str, seconds: float, interval: float = 0.5
+) -> ForgeReport:
+    """For ``seconds``: a forger repeats a forged master registration on one connection it holds
+    open, every ``interval``, while a producer sends to the real master one message at a time and
+    the routes of ``broker_name`` are read; what each saw."""
+    forged: dict[int, int] = {}
+    refusals: list[str] = []
+    routes: list[dict[int, str]] = []
+    sends_ok = 0
+    with RemotingClient(name="forger") as forger, RemotingClient(name="producer") as producer:
+        with AdminClient(namesrv, timeout=3.0) as admin:
+            started = time.monotonic()
+            next_forgery = started
+            while (now := time.monotonic()) < started + seconds:
+                if now >= next_forgery:
+                    answer = forger.invoke_sync(namesrv, forged_master_registration(broker_name), TIMEOUT)
+                    forged[answer.code] = forged.get(answer.code, 0) + 1
+                    next_forgery = now + interval
+                sent = call(producer, broker_addr, send_request(topic, b"during-forgery"))
+                if sent.code == ResponseCode.SUCCESS:
+                    sends_ok += 1
+                else:
+                    refusals.append(f"{sent.code} {sent.remark}")
+                route = admin.broker_addrs(broker_name)
+                if not routes or routes[-1] != route:
+                    routes.append(route)
+                time.sleep(0.02)
+    return ForgeReport(round(time.monotonic() - started, 1), forged, sends_ok, refusals, routes)

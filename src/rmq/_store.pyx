@@ -384,10 +384,15 @@ cdef class StoreCore:
         self._completes_commits = self.sync_flush or sync_master
 
     def fence(self):
-        """Refuse every put from now on (SERVICE_NOT_AVAILABLE): another master of this broker name
-        has a newer epoch, and writing here would fork the log. Only a restart (as a slave) ends it."""
+        """Refuse every put (SERVICE_NOT_AVAILABLE) until ``unfence``: another master of this broker
+        name has a newer epoch, and writing here would fork the log."""
         self.fenced = True
         self._writable = False
+
+    def unfence(self):
+        """Take puts again: the newer master is gone from the routes (``rmq.broker.role``)."""
+        self.fenced = False
+        self._writable = self.running and not self.slave and not self.disk_full
 
     def mark_disk_full(self, bint full):
         """Refuse puts (SERVICE_NOT_AVAILABLE) while ``full``, RocketMQ's ``makeDiskFull`` /

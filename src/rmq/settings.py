@@ -329,6 +329,8 @@ class Setting:
     default: Any
     help: str
     section: str = ""
+    # a value never printed (``rmq-broker -p`` shows it masked)
+    secret: bool = False
 
     @property
     def attr(self) -> str:
@@ -522,11 +524,14 @@ _section(
     "broker",
     Setting("clusterAccessKey", Text(optional=True), None,
             "the cluster account's access key: name-server writes are signed with it, and a slave proves "
-            "it to its master's HA port"),
-    Setting("clusterSecretKey", Text(optional=True), None, "the cluster account's secret key (clusterAccessKey)"),
+            "it to its master's HA port; it also turns epoch fencing on (a master fences itself only on a "
+            "newer master's claim signed with the cluster secret)"),
+    Setting("clusterSecretKey", Text(optional=True), None, "the cluster account's secret key (clusterAccessKey)",
+            secret=True),
     Setting("clusterAuthMode", Choice(ClusterAuthMode), ClusterAuthMode.ENFORCING,
             "with cluster credentials: enforcing refuses unsigned cluster writes; permissive takes them "
-            "and logs each (for an upgrade, until every process has the credentials)"),
+            "and logs each (the upgrade path: give every process the credentials in permissive mode, "
+            "then turn every name server and master to enforcing)"),
 )
 
 # TLS (rmq.net.tls). RocketMQ 4.x reads these as system properties: tls.enable, tls.server.mode,
@@ -655,7 +660,9 @@ def parse_set_options(options: Iterable[str]) -> dict[str, str]:
 
 def setting(key: str) -> Any:
     """A dataclass field of a SettingsView: the declared setting ``key``, with its default."""
-    return dataclasses.field(default=SETTINGS[key].default, metadata={"setting": SETTINGS[key]})
+    declared = SETTINGS[key]
+    # a secret stays out of the config's repr, and so out of any log line or traceback showing it
+    return dataclasses.field(default=declared.default, metadata={"setting": declared}, repr=not declared.secret)
 
 
 _View = TypeVar("_View", bound="SettingsView")

@@ -5,7 +5,9 @@ from __future__ import annotations
 from click.testing import CliRunner
 
 from rmq.cli.admin import main
+from tests.helpers import wait_until
 from tests.helpers.acl import start_acl_cluster
+from tests.helpers.processes import Cluster
 
 RULES = """\
 accounts:
@@ -50,3 +52,30 @@ def test_rmq_admin_signs_with_its_keys_and_only_an_admin_account_creates_topics(
         assert code == 2 and "--access-key and --secret-key go together" in output
     finally:
         cluster.close()
+
+
+def test_rmq_admin_signs_name_server_writes_with_the_cluster_account(spawn, tmp_path):
+    """A name server with cluster credentials takes rmq-admin's topic deletion only signed by the
+    cluster account, given as --access-key / --secret-key."""
+    store = tmp_path / "store"
+    store.mkdir()
+    cluster = Cluster(spawn, store)
+    cluster.settings.update(clusterAccessKey="rmq-cluster", clusterSecretKey="cluster-secret")
+    cluster.start("--cluster-access-key", "rmq-cluster", env={"RMQ_CLUSTER_SECRET_KEY": "cluster-secret"})
+    try:
+        cluster.create_topic("Doomed")
+        wait_until(lambda: "Doomed" in admin_output(cluster, "topic", "list")[1], 5, "the topic routed")
+        code, output = admin_output(cluster, "topic", "delete", "Doomed")
+        assert code != 0 and "NO_PERMISSION" in output and "must be signed by the cluster account" in output
+        code, output = admin_output(
+            cluster, "topic", "delete", "Doomed", "--access-key", "rmq-cluster", "--secret-key", "cluster-secret"
+        )
+        assert code == 0, output
+        assert "Doomed" not in admin_output(cluster, "topic", "list")[1]
+    finally:
+        cluster.close()
+
+
+def admin_output(cluster: Cluster, *args: str) -> tuple[int, str]:
+    result = CliRunner().invoke(main, [*args, "-n", cluster.namesrv_addr])
+    return result.exit_code, result.output

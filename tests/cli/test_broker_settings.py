@@ -99,8 +99,18 @@ def test_print_config_shows_every_setting_and_where_it_came_from(tmp_path):
     assert rows["haListenPort"] == ("20912", "derived")  # listenPort + 1, as RocketMQ
     assert rows["slaveTimeout"] == ("3000", "default")
     assert rows["storePathRootDir"] == (str(tmp_path / "store"), "default")
+    assert rows["clusterSecretKey"] == ("", "default")  # unset: nothing to mask
     assert len(rows) > 40
     assert list(tmp_path.iterdir()) == [conf], "printing the settings starts nothing"
+
+
+def test_print_config_masks_the_cluster_secret(tmp_path):
+    result = run_broker(
+        "--set", "clusterAccessKey=rmq-cluster", "--set", "clusterSecretKey=s3cret-value", "-p", home=tmp_path
+    )
+    assert result.returncode == 0, result.stderr
+    assert "s3cret-value" not in result.stdout + result.stderr
+    assert "clusterSecretKey=******" in result.stdout and "clusterAccessKey=rmq-cluster" in result.stdout
 
 
 def test_the_two_broker_set_conf_files_fit_on_one_machine():

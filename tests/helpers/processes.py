@@ -52,9 +52,10 @@ class Cluster:
         self.broker_addr = f"{LOOPBACK}:{self.broker_port}"
         self.namesrv_addr = ""
 
-    def start(self) -> Cluster:
+    def start(self, *namesrv_args: str, **namesrv_popen) -> Cluster:
+        """``namesrv_args``, ``namesrv_popen``: options and process arguments of the name server."""
         self.client.start()
-        self.namesrv_proc, self.namesrv_addr = start_namesrv(self.spawn)
+        self.namesrv_proc, self.namesrv_addr = start_namesrv(self.spawn, *namesrv_args, **namesrv_popen)
         self.start_broker()
         return self
 

@@ -19,7 +19,7 @@ from typing import Any
 from rmq.errors import ConfigError
 from rmq.net.server import ConnectionLimits
 from rmq.net.tls import TlsServerOptions, server_context
-from rmq.protocol.acl import ClusterAuthMode
+from rmq.protocol.acl import ClusterAuthMode, SessionCredentials
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.tls import TlsMode
 from rmq.settings import BrokerRole, LoadedSettings, MetricsExporterType, SettingsView, load_settings, setting
@@ -119,6 +119,13 @@ class BrokerConfig(SettingsView):
                 f"{self.tls_server_key_path}: {exc}"
             ) from None
         return TlsServerOptions(context, TlsMode(self.tls_server_mode.value))
+
+    def cluster_credentials(self) -> SessionCredentials | None:
+        """The cluster account (clusterAccessKey / clusterSecretKey) its name-server writes are
+        signed with, or None."""
+        if not (self.cluster_access_key and self.cluster_secret_key):
+            return None
+        return SessionCredentials(self.cluster_access_key, self.cluster_secret_key)
 
     def connection_limits(self) -> ConnectionLimits:
         """What the remoting servers (the broker's, the embedded name server's) allow a connection."""

@@ -145,7 +145,9 @@ class BrokerController:
         self.flush_rounds: FlushRoundKicker | None = None
         self._complete_commits_on_loop()
         self.namesrv_client = RemotingClient(name="rmq-broker-namesrv-client")
-        self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
+        self.namesrv_api = NamesrvApi(
+            self.namesrv_client, self.config.register_broker_timeout_mills, self.config.cluster_credentials()
+        )
         self.scheduler = Scheduler("rmq-broker-scheduler")
         # a slave copies its master's metadata (the master's address comes with registrations)
         self.slave_sync = SlaveSynchronize(self, self.namesrv_client, self.scheduler.run_soon)

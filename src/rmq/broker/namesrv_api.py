@@ -4,6 +4,8 @@ with an Apache name server as well as with rmq's.
 
     REGISTER_BROKER extFields: brokerName, brokerAddr, clusterName, haServerAddr, brokerId,
                                compressed ("false"), bodyCrc32; a master adds its epoch (rmq's)
+                               and, with cluster credentials, its masterClaim to that epoch;
+                               with cluster credentials, AccessKey and Signature (plain ACL)
     body: {"topicConfigSerializeWrapper": {"topicConfigTable": {...}, "dataVersion": {...}},
            "filterServerList": []}
 
@@ -24,6 +26,7 @@ import orjson
 
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
+from rmq.protocol.acl import MASTER_CLAIM, SessionCredentials, master_claim
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.crc import crc32
 from rmq.protocol.replica import REGISTER_EPOCH
@@ -32,9 +35,18 @@ log = logging.getLogger("rmq.broker")
 
 
 class NamesrvApi:
-    def __init__(self, client: RemotingClient, timeout_ms: int):
+    def __init__(self, client: RemotingClient, timeout_ms: int, credentials: SessionCredentials | None = None):
+        """``credentials``: the cluster account every write is signed with (the client itself
+        signs nothing: it also asks the master broker for its epochs and metadata)."""
         self.client = client
         self.timeout = timeout_ms / 1000
+        self.credentials = credentials
+
+    def _request(self, code: int, ext: dict[str, str], body: bytes = b"") -> RemotingCommand:
+        ext = dict(ext)
+        if self.credentials is not None:
+            self.credentials.sign(ext, body)
+        return RemotingCommand.request(code, ext, body)
 
     def register_all(
         self,
@@ -65,9 +77,13 @@ class NamesrvApi:
         }
         if epoch is not None:
             ext[REGISTER_EPOCH] = str(epoch)  # a master's term; Apache name servers ignore it
+            if self.credentials is not None:
+                ext[MASTER_CLAIM] = master_claim(
+                    self.credentials.secret_key, cluster_name, broker_name, broker_addr, epoch
+                )
         futures = []
         for addr in namesrv_addrs:
-            request = RemotingCommand.request(RequestCode.REGISTER_BROKER, dict(ext), body)
+            request = self._request(RequestCode.REGISTER_BROKER, ext, body)
             future = self.client.invoke_async(addr, request, self.timeout)
             future.add_done_callback(functools.partial(_log_outcome, "register with", addr))
             if on_answer is not None:
@@ -89,9 +105,7 @@ class NamesrvApi:
         }
         futures = []
         for addr in namesrv_addrs:
-            future = self.client.invoke_async(
-                addr, RemotingCommand.request(RequestCode.UNREGISTER_BROKER, dict(ext)), self.timeout
-            )
+            future = self.client.invoke_async(addr, self._request(RequestCode.UNREGISTER_BROKER, ext), self.timeout)
             future.add_done_callback(functools.partial(_log_outcome, "unregister from", addr))
             futures.append(future)
         concurrent.futures.wait(futures, self.timeout + 1)

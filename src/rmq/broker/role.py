@@ -11,9 +11,15 @@ controller: an operator, or a script, decides who is promoted).
                               within one route refresh
     fetch_master_epochs()     the slave's HA client asks it before every connection: GET_EPOCH_TABLE
                               (9102) to the master the name servers named (``masterAddr``)
-    on_register_answer        a master's REGISTER_BROKER answered CONTROLLER_FENCED_MASTER_EPOCH:
-                              another master of its name has a newer epoch; the store refuses every
-                              put from then on (split brain would fork the log), until a restart
+    on_register_answer        a master's REGISTER_BROKER answered CONTROLLER_FENCED_MASTER_EPOCH
+                              with the routed master's claim to a newer epoch, and the claim checks
+                              out with this broker's cluster secret: the store refuses every put
+                              (split brain would fork the log) until every name server that fenced
+                              it takes its registration again (that master is gone from the routes)
+
+Fencing needs cluster credentials (clusterAccessKey / clusterSecretKey): without them no answer can
+prove a newer master, and a master never fences itself on a name server's word (4.x has no fencing
+at all), or one forged registration would stop it.
 
 The role is runtime only: a promoted broker restarted with its broker.conf comes back in the role
 written there (a former master is restarted as a SLAVE and reconciles its log with its successor's).
@@ -21,13 +27,16 @@ written there (a former master is restarted as a SLAVE and reconciles its log wi
 
 from __future__ import annotations
 
+import hmac
 import logging
 import threading
 from typing import TYPE_CHECKING
 
+from rmq._log import RateLimitedLog
 from rmq.broker.config import BrokerRole
 from rmq.errors import RemotingError, ResponseError
 from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.protocol.acl import ROUTED_MASTER_ADDR, ROUTED_MASTER_CLAIM, ROUTED_MASTER_EPOCH, master_claim
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.replica import EpochTable
 from rmq.protocol.route import MASTER_ID
@@ -47,6 +56,9 @@ class RoleSwitch:
     def __init__(self, controller: BrokerController):
         self.controller = controller
         self._lock = threading.Lock()
+        # the name servers whose last answer fenced this master with a claim that checked out
+        self._fenced_by: set[str] = set()
+        self._unproven = RateLimitedLog(log)
 
     # -- a slave: its master's epochs ------------------------------------------------------------
 
@@ -106,14 +118,66 @@ class RoleSwitch:
     def on_register_answer(self, namesrv_addr: str, response: RemotingCommand) -> None:
         """A master's registration was answered (the name-server client's loop thread)."""
         store = self.controller.store
-        if response.code != ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH or store.fenced:
+        if response.code == ResponseCode.SUCCESS:
+            with self._lock:
+                if namesrv_addr not in self._fenced_by:
+                    return
+                self._fenced_by.discard(namesrv_addr)
+                if self._fenced_by or not store.fenced:
+                    return
+                store.unfence()
+            log.warning(
+                "name server %s routes broker %s at %s as master again (no newer master of its name is "
+                "routed any more): taking sends again",
+                namesrv_addr,
+                self.controller.config.broker_name,
+                self.controller.broker_addr,
+            )
             return
-        store.fence()
+        if response.code != ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH:
+            return
+        unproven = self._unproven_reason(response)
+        if unproven is not None:
+            self._unproven.warning(
+                namesrv_addr,
+                "name server %s refused broker %s as master (%s), but %s: not fencing",
+                namesrv_addr,
+                self.controller.broker_addr,
+                response.remark,
+                unproven,
+            )
+            return
+        with self._lock:
+            self._fenced_by.add(namesrv_addr)
+            if store.fenced:
+                return
+            store.fence()
         log.error(
-            "name server %s refused broker %s at %s as master: %s. Refusing every send from now on; "
-            "restart this broker as a slave (brokerRole=SLAVE, brokerId>0) to rejoin",
+            "name server %s refused broker %s at %s as master: %s. Refusing every send until no name server "
+            "routes that master any more; restart this broker as a slave (brokerRole=SLAVE, brokerId>0) to rejoin",
             namesrv_addr,
             self.controller.config.broker_name,
             self.controller.broker_addr,
             response.remark,
         )
+
+    def _unproven_reason(self, response: RemotingCommand) -> str | None:
+        """Why a fencing answer does not prove a newer master of this broker's name, or None."""
+        c = self.controller
+        credentials = c.config.cluster_credentials()
+        if credentials is None:
+            return "this broker has no cluster credentials (clusterAccessKey/clusterSecretKey) to check the answer with"
+        ext = response.ext_fields or {}
+        addr, epoch_text, claim = (ext.get(k) for k in (ROUTED_MASTER_ADDR, ROUTED_MASTER_EPOCH, ROUTED_MASTER_CLAIM))
+        if not (addr and epoch_text and claim):
+            return "the answer names no master with a signed claim to its epoch"
+        try:
+            epoch = int(epoch_text)
+        except ValueError:
+            return f"the routed master's epoch {epoch_text!r} is not a number"
+        if addr == c.broker_addr or epoch <= c.store.epoch:
+            return f"the routed master {addr} in epoch {epoch} is not newer than this one (epoch {c.store.epoch})"
+        expected = master_claim(credentials.secret_key, c.config.broker_cluster_name, c.config.broker_name, addr, epoch)
+        if not hmac.compare_digest(expected, claim):
+            return f"the claim of {addr} to epoch {epoch} was not made with this cluster's secret (clusterSecretKey)"
+        return None

@@ -35,6 +35,7 @@ from rmq.protocol.codes import ResponseCode
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, perm_to_string
 from rmq.protocol.record import StoredMessage
 from rmq.protocol.replica import DEFAULT_RANGE_SIZE
+from rmq.protocol.route import MASTER_ID
 from rmq.settings import Invalid, Size
 
 EXIT_FAILED = 1
@@ -687,8 +688,18 @@ def broker_ha_verify(admin: AdminClient, as_json: bool, broker_name: str, range_
 def broker_promote(admin: AdminClient, as_json: bool, broker_name: str, broker_id: int, role: str) -> None:
     """Make slave --broker-id of BROKER its master now, with a new epoch: it stops replicating, takes
     sends and registers as master, so clients move to it within one route refresh. Restart the old
-    master as a slave (brokerRole=SLAVE, brokerId>0): it drops what the new master never had."""
+    master as a slave (brokerRole=SLAVE, brokerId>0): it drops what the new master never had.
+    Without cluster credentials a master that still runs keeps its route: then this says so and
+    exits 1 (the promoted one takes the route once the old master is gone)."""
     promotion = admin.promote(broker_name, broker_id, role)
+    routed = admin.broker_addrs(broker_name).get(MASTER_ID)
+    if routed != promotion.addr:
+        raise AdminError(
+            f"{promotion.addr} was promoted (epoch {promotion.epoch}), but the name server still routes "
+            f"{routed or 'no broker'} as the master of {broker_name}: a live master keeps its route unless the "
+            "promoted broker's registration is signed by the cluster account (clusterAccessKey). Stop the old "
+            "master, and the promoted one takes the route at its next registration"
+        )
     emit(
         as_json,
         dataclasses.asdict(promotion),

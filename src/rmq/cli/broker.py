@@ -28,7 +28,7 @@ import click
 from rmq.broker.config import BrokerConfig, load_broker_settings
 from rmq.broker.controller import BrokerController
 from rmq.errors import ConfigError, RmqError
-from rmq.namesrv import NameServer, NamesrvConfig
+from rmq.namesrv import ClusterAuth, NameServer, NamesrvConfig
 from rmq.protocol.tls import TlsMode
 from rmq.settings import SETTINGS, LoadedSettings, parse_set_options
 from rmq.store import MessageStoreConfig
@@ -75,7 +75,10 @@ class BrokerStartup:
             if tls is not None:
                 tls = dataclasses.replace(tls, mode=TlsMode.PERMISSIVE)
             namesrv_config = NamesrvConfig(
-                listen_port=config.namesrv_listen_port, tls=tls, limits=config.connection_limits()
+                listen_port=config.namesrv_listen_port,
+                tls=tls,
+                limits=config.connection_limits(),
+                cluster_auth=embedded_cluster_auth(config),
             )
             self.namesrv = NameServer(namesrv_config).start()
             config.namesrv_addr = self.namesrv.address
@@ -100,6 +103,14 @@ class BrokerStartup:
         self.shutdown()
 
 
+def embedded_cluster_auth(config: BrokerConfig) -> ClusterAuth | None:
+    """The embedded name server checks writes with its broker's cluster account, if it has one."""
+    credentials = config.cluster_credentials()
+    if credentials is None:
+        return None
+    return ClusterAuth(credentials.access_key, credentials.secret_key, config.cluster_auth_mode)
+
+
 class SettingsRefused(click.ClickException):
     """A setting that cannot be used: one line, exit code 2 (a usage error), no traceback."""
 
@@ -115,6 +126,8 @@ def print_config(loaded: LoadedSettings, configs: tuple[BrokerConfig, MessageSto
     for key, declared in SETTINGS.items():
         value = effective.get(key, declared.format(declared.default))
         source = loaded.source(key)
+        if declared.secret and value:
+            value = "******"
         if key not in loaded.values and value != declared.format(declared.default):
             source = "derived"  # brokerIP1 from the host or the embedded name server
         rows.append((f"{key}={value}", source))

@@ -9,9 +9,10 @@ import threading
 
 import click
 
-from rmq.namesrv import NameServer, NamesrvConfig
+from rmq.namesrv import ClusterAuth, NameServer, NamesrvConfig
 from rmq.net.server import LISTEN_BACKLOG, ConnectionLimits
 from rmq.net.tls import TlsServerOptions, server_context
+from rmq.protocol.acl import ClusterAuthMode
 from rmq.protocol.tls import TlsMode
 
 
@@ -76,6 +77,26 @@ from rmq.protocol.tls import TlsMode
     help="permissive: TLS and plain clients on one port; enforcing: TLS only.",
 )
 @click.option(
+    "--cluster-access-key",
+    default=None,
+    help="The cluster account (the brokers' clusterAccessKey): registrations, unregistrations and topic "
+    "deletions must be signed by it (plain ACL); reads stay open. Needs --cluster-secret-key.",
+)
+@click.option(
+    "--cluster-secret-key",
+    envvar="RMQ_CLUSTER_SECRET_KEY",
+    default=None,
+    help="The cluster account's secret (or the RMQ_CLUSTER_SECRET_KEY environment variable, kept out of ps).",
+)
+@click.option(
+    "--cluster-auth-mode",
+    default=ClusterAuthMode.ENFORCING.value,
+    show_default=True,
+    type=click.Choice([m.value for m in ClusterAuthMode]),
+    help="With --cluster-access-key: enforcing refuses unsigned writes; permissive takes them and logs "
+    "who sent them (an upgrade: give every broker and rmq-admin the credentials, then enforce).",
+)
+@click.option(
     "--log-level",
     default="INFO",
     show_default=True,
@@ -93,6 +114,9 @@ def main(
     tls_cert: str | None,
     tls_key: str | None,
     tls_mode: str,
+    cluster_access_key: str | None,
+    cluster_secret_key: str | None,
+    cluster_auth_mode: str,
     log_level: str,
 ) -> None:
     """Run an rmq name server: brokers register here and clients ask it for topic routes."""
@@ -104,6 +128,13 @@ def main(
             tls = TlsServerOptions(server_context(tls_cert, tls_key), TlsMode(tls_mode))
         except (OSError, ssl.SSLError) as exc:
             raise click.UsageError(f"cannot load --tls-cert {tls_cert} with --tls-key {tls_key}: {exc}") from None
+    cluster_auth = None
+    if cluster_access_key or cluster_secret_key:
+        if not (cluster_access_key and cluster_secret_key):
+            raise click.UsageError(
+                "--cluster-access-key and --cluster-secret-key (or RMQ_CLUSTER_SECRET_KEY) go together"
+            )
+        cluster_auth = ClusterAuth(cluster_access_key, cluster_secret_key, ClusterAuthMode(cluster_auth_mode))
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -115,6 +146,7 @@ def main(
         broker_channel_expired_ms=int(broker_expired * 1000),
         tls=tls,
         limits=ConnectionLimits(idle_timeout, max_connections, frame_timeout, backlog),
+        cluster_auth=cluster_auth,
     )
     server = NameServer(config).start()
     click.echo(f"rmq-namesrv listening on {host}:{server.port}", err=True)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
+from rmq.namesrv.auth import ClusterAuth
 from rmq.namesrv.processor import NamesrvProcessor
 from rmq.namesrv.routeinfo import DEFAULT_BROKER_CHANNEL_EXPIRED_MS, RouteInfoManager
 from rmq.net.server import ConnectionLimits, RemotingServer
@@ -17,7 +18,7 @@ from rmq.net.tls import TlsServerOptions
 
 log = logging.getLogger("rmq.namesrv")
 
-__all__ = ["NameServer", "NamesrvConfig", "RouteInfoManager"]
+__all__ = ["ClusterAuth", "NameServer", "NamesrvConfig", "RouteInfoManager"]
 
 
 @dataclass
@@ -31,6 +32,8 @@ class NamesrvConfig:
     tls: TlsServerOptions | None = None
     # idle and frame timeouts, maximum connections (an embedded one takes its broker's settings)
     limits: ConnectionLimits = ConnectionLimits()
+    # the cluster account that signs writes (rmq.namesrv.auth); None: writes are taken unsigned
+    cluster_auth: ClusterAuth | None = None
 
 
 class NameServer:
@@ -39,7 +42,7 @@ class NameServer:
     def __init__(self, config: NamesrvConfig | None = None):
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(self.config.broker_channel_expired_ms)
-        self.processor = NamesrvProcessor(self.route_info)
+        self.processor = NamesrvProcessor(self.route_info, self.config.cluster_auth)
         self.server = RemotingServer(
             self.config.listen_host,
             self.config.listen_port,

@@ -11,9 +11,11 @@ from typing import Any
 
 import orjson
 
+from rmq.namesrv.auth import ClusterAuth, Verdict
 from rmq.namesrv.routeinfo import RouteInfoManager
 from rmq.net.channel import Handler
 from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.protocol.acl import MASTER_CLAIM, ROUTED_MASTER_ADDR, ROUTED_MASTER_CLAIM, ROUTED_MASTER_EPOCH
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.crc import crc32
 from rmq.protocol.fields import BadRequest, bool_field, int_field, json_body, str_field
@@ -21,8 +23,11 @@ from rmq.protocol.replica import REGISTER_EPOCH
 
 
 class NamesrvProcessor:
-    def __init__(self, route_info: RouteInfoManager):
+    def __init__(self, route_info: RouteInfoManager, auth: ClusterAuth | None = None):
+        """``auth``: the cluster account writes must be signed by (None: every write is taken,
+        unsigned, as a 4.x name server takes it)."""
         self.route_info = route_info
+        self.auth = auth
         self.handlers: dict[int, Handler] = {
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,
@@ -34,7 +39,13 @@ class NamesrvProcessor:
             RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic,
         }
 
+    def _verdict(self, channel: Any, request: RemotingCommand) -> Verdict:
+        return Verdict() if self.auth is None else self.auth.check(channel, request)
+
     def register_broker(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        verdict = self._verdict(channel, request)
+        if verdict.refused is not None:
+            return RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark=verdict.refused)
         body = body_bytes(request.body)
         expected_crc = int_field(request.ext_fields, "bodyCrc32", 0)
         if expected_crc and crc32(body) != expected_crc:
@@ -63,12 +74,21 @@ class NamesrvProcessor:
             filter_server_list=filter_servers if isinstance(filter_servers, list) else None,
             channel=channel,
             epoch=int_field(request.ext_fields, REGISTER_EPOCH, None),
+            signed=verdict.signed,
+            claim=str_field(request.ext_fields, MASTER_CLAIM, None),
         )
-        if result.refused is not None:
-            return RemotingCommand.response_to(
-                request, ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH, remark=result.refused
-            )
+        if result.refused is not None and not result.fenced:
+            return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark=result.refused)
         ext = {}
+        if result.fenced:
+            # the routed master as it registered: the refused one checks its claim before fencing
+            ext[ROUTED_MASTER_ADDR] = str(result.routed_addr)
+            ext[ROUTED_MASTER_EPOCH] = str(result.routed_epoch)
+            if result.routed_claim is not None:
+                ext[ROUTED_MASTER_CLAIM] = result.routed_claim
+            return RemotingCommand.response_to(
+                request, ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH, remark=result.refused, ext_fields=ext
+            )
         if result.ha_server_addr is not None:
             ext["haServerAddr"] = result.ha_server_addr
         if result.master_addr is not None:
@@ -76,12 +96,19 @@ class NamesrvProcessor:
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, ext_fields=ext)
 
     def unregister_broker(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
-        self.route_info.unregister_broker(
+        verdict = self._verdict(channel, request)
+        if verdict.refused is not None:
+            return RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark=verdict.refused)
+        refused = self.route_info.unregister_broker(
             str_field(request.ext_fields, "clusterName"),
             str_field(request.ext_fields, "brokerAddr"),
             str_field(request.ext_fields, "brokerName"),
             int_field(request.ext_fields, "brokerId"),
+            channel=channel,
+            signed=verdict.signed,
         )
+        if refused is not None:
+            return RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark=refused)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
 
     def query_data_version(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
@@ -125,6 +152,11 @@ class NamesrvProcessor:
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=orjson.dumps({"topicList": topics}))
 
     def delete_topic(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        """Open without cluster credentials, as in 4.x: a topic its master still serves comes back
+        at the master's next registration (``RouteInfoManager.register_broker``)."""
+        verdict = self._verdict(channel, request)
+        if verdict.refused is not None:
+            return RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark=verdict.refused)
         ext = request.ext_fields
         self.route_info.delete_topic(str_field(ext, "topic"), str_field(ext, "clusterName", None))
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)

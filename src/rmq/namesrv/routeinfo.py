@@ -20,6 +20,7 @@ from typing import Any
 import orjson
 
 from rmq import _clock
+from rmq._log import RateLimitedLog
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.route import MASTER_ID, BrokerData, QueueData
 
@@ -36,14 +37,28 @@ class BrokerLiveInfo:
     ha_server_addr: str
     # a master's term (rmq brokers send it; None from Apache brokers and from slaves)
     epoch: int | None = None
+    # its claim to that term (rmq.protocol.acl.master_claim), passed on to a master refused for it
+    claim: str | None = None
 
 
 @dataclass
 class RegisterBrokerResult:
     ha_server_addr: str | None = None
     master_addr: str | None = None
-    # why a master was refused (another master of its name has the same or a newer epoch)
+    # why a master was refused (another live master of its name holds the route); nothing recorded
     refused: str | None = None
+    # refused for a routed master of the same or a newer epoch (CONTROLLER_FENCED_MASTER_EPOCH), and
+    # that master as it registered: the refused one fences itself only if the claim checks out
+    fenced: bool = False
+    routed_addr: str | None = None
+    routed_epoch: int | None = None
+    routed_claim: str | None = None
+
+
+def _host(address: str) -> str:
+    """The host of ``host:port``."""
+    host, sep, _port = address.rpartition(":")
+    return host.strip("[]") if sep else address
 
 
 def _same_data_version(a: dict[str, Any] | None, b: dict[str, Any] | None) -> bool:
@@ -58,6 +73,8 @@ class RouteInfoManager:
     def __init__(self, broker_channel_expired_ms: int = DEFAULT_BROKER_CHANNEL_EXPIRED_MS):
         self.broker_channel_expired_ms = broker_channel_expired_ms
         self._lock = threading.RLock()
+        # a forger repeating a refused registration must not flood the log
+        self._refusals = RateLimitedLog(log)
         # Encoded GET_ROUTEINFO_BY_TOPIC bodies. Clients ask every 30 s per topic while the tables
         # change only when brokers come, go or change configs, so every change clears this.
         self._route_cache: dict[str, bytes] = {}
@@ -81,22 +98,24 @@ class RouteInfoManager:
         channel: Any = None,
         now_ms: int | None = None,
         epoch: int | None = None,
+        signed: bool = False,
+        claim: str | None = None,
     ) -> RegisterBrokerResult:
         """Record a broker's (re-)registration; a master's topic configs update the queue table.
 
-        A master that gives its ``epoch`` is refused (``result.refused``, nothing recorded) while
-        another live master of its name has the same or a newer one: two masters of one name would
-        fork the log. A newer epoch replaces the routed master (a promoted slave)."""
+        While a live master of its name (registered within the expiry, its connection open) holds
+        the route, a master at another address is refused (``result.refused``, nothing recorded):
+        two masters of one name would fork the log, and one unauthenticated frame must not move a
+        route. Only a ``signed`` registration (checked with the cluster's credentials) of a newer
+        ``epoch`` replaces it (a promoted slave); one of the same or an older epoch is answered
+        with the routed master's claim (``result.fenced``)."""
         now_ms = _clock.now_ms() if now_ms is None else now_ms
         wrapper = topic_config_wrapper or {}
         data_version = wrapper.get("dataVersion") or {"timestamp": 0, "counter": 0}
         result = RegisterBrokerResult()
         with self._lock:
-            if broker_id == MASTER_ID and epoch is not None:
-                result.refused = self._newer_master(broker_name, broker_addr, epoch)
-                if result.refused is not None:
-                    log.warning("refused master %s of %s: %s", broker_addr, broker_name, result.refused)
-                    return result
+            if self._refuse_displacement(result, broker_name, broker_id, broker_addr, epoch, signed, now_ms):
+                return result
             self._route_cache.clear()
             self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
             broker_data = self.broker_addr_table.get(broker_name)
@@ -112,14 +131,19 @@ class RouteInfoManager:
             broker_data.broker_addrs[broker_id] = broker_addr
             register_first = register_first or old_addr is None
 
-            if broker_id == MASTER_ID and (
-                register_first or self.is_broker_topic_config_changed(broker_addr, data_version)
-            ):
+            if broker_id == MASTER_ID:
+                changed = register_first or self.is_broker_topic_config_changed(broker_addr, data_version)
                 for topic_config in (wrapper.get("topicConfigTable") or {}).values():
-                    self._create_and_update_queue_data(broker_name, topic_config)
+                    # a topic deleted here (DELETE_TOPIC_IN_NAMESRV) that its master still serves
+                    # comes back, though the master's data version did not change (RocketMQ 5.x)
+                    queues = self.topic_queue_table.get(topic_config["topicName"])
+                    if changed or queues is None or broker_name not in queues:
+                        self._create_and_update_queue_data(broker_name, topic_config)
 
             previous = self.broker_live_table.get(broker_addr)
-            self.broker_live_table[broker_addr] = BrokerLiveInfo(now_ms, data_version, channel, ha_server_addr, epoch)
+            self.broker_live_table[broker_addr] = BrokerLiveInfo(
+                now_ms, data_version, channel, ha_server_addr, epoch, claim
+            )
             if previous is None:
                 log.info(
                     "new broker registered: %s (%s, cluster %s, id %d) HA %s",
@@ -143,19 +167,54 @@ class RouteInfoManager:
                     result.master_addr = master_addr
         return result
 
-    def _newer_master(self, broker_name: str, broker_addr: str, epoch: int) -> str | None:
-        """Why a master of ``broker_name`` at ``broker_addr`` in ``epoch`` may not be routed, or None."""
+    def _refuse_displacement(
+        self,
+        result: RegisterBrokerResult,
+        broker_name: str,
+        broker_id: int,
+        broker_addr: str,
+        epoch: int | None,
+        signed: bool,
+        now_ms: int,
+    ) -> bool:
+        """Whether broker ``broker_id`` of ``broker_name`` at ``broker_addr`` may not take its
+        route from another live address; if so, ``result`` says why (and, for a master whose epoch
+        is not newer, which master holds the route)."""
         broker_data = self.broker_addr_table.get(broker_name)
-        routed = broker_data.broker_addrs.get(MASTER_ID) if broker_data is not None else None
+        routed = broker_data.broker_addrs.get(broker_id) if broker_data is not None else None
         if routed is None or routed == broker_addr:
-            return None
+            return False
         live = self.broker_live_table.get(routed)
-        if live is None or live.epoch is None or live.epoch < epoch:
-            return None
-        return (
-            f"{broker_name} already has master {routed} in epoch {live.epoch}, and this one is in epoch "
-            f"{epoch}: a second master of one broker name is refused (restart it as a slave)"
+        if live is None or live.last_update_ms + self.broker_channel_expired_ms < now_ms:
+            return False
+        if broker_id != MASTER_ID:
+            if signed:
+                return False
+            result.refused = (
+                f"{broker_name} already has live broker {routed} with id {broker_id}: {broker_addr} is refused "
+                "that id until it is gone (unregistered, its connection closed or silent past the expiry)"
+            )
+        elif epoch is not None and live.epoch is not None and live.epoch >= epoch:
+            result.refused = (
+                f"{broker_name} already has master {routed} in epoch {live.epoch}, and this one is in epoch "
+                f"{epoch}: a second master of one broker name is refused (restart it as a slave)"
+            )
+            result.fenced = True
+            result.routed_addr, result.routed_epoch, result.routed_claim = routed, live.epoch, live.claim
+        elif signed and epoch is not None:
+            return False  # a promoted slave, vouched for by the cluster's credentials
+        else:
+            result.refused = (
+                f"{broker_name} already has live master {routed}"
+                + (f" in epoch {live.epoch}" if live.epoch is not None else "")
+                + f": master {broker_addr} (epoch {epoch}) is refused until it is gone (unregistered, its "
+                "connection closed or silent past the expiry); only a registration signed by the cluster "
+                "account (clusterAccessKey) with a newer epoch replaces a live master"
+            )
+        self._refusals.warning(
+            (broker_name, broker_addr), "refused broker %s of %s: %s", broker_addr, broker_name, result.refused
         )
+        return True
 
     def _create_and_update_queue_data(self, broker_name: str, topic_config: dict[str, Any]) -> None:
         topic = topic_config["topicName"]
@@ -191,8 +250,27 @@ class RouteInfoManager:
             if live is not None:
                 live.last_update_ms = _clock.now_ms() if now_ms is None else now_ms
 
-    def unregister_broker(self, cluster_name: str, broker_addr: str, broker_name: str, broker_id: int) -> None:
+    def unregister_broker(
+        self,
+        cluster_name: str,
+        broker_addr: str,
+        broker_name: str,
+        broker_id: int,
+        channel: Any = None,
+        signed: bool = False,
+    ) -> str | None:
+        """Forget a broker; why not (nothing changed), or None. Over the wire (``channel`` given),
+        a live broker is forgotten only on a ``signed`` request or one from its own connection or
+        host: anyone else could take a master's routes away until its next registration."""
         with self._lock:
+            live = self.broker_live_table.get(broker_addr)
+            if live is not None and channel is not None and not signed and live.channel is not channel:
+                source = _host(getattr(channel, "remote_address", ""))
+                if source != _host(broker_addr):
+                    return (
+                        f"broker {broker_addr} is registered and live, and this request comes from {source} "
+                        "on another connection: a broker unregisters itself (from its own connection or host)"
+                    )
             self._route_cache.clear()
             removed = self.broker_live_table.pop(broker_addr, None)
             log.info(
@@ -204,9 +282,10 @@ class RouteInfoManager:
             )
             self.filter_server_table.pop(broker_addr, None)
             broker_data = self.broker_addr_table.get(broker_name)
-            if broker_data is None:
-                return
-            broker_data.broker_addrs.pop(broker_id, None)
+            # the id is another broker's now (a promoted slave's): it stays routed
+            if broker_data is None or broker_data.broker_addrs.get(broker_id) != broker_addr:
+                return None
+            del broker_data.broker_addrs[broker_id]
             if not broker_data.broker_addrs:
                 del self.broker_addr_table[broker_name]
                 names = self.cluster_addr_table.get(cluster_name)
@@ -215,6 +294,7 @@ class RouteInfoManager:
                     if not names:
                         del self.cluster_addr_table[cluster_name]
                 self._remove_topics_of(broker_name)
+        return None
 
     # -- expiry ---------------------------------------------------------------------------------
 
@@ -322,15 +402,21 @@ class RouteInfoManager:
             return sorted(t for t, queues in self.topic_queue_table.items() if names & queues.keys())
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
+        """Forget ``topic``'s queues (of one cluster's brokers). A master still serving it puts it
+        back at its next registration; an Apache broker, which registers only when QUERY_DATA_VERSION
+        says its data version changed, is told so."""
         with self._lock:
             self._route_cache.clear()
-            if not cluster_name:
-                self.topic_queue_table.pop(topic, None)
-                return
             queues = self.topic_queue_table.get(topic)
             if queues is None:
                 return
-            for broker_name in self.cluster_addr_table.get(cluster_name, set()):
-                queues.pop(broker_name, None)
+            names = set(queues) if not cluster_name else set(queues) & self.cluster_addr_table.get(cluster_name, set())
+            for broker_name in names:
+                del queues[broker_name]
+                broker_data = self.broker_addr_table.get(broker_name)
+                master = broker_data.broker_addrs.get(MASTER_ID) if broker_data is not None else None
+                live = self.broker_live_table.get(master) if master is not None else None
+                if live is not None:
+                    live.data_version = None
             if not queues:
                 del self.topic_queue_table[topic]

@@ -45,6 +45,15 @@ class ClusterAuthMode(str, enum.Enum):
     ENFORCING = "enforcing"
 
 
+# REGISTER_BROKER's extField with a master's claim to its epoch (``master_claim``), and the fields
+# of the name server's CONTROLLER_FENCED_MASTER_EPOCH answer that name the routed master: only that
+# claim, checked with the cluster secret by the refused master itself, makes a master fence itself.
+MASTER_CLAIM = "masterClaim"
+ROUTED_MASTER_ADDR = "routedMasterAddr"
+ROUTED_MASTER_EPOCH = "routedMasterEpoch"
+ROUTED_MASTER_CLAIM = "routedMasterClaim"
+
+
 def _java_order(key: str) -> bytes:
     # Java compares strings by UTF-16 code unit; big-endian UTF-16 bytes compare the same way.
     return key.encode("utf-16-be", "surrogatepass")
@@ -64,6 +73,20 @@ def calc_signature(content: bytes, secret_key: str) -> str:
     """base64(HMAC-SHA1(secret_key, content)), as ``AclSigner.calSignature``."""
     digest = hmac.new(secret_key.encode("utf-8"), content, hashlib.sha1).digest()
     return base64.b64encode(digest).decode("ascii")
+
+
+def signature_matches(ext_fields: Mapping[str, str], body: Buffer | Iterable[Buffer], secret_key: str) -> bool:
+    """Whether ``ext_fields`` carry the Signature ``secret_key`` makes over them and ``body``."""
+    expected = calc_signature(signature_content(ext_fields, body), secret_key)
+    return hmac.compare_digest(expected, ext_fields.get(SIGNATURE, ""))
+
+
+def master_claim(secret_key: str, cluster: str, broker_name: str, broker_addr: str, epoch: int) -> str:
+    """What only a holder of the cluster secret can say: "``broker_addr`` is the master of
+    ``broker_name`` in ``cluster`` in ``epoch``". A name server passes it on unchanged, so a master
+    it refuses can check the evidence itself instead of trusting whoever sent a registration."""
+    content = f"{cluster}|{broker_name}|{broker_addr}|{epoch}".encode()
+    return base64.b64encode(hmac.new(secret_key.encode("utf-8"), content, hashlib.sha256).digest()).decode("ascii")
 
 
 @dataclasses.dataclass(frozen=True)

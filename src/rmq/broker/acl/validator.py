@@ -28,7 +28,6 @@ make clients give up the request rather than wait.
 
 from __future__ import annotations
 
-import hmac
 import logging
 import os
 from typing import TYPE_CHECKING
@@ -49,7 +48,7 @@ from rmq.broker.acl.config import (
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol import headers
-from rmq.protocol.acl import ACCESS_KEY, SIGNATURE, calc_signature, signature_content
+from rmq.protocol.acl import ACCESS_KEY, signature_matches
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
@@ -166,8 +165,7 @@ class PlainAccessValidator:
         if account is None:
             return
         access_key = account.access_key
-        expected = calc_signature(signature_content(request.ext_fields, request.body), account.secret_key)
-        if not hmac.compare_digest(expected, request.ext_fields.get(SIGNATURE, "")):
+        if not signature_matches(request.ext_fields, request.body, account.secret_key):
             raise _refuse(f"Check signature failed for accessKey={access_key}: wrong secret key?")
         needed = needed_resources(request)
         # message traces may always be written (4.x skips the check for its trace topic)

@@ -225,7 +225,8 @@ class SendProcessor(Processor):
                 ResponseCode.SERVICE_NOT_AVAILABLE,
                 remark=f"service not available now: broker {self.broker_config.broker_name} at "
                 f"{controller.broker_addr} was refused as master by the name servers (another master "
-                f"of that name has a newer epoch than its {self.store.epoch}): restart it as a slave",
+                f"of that name has a newer epoch than its {self.store.epoch}): send to the routed master, "
+                "or restart this one as a slave",
             )
         if self.store.disk_full:
             return RemotingCommand.response_to(
