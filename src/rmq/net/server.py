@@ -14,12 +14,16 @@ the connection stays open either way. A connection whose bytes cannot be framed 
 stream cannot be trusted past them), with one log line, and nobody else notices.
 
 What a connection may take is ``ConnectionLimits`` (the broker's settings
-serverChannelMaxIdleTimeSeconds, serverMaxConnections, serverFrameTimeoutSeconds): one idle longer
+serverChannelMaxIdleTimeSeconds, serverMaxConnections, serverFrameTimeoutSeconds,
+serverMaxPendingWriteBytes): one idle longer
 than the idle timeout is closed, as RocketMQ's IdleStateHandler closes it; so is one whose frame (or
 TLS handshake) began longer ago than the frame timeout and is still incomplete, a client trickling a
 byte a second being busy but not idle. Past the maximum a new connection is accepted and closed at
 once (counted in ``connections_refused``, logged once per 10 s at most), so a flood of connects can
 neither take the descriptors the broker's own files need nor slow the clients already served.
+A connection whose peer does not read its answers is no longer read past max_pending_output unsent
+bytes; past serverMaxPendingWriteBytes over all connections, those holding the most are no longer
+read (``rmq.net.channel.OutputAccount``); each is read again once it drained half of it.
 Unless given one, the server starts its own loop thread; docs/threads.md lists each, and who stops it.
 """
 
@@ -37,8 +41,10 @@ from typing import Any
 
 from rmq.net.channel import (
     MAX_PENDING_OUTPUT_DEFAULT,
+    MAX_PENDING_OUTPUT_TOTAL_DEFAULT,
     Channel,
     Endpoint,
+    OutputAccount,
     format_address,
 )
 from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
@@ -133,6 +139,9 @@ class ConnectionLimits:
     #: connections the kernel completes and queues for accept (RocketMQ's serverSocketBacklog;
     #: the kernel caps it at net.core.somaxconn)
     backlog: int = LISTEN_BACKLOG
+    #: bytes of unsent answers of all connections together past which those holding the most are
+    #: no longer read (serverMaxPendingWriteBytes; rmq.net.channel.OutputAccount); None: no bound
+    max_pending_output_total: int | None = MAX_PENDING_OUTPUT_TOTAL_DEFAULT
 
 
 class RemotingServer(Endpoint):
@@ -163,6 +172,7 @@ class RemotingServer(Endpoint):
         )
         self._refusals = ConnectionRefusals(self.max_connections)
         self.max_pending_output = max_pending_output
+        self._output_account = OutputAccount(limits.max_pending_output_total)
         self._owns_loop = loop is None
         self.loop = loop or EventLoop(name=name or f"rmq-server-{port}")
         self._listener: socket.socket | None = None
@@ -185,6 +195,11 @@ class RemotingServer(Endpoint):
     def connections_refused(self) -> int:
         """Connections closed at once because max_connections were open (since the server started)."""
         return self._refusals.count
+
+    @property
+    def pending_output(self) -> int:
+        """Bytes of answers queued on all connections and not yet taken by the kernel."""
+        return self._output_account.total
 
     @property
     def port(self) -> int:
@@ -285,6 +300,7 @@ class RemotingServer(Endpoint):
             options: dict[str, Any] = {
                 "max_frame_size": self.max_frame_size,
                 "max_pending_output": self.max_pending_output,
+                "output_account": self._output_account,
             }
             if self.tls is None:
                 channel = Channel(self.loop, sock, self, format_address(address), **options)
