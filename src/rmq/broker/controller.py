@@ -144,6 +144,9 @@ class BrokerController:
         self.namesrv_client = RemotingClient(name="rmq-broker-namesrv-client")
         self.namesrv_api = NamesrvApi(self.namesrv_client, self.config.register_broker_timeout_mills)
         self.scheduler = Scheduler("rmq-broker-scheduler")
+        # CommitLog digests (ha-verify) hash for a while: not on the thread registration and offset
+        # persistence run on (rmq.broker.processor.replica)
+        self.digest_worker = Scheduler("rmq-broker-digest")
         # a slave copies its master's metadata (the master's address comes with registrations)
         self.slave_sync = SlaveSynchronize(self, self.namesrv_client, self.scheduler.run_soon)
         self.schedule_message_service = ScheduleMessageService(self)
@@ -249,6 +252,7 @@ class BrokerController:
             self.check_disk()
             if self.metrics is not None:
                 self.metrics.start()
+            self.digest_worker.start()
             self.server.start()
             if self.acl_watcher is not None:
                 self.acl_watcher.start()
@@ -316,6 +320,7 @@ class BrokerController:
             self.acl_watcher.shutdown()
         self.server.loop.run_and_wait(self.pull_hold.shutdown)
         self.server.shutdown()
+        self.digest_worker.shutdown()  # after the server: no request can queue a digest any more
         self.namesrv_client.shutdown()
         # before the store: the last delivered offsets are published, then the store flushes them
         self.schedule_message_service.shutdown()
