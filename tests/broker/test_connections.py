@@ -191,7 +191,7 @@ def test_connections_that_never_read_are_held_to_the_total_bound_and_a_reader_se
     """Sixteen connections pipeline pulls and never read the answers (some 38 MiB each): the broker
     stops reading them once all its unsent answers pass serverMaxPendingWriteBytes, its memory stays
     near that bound instead of 16 times 8 MiB, a client beside them is served, and a connection that
-    reads at last gets every answer it asked for."""
+    reads at last gets every answer it asked for. Once they leave, the memory comes back."""
     settings = broker_settings(store_dir, serverMaxPendingWriteBytes=f"{PENDING_BOUND_MIB}m")
     proc, addr = start_broker_process(spawn, settings)
     port = int(settings["listenPort"])
@@ -219,6 +219,11 @@ def test_connections_that_never_read_are_held_to_the_total_bound_and_a_reader_se
     finally:
         for conn in non_readers:
             conn.close()
+    wait_until(
+        lambda: process_status(proc.pid)["RssAnon"] - baseline < growth / 2,
+        10,
+        lambda: f"the broker's memory given back once they left: +{process_status(proc.pid)['RssAnon'] - baseline} KiB",
+    )
 
 
 def _with_opaque(request: RemotingCommand, opaque: int) -> RemotingCommand:

@@ -29,6 +29,7 @@ Unless given one, the server starts its own loop thread; docs/threads.md lists e
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import logging
 import resource
@@ -61,6 +62,12 @@ RESERVED_DESCRIPTORS = 256
 _SCAN_MAX_INTERVAL = 1.0
 _ACCEPT_RETRY_SECONDS = 0.1
 _REFUSAL_LOG_INTERVAL = 10.0
+# The allocator keeps what the answers of connections that did not read took, once they leave: glibc
+# trims its heap only past a threshold it raises after each large block freed (up to 64 MiB), and
+# 16 such connections left 24 of their 37 MiB behind. malloc_trim hands it back; it is glibc's
+# (None elsewhere: musl, macOS), and costs well under a millisecond, twice a second at most.
+_malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+_TRIM_DELAY = 0.5
 
 
 def open_file_limit_connections() -> int | None:
@@ -178,6 +185,7 @@ class RemotingServer(Endpoint):
         self._listener: socket.socket | None = None
         self._channels: set[Channel] = set()
         self._scan: PeriodicHandle | None = None
+        self._trim: TimerHandle | None = None
         self._lock = threading.Lock()
 
     # -- the loop's services, for processors and the roles built on the server ----------------
@@ -272,6 +280,9 @@ class RemotingServer(Endpoint):
         if self._scan is not None:
             self._scan.cancel()
             self._scan = None
+        if self._trim is not None:
+            self._trim.cancel()
+            self._trim = None
         listener, self._listener = self._listener, None
         if listener is not None:
             self.loop.remove_handler(listener.fileno())
@@ -319,7 +330,15 @@ class RemotingServer(Endpoint):
 
     def _channel_closed(self, channel: Channel) -> None:
         self._channels.discard(channel)
+        if not channel._reading and _malloc_trim is not None and self._trim is None:
+            # it left with its answers unread: they were freed, give the memory back (once for a crowd)
+            self._trim = self.loop.call_later(_TRIM_DELAY, self._release_memory)
         super()._channel_closed(channel)
+
+    def _release_memory(self) -> None:
+        self._trim = None
+        assert _malloc_trim is not None
+        _malloc_trim(0)
 
     def _close_stalled_channels(self) -> None:
         """Close the connections idle too long, and those whose frame has been incomplete too long
