@@ -546,8 +546,9 @@ _section(
 )
 
 # Connections (rmq.net.server). serverChannelMaxIdleTimeSeconds is RocketMQ's NettyServerConfig key,
-# read from broker.conf as RocketMQ reads it; RocketMQ (4.x and 5.x) has no connection maximum and no
-# timeout for a frame that never completes: those two keys are rmq's.
+# read from broker.conf as RocketMQ reads it; RocketMQ (4.x and 5.x) has no connection maximum, no
+# timeout for a frame that never completes and no bound on all connections' unsent answers (only
+# Netty's per-channel write-buffer water marks): those keys are rmq's.
 _section(
     "broker",
     Setting("serverChannelMaxIdleTimeSeconds", Int(0), 120,
@@ -561,6 +562,10 @@ _section(
     Setting("serverFrameTimeoutSeconds", Int(0), 60,
             "seconds a frame (or a TLS handshake) may take from its first byte to its last before its "
             "connection is closed: a client trickling bytes is not idle (0: never)"),
+    Setting("serverMaxPendingWriteBytes", Size(0), 256 * MiB,
+            "bytes of answers queued on all connections together and not yet sent; past it the "
+            "connections holding more than their share stop being read until they drain, as one "
+            "connection stops past 8 MiB of its own (0: no bound beside that one)"),
 )
 
 # Metrics (rmq.broker.metrics), RocketMQ 5.x's names and defaults (BrokerConfig).

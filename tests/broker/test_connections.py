@@ -25,10 +25,18 @@ from tests.helpers.processes import (
     FloodReport,
     SteadySender,
     flood_connections,
+    process_status,
     raise_open_file_limit,
     start_broker_process,
 )
-from tests.helpers.requests import call, heartbeat_request, send_request
+from tests.helpers.requests import (
+    call,
+    heartbeat_request,
+    pull_request,
+    records,
+    send_request,
+    update_topic_request,
+)
 
 TOPIC = "ConnTopic"
 GROUP = "ConnGroup"
@@ -153,3 +161,71 @@ def _metric(port: int, name: str) -> float:
             if line.startswith(name + "{"):
                 return float(line.rsplit(" ", 1)[1])
     raise AssertionError(f"{name} not served")
+
+
+# serverMaxPendingWriteBytes of the test below, and what one connection may hold on its own
+# (rmq.net.channel.MAX_PENDING_OUTPUT_DEFAULT): NON_READERS of them would hold 8 times the bound.
+PENDING_BOUND_MIB = 16
+NON_READERS = 16
+PULLS_EACH = 300  # of some 130 KiB answers each: past the 8 MiB a connection may hold on its own
+# What the broker's own memory may grow by: up to twice the bound (those under their share when the
+# total passes it still fill it), the requests read and the interpreter's churn.
+PENDING_GROWTH_BOUND_KIB = (2 * PENDING_BOUND_MIB + 24) * 1024
+
+
+def _stable(pid: int, key: str, seconds: float, timeout: float) -> int:
+    """``key`` of the process's status once it has moved less than 1 MiB for ``seconds``."""
+    last, since = process_status(pid)[key], time.monotonic()
+    deadline = since + timeout
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        now = process_status(pid)[key]
+        if abs(now - last) > 1024:
+            last, since = now, time.monotonic()
+        elif time.monotonic() - since >= seconds:
+            return now
+    raise AssertionError(f"{key} still moving after {timeout} s (last {last} KiB)")
+
+
+def test_connections_that_never_read_are_held_to_the_total_bound_and_a_reader_served(spawn, store_dir, client):
+    """Sixteen connections pipeline pulls and never read the answers (some 38 MiB each): the broker
+    stops reading them once all its unsent answers pass serverMaxPendingWriteBytes, its memory stays
+    near that bound instead of 16 times 8 MiB, a client beside them is served, and a connection that
+    reads at last gets every answer it asked for. Once they leave, the memory comes back."""
+    settings = broker_settings(store_dir, serverMaxPendingWriteBytes=f"{PENDING_BOUND_MIB}m")
+    proc, addr = start_broker_process(spawn, settings)
+    port = int(settings["listenPort"])
+    assert call(client, addr, update_topic_request(TOPIC, 1)).code == ResponseCode.SUCCESS
+    for n in range(32):
+        # records of 4 KiB: a pull's answer copies them (rmq.net.channel.COPY_LIMIT), heap the broker holds
+        assert call(client, addr, send_request(TOPIC, b"%04d" % n * 1024)).code == ResponseCode.SUCCESS
+    pulls = b"".join(encode(_with_opaque(pull_request(TOPIC, 0, 0, max_msgs=32), i)) for i in range(PULLS_EACH))
+    baseline = _stable(proc.pid, "RssAnon", 0.3, 10)
+    non_readers = []
+    try:
+        for _ in range(NON_READERS):
+            conn = RawConnection(port, receive_buffer=64 * 1024)  # the kernel keeps little for it
+            non_readers.append(conn)
+            conn.send(pulls)  # the broker's receive buffer takes them, whether it reads or not
+        held = _stable(proc.pid, "RssAnon", 1.0, 30)
+        served = call(client, addr, pull_request(TOPIC, 0, 0, max_msgs=32))
+        assert served.code == ResponseCode.SUCCESS and len(records(served.body)) == 32
+        growth = held - baseline
+        print(f"\nbroker RssAnon: baseline {baseline} KiB, held by {NON_READERS} non-readers {held} KiB (+{growth})")
+        assert growth < PENDING_GROWTH_BOUND_KIB, f"the broker's memory grew by {growth} KiB"
+        answers = non_readers[0].read_commands(PULLS_EACH, timeout=20)
+        assert sorted(a.opaque for a in answers) == list(range(PULLS_EACH))
+        assert all(a.code == ResponseCode.SUCCESS for a in answers)
+    finally:
+        for conn in non_readers:
+            conn.close()
+    wait_until(
+        lambda: process_status(proc.pid)["RssAnon"] - baseline < growth / 2,
+        10,
+        lambda: f"the broker's memory given back once they left: +{process_status(proc.pid)['RssAnon'] - baseline} KiB",
+    )
+
+
+def _with_opaque(request: RemotingCommand, opaque: int) -> RemotingCommand:
+    request.opaque = opaque
+    return request

@@ -40,8 +40,17 @@ def route_request_frame(opaque: int) -> bytes:
 class RawConnection:
     """A plain blocking socket to the server that reads whole frames (decoded by the pure codec)."""
 
-    def __init__(self, port: int, timeout: float = 5.0):
-        self.sock = socket.create_connection((LOOPBACK, port), timeout=timeout)
+    def __init__(self, port: int, timeout: float = 5.0, receive_buffer: int | None = None):
+        """``receive_buffer``: the socket's SO_RCVBUF, set before it connects (the window it offers)."""
+        self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+        if receive_buffer is not None:
+            self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, receive_buffer)
+        self.sock.settimeout(timeout)
+        try:
+            self.sock.connect((LOOPBACK, port))
+        except OSError:
+            self.sock.close()
+            raise
         self.decoder = codec_py.FrameDecoder()
         self.received: list = []
 

@@ -9,7 +9,7 @@ import pytest
 
 from rmq.protocol.layout import REC_BORNTIMESTAMP
 from rmq.protocol.replica import RangeDigest
-from rmq.store.digest import commit_log_digests
+from rmq.store.digest import commit_log_digests, next_range
 from tests.helpers.store import COMMIT_LOG_FILE_SIZE
 
 RANGE = 16 * 1024
@@ -65,3 +65,24 @@ def test_ranges_are_aligned_and_clamped_to_what_the_log_holds(open_store):
     assert isinstance(whole[0], RangeDigest) and len(whole[0].digest) == 32
     with pytest.raises(ValueError, match="range size must be positive"):
         commit_log_digests(store, 0, end, 0)
+
+
+def test_a_bounded_call_stops_after_its_ranges_or_bytes_and_the_next_call_goes_on(open_store):
+    store = open_store()
+    fill(store, 50)
+    end = store.get_max_phy_offset()
+    whole = commit_log_digests(store, 0, end, 1024)
+    by_count = commit_log_digests(store, 0, end, 1024, max_ranges=5)
+    assert by_count == whole[:5] and next_range(by_count, 1024) == 5 * 1024
+    # no range begun once 3000 bytes are hashed: the third (which reaches 3072) is the last
+    by_bytes = commit_log_digests(store, 0, end, 1024, max_bytes=3000)
+    assert by_bytes == whole[:3]
+    # the first range is hashed whatever its size, and the rest follows from where it stopped
+    pieces, start = [], 0
+    while start < end:
+        piece = commit_log_digests(store, start, end, 4096, max_bytes=1)
+        assert len(piece) == 1
+        pieces += piece
+        start = next_range(piece, 4096)
+    assert pieces == commit_log_digests(store, 0, end, 4096)
+    assert next_range([], 4096) is None

@@ -85,6 +85,7 @@ class BrokerConfig(SettingsView):
     server_max_connections: int | None = setting("serverMaxConnections")
     server_socket_backlog: int = setting("serverSocketBacklog")
     server_frame_timeout_seconds: int = setting("serverFrameTimeoutSeconds")
+    server_max_pending_write_bytes: int = setting("serverMaxPendingWriteBytes")
     metrics_exporter_type: MetricsExporterType = setting("metricsExporterType")
     metrics_prom_exporter_host: str | None = setting("metricsPromExporterHost")
     metrics_prom_exporter_port: int = setting("metricsPromExporterPort")
@@ -134,6 +135,7 @@ class BrokerConfig(SettingsView):
             max_connections=self.server_max_connections,
             frame_timeout=self.server_frame_timeout_seconds,
             backlog=self.server_socket_backlog,
+            max_pending_output_total=self.server_max_pending_write_bytes or None,
         )
 
     @property

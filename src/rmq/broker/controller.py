@@ -149,6 +149,9 @@ class BrokerController:
             self.namesrv_client, self.config.register_broker_timeout_mills, self.config.cluster_credentials()
         )
         self.scheduler = Scheduler("rmq-broker-scheduler")
+        # CommitLog digests (ha-verify) hash for a while: not on the thread registration and offset
+        # persistence run on (rmq.broker.processor.replica)
+        self.digest_worker = Scheduler("rmq-broker-digest")
         # a slave copies its master's metadata (the master's address comes with registrations)
         self.slave_sync = SlaveSynchronize(self, self.namesrv_client, self.scheduler.run_soon)
         self.schedule_message_service = ScheduleMessageService(self)
@@ -255,6 +258,7 @@ class BrokerController:
             if self.metrics is not None:
                 self.metrics.start()
             self.subscription_filters.start()
+            self.digest_worker.start()
             self.server.start()
             if self.acl_watcher is not None:
                 self.acl_watcher.start()
@@ -324,6 +328,7 @@ class BrokerController:
         # before the loop stops: a compile finishing hands its result to the loop
         self.subscription_filters.shutdown()
         self.server.shutdown()
+        self.digest_worker.shutdown()  # after the server: no request can queue a digest any more
         self.namesrv_client.shutdown()
         # before the store: the last delivered offsets are published, then the store flushes them
         self.schedule_message_service.shutdown()

@@ -38,6 +38,7 @@ from rmq.protocol.replica import (
     PROMOTED_START_OFFSET,
     CommitLogDigests,
     HAStatus,
+    RangeDigest,
 )
 from rmq.protocol.route import MASTER_ID
 
@@ -458,9 +459,22 @@ class AdminClient:
         return {int(broker_id): addr for broker_id, addr in sorted((data.get("brokerAddrs") or {}).items())}
 
     def commit_log_digests(self, addr: str, start: int, end: int, range_size: int) -> CommitLogDigests:
-        """The broker's CommitLog digests of ``[start, end)`` in ``range_size``-aligned ranges."""
-        ext = {"startOffset": start, "endOffset": end, "rangeSize": range_size}
-        return CommitLogDigests.decode(body_bytes(self.invoke(addr, RequestCode.GET_COMMIT_LOG_DIGESTS, ext).body))
+        """The broker's CommitLog digests of ``[start, end)`` in ``range_size``-aligned ranges, asked
+        for in as many requests as the broker's bounded answers take (their nextOffset)."""
+        digests: list[RangeDigest] = []
+        first: CommitLogDigests | None = None
+        offset = start
+        while True:
+            ext = {"startOffset": offset, "endOffset": end, "rangeSize": range_size}
+            response = self.invoke(addr, RequestCode.GET_COMMIT_LOG_DIGESTS, ext)
+            answer = CommitLogDigests.decode(body_bytes(response.body))
+            first = first or answer
+            digests += answer.digests
+            if answer.next_offset is None:
+                return dataclasses.replace(first, digests=digests, next_offset=None)
+            if answer.next_offset <= offset:
+                raise AdminError(f"{addr} answered digests from {offset} with nextOffset {answer.next_offset}")
+            offset = answer.next_offset
 
     def verify_replicas(self, broker_name: str, range_size: int) -> list[ReplicaCheck]:
         """Each slave of ``broker_name`` against its master: both hash their CommitLog over what both

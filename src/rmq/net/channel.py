@@ -13,6 +13,7 @@ import logging
 import os
 import select
 import socket
+import sys
 import threading
 import time
 from collections import deque
@@ -43,6 +44,9 @@ ResponseCallback = Callable[[RemotingCommand | None, BaseException | None], None
 
 # Default unsent-output limit past which a connection is no longer read (back-pressure).
 MAX_PENDING_OUTPUT_DEFAULT = 8 * 1024 * 1024
+# Default bound on the unsent output of all of a server's connections together
+# (serverMaxPendingWriteBytes): many connections each under their own limit add up otherwise.
+MAX_PENDING_OUTPUT_TOTAL_DEFAULT = 256 * 1024 * 1024
 RECV_SIZE = 256 * 1024
 # What one read takes when more than two connections are ready in one pass: a connection that
 # always has a full socket (a flood) then gets its turn in smaller bites, and a client beside it
@@ -61,19 +65,48 @@ _CONNECTING, _ACTIVE, _CLOSED = "connecting", "active", "closed"
 # What an unexpected failure's remark keeps of its message.
 _MAX_ERROR_REMARK = 512
 
+# Past the total, a flood of connections pauses one after another: one line per interval says so.
+_over_total_log = RateLimitedLog(log)
+
 
 def format_address(address: tuple) -> str:
     return f"{address[0]}:{address[1]}"
 
 
+class OutputAccount:
+    """The unsent output of a group of connections (a server's), and the bound on its total.
+
+    Each connection is bounded on its own (``max_pending_output``), but hundreds of peers that
+    pipeline requests and never read would each fill theirs. Past ``limit`` in total, a connection
+    is paused as soon as it holds more than its share, ``limit / connections``: those that hold the
+    most stop being read, and the total stays under about twice the limit (those under their share
+    may still grow to it). A peer that reads its answers drains within the iteration and is read
+    again at once. Touched on the loop thread only."""
+
+    __slots__ = ("connections", "limit", "total")
+
+    def __init__(self, limit: int | None = None):
+        #: bytes queued on every connection and not yet taken by the kernel
+        self.total = 0
+        #: the bound on ``total`` (sys.maxsize: none)
+        self.limit = limit if limit else sys.maxsize
+        #: connections open
+        self.connections = 0
+
+    def share(self) -> int:
+        """What one connection may hold while the total is past the limit."""
+        return self.limit // max(1, self.connections)
+
+
 class OutputBuffer:
     """Frames waiting to be written: small ones coalesced into bytearrays, big bodies by reference."""
 
-    __slots__ = ("_parts", "size")
+    __slots__ = ("_account", "_parts", "size")
 
-    def __init__(self) -> None:
+    def __init__(self, account: OutputAccount | None = None) -> None:
         self._parts: deque = deque()
         self.size = 0
+        self._account = account if account is not None else OutputAccount()
 
     def append(self, cmd: RemotingCommand) -> None:
         parts = self._parts
@@ -84,12 +117,16 @@ class OutputBuffer:
             tail = bytearray()
             parts.append(tail)
         if type(body) is bytes and len(body) <= COPY_LIMIT:
-            self.size += encode_into(tail, cmd)
+            length = encode_into(tail, cmd)
+            self.size += length
+            self._account.total += length
             return
         pieces, body_length = body_parts(body)
         head = encode_head(cmd, body_length)
         tail += head
-        self.size += len(head) + body_length
+        length = len(head) + body_length
+        self.size += length
+        self._account.total += length
         for piece in pieces:
             if len(piece) <= COPY_LIMIT and type(parts[-1]) is bytearray:
                 parts[-1] += piece
@@ -113,6 +150,7 @@ class OutputBuffer:
                 break
             written += n
             self.size -= n
+            self._account.total -= n
             while n:
                 first = parts[0]
                 if n >= len(first):
@@ -130,6 +168,7 @@ class OutputBuffer:
 
     def clear(self) -> None:
         self._parts.clear()
+        self._account.total -= self.size
         self.size = 0
 
 
@@ -266,16 +305,22 @@ class Channel:
         *,
         max_frame_size: int = MAX_FRAME_SIZE_DEFAULT,
         max_pending_output: int = MAX_PENDING_OUTPUT_DEFAULT,
+        output_account: OutputAccount | None = None,
         connecting: bool = False,
     ):
+        """``output_account``: the group whose total unsent output is bounded too (a server's)."""
         self.remote_address = remote_address
         self._loop = loop
         self._sock = sock
         self._fd = sock.fileno()
         self._endpoint = endpoint
         self._decoder = FrameDecoder(max_frame_size)
-        self._out = OutputBuffer()
+        self._account = output_account if output_account is not None else OutputAccount()
+        self._account.connections += 1
+        self._out = OutputBuffer(self._account)
         self._max_pending_output = max_pending_output
+        # the unsent output a paused connection must drain to before it is read again
+        self._resume_mark = max_pending_output // 2
         self._pending: dict[int, tuple[ResponseCallback, TimerHandle | None]] = {}
         # requests answered later, with a request timer: opaque -> (request code, start, timer)
         self._answers_due: dict[int, tuple[int, float, Callable[[int, int | None, float], object]]] = {}
@@ -394,7 +439,7 @@ class Channel:
                 self._close(RemotingSendError(f"send to {self.remote_address} failed: {exc}"))
                 return
         pending = out.size
-        if not self._reading and pending <= self._max_pending_output // 2:
+        if not self._reading and pending <= self._resume_mark:
             # Back-pressure with hysteresis: resume once half of the backlog has drained.
             self._reading = True
             backlog, self._backlog = self._backlog, []
@@ -451,6 +496,7 @@ class Channel:
     def _handle(self, commands: list[RemotingCommand]) -> None:
         endpoint = self._endpoint
         out = self._out
+        account = self._account
         for index, cmd in enumerate(commands):
             if cmd.flag & FLAG_RESPONSE:
                 entry = self._pending.pop(cmd.opaque, None)
@@ -464,21 +510,47 @@ class Channel:
                 endpoint._dispatch(self, cmd)
             if self._state is _CLOSED:
                 return
-            if out.size > self._max_pending_output:
-                # The peer does not read its answers: stop reading it (and handing its requests to
-                # processors) until they drain, so its backlog cannot grow without bound.
-                if self._reading:
-                    self._reading = False
-                    # once per connection: a slow reader pauses again every time half drained
-                    self._pauses += 1
-                    log.log(
-                        logging.WARNING if self._pauses == 1 else logging.DEBUG,
-                        "%s does not read its answers: %d bytes unsent, pausing its input",
-                        self.remote_address,
-                        out.size,
-                    )
+            if (out.size > self._max_pending_output or account.total > account.limit) and self._hold_back():
                 self._backlog.extend(commands[index + 1 :])
                 return
+
+    def _hold_back(self) -> bool:
+        """True when this connection holds too much unsent output to be read on: more than its own
+        limit, or more than its share while all connections together are past theirs. Its peer
+        does not read its answers (fast enough): stop reading it (and handing its requests to
+        processors) until they drain, so that neither its backlog nor the total can grow without bound."""
+        size = self._out.size
+        account = self._account
+        mark = self._max_pending_output
+        over_total = account.total > account.limit
+        if over_total:
+            mark = min(mark, account.share())
+        if size <= mark:
+            return False
+        if self._reading:
+            self._reading = False
+            # Back-pressure with hysteresis: resume once half of it has drained.
+            self._resume_mark = mark // 2
+            self._pauses += 1
+            if over_total:
+                _over_total_log.warning(
+                    "total",
+                    "unsent answers of all connections past %d bytes (serverMaxPendingWriteBytes): "
+                    "pausing the input of each connection holding more than %d, such as %s (%d bytes)",
+                    account.limit,
+                    mark,
+                    self.remote_address,
+                    size,
+                )
+            else:
+                # once per connection: a slow reader pauses again every time half drained
+                log.log(
+                    logging.WARNING if self._pauses == 1 else logging.DEBUG,
+                    "%s does not read its answers: %d bytes unsent, pausing its input",
+                    self.remote_address,
+                    size,
+                )
+        return True
 
     # -- connecting (client side) -------------------------------------------------------------
 
@@ -509,6 +581,8 @@ class Channel:
         self._loop.remove_handler(self._fd)
         self._sock.close()
         self._out.clear()
+        self._backlog = []
+        self._account.connections -= 1
         pending, self._pending = self._pending, {}
         if pending:
             error = reason or RemotingSendError(f"connection to {self.remote_address} closed before the answer")

@@ -14,17 +14,22 @@ the connection stays open either way. A connection whose bytes cannot be framed 
 stream cannot be trusted past them), with one log line, and nobody else notices.
 
 What a connection may take is ``ConnectionLimits`` (the broker's settings
-serverChannelMaxIdleTimeSeconds, serverMaxConnections, serverFrameTimeoutSeconds): one idle longer
+serverChannelMaxIdleTimeSeconds, serverMaxConnections, serverFrameTimeoutSeconds,
+serverMaxPendingWriteBytes): one idle longer
 than the idle timeout is closed, as RocketMQ's IdleStateHandler closes it; so is one whose frame (or
 TLS handshake) began longer ago than the frame timeout and is still incomplete, a client trickling a
 byte a second being busy but not idle. Past the maximum a new connection is accepted and closed at
 once (counted in ``connections_refused``, logged once per 10 s at most), so a flood of connects can
 neither take the descriptors the broker's own files need nor slow the clients already served.
+A connection whose peer does not read its answers is no longer read past max_pending_output unsent
+bytes; past serverMaxPendingWriteBytes over all connections, those holding the most are no longer
+read (``rmq.net.channel.OutputAccount``); each is read again once it drained half of it.
 Unless given one, the server starts its own loop thread; docs/threads.md lists each, and who stops it.
 """
 
 from __future__ import annotations
 
+import ctypes
 import dataclasses
 import logging
 import resource
@@ -37,8 +42,10 @@ from typing import Any
 
 from rmq.net.channel import (
     MAX_PENDING_OUTPUT_DEFAULT,
+    MAX_PENDING_OUTPUT_TOTAL_DEFAULT,
     Channel,
     Endpoint,
+    OutputAccount,
     format_address,
 )
 from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
@@ -55,6 +62,12 @@ RESERVED_DESCRIPTORS = 256
 _SCAN_MAX_INTERVAL = 1.0
 _ACCEPT_RETRY_SECONDS = 0.1
 _REFUSAL_LOG_INTERVAL = 10.0
+# The allocator keeps what the answers of connections that did not read took, once they leave: glibc
+# trims its heap only past a threshold it raises after each large block freed (up to 64 MiB), and
+# 16 such connections left 24 of their 37 MiB behind. malloc_trim hands it back; it is glibc's
+# (None elsewhere: musl, macOS), and costs well under a millisecond, twice a second at most.
+_malloc_trim = getattr(ctypes.CDLL(None), "malloc_trim", None)
+_TRIM_DELAY = 0.5
 
 
 def open_file_limit_connections() -> int | None:
@@ -133,6 +146,9 @@ class ConnectionLimits:
     #: connections the kernel completes and queues for accept (RocketMQ's serverSocketBacklog;
     #: the kernel caps it at net.core.somaxconn)
     backlog: int = LISTEN_BACKLOG
+    #: bytes of unsent answers of all connections together past which those holding the most are
+    #: no longer read (serverMaxPendingWriteBytes; rmq.net.channel.OutputAccount); None: no bound
+    max_pending_output_total: int | None = MAX_PENDING_OUTPUT_TOTAL_DEFAULT
 
 
 class RemotingServer(Endpoint):
@@ -163,11 +179,13 @@ class RemotingServer(Endpoint):
         )
         self._refusals = ConnectionRefusals(self.max_connections)
         self.max_pending_output = max_pending_output
+        self._output_account = OutputAccount(limits.max_pending_output_total)
         self._owns_loop = loop is None
         self.loop = loop or EventLoop(name=name or f"rmq-server-{port}")
         self._listener: socket.socket | None = None
         self._channels: set[Channel] = set()
         self._scan: PeriodicHandle | None = None
+        self._trim: TimerHandle | None = None
         self._lock = threading.Lock()
 
     # -- the loop's services, for processors and the roles built on the server ----------------
@@ -185,6 +203,11 @@ class RemotingServer(Endpoint):
     def connections_refused(self) -> int:
         """Connections closed at once because max_connections were open (since the server started)."""
         return self._refusals.count
+
+    @property
+    def pending_output(self) -> int:
+        """Bytes of answers queued on all connections and not yet taken by the kernel."""
+        return self._output_account.total
 
     @property
     def port(self) -> int:
@@ -257,6 +280,9 @@ class RemotingServer(Endpoint):
         if self._scan is not None:
             self._scan.cancel()
             self._scan = None
+        if self._trim is not None:
+            self._trim.cancel()
+            self._trim = None
         listener, self._listener = self._listener, None
         if listener is not None:
             self.loop.remove_handler(listener.fileno())
@@ -285,6 +311,7 @@ class RemotingServer(Endpoint):
             options: dict[str, Any] = {
                 "max_frame_size": self.max_frame_size,
                 "max_pending_output": self.max_pending_output,
+                "output_account": self._output_account,
             }
             if self.tls is None:
                 channel = Channel(self.loop, sock, self, format_address(address), **options)
@@ -303,7 +330,15 @@ class RemotingServer(Endpoint):
 
     def _channel_closed(self, channel: Channel) -> None:
         self._channels.discard(channel)
+        if not channel._reading and _malloc_trim is not None and self._trim is None:
+            # it left with its answers unread: they were freed, give the memory back (once for a crowd)
+            self._trim = self.loop.call_later(_TRIM_DELAY, self._release_memory)
         super()._channel_closed(channel)
+
+    def _release_memory(self) -> None:
+        self._trim = None
+        assert _malloc_trim is not None
+        _malloc_trim(0)
 
     def _close_stalled_channels(self) -> None:
         """Close the connections idle too long, and those whose frame has been incomplete too long

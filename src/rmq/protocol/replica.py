@@ -1,7 +1,11 @@
 """Bodies of rmq's own replication requests (no RocketMQ counterpart), shared by broker and admin client.
 
     GET_COMMIT_LOG_DIGESTS (9100) {startOffset, endOffset, rangeSize} ->
-        {"minOffset": m, "maxOffset": M, "rangeSize": r, "digests": [[offset, length, "xxh3-128 hex"], ...]}
+        {"minOffset": m, "maxOffset": M, "rangeSize": r, "digests": [[offset, length, "xxh3-128 hex"], ...],
+         "nextOffset": n}
+        an admin request (ACL). One answer holds at most MAX_DIGESTS_PER_ANSWER ranges and begins no
+        range once MAX_DIGEST_BYTES_PER_ANSWER bytes are hashed; when it stops short of endOffset it
+        says where to ask on, nextOffset (the start of the next range; absent when the answer is whole).
     GET_EPOCH_TABLE (9102) {} ->
         {"epochs": [[epoch, startOffset], ...], "maxOffset": M}   the master's terms and CommitLog end
     PROMOTE_TO_MASTER (9103) {role: ASYNC_MASTER | SYNC_MASTER (optional)} ->
@@ -36,6 +40,12 @@ PROMOTED_EPOCH = "epoch"
 PROMOTED_START_OFFSET = "startOffset"
 # The most ranges one request may ask for (a 1 TiB log in 64 MiB ranges is 16,384).
 MAX_RANGES = 65_536
+# What one answer holds at most, so that each request is bounded work for the broker (a worker of
+# its own hashes them one at a time) and a bounded answer: the ranges, and the bytes hashed past
+# which no further range is begun (the first always is, whatever its size). The rest is asked for
+# from nextOffset.
+MAX_DIGESTS_PER_ANSWER = 1024
+MAX_DIGEST_BYTES_PER_ANSWER = 256 << 20
 
 
 @dataclasses.dataclass(frozen=True)
@@ -55,26 +65,30 @@ class CommitLogDigests:
     max_offset: int
     range_size: int
     digests: list[RangeDigest]
+    #: where the ranges asked for go on, when this answer stopped short of them (None: it is whole)
+    next_offset: int | None = None
 
     def encode(self) -> bytes:
-        return json.dumps(
-            {
-                "minOffset": self.min_offset,
-                "maxOffset": self.max_offset,
-                "rangeSize": self.range_size,
-                "digests": [[d.offset, d.length, d.digest] for d in self.digests],
-            },
-            separators=COMPACT,
-        ).encode()
+        data: dict[str, Any] = {
+            "minOffset": self.min_offset,
+            "maxOffset": self.max_offset,
+            "rangeSize": self.range_size,
+            "digests": [[d.offset, d.length, d.digest] for d in self.digests],
+        }
+        if self.next_offset is not None:
+            data["nextOffset"] = self.next_offset
+        return json.dumps(data, separators=COMPACT).encode()
 
     @classmethod
     def decode(cls, body: bytes) -> CommitLogDigests:
         data: dict[str, Any] = json.loads(body)
+        next_offset = data.get("nextOffset")
         return cls(
             int(data["minOffset"]),
             int(data["maxOffset"]),
             int(data["rangeSize"]),
             [RangeDigest(int(o), int(n), str(d)) for o, n, d in data["digests"]],
+            None if next_offset is None else int(next_offset),
         )
 
 

@@ -142,6 +142,17 @@ def test_admin_requests_need_an_admin_account(acl_cluster):
         assert admin.topic_exists("Created")
 
 
+def test_commit_log_digests_need_an_admin_account(acl_cluster):
+    """GET_COMMIT_LOG_DIGESTS (ha-verify) hashes for a while: an admin request, not any signed client's."""
+    ext = {"startOffset": 0, "endOffset": 0, "rangeSize": 1024}
+    digests = RemotingCommand.request(RequestCode.GET_COMMIT_LOG_DIGESTS, ext)
+    assert "No accessKey is configured" in refused(acl_cluster, digests)
+    assert refused(acl_cluster, digests, PRODUCER).startswith(
+        f"Need admin permission for request code={int(RequestCode.GET_COMMIT_LOG_DIGESTS)}"
+    )
+    assert answer(acl_cluster, digests, ADMIN).code == ResponseCode.SUCCESS
+
+
 def test_a_wrong_secret_is_a_prompt_clear_error_for_a_producer(acl_cluster):
     topic = acl_cluster.create_topic("Orders", queues=1)
     with Producer("orders-producer", acl_cluster.namesrv_addr, credentials=("producer-key", "guessed")) as producer:

@@ -57,7 +57,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmq.broker.acl")
 
-# Permission.ADMIN_CODE of 4.x, and rmq's own promotion of a slave.
+# Permission.ADMIN_CODE of 4.x, and rmq's own promotion of a slave and CommitLog digests (ha-verify:
+# seconds of hashing per request, not for any signed client).
 ADMIN_CODES = frozenset(
     {
         RequestCode.UPDATE_AND_CREATE_TOPIC,
@@ -66,6 +67,7 @@ ADMIN_CODES = frozenset(
         RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP,
         RequestCode.DELETE_SUBSCRIPTIONGROUP,
         RequestCode.PROMOTE_TO_MASTER,
+        RequestCode.GET_COMMIT_LOG_DIGESTS,
     }
 )
 # The seconds between two looks at the file: a change takes effect within this (and a read).

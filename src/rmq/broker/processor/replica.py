@@ -2,8 +2,12 @@
 
 GET_COMMIT_LOG_DIGESTS (9100) {startOffset, endOffset, rangeSize} -> CommitLogDigests
     the xxh3-128 of the CommitLog in rangeSize-aligned ranges (``rmq.store.digest``), for
-    ``rmq-admin broker ha-verify``: hashed on the scheduler thread, never on the event loop,
-    and answered from there.
+    ``rmq-admin broker ha-verify``; an admin request under ACL. Hashed on a worker of its own
+    (``rmq-broker-digest``), one request at a time, never on the event loop nor on the scheduler
+    thread that registration and offset persistence need, and answered from there. Each answer is
+    bounded (MAX_DIGESTS_PER_ANSWER, MAX_DIGEST_BYTES_PER_ANSWER) and says where to go on
+    (nextOffset); past MAX_DIGESTS_WAITING requests waiting, one more is answered SYSTEM_BUSY, and a
+    request whose connection closed while it waited is dropped unhashed.
 GET_HA_STATUS (9101) {} -> HAStatus
     a master's HA service's view of each slave (connected since, acked offset, lag in bytes and
     ms), for ``rmq-admin broker ha-status``; a broker that is not a master refuses it.
@@ -17,6 +21,8 @@ PROMOTE_TO_MASTER (9103) {role?} -> {epoch, startOffset}
 from __future__ import annotations
 
 import logging
+import threading
+from typing import TYPE_CHECKING
 
 from rmq.broker.config import BrokerRole
 from rmq.broker.processor.base import Handler, Processor, success
@@ -26,6 +32,8 @@ from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.fields import int_field, malformed
 from rmq.protocol.replica import (
+    MAX_DIGEST_BYTES_PER_ANSWER,
+    MAX_DIGESTS_PER_ANSWER,
     MAX_RANGES,
     PROMOTE_ROLE,
     PROMOTED_EPOCH,
@@ -35,12 +43,24 @@ from rmq.protocol.replica import (
     HAStatus,
     SlaveReplication,
 )
-from rmq.store.digest import commit_log_digests
+from rmq.store.digest import commit_log_digests, next_range
+
+if TYPE_CHECKING:
+    from rmq.broker.controller import BrokerController
 
 log = logging.getLogger("rmq.broker")
 
+# Digest requests waiting for the worker, past which one more is refused SYSTEM_BUSY: ha-verify asks
+# one at a time per broker, so a few is room enough and a flood of them holds nothing.
+MAX_DIGESTS_WAITING = 4
+
 
 class ReplicaProcessor(Processor):
+    def __init__(self, controller: BrokerController) -> None:
+        super().__init__(controller)
+        self._digests_waiting = 0
+        self._digests_lock = threading.Lock()  # the loop adds, the worker takes away
+
     def handlers(self) -> dict[int, Handler]:
         return {
             RequestCode.GET_COMMIT_LOG_DIGESTS: self.get_commit_log_digests,
@@ -100,20 +120,43 @@ class ReplicaProcessor(Processor):
             raise malformed("endOffset", ext["endOffset"], f"an offset at or after startOffset {start}")
         if (end - start) // range_size >= MAX_RANGES:
             raise malformed("rangeSize", ext["rangeSize"], f"ranges few enough to cut [{start}, {end}) in {MAX_RANGES}")
-        self.controller.scheduler.run_soon(self._answer_digests, channel, request, start, end, range_size)
+        with self._digests_lock:
+            if self._digests_waiting >= MAX_DIGESTS_WAITING:
+                raise RequestRefused(
+                    ResponseCode.SYSTEM_BUSY,
+                    f"{self._digests_waiting} CommitLog digest requests are waiting already: "
+                    "ask again once yours are answered",
+                )
+            self._digests_waiting += 1
+        self.controller.digest_worker.run_soon(self._answer_digests, channel, request, start, end, range_size)
         return None
 
     def _answer_digests(self, channel: Channel, request: RemotingCommand, start: int, end: int, size: int) -> None:
+        try:
+            if channel.is_active:  # nobody to answer: nothing to hash
+                self._hash_and_answer(channel, request, start, end, size)
+        finally:
+            with self._digests_lock:
+                self._digests_waiting -= 1
+
+    def _hash_and_answer(self, channel: Channel, request: RemotingCommand, start: int, end: int, size: int) -> None:
         store = self.controller.store
         try:
-            digests = CommitLogDigests(
+            max_offset = store.get_max_phy_offset()
+            end = min(end, max_offset)  # what the answer says the log holds bounds what it covers
+            digests = commit_log_digests(
+                store, start, end, size, max_ranges=MAX_DIGESTS_PER_ANSWER, max_bytes=MAX_DIGEST_BYTES_PER_ANSWER
+            )
+            next_offset = next_range(digests, size)
+            answer = CommitLogDigests(
                 store.get_min_phy_offset(),
-                store.get_max_phy_offset(),
+                max_offset,
                 size,
-                commit_log_digests(store, start, end, size),
+                digests,
+                next_offset if next_offset is not None and next_offset < end else None,
             )
         except Exception as e:
             log.exception("CommitLog digests [%d, %d) failed", start, end)
             channel.send_response(RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark=str(e)))
             return
-        channel.send_response(success(request, body=digests.encode()))
+        channel.send_response(success(request, body=answer.encode()))
