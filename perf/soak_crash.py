@@ -25,6 +25,11 @@ and its slave; sends in flight, the master SIGKILLed, every acknowledged message
 slave, the slave promoted, the old master restarted as its slave, both CommitLogs byte-identical; the
 roles swap every round. A consumer pulls from the master of the moment throughout, checking records.
 
+Every process runs with the cluster's credentials (clusterAccessKey / clusterSecretKey, the name
+server's --cluster-access-key): registrations are signed, a returning master is fenced only on its
+successor's signed claim, and a slave authenticates to its master's HA port. ``--no-cluster-auth``
+runs them open, as RocketMQ 4.x runs.
+
 Exit code 1 on any loss, torn record, or offset behind its bound. ``--json`` prints one object.
 """
 
@@ -135,7 +140,16 @@ def committed(client: RemotingClient, addr: str, queue_id: int) -> int:
     return int(answer.ext_fields["offset"]) if answer.code == ResponseCode.SUCCESS else -1
 
 
-def sync_flush_rounds(rounds: int, root: Path, min_acked: int, offset_age: float = 2.0, log=print) -> dict:
+# The cluster account every process of the soak signs with (unless --no-cluster-auth).
+CLUSTER_ACCESS_KEY = "soak-cluster"
+CLUSTER_SECRET_KEY = "soak-cluster-secret"
+CLUSTER_SETTINGS = {"clusterAccessKey": CLUSTER_ACCESS_KEY, "clusterSecretKey": CLUSTER_SECRET_KEY}
+NAMESRV_AUTH_ARGS = ("--cluster-access-key", CLUSTER_ACCESS_KEY, "--cluster-secret-key", CLUSTER_SECRET_KEY)
+
+
+def sync_flush_rounds(
+    rounds: int, root: Path, min_acked: int, offset_age: float = 2.0, log=print, cluster_auth: bool = True
+) -> dict:
     root.mkdir(parents=True, exist_ok=True)
     rng = random.Random(rounds)
     procs = Processes()
@@ -146,6 +160,7 @@ def sync_flush_rounds(rounds: int, root: Path, min_acked: int, offset_age: float
         flushDiskType="SYNC_FLUSH",
         mappedFileSizeCommitLog=str(1 << 20),
         flushConsumerOffsetInterval=str(OFFSET_FLUSH_MS),
+        **(CLUSTER_SETTINGS if cluster_auth else {}),
     )
     addr = f"127.0.0.1:{settings['listenPort']}"
     log_file = root / "broker.log"
@@ -237,9 +252,12 @@ def sync_flush_rounds(rounds: int, root: Path, min_acked: int, offset_age: float
         procs.stop_all()
 
 
-def sync_master_rounds(rounds: int, root: Path, min_acked: int, log=print) -> dict:
+def sync_master_rounds(rounds: int, root: Path, min_acked: int, log=print, cluster_auth: bool = True) -> dict:
     procs = Processes()
-    pair = FailoverPair(procs.spawn, root)
+    if cluster_auth:
+        pair = FailoverPair(procs.spawn, root, NAMESRV_AUTH_ARGS, **CLUSTER_SETTINGS)
+    else:
+        pair = FailoverPair(procs.spawn, root)
     report: dict = {"rounds": 0, "lost": 0, "torn": 0, "dropped_bytes": 0, "dropped_records": 0}
     started = time.monotonic()
     try:
@@ -279,19 +297,22 @@ def main() -> int:
     parser.add_argument("--failover-rounds", type=int, default=20, help="SYNC_MASTER rounds with promotion")
     parser.add_argument("--min-acked", type=int, default=300, help="acknowledged sends per round before the kill")
     parser.add_argument("--offset-age", type=float, default=2.0, help="seconds after which a commit must survive")
+    parser.add_argument("--no-cluster-auth", action="store_true", help="run every process without cluster credentials")
     parser.add_argument("--keep", action="store_true", help="keep the stores and logs")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     root = Path(tempfile.mkdtemp(prefix="rmq-soak-"))
     log = (lambda *a: print(*a, file=sys.stderr)) if args.json else print
     try:
-        report = {}
+        report: dict = {"cluster_auth": not args.no_cluster_auth}
         if args.rounds:
             report["sync_flush"] = sync_flush_rounds(
-                args.rounds, root / "sync-flush", args.min_acked, args.offset_age, log
+                args.rounds, root / "sync-flush", args.min_acked, args.offset_age, log, not args.no_cluster_auth
             )
         if args.failover_rounds:
-            report["sync_master"] = sync_master_rounds(args.failover_rounds, root / "sync-master", args.min_acked, log)
+            report["sync_master"] = sync_master_rounds(
+                args.failover_rounds, root / "sync-master", args.min_acked, log, not args.no_cluster_auth
+            )
     finally:
         if args.keep:
             log(f"stores and logs kept in {root}")
