@@ -221,6 +221,9 @@ cdef class MappedFile:
         """Zero [position, end): whole pages are punched out (and re-allocated unless the file is
         sparse), so stale bytes past a cut can never be mistaken for records later."""
         cdef Py_ssize_t page_end = (position + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
+        # the punch goes to the end of the last page: ext4 keeps (zeroed) a partial last block that
+        # a punch stops at the file's size short of
+        cdef Py_ssize_t punch_end = (self.file_size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
         cdef int fd, rc = 0
         if page_end > self.file_size:
             page_end = self.file_size
@@ -230,7 +233,7 @@ cdef class MappedFile:
             if fd < 0:
                 raise OSError(errno, f"cannot open {self.path}")
             with nogil:
-                rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page_end, self.file_size - page_end)
+                rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page_end, punch_end - page_end)
                 if rc != 0:
                     rc = errno
                 elif not self.sparse:
