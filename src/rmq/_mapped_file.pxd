@@ -9,6 +9,8 @@ cdef enum:
     # the writer populates the page tables of the next chunk of a file when it enters one: one
     # madvise per chunk instead of a page fault per page (MADV_POPULATE_WRITE, Linux >= 5.14)
     PREFAULT_CHUNK = 1 << 20
+    # the largest step by which a sparse file's writer allocates blocks ahead of itself
+    ALLOCATE_STEP_MAX = 64 * 1024
 
 
 cdef class MappedFile:

@@ -120,20 +120,28 @@ cdef class MappedFile:
     cdef int allocate_to(self, Py_ssize_t position) except -1:
         """Give [allocated_position, ``position``) blocks on disk, rounded up to whole pages, so
         writes through the mapping below ``position`` cannot fault; OSError (ENOSPC) otherwise.
+        Steps double from a page up to ALLOCATE_STEP_MAX: a queue that holds one message costs a
+        page, a busy one a syscall per 64 KiB (open, fallocate, close: ~17 us; page by page they
+        added ~0.06 us of CPU to a 0.45 us put of a 100-byte message without keys).
+        On a disk too full for the step, just what ``position`` needs is asked for.
         A file loaded from disk starts at 0: allocating pages it already has costs no space."""
-        cdef Py_ssize_t start = self.allocated_position, end
+        cdef Py_ssize_t start = self.allocated_position, end, step
         cdef int fd, rc
         if position <= start:
             return 0
-        end = (position + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
-        if end > self.file_size:
-            end = self.file_size
+        position = (position + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
+        step = min(max(start, PAGE_SIZE), ALLOCATE_STEP_MAX)
+        end = max(position, start + step)
         fd = c_open(self.path.encode(), O_RDWR, 0)
         if fd < 0:
             raise OSError(errno, f"cannot open {self.path}: {strerror(errno).decode()}")
         with nogil:
-            rc = posix_fallocate(fd, start, end - start)
+            rc = posix_fallocate(fd, start, min(end, self.file_size) - start)
+            if rc != 0 and end > position:
+                end = position
+                rc = posix_fallocate(fd, start, min(end, self.file_size) - start)
         c_close(fd)
+        end = min(end, self.file_size)
         if rc != 0:
             raise OSError(rc, f"cannot allocate bytes {start}..{end} of {self.path}: {strerror(rc).decode()}")
         self.allocated_position = end
