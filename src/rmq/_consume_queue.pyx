@@ -43,7 +43,9 @@ cdef class ConsumeQueue:
         self.topic = topic
         self.queue_id = queue_id
         mapped_file_size -= mapped_file_size % CQ_STORE_UNIT_SIZE
-        self.files = MappedFileQueue(os.path.join(store_path, topic, str(queue_id)), mapped_file_size)
+        # sparse: a topic made by one send costs its queues a page each, not 6,000,000 bytes each
+        # (RocketMQ's files of this kind are sparse too); _write_at allocates ahead of the writer
+        self.files = MappedFileQueue(os.path.join(store_path, topic, str(queue_id)), mapped_file_size, True)
         self.min_logic_offset = 0
         self.next_queue_offset = 0
         self.max_physic_offset = 0
@@ -94,17 +96,21 @@ cdef class ConsumeQueue:
         return self.files.max_offset() // CQ_STORE_UNIT_SIZE
 
     cdef int reserve(self, Py_ssize_t entries) except -1:
-        """Make sure files exist for ``entries`` more entries before the CommitLog is written, so
-        a full disk refuses the message instead of leaving it undispatched."""
+        """Make sure files exist, with blocks on disk, for ``entries`` more entries before the
+        CommitLog is written, so a full disk refuses the message instead of leaving it undispatched."""
         cdef MappedFile last = self.files.last_file()
         cdef int64_t need_end = (self.next_queue_offset + entries) * CQ_STORE_UNIT_SIZE
         cdef int64_t start
+        if last is not None and need_end <= last.file_from_offset + last.allocated_position:
+            return 0
         if last is None:
             start = self.next_queue_offset * CQ_STORE_UNIT_SIZE
             last = self.files.create_file(start - start % self.files.mapped_file_size)
             self.min_logic_offset = start
         while last.file_from_offset + last.file_size < need_end:
+            last.allocate_to(last.file_size)
             last = self.files.create_file(last.file_from_offset + last.file_size)
+        last.allocate_to(need_end - last.file_from_offset)
         return 0
 
     cdef int put_entry(self, int64_t phy_offset, int32_t size, int64_t tags_code,
@@ -137,6 +143,9 @@ cdef class ConsumeQueue:
         if mf.file_from_offset + mf.wrote_position != position:
             raise RuntimeError(f"{self.topic}/{self.queue_id}: writing at {position}, file at "
                                f"{mf.file_from_offset + mf.wrote_position}")
+        if mf.wrote_position + CQ_STORE_UNIT_SIZE > mf.allocated_position:
+            # puts reserved this already; a re-dispatch (recovery, a slave) gets ENOSPC here
+            mf.allocate_to(mf.wrote_position + CQ_STORE_UNIT_SIZE)
         e = mf.base + mf.wrote_position
         store_be64(e + CQ_COMMITLOG_OFFSET, <uint64_t>phy_offset)    # commitLogOffset
         store_be32(e + CQ_SIZE, <uint32_t>size)                      # size

@@ -9,6 +9,8 @@ cdef enum:
     # the writer populates the page tables of the next chunk of a file when it enters one: one
     # madvise per chunk instead of a page fault per page (MADV_POPULATE_WRITE, Linux >= 5.14)
     PREFAULT_CHUNK = 1 << 20
+    # the largest step by which a sparse file's writer allocates blocks ahead of itself
+    ALLOCATE_STEP_MAX = 64 * 1024
 
 
 cdef class MappedFile:
@@ -25,7 +27,12 @@ cdef class MappedFile:
     cdef bint _has_buffer
     # store timestamp of the newest record written here (CommitLog files; checkpoint bookkeeping)
     cdef int64_t last_store_timestamp
+    # a sparse file has blocks on disk for [0, allocated_position) at least (allocate_to); a
+    # fallocated one for all of it
+    cdef readonly bint sparse
+    cdef Py_ssize_t allocated_position
 
+    cdef int allocate_to(self, Py_ssize_t position) except -1
     cdef void prefault(self, Py_ssize_t position) noexcept
     cdef object view(self, Py_ssize_t position, Py_ssize_t size)
     cdef int flush_to(self, Py_ssize_t position) except -1
@@ -35,6 +42,7 @@ cdef class MappedFile:
 cdef class MappedFileQueue:
     cdef readonly str store_path
     cdef readonly Py_ssize_t mapped_file_size
+    cdef readonly bint sparse
     cdef list files
     # everything below this offset is on disk
     cdef int64_t flushed_where

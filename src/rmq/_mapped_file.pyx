@@ -1,6 +1,8 @@
 # cython: cdivision=True, auto_pickle=False
 # Mapped files (SPEC.md section 5): a log is a run of fixed-size files, contiguous by start offset,
-# each named by that offset as 20 digits, fully allocated on disk and mapped read-write.
+# each named by that offset as 20 digits and mapped read-write. CommitLog files are allocated on disk
+# whole when made (a SYNC_FLUSH put must not wait for block allocation); ConsumeQueue files are sparse,
+# allocated page by page ahead of the writer (a queue that holds one message costs a page, not 6 MB).
 #
 #   store_path/                          (the CommitLog: commitlog/; a ConsumeQueue: consumequeue/T/q/)
 #   +----------------------+----------------------+-----+----------------------+
@@ -10,6 +12,12 @@
 #
 #   one file:  0 .............. flushed_position ............. wrote_position ........ file_size
 #              |  on disk (msync'd)  |  written, in the page cache  |  zeros (fallocated)   |
+#   sparse:    0 ............................................. wrote_position ... allocated_position ... file_size
+#              |  written                                           | zeros, allocated | a hole (no blocks)  |
+#
+# A write through a mapping into a hole on a full disk is a SIGBUS, not an error: every write into a
+# sparse file goes below allocated_position, which allocate_to moves with posix_fallocate (ENOSPC
+# comes back as an OSError there, before anything is written).
 #
 # Lifetime: mapped memory stays valid while any memoryview handed out still references its mmap
 # object. Deleting a file (retention, truncation: under the store's put lock) unlinks it and drops
@@ -57,17 +65,21 @@ def file_name_of(int64_t offset):
 
 
 cdef class MappedFile:
-    """One fixed-size store file, fully allocated on disk and mapped read-write.
+    """One fixed-size store file, mapped read-write.
 
-    posix_fallocate at creation means writes through the mapping cannot hit a full disk (a SIGBUS):
-    running out of space shows up here, as an OSError, when the file is created.
+    Allocated whole at creation (posix_fallocate), writes through the mapping cannot hit a full
+    disk (a SIGBUS): running out of space shows up here, as an OSError, when the file is created.
+    A ``sparse`` file gets only its size; its writer calls ``allocate_to`` before each write past
+    ``allocated_position``, where running out of space is the OSError instead.
     """
 
-    def __init__(self, str path, int64_t file_from_offset, Py_ssize_t file_size, bint create=False):
-        cdef int fd, rc
+    def __init__(self, str path, int64_t file_from_offset, Py_ssize_t file_size, bint create=False,
+                 bint sparse=False):
+        cdef int fd, rc = 0
         self.path = path
         self.file_from_offset = file_from_offset
         self.file_size = file_size
+        self.sparse = sparse
         fd = c_open(path.encode(), O_RDWR | (O_CREAT if create else 0), 0o644)
         if fd < 0:
             raise OSError(errno, f"cannot open {path}: {strerror(errno).decode()}")
@@ -78,8 +90,10 @@ cdef class MappedFile:
                 if not create:
                     log.warning("%s is %d bytes, expected %d: resizing it", path, os.fstat(fd).st_size, file_size)
                 os.ftruncate(fd, file_size)
-            with nogil:
-                rc = posix_fallocate(fd, 0, file_size)
+            if not sparse:
+                with nogil:
+                    rc = posix_fallocate(fd, 0, file_size)
+                self.allocated_position = file_size
             if rc != 0:
                 raise OSError(rc, f"cannot allocate {file_size} bytes for {path}: {strerror(rc).decode()}")
             self._mmap = _mmap_module.mmap(fd, file_size)
@@ -102,6 +116,36 @@ cdef class MappedFile:
             PyBuffer_Release(&self._buffer)
             self._has_buffer = False
         self.base = NULL
+
+    cdef int allocate_to(self, Py_ssize_t position) except -1:
+        """Give [allocated_position, ``position``) blocks on disk, rounded up to whole pages, so
+        writes through the mapping below ``position`` cannot fault; OSError (ENOSPC) otherwise.
+        Steps double from a page up to ALLOCATE_STEP_MAX: a queue that holds one message costs a
+        page, a busy one a syscall per 64 KiB (open, fallocate, close: ~17 us; page by page they
+        added ~0.06 us of CPU to a 0.45 us put of a 100-byte message without keys).
+        On a disk too full for the step, just what ``position`` needs is asked for.
+        A file loaded from disk starts at 0: allocating pages it already has costs no space."""
+        cdef Py_ssize_t start = self.allocated_position, end, step
+        cdef int fd, rc
+        if position <= start:
+            return 0
+        position = (position + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
+        step = min(max(start, PAGE_SIZE), ALLOCATE_STEP_MAX)
+        end = max(position, start + step)
+        fd = c_open(self.path.encode(), O_RDWR, 0)
+        if fd < 0:
+            raise OSError(errno, f"cannot open {self.path}: {strerror(errno).decode()}")
+        with nogil:
+            rc = posix_fallocate(fd, start, min(end, self.file_size) - start)
+            if rc != 0 and end > position:
+                end = position
+                rc = posix_fallocate(fd, start, min(end, self.file_size) - start)
+        c_close(fd)
+        end = min(end, self.file_size)
+        if rc != 0:
+            raise OSError(rc, f"cannot allocate bytes {start}..{end} of {self.path}: {strerror(rc).decode()}")
+        self.allocated_position = end
+        return 0
 
     cdef void prefault(self, Py_ssize_t position) noexcept:
         """Populate the chunk after the one ``position`` is in (no-op where unsupported).
@@ -182,9 +226,12 @@ cdef class MappedFile:
             pass
 
     def zero_from(self, Py_ssize_t position):
-        """Zero [position, end): whole pages are punched out (and re-allocated), so stale bytes past a
-        cut can never be mistaken for records later."""
+        """Zero [position, end): whole pages are punched out (and re-allocated unless the file is
+        sparse), so stale bytes past a cut can never be mistaken for records later."""
         cdef Py_ssize_t page_end = (position + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
+        # the punch goes to the end of the last page: ext4 keeps (zeroed) a partial last block that
+        # a punch stops at the file's size short of
+        cdef Py_ssize_t punch_end = (self.file_size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
         cdef int fd, rc = 0
         if page_end > self.file_size:
             page_end = self.file_size
@@ -194,27 +241,31 @@ cdef class MappedFile:
             if fd < 0:
                 raise OSError(errno, f"cannot open {self.path}")
             with nogil:
-                rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page_end, self.file_size - page_end)
+                rc = fallocate(fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, page_end, punch_end - page_end)
                 if rc != 0:
                     rc = errno
-                else:
+                elif not self.sparse:
                     rc = posix_fallocate(fd, page_end, self.file_size - page_end)
             c_close(fd)
             if rc != 0:  # no hole punching here: zero through the mapping instead
                 memset(self.base + page_end, 0, self.file_size - page_end)
+            elif self.sparse and self.allocated_position > page_end:
+                self.allocated_position = page_end
 
     def __repr__(self):
         return f"<MappedFile {self.path} wrote={self.wrote_position} flushed={self.flushed_position}>"
 
 
 cdef class MappedFileQueue:
-    """The files of one log (the CommitLog, or one ConsumeQueue), contiguous by start offset."""
+    """The files of one log (the CommitLog, or one ConsumeQueue), contiguous by start offset;
+    ``sparse`` files (MappedFile) are allocated by their writer as it goes."""
 
-    def __init__(self, str store_path, Py_ssize_t mapped_file_size):
+    def __init__(self, str store_path, Py_ssize_t mapped_file_size, bint sparse=False):
         if mapped_file_size <= 0:
             raise ValueError(f"mapped file size {mapped_file_size} must be positive")
         self.store_path = store_path
         self.mapped_file_size = mapped_file_size
+        self.sparse = sparse
         self.files = []
         self.flushed_where = 0
 
@@ -243,7 +294,7 @@ cdef class MappedFileQueue:
                 log.error("%s: moving aside %s", self.store_path, path)
                 os.replace(path, path + ".bad")
                 continue
-            mf = MappedFile(path, offset, self.mapped_file_size)
+            mf = MappedFile(path, offset, self.mapped_file_size, False, self.sparse)
             mf.wrote_position = mf.flushed_position = self.mapped_file_size
             self.files.append(mf)
         if self.files:
@@ -256,7 +307,7 @@ cdef class MappedFileQueue:
     cdef MappedFile create_file(self, int64_t start_offset):
         os.makedirs(self.store_path, exist_ok=True)
         mf = MappedFile(os.path.join(self.store_path, file_name_of(start_offset)), start_offset,
-                        self.mapped_file_size, True)
+                        self.mapped_file_size, True, self.sparse)
         if not self.files:
             self.flushed_where = start_offset
         self.files.append(mf)

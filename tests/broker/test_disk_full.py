@@ -1,18 +1,22 @@
 """A broker process whose store fills its disk (a tiny tmpfs and a filler file): above
 diskSpaceWarningLevelRatio sends are refused with SERVICE_NOT_AVAILABLE and RocketMQ's remark, and our
 producer says so; pulls and offset commits go on; once the filler goes, sends resume; after a
-restart the store is clean and holds everything that was acknowledged."""
+restart the store is clean and holds everything that was acknowledged. New topics cost a page per
+queue written, not a 6 MB ConsumeQueue file, and deleting them gives it back."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from rmq.client import Message, Producer
 from rmq.errors import ResponseError
+from rmq.net import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.record import decode_record
 from rmq.settings import camel_to_snake
@@ -39,11 +43,13 @@ REMARK = re.compile(
 )
 
 
-@pytest.fixture
-def full_disk_cluster(spawn, tmp_path: Path) -> Iterator[Cluster]:
-    with tiny_tmpfs(tmp_path / "tiny", "4m") as mount_point:
+@contextmanager
+def cluster_on_tmpfs(spawn, tmp_path: Path, size: str, **settings: str) -> Iterator[Cluster]:
+    """A Cluster whose store is on a tmpfs of ``size``, with the small ``STORE_FILES`` unless
+    ``settings`` say otherwise."""
+    with tiny_tmpfs(tmp_path / "tiny", size) as mount_point:
         cluster = Cluster(spawn, mount_point / "store")
-        cluster.settings.update(STORE_FILES)
+        cluster.settings.update({**STORE_FILES, **settings})
         try:
             yield cluster.start()
         finally:
@@ -52,6 +58,12 @@ def full_disk_cluster(spawn, tmp_path: Path) -> Iterator[Cluster]:
                 if proc is not None and proc.poll() is None:
                     proc.terminate()
                     proc.wait(10)
+
+
+@pytest.fixture
+def full_disk_cluster(spawn, tmp_path: Path) -> Iterator[Cluster]:
+    with cluster_on_tmpfs(spawn, tmp_path, "4m") as cluster:
+        yield cluster
 
 
 def test_a_full_disk_refuses_sends_serves_pulls_and_resumes(full_disk_cluster: Cluster):
@@ -125,3 +137,35 @@ def test_a_full_disk_refuses_sends_serves_pulls_and_resumes(full_disk_cluster: C
         assert len(store.query_message(TOPIC, "k39").messages) == 1
     cluster.start_broker()
     assert sorted(m.body for m in cluster.messages(TOPIC)) == sorted(acked)
+
+
+def test_one_byte_sends_to_new_topics_cost_a_page_each_and_deleting_them_gives_it_back(spawn, tmp_path: Path):
+    # issue 22: with ConsumeQueue files fallocated whole (6,000,000 bytes at the default size), 35
+    # one-byte sends to new topics filled a 256 MB disk; here 2 would fill this 16 MB one
+    with cluster_on_tmpfs(spawn, tmp_path, "16m", mappedFileSizeConsumeQueue="6000000") as cluster:
+        mount_point = cluster.store.parent
+        assert cluster.call(send_request("Warm", b"x")).code == ResponseCode.SUCCESS  # the CommitLog file
+        used_before = used_bytes(mount_point)
+        topics = [f"New{i:02d}" for i in range(40)]
+        for topic in topics:  # auto-created from TBW102, as a client's first send does
+            answer = cluster.call(send_request(topic, b"x"))
+            assert answer.code == ResponseCode.SUCCESS, (topic, answer.remark)
+        queue_root = cluster.store / "consumequeue"
+        for topic in topics:
+            queue_file = queue_root / topic / "0" / ("0" * 20)
+            assert queue_file.stat().st_size == 6_000_000 and queue_file.stat().st_blocks * 512 == 4096
+        assert used_bytes(mount_point) - used_before < len(topics) * 4096 + 64 * 1024
+
+        for topic in topics:
+            request = RemotingCommand.request(RequestCode.DELETE_TOPIC_IN_BROKER, {"topic": topic})
+            assert cluster.call(request).code == ResponseCode.SUCCESS
+        assert sorted(p.name for p in queue_root.iterdir() if p.name.startswith("New")) == []
+        # the 40 pages (160 KiB) came back; the config files are as big as before the sends
+        assert used_bytes(mount_point) <= used_before + 32 * 1024
+        assert cluster.call(send_request("New00", b"again")).code == ResponseCode.SUCCESS
+        assert [m.body for m in cluster.messages("New00")] == [b"again"]
+
+
+def used_bytes(path: Path) -> int:
+    st = os.statvfs(path)
+    return (st.f_blocks - st.f_bfree) * st.f_frsize

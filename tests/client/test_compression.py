@@ -4,6 +4,7 @@ and a 4.x client, both ways: tests/compat/test_sdk_interop.py.)"""
 
 from __future__ import annotations
 
+import logging
 import struct
 import time
 import zlib
@@ -15,12 +16,16 @@ import zstandard
 from rmq.client import Message, Producer, PullConsumer
 from rmq.client.compression import (
     COMPRESS_OVER,
+    BodyTooLarge,
     UndecodableBody,
     check_compression,
     compress_body,
     decompress_body,
 )
 from rmq.errors import ClientError
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.message import MAX_MESSAGE_SIZE
+from tests.helpers.requests import send_request
 
 BODY = b'{"event": "order-created", "amount": 12.5, "sku": "A-1"}\n' * 200
 
@@ -109,3 +114,47 @@ def test_every_codec_round_trips_through_a_broker(cluster):
 def test_a_producer_refuses_an_unknown_codec():
     with pytest.raises(ClientError, match="'gzip' is not one of"):
         Producer("p-bad", "127.0.0.1:1", compression="gzip")
+
+
+@pytest.mark.parametrize("compression", ["zlib", "lz4", "zstd"])
+def test_inflation_stops_one_byte_past_the_cap(compression):
+    bomb, flag = compress_body(b"\0" * (1 << 20), compression=compression)
+    assert len(bomb) < 8 * 1024  # a MiB of zeros
+    with pytest.raises(
+        BodyTooLarge, match=rf"{compression}-compressed body \({len(bomb)} bytes\) inflates past 65536 bytes"
+    ):
+        decompress_body(bomb, flag, 64 * 1024)
+    assert decompress_body(bomb, flag, 1 << 20) == b"\0" * (1 << 20)  # the cap itself is allowed
+
+
+def test_the_default_cap_is_the_brokers_max_message_size():
+    assert MAX_MESSAGE_SIZE == 4 * 1024 * 1024
+    with pytest.raises(BodyTooLarge, match="past 4194304 bytes"):
+        decompress_body(zlib.compress(b"\0" * (MAX_MESSAGE_SIZE + 1)), 0x1)
+    with pytest.raises(UndecodableBody, match="does not decompress: .*truncated"):
+        decompress_body(zlib.compress(BODY)[:-10], 0x1)
+
+
+def test_a_consumer_skips_a_body_inflating_past_its_max_message_size_and_goes_on(cluster, caplog):
+    # a 1 MiB body deflated to 1 KiB and sent as is (our producer refuses bodies past the cap
+    # before compressing): issue 22 saw a 1 MB zlib body become 1 GiB in the consumer
+    topic = cluster.create_topic("Bombs", queues=1)
+    bomb = send_request(topic, zlib.compress(b"\0" * (1 << 20)), code=RequestCode.SEND_MESSAGE)
+    bomb.ext_fields["sysFlag"] = "1"
+    stored = cluster.call(bomb)
+    assert stored.code == ResponseCode.SUCCESS
+    with Producer("p-bombs", cluster.namesrv_addr) as producer:
+        producer.send(Message(topic, b"after-1"))
+        producer.send(Message(topic, BODY))  # compressed, inflates within the cap
+    caplog.set_level(logging.ERROR, logger="rmq.client")
+    config = dict(consume_from_where="FIRST_OFFSET", max_message_size=64 * 1024)
+    with PullConsumer("c-bombs", cluster.namesrv_addr, **config) as consumer:
+        consumer.subscribe(topic, "*")
+        got = []
+        deadline = time.monotonic() + 15
+        while len(got) < 2 and time.monotonic() < deadline:
+            got += consumer.poll(timeout=0.5)
+    assert [(m.body, m.queue_offset) for m in got] == [(b"after-1", 1), (BODY, 2)]
+    [report] = [r.getMessage() for r in caplog.records if "not delivered" in r.getMessage()]
+    assert stored.ext_fields["msgId"] in report and f"({topic} queue 0 offset 0)" in report
+    assert "inflates past 65536 bytes" in report and "maxMessageSize" in report

@@ -40,9 +40,15 @@ def test_java_string_hash_matches_java(text, expected):
     assert java_string_hash(text) == expected
 
 
-@pytest.mark.parametrize("topic", ["", "a b", "topic!", "x" * 128, "中文"])
+@pytest.mark.parametrize("topic", ["", "a b", "topic!", "x" * 128, "中文", "Trail\n"])
 def test_illegal_topics(topic):
     assert topic_error(topic)
+
+
+def test_a_name_ending_in_a_newline_is_illegal():
+    # the pattern covers the whole name, as Java's matches(): re's "$" matched before the newline
+    assert "'Trail\\n'" in topic_error("Trail\n")
+    assert "'Group\\n'" in group_error("Group\n")
 
 
 @pytest.mark.parametrize("topic", ["TopicTest", "%RETRY%group", "a-b_c|d", "x" * 127])

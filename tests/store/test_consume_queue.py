@@ -1,11 +1,15 @@
 """ConsumeQueue reads through the store: statuses and next offsets, tag filters, byte limits, delayed
-messages' tags codes, views that outlive the store."""
+messages' tags codes, views that outlive the store; queue files that take disk only where written."""
 
 from __future__ import annotations
+
+import os
+from pathlib import Path
 
 from rmq.protocol.message import SCHEDULE_TOPIC, java_string_hash
 from rmq.protocol.record import decode_record
 from rmq.store import GetMessageStatus, TagFilter
+from tests.helpers.store import body_heads
 
 
 def test_get_statuses(open_store):
@@ -96,3 +100,21 @@ def test_a_properties_filter_sees_only_the_properties_it_names_as_decode_propert
     got = store.get_message("g", "TopicA", 0, 0, 32, tag_filter=TagFilter.of_properties(accepts, ["a"]))
     assert seen == [{"a": "1"}, {"a": "2"}, {"a": "v\x01w"}, {}, {"a": "café"}]
     assert got.queue_offsets == [0, 1, 2, 4] and got.next_begin_offset == 5
+
+
+def test_a_queue_file_allocated_whole_gives_back_its_unwritten_pages_when_loaded(store_dir, open_store):
+    # files written before ConsumeQueue files were sparse were fallocated whole (6 MB by default)
+    size = 10_000 * 20
+    store = open_store(mapped_file_size_consume_queue=size)
+    for i in range(3):
+        store.put("TopicA", b"m%04d" % i)
+    queue_file = Path(store.find_consume_queue("TopicA", 0).mapped_file_queue.mapped_files[0].path)
+    assert queue_file.stat().st_blocks * 512 <= 4096  # sparse: one page
+    store.shutdown()
+    with open(queue_file, "r+b") as f:
+        os.posix_fallocate(f.fileno(), 0, size)
+    assert queue_file.stat().st_blocks * 512 >= size
+    store = open_store(mapped_file_size_consume_queue=size)
+    assert queue_file.stat().st_blocks * 512 <= 4096
+    assert store.put("TopicA", b"m0003").queue_offset == 3
+    assert body_heads(store) == [b"m0000", b"m0001", b"m0002", b"m0003"]

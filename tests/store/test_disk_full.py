@@ -19,6 +19,9 @@ from rmq.store import GetMessageStatus, PutMessageStatus
 from tests.helpers.disk import fill, tiny_tmpfs, used_ratio
 from tests.helpers.store import body_heads
 
+PAGE = 4096
+# the largest step by which a ConsumeQueue file is allocated ahead of its writer (rmq._mapped_file)
+STEP_MAX = 64 * 1024
 # Small files: 64 KiB CommitLog files, 100-entry ConsumeQueue files, index files of 15 entries.
 TINY_FILES = dict(
     mapped_file_size_commit_log=64 * 1024,
@@ -79,6 +82,41 @@ def test_a_consume_queue_file_that_cannot_be_made_refuses_the_message(tiny_fs, o
     r = store.put("TopicB", b"b0001")
     assert r.status is PutMessageStatus.PUT_OK and r.queue_offset == 0
     assert body_heads(store, topic="TopicB") == [b"b0001"]
+
+
+def test_consume_queue_files_take_disk_a_page_at_a_time_and_a_full_disk_refuses_the_next_page(tiny_fs, open_store):
+    # 1,000-entry (20,000-byte) queue files: sparse, a page (204 entries) allocated at a time
+    store = open_store(tiny_fs / "store", **{**TINY_FILES, "mapped_file_size_consume_queue": 1000 * 20})
+    assert store.put("TopicA", b"m0000").status is PutMessageStatus.PUT_OK
+    cq_file = Path(store.find_consume_queue("TopicA", 0).mapped_file_queue.mapped_files[0].path)
+    assert cq_file.stat().st_size == 20_000 and cq_file.stat().st_blocks * 512 == PAGE
+    for i in range(1, PAGE // 20):  # the rest of the first page
+        assert store.put("TopicA", b"m%04d" % i).status is PutMessageStatus.PUT_OK
+    fill(tiny_fs / "filler")
+    end = store.commit_log.get_max_offset()
+    # the next entry needs a page the disk has no room for: refused before anything is written
+    # (written through the mapping, a page without blocks would have been a SIGBUS)
+    assert store.put("TopicA", b"m0204").status is PutMessageStatus.CREATE_MAPPED_FILE_FAILED
+    assert store.commit_log.get_max_offset() == end
+    (tiny_fs / "filler").unlink()
+    assert store.put("TopicA", b"m0205").status is PutMessageStatus.PUT_OK
+    assert cq_file.stat().st_blocks * 512 == 2 * PAGE
+    assert body_heads(store)[-3:] == [b"m0202", b"m0203", b"m0205"]
+
+
+def test_a_busy_queue_allocates_by_bigger_steps_and_takes_what_a_full_disk_has_left(tmp_path, open_store):
+    files = {**TINY_FILES, "mapped_file_size_commit_log": 1 << 20, "mapped_file_size_consume_queue": 20_000 * 20}
+    with tiny_tmpfs(tmp_path / "tiny", "4m") as mount_point:
+        store = open_store(mount_point / "store", **files)
+        for i in range(STEP_MAX // 20):  # steps of 1, 1, 2, 4, 8, 16 pages: 64 KiB allocated
+            assert store.put("TopicA", b"m%04d" % i).status is PutMessageStatus.PUT_OK
+        cq_file = Path(store.find_consume_queue("TopicA", 0).mapped_file_queue.mapped_files[0].path)
+        assert cq_file.stat().st_blocks * 512 == STEP_MAX
+        fill(mount_point / "filler", leave=2 * PAGE)
+        # no room for the next 64 KiB step: the page the entry needs is enough
+        assert store.put("TopicA", b"more").status is PutMessageStatus.PUT_OK
+        assert cq_file.stat().st_blocks * 512 == STEP_MAX + PAGE
+        store.shutdown()
 
 
 def test_an_index_file_that_cannot_be_made_refuses_the_message(tiny_fs, open_store):

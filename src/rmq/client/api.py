@@ -19,6 +19,7 @@ from rmq.errors import ResponseError
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.net.codec import body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.message import MAX_MESSAGE_SIZE
 from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.client")
@@ -54,13 +55,16 @@ def _ext_int(response: RemotingCommand, addr: str, key: str) -> int:
     raise ResponseError(response.code, f"answer has no integer {key!r} (got {value!r})", addr)
 
 
-def pull_result_from(response: RemotingCommand, addr: str, mq: MessageQueue) -> PullResult:
-    """The PullResult of a PULL_MESSAGE answer; messages decoded (not yet filtered by tag)."""
+def pull_result_from(
+    response: RemotingCommand, addr: str, mq: MessageQueue, max_body_size: int = MAX_MESSAGE_SIZE
+) -> PullResult:
+    """The PullResult of a PULL_MESSAGE answer; messages decoded (not yet filtered by tag), bodies
+    inflated up to ``max_body_size`` bytes."""
     status = _PULL_STATUS.get(response.code)
     if status is None:
         raise ResponseError(response.code, response.remark, addr)
     body = body_bytes(response.body)
-    messages = decode_messages(body, mq.broker_name) if status is PullStatus.FOUND and body else []
+    messages = decode_messages(body, mq.broker_name, max_body_size) if status is PullStatus.FOUND and body else []
     return PullResult(
         status,
         _ext_int(response, addr, "nextBeginOffset"),
@@ -158,13 +162,15 @@ class ClientAPI:
         timeout: float,
         mq: MessageQueue,
         callback: Callable[[PullResult | None, BaseException | None], None],
+        max_body_size: int = MAX_MESSAGE_SIZE,
     ) -> None:
-        """PULL_MESSAGE; ``callback(result, None)`` or ``callback(None, error)`` on the loop thread."""
+        """PULL_MESSAGE; ``callback(result, None)`` or ``callback(None, error)`` on the loop thread.
+        Compressed bodies are inflated up to ``max_body_size`` bytes (the client's maxMessageSize)."""
 
         def done(response: RemotingCommand | None, error: BaseException | None) -> None:
             if response is not None:
                 try:
-                    result = pull_result_from(response, addr, mq)
+                    result = pull_result_from(response, addr, mq, max_body_size)
                 except Exception as exc:
                     callback(None, exc)
                     return

@@ -14,6 +14,8 @@ at the same level) also set the type bits: RocketMQ 5.x consumers read them, 4.x
 A body a consumer cannot restore (an unassigned type, bytes that do not decompress) is not handed
 on as if it were the message: ``decompress_body`` raises ``UndecodableBody`` and the caller reports
 the message and skips it (RocketMQ 5.x's decoder drops it, and silently the rest of the pull too).
+Nor is one that would inflate past the client's maxMessageSize (a few KiB of zeros deflate to
+gigabytes): every codec inflates by steps and stops one byte past the cap (``BodyTooLarge``).
 
 The lz4 and zstandard packages are imported on first use: a client that never meets those codecs
 does not load them.
@@ -26,7 +28,7 @@ import zlib
 from collections.abc import Callable
 
 from rmq.errors import ClientError
-from rmq.protocol.message import CompressionType, MessageSysFlag
+from rmq.protocol.message import MAX_MESSAGE_SIZE, CompressionType, MessageSysFlag
 
 # Bodies from this size on are compressed (RocketMQ's compressMsgBodyOverHowmuch).
 COMPRESS_OVER = 4 * 1024
@@ -39,6 +41,10 @@ class UndecodableBody(ClientError):
     """A COMPRESSED body this client cannot restore."""
 
 
+class BodyTooLarge(UndecodableBody):
+    """A COMPRESSED body that inflates past the client's maxMessageSize."""
+
+
 def _lz4_compress(body: bytes, level: int) -> bytes:
     import lz4.frame  # type: ignore[import-untyped]  # lz4 ships no type hints
 
@@ -46,10 +52,25 @@ def _lz4_compress(body: bytes, level: int) -> bytes:
     return bytes(lz4.frame.compress(body, block_linked=False, store_size=False))
 
 
-def _lz4_decompress(data: bytes) -> bytes:
+# Each decompressor returns at most ``limit`` + 1 bytes: one past the cap tells a body that is too big.
+
+
+def _zlib_decompress(data: bytes, limit: int) -> bytes:
+    inflater = zlib.decompressobj()
+    out = inflater.decompress(data, limit + 1)
+    if len(out) <= limit and not inflater.eof:
+        raise zlib.error("incomplete or truncated stream")
+    return out
+
+
+def _lz4_decompress(data: bytes, limit: int) -> bytes:
     import lz4.frame
 
-    return bytes(lz4.frame.decompress(data))
+    decompressor = lz4.frame.LZ4FrameDecompressor()
+    out = bytes(decompressor.decompress(data, max_length=limit + 1))
+    if len(out) <= limit and not decompressor.eof:
+        raise RuntimeError("the LZ4 frame is incomplete")
+    return out
 
 
 # zstd contexts are costly to make (a fresh one per ~8 KiB body halved compression and cut
@@ -70,14 +91,15 @@ def _zstd_compress(body: bytes, level: int) -> bytes:
     return bytes(compressor.compress(body))
 
 
-def _zstd_decompress(data: bytes) -> bytes:
+def _zstd_decompress(data: bytes, limit: int) -> bytes:
     decompressor = getattr(_zstd_local, "decompressor", None)
     if decompressor is None:
         import zstandard
 
         decompressor = _zstd_local.decompressor = zstandard.ZstdDecompressor()
     # a streaming decoder: Java's ZstdOutputStream writes no content size into the frame header
-    return bytes(decompressor.decompressobj().decompress(data))
+    with decompressor.stream_reader(data) as reader:
+        return bytes(reader.read(limit + 1))
 
 
 _COMPRESSORS: dict[str, tuple[Callable[[bytes, int], bytes], int]] = {
@@ -87,8 +109,8 @@ _COMPRESSORS: dict[str, tuple[Callable[[bytes, int], bytes], int]] = {
     "zstd": (_zstd_compress, MessageSysFlag.COMPRESSED | CompressionType.ZSTD << MessageSysFlag.COMPRESSION_TYPE_SHIFT),
 }
 
-_DECOMPRESSORS: dict[int, tuple[str, Callable[[bytes], bytes]]] = {
-    CompressionType.ZLIB: ("zlib", zlib.decompress),
+_DECOMPRESSORS: dict[int, tuple[str, Callable[[bytes, int], bytes]]] = {
+    CompressionType.ZLIB: ("zlib", _zlib_decompress),
     CompressionType.LZ4: ("lz4", _lz4_decompress),
     CompressionType.ZSTD: ("zstd", _zstd_decompress),
 }
@@ -113,9 +135,10 @@ def compress_body(
     return compress(body, level), flags
 
 
-def decompress_body(body: bytes, sys_flag: int) -> bytes:
+def decompress_body(body: bytes, sys_flag: int, max_size: int = MAX_MESSAGE_SIZE) -> bytes:
     """The body as the producer gave it; UndecodableBody for a type no codec has or bytes that
-    do not decompress."""
+    do not decompress, BodyTooLarge for a body that inflates past ``max_size`` bytes (never
+    inflated further than one byte past it)."""
     if not sys_flag & MessageSysFlag.COMPRESSED:
         return body
     kind = CompressionType.of_sys_flag(sys_flag)
@@ -127,6 +150,12 @@ def decompress_body(body: bytes, sys_flag: int) -> bytes:
         )
     name, decompress = found
     try:
-        return decompress(body)
+        out = decompress(body, max_size)
     except Exception as exc:  # each codec has errors of its own (zlib.error, ZstdError, RuntimeError)
         raise UndecodableBody(f"the body is flagged {name}-compressed but does not decompress: {exc}") from None
+    if len(out) > max_size:
+        raise BodyTooLarge(
+            f"the {name}-compressed body ({len(body)} bytes) inflates past {max_size} bytes, the maximum "
+            "message size of this client (maxMessageSize)"
+        )
+    return out

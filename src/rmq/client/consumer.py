@@ -450,6 +450,7 @@ class ConsumerBase(InstanceMember):
                 self.config.consumer_timeout_when_suspend,
                 mq,
                 lambda result, error: self._on_pulled(mq, pq, sub, result, error, addr, offset),
+                self.config.max_message_size,
             )
         except RemotingError as exc:  # shut down meanwhile
             log.debug("consumer %s: pull of %s not sent: %s", self.group, mq, exc)

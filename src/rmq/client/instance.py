@@ -37,7 +37,7 @@ from rmq.net import RemotingClient, RemotingCommand
 from rmq.net.codec import body_bytes
 from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode
-from rmq.protocol.message import MessageProperty, group_error
+from rmq.protocol.message import MAX_MESSAGE_SIZE, MessageProperty, group_error
 from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.transaction import CheckTransactionStateHeader
@@ -69,6 +69,9 @@ class ClientConfig:
     persist_consumer_offset_interval: float = 5.0
     # How long a request to a name server or broker may take (sends have their own timeout).
     request_timeout: float = 3.0
+    # The largest body a producer sends and a consumer inflates a compressed body to (the broker's
+    # maxMessageSize by default): past it a send is refused, a pulled message reported and skipped.
+    max_message_size: int = MAX_MESSAGE_SIZE
     # (access_key, secret_key[, security_token]): every request is signed for brokers with aclEnable
     # (RocketMQ's AclClientRPCHook). The members of one instance share its credentials.
     credentials: SessionCredentials | tuple[str, ...] | None = field(default=None, repr=False)
@@ -444,7 +447,7 @@ class ClientInstance:
         handed to the transactional producer of the message's group (PGROUP), if this client has one."""
         try:
             header = CheckTransactionStateHeader.from_ext_fields(request.ext_fields)
-            messages = decode_messages(body_bytes(request.body))
+            messages = decode_messages(body_bytes(request.body), max_body_size=self.config.max_message_size)
         except (RequestRefused, ClientError) as exc:
             log.warning("unusable CHECK_TRANSACTION_STATE from %s: %s", channel.remote_address, exc)
             return None

@@ -243,12 +243,15 @@ class MessageExt(Message):
         )
 
 
-def decode_messages(data: bytes | memoryview, broker_name: str | None = None) -> list[MessageExt]:
+def decode_messages(
+    data: bytes | memoryview, broker_name: str | None = None, max_body_size: int = MAX_MESSAGE_SIZE
+) -> list[MessageExt]:
     """The messages of a PULL_MESSAGE body: stored records back to back, bodies decompressed.
 
     Raises ClientError when the bytes are not whole records. A message whose body cannot be
-    restored (a compression type this client does not know, bytes that do not decompress) is
-    logged as an error, with what finds it again (its broker id, queue and offset), and left out.
+    restored (a compression type this client does not know, bytes that do not decompress, a body
+    that inflates past ``max_body_size``) is logged as an error, with what finds it again (its
+    broker id, topic, queue and offset), and left out.
     """
     try:
         records = decode_records(data)
@@ -257,7 +260,7 @@ def decode_messages(data: bytes | memoryview, broker_name: str | None = None) ->
     messages = []
     for rec in records:
         try:
-            body = decompress_body(rec.body, rec.sys_flag)
+            body = decompress_body(rec.body, rec.sys_flag, max_body_size)
         except UndecodableBody as exc:
             log.error(
                 "message %s (%s queue %d offset %d) not delivered: %s",

@@ -57,7 +57,6 @@ from rmq.net import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
-    MAX_MESSAGE_SIZE,
     RETRY_GROUP_TOPIC_PREFIX,
     MessageProperty,
     MessageSysFlag,
@@ -103,7 +102,6 @@ class ProducerConfig(ClientConfig):
     send_msg_timeout: float = 3.0
     retry_times_when_send_failed: int = 2
     retry_times_when_send_async_failed: int = 2
-    max_message_size: int = MAX_MESSAGE_SIZE
     compress_msg_body_over_howmuch: int = COMPRESS_OVER
     compress_level: int = COMPRESS_LEVEL
     # "zlib" (what every 4.x and 5.x consumer reads), or "lz4" / "zstd" (RocketMQ 5.x consumers only)

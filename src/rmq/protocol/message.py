@@ -90,9 +90,10 @@ class CompressionType:
 
 
 # Topic names: at most 127 bytes of [A-Za-z0-9_%|-] (the retry/DLQ prefixes use % ); a stored
-# record keeps the topic behind an int8 length.
+# record keeps the topic behind an int8 length. The pattern must cover the whole name (fullmatch,
+# as Java's matches()): re's ``$`` also matches before a trailing newline, which let "Trail\n" in.
 TOPIC_MAX_LENGTH = 127
-VALID_NAME_PATTERN = re.compile(r"^[%|a-zA-Z0-9_-]+$")
+VALID_NAME_PATTERN = re.compile(r"[%|a-zA-Z0-9_-]+")
 # Properties are stored behind an int16 length.
 PROPERTIES_MAX_LENGTH = 32767
 # Group names follow the topic rules but may be 255 long.
@@ -130,7 +131,7 @@ def topic_error(topic: str) -> str | None:
     """Why ``topic`` is not a legal topic name, or None when it is."""
     if not topic:
         return "topic name is empty"
-    if not VALID_NAME_PATTERN.match(topic):
+    if not VALID_NAME_PATTERN.fullmatch(topic):
         return f"topic name {topic!r} has characters outside [A-Za-z0-9_%|-]"
     if len(topic.encode()) > TOPIC_MAX_LENGTH:
         return f"topic name is {len(topic.encode())} bytes, more than {TOPIC_MAX_LENGTH}"
@@ -141,7 +142,7 @@ def group_error(group: str) -> str | None:
     """Why ``group`` is not a legal group name, or None when it is."""
     if not group:
         return "group name is empty"
-    if not VALID_NAME_PATTERN.match(group):
+    if not VALID_NAME_PATTERN.fullmatch(group):
         return f"group name {group!r} has characters outside [A-Za-z0-9_%|-]"
     if len(group) > GROUP_MAX_LENGTH:
         return f"group name is {len(group)} characters, more than {GROUP_MAX_LENGTH}"

@@ -13,6 +13,7 @@ docs/threads.md.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import fcntl
 import logging
@@ -517,6 +518,24 @@ class MessageStore(StoreCore):
         finally:
             self.release_put_lock()
         self.index_service.delete_expired_files(min_phy)
+
+    def delete_topic(self, topic: str) -> int:
+        """Destroy ``topic``'s ConsumeQueues and their files (RocketMQ's deleteTopics), giving their
+        space back; its records stay in the CommitLog until retention deletes the files that hold
+        them. A later put to the topic starts its queues again at offset 0. Returns how many queues
+        went."""
+        self.acquire_put_lock()
+        try:
+            queues = self.consume_queue_table.pop(topic, {})
+            for queue in queues.values():
+                queue.destroy()
+        finally:
+            self.release_put_lock()
+        with contextlib.suppress(OSError):
+            os.rmdir(os.path.join(self.store_path, "consumequeue", topic))
+        if queues:
+            log.info("%s: deleted the %d ConsumeQueues of topic %s", self.store_path, len(queues), topic)
+        return len(queues)
 
 
 def new_store(store_path: str, **settings) -> MessageStore:

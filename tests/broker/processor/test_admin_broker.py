@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -134,11 +135,14 @@ def test_reset_offset_tells_online_consumers(broker, client, filled):
     assert answer.code == ResponseCode.CONSUMER_NOT_ONLINE
 
 
-def test_delete_topic_forgets_config_and_offsets(broker, client, filled):
+def test_delete_topic_forgets_config_offsets_and_queue_files(broker, client, filled):
     broker.consumer_offset_manager.commit_offset("G1", TOPIC, 0, 2)
+    queue_dir = Path(broker.store.store_path) / "consumequeue" / TOPIC
+    assert queue_dir.is_dir()
     assert ask(client, broker, RequestCode.DELETE_TOPIC_IN_BROKER, topic=TOPIC).code == ResponseCode.SUCCESS
     assert broker.topic_config_manager.select_topic_config(TOPIC) is None
     assert broker.consumer_offset_manager.query_offsets("G1", TOPIC) == {}
+    assert not queue_dir.exists() and broker.store.get_max_offset_in_queue(TOPIC, 0) == 0  # space given back
     answer = ask(client, broker, RequestCode.DELETE_TOPIC_IN_BROKER, topic="SCHEDULE_TOPIC_XXXX")
     assert answer.code == ResponseCode.MESSAGE_ILLEGAL and "system topic" in answer.remark
 

@@ -103,6 +103,7 @@ def test_a_send_to_a_retry_topic_past_max_reconsume_times_goes_to_the_dlq(broker
     [
         ("e", "zero", ResponseCode.SYSTEM_ERROR, "'e'"),  # queueId not a number
         ("b", "bad topic!", ResponseCode.MESSAGE_ILLEGAL, "characters"),
+        ("b", "Trail\n", ResponseCode.MESSAGE_ILLEGAL, "'Trail\\n' has characters"),  # whole name
         ("b", "T" * 200, ResponseCode.MESSAGE_ILLEGAL, "127"),
         ("b", "SCHEDULE_TOPIC_XXXX", ResponseCode.NO_PERMISSION, "forbidden"),
         ("e", "99", ResponseCode.SYSTEM_ERROR, "queueId[99]"),

@@ -35,6 +35,13 @@ def test_update_and_create_topic(broker, client):
     r = call(
         client,
         broker.broker_addr,
+        RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {**fields, "topic": "Trail\n"}),
+    )
+    assert r.code == ResponseCode.MESSAGE_ILLEGAL and "'Trail\\n'" in r.remark
+    assert broker.topic_config_manager.select_topic_config("Trail\n") is None
+    r = call(
+        client,
+        broker.broker_addr,
         RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_TOPIC, {**fields, "readQueueNums": "many"}),
     )
     assert r.code == ResponseCode.SYSTEM_ERROR and "readQueueNums" in r.remark

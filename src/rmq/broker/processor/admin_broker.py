@@ -233,13 +233,15 @@ class AdminBrokerProcessor(Processor):
 
     def delete_topic(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """Forget the topic's config (the name servers hear at once through the topic manager's
-        change hook) and every group's offsets on it. Its stored messages age out with retention."""
+        change hook) and every group's offsets on it, and delete its ConsumeQueue files (their space
+        comes back now). Its records in the CommitLog age out with retention."""
         self._refuse_on_slave()
         topic = str_field(request.ext_fields, "topic")
         c = self.controller
         if c.topic_config_manager.delete_topic(topic):
             log.info("topic %s deleted by %s", topic, getattr(channel, "remote_address", "?"))
         c.consumer_offset_manager.clean_offset_by_topic(topic)
+        c.store.delete_topic(topic)
         return success(request)
 
     def reset_offset(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
