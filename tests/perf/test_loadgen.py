@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import shutil
 import socket
+import time
 
 import numpy as np
 import pytest
 
 from rmq.perf import _loadgen, histogram
-from rmq.perf.load import ENGINES, IntervalReport, LoadSpec, run_load
+from rmq.perf.load import ENGINES, FAIL_CONNECTION, FAIL_TIMEOUT, IntervalReport, LoadSpec, run_load
 from rmq.perf.peers import REDIS_STREAM, PeerServer
 from rmq.perf.producer import make_cell, run_producer
 from rmq.protocol.codes import ResponseCode
@@ -107,3 +108,20 @@ def test_both_engines_count_a_redis_error_reply_under_its_message():
             assert total.acked == 0 and sum(total.failed.values()) == total.sent > 0, (engine, total)
             failed[engine] = set(total.failed)
         assert failed["c"] == failed["python"] == {"error:WRONGTYPE Operation against a key holdin"}
+
+
+@needs_redis
+def test_both_engines_count_the_requests_a_lost_connection_took_with_it():
+    for engine in ENGINES:
+        with PeerServer("redis", "ASYNC_FLUSH") as server:
+
+            def kill_the_server() -> None:
+                time.sleep(0.2)
+                assert server.proc is not None
+                server.proc.kill()
+
+            spec = held("redis", server.port, engine, in_flight=4)
+            total = run_load(spec, lambda report, t_start, t_end: None, kill_the_server)
+        # answered before, then the connection's end: no answer waited for in vain until the drain timeout
+        assert total.acked > 0 and FAIL_CONNECTION in total.failed, (engine, total)
+        assert set(total.failed) <= {FAIL_CONNECTION, FAIL_TIMEOUT}, (engine, total.failed)

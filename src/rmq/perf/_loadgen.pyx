@@ -276,6 +276,8 @@ cdef class Loop:
                 status = self._read(&answered)
                 if status < 0:
                     status = RUN_CONNECTION_LOST
+                    self.lost += <int64_t>self.outstanding * self.batch
+                    self.outstanding = 0
                     break
                 if status == 0:
                     continue
@@ -283,12 +285,11 @@ cdef class Loop:
                     status = self._parse_remoting(answered)
                 else:
                     status = self._parse_resp(answered)
-                if status < 0:
+                if status < 0:  # a frame no broker sends: the connection is given up
                     status = RUN_CONNECTION_LOST
+                    self.lost += <int64_t>self.outstanding * self.batch
+                    self.outstanding = 0
                     break
-        if status == RUN_CONNECTION_LOST:
-            self.lost += <int64_t>self.outstanding * self.batch
-            self.outstanding = 0
         return status
 
     def take(self):
@@ -351,9 +352,6 @@ cdef class Loop:
             length += size
         if self.period > 0:
             self.next_due += n * self.period
-        self.outstanding += n
-        if now >= self.t0:
-            self.sent += <int64_t>n * self.batch
         size = 0
         while size < length:
             written = send(self.fd, self.out + size, length - size, MSG_NOSIGNAL)
@@ -362,8 +360,12 @@ cdef class Loop:
             elif errno == EAGAIN or errno == EINTR:
                 pfd.fd, pfd.events, pfd.revents = self.fd, POLLOUT, 0
                 poll(&pfd, 1, <int>SEND_WAIT_MS)
-            else:
+            else:  # as the Python loop: this burst lost, those before it still awaited (then timed out)
+                self.lost += <int64_t>n * self.batch
                 return -1
+        self.outstanding += n
+        if now >= self.t0:
+            self.sent += <int64_t>n * self.batch
         return 0
 
     cdef int _read(self, double* answered) noexcept nogil:

@@ -249,7 +249,7 @@ def _worker_main(spec: LoadSpec, worker: int, reports: Any, start: Any, go: Any)
     reports.put(("ready", worker, None))
     if not go.wait(60):
         return
-    drive = _drive_compiled if spec.engine == ENGINE_C and driver.compiled is not None else _drive
+    drive = _drive_compiled if engine_of(spec) == ENGINE_C else _drive
     try:
         drive(spec, worker, driver, sock, start.value, reports)
     except Exception as e:
