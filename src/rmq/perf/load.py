@@ -26,13 +26,14 @@ requests pre-encoded once and answers parsed in C without the GIL, for the drive
 their request templates (rmq's remoting, Redis's RESP); and ``python``, ``_drive`` here, its twin,
 for every driver (NATS has only this one). A figure against redis-benchmark needs a generator of
 the same cost, a C one: the Python loop's own CPU per message is what a 1-in-flight figure measured.
-``LoadSpec.engine`` picks it (``RMQ_PERF_ENGINE`` sets its default; ``RMQ_NO_EXTENSIONS=1`` makes it
-``python``), ``engine_of(spec)`` says which one runs.
+``LoadSpec.engine`` picks it (``RMQ_PERF_ENGINE`` sets its default; ``RMQ_NO_EXTENSIONS=1`` or an
+unbuilt checkout makes it ``python``), ``engine_of(spec)`` says which one runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
 import math
 import multiprocessing as mp
 import os
@@ -73,11 +74,14 @@ COMPILED_RESP = "resp"
 
 
 def default_engine() -> str:
-    """``RMQ_PERF_ENGINE`` when set; else the compiled loop, unless ``RMQ_NO_EXTENSIONS=1``."""
+    """``RMQ_PERF_ENGINE`` when set; else the compiled loop, unless ``RMQ_NO_EXTENSIONS=1`` or a
+    checkout whose extensions are not built."""
     engine = os.environ.get(ENGINE_ENV)
     if engine:
         return engine
-    return ENGINE_PYTHON if os.environ.get("RMQ_NO_EXTENSIONS") == "1" else ENGINE_C
+    if os.environ.get("RMQ_NO_EXTENSIONS") == "1" or importlib.util.find_spec("rmq.perf._loadgen") is None:
+        return ENGINE_PYTHON
+    return ENGINE_C
 
 
 @dataclasses.dataclass
