@@ -11,10 +11,12 @@ import time
 import numpy as np
 import pytest
 
+from rmq.net.codec import RemotingCommand, decode_frames, encode
 from rmq.perf import _loadgen, histogram
-from rmq.perf.load import ENGINES, FAIL_CONNECTION, FAIL_TIMEOUT, IntervalReport, LoadSpec, run_load
+from rmq.perf.load import ENGINES, FAIL_CONNECTION, FAIL_TIMEOUT, IntervalReport, LoadSpec, RmqDriver, run_load
 from rmq.perf.peers import REDIS_STREAM, PeerServer
 from rmq.perf.producer import make_cell, run_producer
+from rmq.perf.remoting import OPAQUE_BASE, OPAQUE_SPAN
 from rmq.protocol.codes import ResponseCode
 from tests.helpers import LOOPBACK
 
@@ -53,6 +55,55 @@ def test_the_compiled_loop_buckets_latencies_as_the_histogram_does():
     values = sorted({-5, 0, 1, 31, 32, 33, 63, 64, 1000, 123_456_789, *powers, *(p - 1 for p in powers)})
     values += np.random.default_rng(7).integers(0, 1 << 38, 2000).tolist()
     assert [_loadgen.bucket_index(v) for v in values] == histogram.index_of(values).tolist()
+
+
+def read_exactly(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        assert chunk, "the connection closed early"
+        data += chunk
+    return data
+
+
+def test_the_compiled_loop_sends_the_python_drivers_frames_and_reads_answers_split_anywhere():
+    spec = LoadSpec("rmq", LOOPBACK, 0, TOPIC, size=10, in_flight=3, queues=2)
+    python_frames, opaques = RmqDriver(spec, 0).requests(3)
+    templates, opaque_at, born_at = zip(*RmqDriver(spec, 0).compiled_requests(), strict=True)
+    counts = np.zeros(histogram.N_BUCKETS, dtype=np.int64)
+    with socket.create_server((LOOPBACK, 0)) as server, socket.create_connection(server.getsockname()) as client:
+        broker, _ = server.accept()
+        client.setblocking(False)
+        now = time.monotonic()
+        loop = _loadgen.Loop(
+            client.fileno(), _loadgen.REMOTING, list(templates), list(opaque_at), list(born_at), 3, 0.0, 1, 0, now,
+            now, now + 30, 1.0, counts, OPAQUE_BASE, OPAQUE_SPAN,
+        )  # fmt: skip
+        assert loop.run(time.monotonic() + 0.05) == _loadgen.INTERVAL_END
+        sent = decode_frames(read_exactly(broker, len(python_frames)))
+        # the Python driver's requests, opaques included; only the born timestamps differ (now, in ms)
+        assert [r.opaque for r in sent] == opaques
+        for ours, theirs in zip(sent, decode_frames(python_frames), strict=True):
+            assert abs(int(ours.ext_fields.pop("g")) - int(theirs.ext_fields.pop("g"))) < 60_000
+            assert (ours.code, ours.ext_fields, ours.body) == (theirs.code, theirs.ext_fields, theirs.body)
+        stray = RemotingCommand.response_to(sent[2], ResponseCode.SUCCESS)
+        stray.opaque = 7  # nothing of ours: ignored
+        answers = b"".join(
+            encode(answer)
+            for answer in (
+                RemotingCommand.response_to(sent[0], ResponseCode.SUCCESS),
+                RemotingCommand.response_to(sent[1], ResponseCode.SYSTEM_ERROR, "refused"),
+                stray,
+            )
+        )
+        for piece in (answers[:3], answers[3:50], answers[50:]):  # a prefix, a header, the rest cut apart
+            broker.sendall(piece)
+            assert loop.run(time.monotonic() + 0.05) == _loadgen.INTERVAL_END
+        sent_n, acked, failures, lost, _late = loop.take()
+        assert (acked, failures, lost, int(counts.sum())) == (1, {str(ResponseCode.SYSTEM_ERROR): 1}, 0, 1)
+        # two answered, two more sent in their place: three outstanding, one of them the first burst's
+        assert loop.outstanding == 3 and sent_n == 5
+        broker.close()
 
 
 def test_both_engines_send_and_acknowledge_the_same_messages_to_a_broker(cluster):

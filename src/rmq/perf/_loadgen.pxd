@@ -21,6 +21,8 @@ cdef enum:
     # distinct failure kinds kept per interval (more than that are counted under the last one)
     MAX_FAILURE_KINDS = 16
     FAILURE_KEY_SIZE = 48
+    # decimals of up to 18 digits fit an int64_t whatever they are
+    MAX_DECIMAL_DIGITS = 18
     # RESP: the first bytes of an error reply that name it
     RESP_ERROR_CHARS = 40
     # run(): why it returned

@@ -115,15 +115,21 @@ cdef inline Py_ssize_t be32(const char* p) noexcept nogil:
 
 
 cdef inline int64_t number_at(const char* p, const char* end, bint* found) noexcept nogil:
-    """The decimal (optionally negative) starting at ``p``; ``found`` false when there is none."""
+    """The decimal (optionally negative) starting at ``p``; ``found`` false when there is none, or
+    one too long for an int64 (no code or opaque is)."""
     cdef bint negative = p < end and p[0] == 45  # '-'
     cdef int64_t value = 0
+    cdef int digits = 0
     if negative:
         p += 1
-    found[0] = p < end and 48 <= p[0] <= 57
     while p < end and 48 <= p[0] <= 57:
         value = value * 10 + (p[0] - 48)
         p += 1
+        digits += 1
+        if digits > MAX_DECIMAL_DIGITS:
+            found[0] = False
+            return 0
+    found[0] = digits > 0
     return -value if negative else value
 
 
