@@ -280,18 +280,14 @@ cdef class Loop:
                 if ppoll(&pfd, 1, &ts, NULL) <= 0:
                     continue
                 status = self._read(&answered)
-                if status < 0:
-                    status = RUN_CONNECTION_LOST
-                    self.lost += <int64_t>self.outstanding * self.batch
-                    self.outstanding = 0
-                    break
                 if status == 0:
                     continue
-                if self.protocol == PROTOCOL_REMOTING:
-                    status = self._parse_remoting(answered)
-                else:
-                    status = self._parse_resp(answered)
-                if status < 0:  # a frame no broker sends: the connection is given up
+                if status > 0:
+                    if self.protocol == PROTOCOL_REMOTING:
+                        status = self._parse_remoting(answered)
+                    else:
+                        status = self._parse_resp(answered)
+                if status < 0:  # the connection ended, or sent what no server sends: given up
                     status = RUN_CONNECTION_LOST
                     self.lost += <int64_t>self.outstanding * self.batch
                     self.outstanding = 0
