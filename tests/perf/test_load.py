@@ -1,5 +1,6 @@
 """The load generator's open loop: latency runs from when a request was due, not from when a
-stalled sender got round to sending it (no coordinated omission)."""
+stalled sender got round to sending it (no coordinated omission). Each test runs on both engines,
+the compiled loop and its Python twin."""
 
 from __future__ import annotations
 
@@ -8,42 +9,53 @@ import os
 import signal
 import time
 
-from rmq.perf.load import IntervalReport, LoadSpec, run_load
+import pytest
+
+from rmq.perf.load import ENGINES, IntervalReport, LoadSpec, run_load
 from tests.helpers import LOOPBACK
 
 TOPIC = "OpenLoopTopic"
 
 
-def run(cluster, rate: float, in_flight: int = 1) -> tuple[list[IntervalReport], IntervalReport]:
-    spec = LoadSpec("rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=in_flight, rate=rate, duration=2)
+@pytest.fixture(params=ENGINES)
+def engine(request) -> str:
+    return request.param
+
+
+def run(cluster, engine: str, rate: float, in_flight: int = 1) -> tuple[list[IntervalReport], IntervalReport]:
+    spec = LoadSpec(
+        "rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=in_flight, rate=rate, duration=2, engine=engine
+    )
     intervals: list[IntervalReport] = []
     total = run_load(spec, lambda report, t_start, t_end: intervals.append(report))
     return intervals, total
 
 
-def test_a_rate_the_broker_cannot_meet_shows_latency_growing_with_the_backlog(cluster):
+def test_a_rate_the_broker_cannot_meet_shows_latency_growing_with_the_backlog(cluster, engine):
     cluster.create_topic(TOPIC)
     # one request in flight cannot come near 200,000 msgs/s: each answer comes later after its due time
-    intervals, total = run(cluster, rate=200_000)
+    intervals, total = run(cluster, engine, rate=200_000)
     first, second = (r.histogram.percentile(50) for r in intervals)
     assert total.acked < 200_000, "the broker met the rate: the test needs a rate it cannot meet"
     # request k is due at k / rate; sent at (k / capacity): half a second behind after half a second
     assert first > 200_000 and second > first + 500_000, (first, second)
 
 
-def test_a_rate_the_broker_meets_is_held_with_latencies_of_a_round_trip(cluster):
+def test_a_rate_the_broker_meets_is_held_with_latencies_of_a_round_trip(cluster, engine):
     cluster.create_topic(TOPIC)
     # 4 in flight: room to catch up after a stall of a machine busy with other work
-    intervals, total = run(cluster, rate=200, in_flight=4)
+    intervals, total = run(cluster, engine, rate=200, in_flight=4)
     # every request due in the 2 s was sent (a stall of the machine may push a few past the end)
     acked = [r.acked for r in intervals]
     assert 390 <= total.acked <= 400 and all(140 <= n <= 260 for n in acked), acked
     assert total.histogram.percentile(50) < 100_000, total.histogram.percentile(50)
 
 
-def test_a_generator_the_machine_does_not_run_says_how_late_it_woke(cluster):
+def test_a_generator_the_machine_does_not_run_says_how_late_it_woke(cluster, engine):
     cluster.create_topic(TOPIC)
-    spec = LoadSpec("rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=4, rate=500, duration=2)
+    spec = LoadSpec(
+        "rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=4, rate=500, duration=2, engine=engine
+    )
 
     def freeze_the_worker() -> None:  # as a machine busy with other work would, for 400 ms
         time.sleep(0.2)

@@ -1,10 +1,13 @@
 """``rmq-perf``: load a running cluster as RocketMQ's benchmark scripts do, or run a whole
 comparison of durability modes on fresh processes, writing perf logs (``rmq.perf.log``).
 
-    rmq-perf producer -n 127.0.0.1:9876 -t BenchTopic --size 1024 --in-flight 16 --duration 30
+    rmq-perf producer -n 127.0.0.1:9876 -t BenchTopic --size 1024 --in-flight 16 --duration 30 [--engine c]
     rmq-perf consumer -n 127.0.0.1:9876 -t BenchTopic -g BenchGroup
     rmq-perf matrix [--flush ASYNC_FLUSH,SYNC_FLUSH] [--roles standalone,async_master,sync_master] \
                     [--sizes 1024] [--in-flight 1,16,64] [--rate 10000,30000] [--batch 1] [--peers redis,nats]
+
+``--engine`` picks the load generator's loop: ``c`` (compiled, the default; RMQ_PERF_ENGINE sets
+another) or ``python``, its twin (``rmq.perf.load``).
 
 Exit codes: 0 done, 1 failed (nobody answering, a worker that could not connect), 2 bad usage.
 """
@@ -23,7 +26,7 @@ import click
 from rmq.client.admin_client import DEFAULT_NAMESRV, AdminClient
 from rmq.errors import RmqError
 from rmq.perf.cluster import ROLES
-from rmq.perf.load import LoadError, LoadSpec
+from rmq.perf.load import ENGINES, LoadError, LoadSpec, default_engine
 from rmq.perf.log import PerfLogWriter
 from rmq.perf.matrix import MatrixOptions, header, new_run_id, run_matrix, table
 from rmq.perf.peers import PEERS
@@ -64,6 +67,15 @@ def _peers(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
 
+engine_option = click.option(
+    "--engine",
+    type=click.Choice(ENGINES),
+    default=default_engine,
+    show_default="c, or $RMQ_PERF_ENGINE",
+    help="the load generator's loop: compiled, or its Python twin (NATS runs on python whatever this says)",
+)
+
+
 @click.group(help=__doc__.split("\n\n")[0] if __doc__ else None)
 def main() -> None:
     pass
@@ -93,8 +105,10 @@ def main() -> None:
 @click.option(
     "--out", type=click.Path(file_okay=False), default=DEFAULT_OUT, show_default=True, help="perf-log directory"
 )
+@engine_option
 def producer(namesrv: str, topic: str, size: int, in_flight: int, batch: int, rate: float, duration: float,
-             warmup: float, workers: int, tags: str, flush: str, as_json: bool, out: str) -> None:  # fmt: skip
+             warmup: float, workers: int, tags: str, flush: str, as_json: bool, out: str,
+             engine: str) -> None:  # fmt: skip
     """Send to a running cluster, a line per second as benchmark/producer.sh."""
     try:
         addr, queues, role = _target(namesrv, topic)
@@ -102,8 +116,9 @@ def producer(namesrv: str, topic: str, size: int, in_flight: int, batch: int, ra
         raise click.ClickException(f"cannot reach the cluster at {namesrv}: {e}") from None
     host, port = addr.rsplit(":", 1)
     spec = LoadSpec(
-        "rmq", host, int(port), topic, size, batch, in_flight, workers, rate, duration, warmup, 1.0, tags, queues
-    )
+        "rmq", host, int(port), topic, size, batch, in_flight, workers, rate, duration, warmup, 1.0, tags, queues,
+        engine=engine,
+    )  # fmt: skip
     run_id = new_run_id("producer")
     with PerfLogWriter(out, run_id) as writer:
         writer.write(header(run_id, "."))
@@ -188,15 +203,16 @@ def consumer(namesrv: str, topic: str, group: str, expression: str, duration: fl
     "--out", type=click.Path(file_okay=False), default=DEFAULT_OUT, show_default=True, help="perf-log directory"
 )
 @click.option("--json", "as_json", is_flag=True, help="the summary records on stdout instead of the table")
+@engine_option
 def matrix(flushes: list[str], roles: list[str], sizes: list[int], in_flights: list[int], rates: list[int],
            rate_in_flight: int, batches: list[int], duration: float, warmup: float, repeat: int, workers: int,
-           peers: list[str], out: str, as_json: bool) -> None:  # fmt: skip
+           peers: list[str], out: str, as_json: bool, engine: str) -> None:  # fmt: skip
     """Every cell of flush x role x size x load (in-flight, rate) x batch on fresh processes; a table at the end."""
     if not in_flights and not rates:
         raise click.UsageError("no load to run: give --in-flight or --rate")
     options = MatrixOptions(
         flushes, roles, sizes, in_flights, batches, duration, warmup, repeat, workers, peers, Path(out),
-        rates=rates, rate_in_flight=rate_in_flight,
+        rates=rates, rate_in_flight=rate_in_flight, engine=engine,
     )  # fmt: skip
     _path, summaries = run_matrix(options, lambda line: click.echo(line, err=True))
     if as_json:

@@ -20,11 +20,21 @@ A batch request's latency counts once per message in it, so a histogram's total 
 
 A protocol is a ``Driver``: it builds requests and parses answers (rmq's remoting frames here,
 Redis and NATS in ``rmq.perf.peers``); the loop, timing and reporting are the same for all.
+
+Two engines run that loop, one semantics: ``c`` (the default), ``rmq.perf._loadgen``, compiled,
+requests pre-encoded once and answers parsed in C without the GIL, for the drivers that hand it
+their request templates (rmq's remoting, Redis's RESP); and ``python``, ``_drive`` here, its twin,
+for every driver (NATS has only this one). A figure against redis-benchmark needs a generator of
+the same cost, a C one: the Python loop's own CPU per message is what a 1-in-flight figure measured.
+``LoadSpec.engine`` picks it (``RMQ_PERF_ENGINE`` sets its default; ``RMQ_NO_EXTENSIONS=1`` or an
+unbuilt checkout makes it ``python``), ``engine_of(spec)`` says which one runs.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import importlib.util
+import math
 import multiprocessing as mp
 import os
 import queue
@@ -37,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from rmq.perf.histogram import Histogram
+from rmq.perf.histogram import N_BUCKETS, Histogram
 from rmq.perf.remoting import (
     BORN_MARK,
     OPAQUE_BASE,
@@ -54,6 +64,24 @@ FAIL_TIMEOUT = "timeout"
 FAIL_CONNECTION = "connection"
 # Codes a RocketMQ producer counts as "Send Failed" (no answer) rather than "Response Failed".
 SEND_FAILURES = (FAIL_TIMEOUT, FAIL_CONNECTION)
+ENGINE_C = "c"
+ENGINE_PYTHON = "python"
+ENGINES = (ENGINE_C, ENGINE_PYTHON)
+ENGINE_ENV = "RMQ_PERF_ENGINE"
+# the protocols the compiled loop speaks (Driver.compiled)
+COMPILED_REMOTING = "remoting"
+COMPILED_RESP = "resp"
+
+
+def default_engine() -> str:
+    """``RMQ_PERF_ENGINE`` when set; else the compiled loop, unless ``RMQ_NO_EXTENSIONS=1`` or a
+    checkout whose extensions are not built."""
+    engine = os.environ.get(ENGINE_ENV)
+    if engine:
+        return engine
+    if os.environ.get("RMQ_NO_EXTENSIONS") == "1" or importlib.util.find_spec("rmq.perf._loadgen") is None:
+        return ENGINE_PYTHON
+    return ENGINE_C
 
 
 @dataclasses.dataclass
@@ -75,6 +103,11 @@ class LoadSpec:
     tags: str = ""
     queues: int = 4
     options: dict[str, Any] = dataclasses.field(default_factory=dict)  # a peer's own (stream name, ...)
+    engine: str = dataclasses.field(default_factory=default_engine)  # one of ENGINES
+
+    def __post_init__(self) -> None:
+        if self.engine not in ENGINES:
+            raise ValueError(f"load engine {self.engine!r}, expected one of {', '.join(ENGINES)}")
 
     def share(self, worker: int) -> tuple[int, float]:
         """(in-flight, msgs/s) of one worker."""
@@ -117,9 +150,12 @@ class IntervalReport:
 
 class Driver:
     """A protocol: ``connect``, then ``requests(n)`` to send and ``feed(data)`` for what came back.
-    ``keyed``: answers name their request (a key ``requests`` returned); otherwise they come in order."""
+    ``keyed``: answers name their request (a key ``requests`` returned); otherwise they come in order.
+    ``compiled``: the protocol the compiled loop speaks for it (``compiled_requests`` are its
+    requests), None when only the Python loop can drive it."""
 
     keyed = False
+    compiled: str | None = None
 
     def __init__(self, spec: LoadSpec, worker: int):
         self.spec = spec
@@ -137,12 +173,18 @@ class Driver:
         """The answers completed by ``data``: (key, None when it succeeded, else its failure code)."""
         raise NotImplementedError
 
+    def compiled_requests(self) -> list[tuple[bytes, int, int]]:
+        """The compiled loop's requests, sent in turn: (the encoded request, where its opaque's
+        digits go, where its born timestamp's 13 digits go; -1: nowhere)."""
+        raise NotImplementedError
+
 
 class RmqDriver(Driver):
     """rmq's (RocketMQ's) remoting protocol: send frames over the topic's queues in turn, answers
     matched by opaque."""
 
     keyed = True
+    compiled = COMPILED_REMOTING
 
     def __init__(self, spec: LoadSpec, worker: int):
         super().__init__(spec, worker)
@@ -175,13 +217,29 @@ class RmqDriver(Driver):
         self.buffer += data
         return [(opaque, None if code == 0 else str(code)) for opaque, code in take_answers(self.buffer)]
 
+    def compiled_requests(self) -> list[tuple[bytes, int, int]]:
+        # the same turn as ``requests``: the request after seq goes to queue (seq + 1) % queues
+        return [t.marked() for t in self.templates]
 
-def make_driver(spec: LoadSpec, worker: int) -> Driver:
-    if spec.system == "rmq":
-        return RmqDriver(spec, worker)
+
+def driver_class(system: str) -> type[Driver]:
+    if system == "rmq":
+        return RmqDriver
     from rmq.perf import peers  # the peers' drivers import this module
 
-    return peers.driver(spec, worker)
+    return peers.driver_class(system)
+
+
+def make_driver(spec: LoadSpec, worker: int) -> Driver:
+    return driver_class(spec.system)(spec, worker)
+
+
+def engine_of(spec: LoadSpec) -> str:
+    """The engine that runs ``spec``: the one it asks for, or the Python loop for a driver the
+    compiled one cannot drive."""
+    if spec.engine == ENGINE_C and driver_class(spec.system).compiled is not None:
+        return ENGINE_C
+    return ENGINE_PYTHON
 
 
 def _worker_main(spec: LoadSpec, worker: int, reports: Any, start: Any, go: Any) -> None:
@@ -195,8 +253,9 @@ def _worker_main(spec: LoadSpec, worker: int, reports: Any, start: Any, go: Any)
     reports.put(("ready", worker, None))
     if not go.wait(60):
         return
+    drive = _drive_compiled if engine_of(spec) == ENGINE_C else _drive
     try:
-        _drive(spec, worker, driver, sock, start.value, reports)
+        drive(spec, worker, driver, sock, start.value, reports)
     except Exception as e:
         reports.put(("error", worker, f"{type(e).__name__}: {e}"))
     finally:
@@ -234,9 +293,7 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
         if latencies:
             us = (np.asarray(latencies) * 1e6).astype(np.int64)
             h.record_us(np.repeat(us, batch) if batch > 1 else us)
-        cpu = time.process_time()
-        reports.put(("interval", worker, (i, sent, acked, dict(failed), h.to_json(), cpu - cpu_mark, late_max)))
-        cpu_mark = cpu
+        cpu_mark = _put_interval(reports, worker, i, sent, acked, failed, h, cpu_mark, late_max)
         late_max = 0.0
         sent = acked = 0
         failed = Counter()
@@ -313,6 +370,58 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
     if outstanding:
         failed[FAIL_TIMEOUT] += outstanding * batch
     report(index)
+
+
+def _put_interval(
+    reports: Any, worker: int, i: int, sent: int, acked: int, failed: Counter[str], h: Histogram, cpu_mark: float,
+    late_max: float,
+) -> float:  # fmt: skip
+    """Hand interval ``i`` to the parent, with the CPU used since ``cpu_mark``; the new mark."""
+    cpu = time.process_time()
+    reports.put(("interval", worker, (i, sent, acked, dict(failed), h.to_json(), cpu - cpu_mark, late_max)))
+    return cpu
+
+
+def _drive_compiled(
+    spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_warm: float, reports: Any
+) -> None:
+    """``_drive``'s twin: the compiled loop runs each interval without the GIL, Python reports."""
+    from rmq.perf import _loadgen
+
+    in_flight, rate = spec.share(worker)
+    t0 = t_warm + spec.warmup
+    frames, opaque_at, born_at = zip(*driver.compiled_requests(), strict=True)
+    protocol = {COMPILED_REMOTING: _loadgen.REMOTING, COMPILED_RESP: _loadgen.RESP}[driver.compiled or ""]
+    counts = np.zeros(N_BUCKETS, dtype=np.int64)
+    sock.setblocking(False)
+    loop = _loadgen.Loop(
+        sock.fileno(), protocol, list(frames), list(opaque_at), list(born_at),
+        in_flight, spec.batch / rate if rate > 0 else 0.0, spec.batch, worker, t_warm, t0, t0 + spec.duration,
+        DRAIN_TIMEOUT, counts, OPAQUE_BASE, OPAQUE_SPAN,
+    )  # fmt: skip
+    time.sleep(max(0.0, t_warm - time.monotonic()))
+    cpu_mark = time.process_time()
+
+    def report(i: int, timed_out: int = 0) -> None:
+        nonlocal cpu_mark
+        sent, acked, failures, lost, late_max = loop.take()
+        failed = Counter(failures)
+        if lost:
+            failed[FAIL_CONNECTION] += lost
+        if timed_out:
+            failed[FAIL_TIMEOUT] += timed_out
+        h = Histogram(counts.copy())
+        counts[:] = 0
+        cpu_mark = _put_interval(reports, worker, i, sent, acked, failed, h, cpu_mark, late_max)
+
+    index = 0
+    while True:
+        stop = t0 + (index + 1) * spec.interval if index < spec.intervals - 1 else math.inf
+        if loop.run(stop) != _loadgen.INTERVAL_END:
+            break
+        report(index)
+        index += 1
+    report(index, loop.outstanding * spec.batch)
 
 
 def _send_all(sock: socket.socket, data: bytes) -> None:
@@ -406,14 +515,25 @@ def run_load(
     return total
 
 
-def generator_fields(cpu_s: float, seconds: float, processes: int, wake_late_max_s: float = 0.0) -> dict[str, Any]:
-    """The perf log's ``generator`` object: CPU % (100 = one core), whether it hit the ceiling, and
-    its latest wake-up (ms)."""
+def generator_fields(
+    cpu_s: float,
+    seconds: float,
+    processes: int,
+    wake_late_max_s: float = 0.0,
+    acked: int = 0,
+    engine: str | None = None,
+) -> dict[str, Any]:
+    """The perf log's ``generator`` object: CPU % (100 = one core), whether it hit the ceiling, its
+    latest wake-up (ms), its CPU microseconds per acked message (None when none was) and its engine."""
     cpu_pct = 100.0 * cpu_s / seconds if seconds > 0 else 0.0
     cores = min(processes, os.cpu_count() or 1)
-    return {
+    fields: dict[str, Any] = {
         "cpu_pct": round(cpu_pct, 1),
         "processes": processes,
         "saturated": cpu_pct >= SATURATED_SHARE * 100 * cores,
         "wake_late_max_ms": round(wake_late_max_s * 1000.0, 3),
+        "cpu_us_per_msg": round(cpu_s * 1e6 / acked, 3) if acked else None,
     }
+    if engine is not None:
+        fields["engine"] = engine
+    return fields

@@ -21,7 +21,8 @@ mergeable histogram (``rmq.perf.histogram``), never as pre-computed percentiles 
             msgs_per_flush float|null, repl_lag_bytes int|null, repl_lag_ms float|null,
             disk_bytes_written int|null}|null,              # null for peers we cannot look into
     generator {cpu_pct float, processes int, saturated bool,
-               wake_late_max_ms float}                     # the latest a worker woke from a wait
+               wake_late_max_ms float,                     # the latest a worker woke from a wait
+               cpu_us_per_msg float|null, engine "c"|"python"}  # its own CPU per acked message
 
 ``disk_bytes_written`` is what reached the block device holding the broker's (or peer's) store in
 the interval: its sectors written (``/sys/dev/block/MAJ:MIN/stat``, field 7, x 512), so page-rounded

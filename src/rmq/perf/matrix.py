@@ -16,7 +16,9 @@ modes they have an equivalent of, batch 1.
 The table has a row per cell (``rate``: the msgs/s an open-loop cell offered; repeats merged: the
 median msgs/s, percentiles of the summed histograms) and its ratio to the rmq ASYNC_FLUSH standalone
 cell of the same size, load and batch; a ``*`` after the generator CPU marks a run whose load
-generator was saturated.
+generator was saturated, and ``gen us/msg`` is the generator's own CPU per acked message (the
+compiled engine's by default, the same loop for rmq and Redis: the two figures differ by the
+protocols, not by the tooling).
 """
 
 from __future__ import annotations
@@ -38,7 +40,7 @@ import click
 from rmq.perf.cluster import BrokerSampler, RmqCell
 from rmq.perf.env import environment
 from rmq.perf.histogram import Histogram
-from rmq.perf.load import LoadSpec
+from rmq.perf.load import LoadSpec, default_engine
 from rmq.perf.log import KIND_HEADER, SCHEMA_VERSION, PerfLogWriter
 from rmq.perf.peers import PeerServer, available, flushes, peer_mode
 from rmq.perf.producer import make_cell, run_producer
@@ -74,6 +76,7 @@ class MatrixOptions:
     interval: float = 1.0
     rates: list[int] = dataclasses.field(default_factory=list)  # open-loop cells, msgs/s
     rate_in_flight: int = 64  # the most an open-loop cell keeps outstanding
+    engine: str = dataclasses.field(default_factory=default_engine)  # the load generator's (rmq.perf.load)
 
     def loads(self) -> list[tuple[int, int]]:
         """(in-flight, rate) of every load: the closed-loop cells, then the open-loop ones."""
@@ -128,6 +131,7 @@ def run_cell(p: Planned, options: MatrixOptions, writer: PerfLogWriter) -> dict[
             duration=options.duration,
             warmup=options.warmup,
             interval=options.interval,
+            engine=options.engine,
         )
 
     if p.system == "rmq":
@@ -233,19 +237,21 @@ def table(summaries: list[dict[str, Any]]) -> Iterator[str]:
         h = Histogram.merged(Histogram.from_json(r["latency"]) for r in runs)
         flushes_per_s = [r["broker"]["flushes_per_s"] for r in runs if r.get("broker") and r["broker"]["flushes_per_s"]]
         gen = statistics.median(r["generator"]["cpu_pct"] for r in runs)
+        per_msg = [r["generator"]["cpu_us_per_msg"] for r in runs if r["generator"].get("cpu_us_per_msg")]
+        gen_us = f"{statistics.median(per_msg):.2f}" if per_msg else "-"
         saturated = any(r["generator"]["saturated"] for r in runs)
         failed = sum(sum(r["failed"].values()) for r in runs)
         if cell["system"] == "rmq" and cell["flush"] == "ASYNC_FLUSH" and cell["role"] == "standalone":
             base[(cell["size"], cell["in_flight"], cell["batch"], cell["rate"])] = rate
-        rows.append((cell, rate, mb, h, flushes_per_s, gen, saturated, failed))
+        rows.append((cell, rate, mb, h, flushes_per_s, gen, saturated, gen_us, failed))
     head = (
         f"{'system':15s} {'flush':11s} {'role':12s} {'size':>6s} {'in-fl':>5s} {'conns':>5s} {'batch':>5s}"
         f" {'rate':>7s} {'msgs/s':>9s} {'MB/s':>7s} {'p50 ms':>7s} {'p99 ms':>7s} {'p999 ms':>8s} {'ratio':>6s}"
-        f" {'flush/s':>8s} {'gen cpu':>8s} {'failed':>6s}"
+        f" {'flush/s':>8s} {'gen cpu':>8s} {'gen us/msg':>10s} {'failed':>6s}"
     ) + "".join(f" {'vs ' + peer:>9s}" for peer in peers)
     yield head
     yield "-" * len(head)
-    for cell, rate, mb, h, flushes_per_s, gen, saturated, failed in rows:
+    for cell, rate, mb, h, flushes_per_s, gen, saturated, gen_us, failed in rows:
         b = base.get((cell["size"], cell["in_flight"], cell["batch"], cell["rate"]))
         ratio = f"{rate / b:.2f}x" if b else "-"
         mode = cell["peer_mode"]
@@ -255,7 +261,7 @@ def table(summaries: list[dict[str, Any]]) -> Iterator[str]:
             f"{name:15s} {cell['flush']:11s} {cell['role']:12s} {cell['size']:6d} {cell['in_flight']:5d}"
             f" {cell['connections']:5d} {cell['batch']:5d} {cell['rate'] or '-':>7} {rate:9.0f} {mb:7.1f}"
             f" {h.percentile(50) / 1000:7.2f} {h.percentile(99) / 1000:7.2f} {h.percentile(99.9) / 1000:8.2f}"
-            f" {ratio:>6s} {fps:>8s} {gen:7.0f}%{'*' if saturated else ' '} {failed:6d}"
+            f" {ratio:>6s} {fps:>8s} {gen:7.0f}%{'*' if saturated else ' '} {gen_us:>10s} {failed:6d}"
         ) + "".join(
             f" {versus[_load_key(cell), peer]:8.2f}x"
             if (_load_key(cell), peer) in versus and cell["system"] == "rmq" and cell["role"] == "standalone"

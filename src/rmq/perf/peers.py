@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from rmq.perf.cluster import LOOPBACK, ProcessSampler, free_port, stop_process, wait_for_port
-from rmq.perf.load import Driver, LoadSpec
+from rmq.perf.load import COMPILED_RESP, Driver, LoadSpec
 
 PEERS = ("redis", "nats")
 SERVER = {"redis": "redis-server", "nats": "nats-server"}
@@ -137,6 +137,8 @@ class LineDriver(Driver):
 class RedisDriver(LineDriver):
     """XADD over RESP; answers come in order: a bulk string (the entry id) or an error."""
 
+    compiled = COMPILED_RESP
+
     def __init__(self, spec: LoadSpec, worker: int):
         super().__init__(spec, worker)
         args = [b"XADD", REDIS_STREAM, b"MAXLEN", b"~", REDIS_MAXLEN, b"*", b"body", b"x" * spec.size]
@@ -144,6 +146,9 @@ class RedisDriver(LineDriver):
 
     def requests(self, n: int) -> tuple[bytes, list[int]]:
         return self.request * n, []
+
+    def compiled_requests(self) -> list[tuple[bytes, int, int]]:
+        return [(self.request, -1, -1)]
 
     def answer_at(self, buf: bytearray, pos: int, eol: int) -> tuple[int, Answer | None]:
         kind = buf[pos : pos + 1]
@@ -239,9 +244,9 @@ class NatsDriver(LineDriver):
         return eol + 2, None
 
 
-def driver(spec: LoadSpec, worker: int) -> Driver:
-    if spec.system == "redis":
-        return RedisDriver(spec, worker)
-    if spec.system == "nats":
-        return NatsDriver(spec, worker)
-    raise ValueError(f"system {spec.system!r}, expected rmq or one of {', '.join(PEERS)}")
+def driver_class(system: str) -> type[Driver]:
+    if system == "redis":
+        return RedisDriver
+    if system == "nats":
+        return NatsDriver
+    raise ValueError(f"system {system!r}, expected rmq or one of {', '.join(PEERS)}")

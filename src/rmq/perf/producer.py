@@ -4,10 +4,11 @@ lines a RocketMQ user knows from ``benchmark/producer.sh``::
     Current Time: 2026-11-25 00:41:07,512 | Send TPS: 21377 | Max RT(ms): 9 | Average RT(ms):   0.745
         | Send Failed: 0 | Response Failed: 0
     [Complete] Send Total: 213770 | Send Failed: 0 | Response Failed: 0 | Avg RT(ms):   0.747 | Max RT(ms): 12
-        | p50/p99/p999 (ms): 0.612 / 2.104 / 8.330
+        | p50/p99/p999 (ms): 0.612 / 2.104 / 8.330 | Generator CPU/msg (us): 1.942 (c)
 
 (each one line, broken here; Send Failed: no answer, a timeout or a lost connection; Response
-Failed: an answer with an error code.) ``run_producer`` is what ``rmq-perf producer`` and every
+Failed: an answer with an error code; Generator CPU/msg: what the load generator's processes
+spent per acked message, and its engine, ``rmq.perf.load``'s.) ``run_producer`` is what ``rmq-perf producer`` and every
 ``rmq-perf matrix`` cell run.
 """
 
@@ -20,7 +21,7 @@ from collections.abc import Callable
 from typing import Any
 
 from rmq.perf.cluster import ProcessSample, ProcessSampler, delta
-from rmq.perf.load import SEND_FAILURES, IntervalReport, LoadSpec, generator_fields, run_load
+from rmq.perf.load import SEND_FAILURES, IntervalReport, LoadSpec, engine_of, generator_fields, run_load
 from rmq.perf.log import KIND_INTERVAL, KIND_SUMMARY, PerfLogWriter, cell_id
 
 MB = 1 << 20
@@ -48,18 +49,26 @@ def interval_line(r: IntervalReport, msgs_per_s: float, when: float) -> str:
     )
 
 
-def summary_line(r: IntervalReport) -> str:
+def summary_line(r: IntervalReport, engine: str) -> str:
     h = r.histogram
+    cpu_per_msg = f"{r.cpu_s * 1e6 / r.acked:.3f}" if r.acked else "-"
     return (
         f"[Complete] Send Total: {r.sent} | Send Failed: {send_failed(r)} | Response Failed: {response_failed(r)}"
         f" | Avg RT(ms): {_ms(h.mean_us()):7.3f} | Max RT(ms): {_ms(h.max_us()):.0f}"
         f" | p50/p99/p999 (ms): {_ms(h.percentile(50)):.3f} / {_ms(h.percentile(99)):.3f}"
-        f" / {_ms(h.percentile(99.9)):.3f}"
+        f" / {_ms(h.percentile(99.9)):.3f} | Generator CPU/msg (us): {cpu_per_msg} ({engine})"
     )
 
 
 def record(
-    kind: str, cell: dict[str, Any], r: IntervalReport, t_start: float, t_end: float, size: int, processes: int
+    kind: str,
+    cell: dict[str, Any],
+    r: IntervalReport,
+    t_start: float,
+    t_end: float,
+    size: int,
+    processes: int,
+    engine: str | None = None,
 ) -> dict[str, Any]:
     """An interval or summary record (without ``broker``) of one merged report."""
     seconds = max(t_end - t_start, 1e-9)
@@ -78,7 +87,7 @@ def record(
         "consumed": None,
         "consume_lag": None,
         "broker": None,
-        "generator": generator_fields(r.cpu_s, seconds, processes, r.wake_late_max_s),
+        "generator": generator_fields(r.cpu_s, seconds, processes, r.wake_late_max_s, r.acked, engine),
     }
     if kind == KIND_SUMMARY:
         h = r.histogram
@@ -103,6 +112,7 @@ def run_producer(
     """Run ``spec``; write its intervals and summary for ``cell``; ``echo`` the producer.sh lines
     (the records themselves as JSON, ``echo_records``); the summary record."""
     processes = spec.effective_workers
+    engine = engine_of(spec)
     samples: list[ProcessSample] = []
     first: list[float] = []
     last: list[float] = []
@@ -121,7 +131,7 @@ def run_producer(
         if not first:
             first.append(t_start)
         last[:] = [t_end]
-        rec = record(KIND_INTERVAL, cell, r, t_start, t_end, spec.size, processes)
+        rec = record(KIND_INTERVAL, cell, r, t_start, t_end, spec.size, processes, engine)
         if sampler is not None and samples:
             samples.append(sampler.sample())
             rec["broker"] = delta(samples[-2], samples[-1], r.acked)
@@ -132,12 +142,12 @@ def run_producer(
     total = run_load(spec, on_interval, on_start)
     t_start = first[0] if first else 0.0
     t_end = last[0] if last else t_start + spec.duration
-    summary = record(KIND_SUMMARY, cell, total, t_start, t_end, spec.size, processes)
+    summary = record(KIND_SUMMARY, cell, total, t_start, t_end, spec.size, processes, engine)
     if sampler is not None and len(samples) > 1:
         summary["broker"] = delta(samples[0], samples[-1], total.acked)
     emit(summary)
     if echo is not None and not echo_records:
-        echo(summary_line(total))
+        echo(summary_line(total, engine))
     return summary
 
 

@@ -55,6 +55,12 @@ class FrameTemplate:
         """``born_ms``: ``b"%d" % ms``, made once for all the frames of a burst."""
         return self._head + str(opaque).encode() + self._middle + born_ms + self._tail
 
+    def marked(self) -> tuple[bytes, int, int]:
+        """The frame with OPAQUE_BASE and BORN_MARK in it, and where their digits start: what the
+        compiled loop patches in place."""
+        opaque_at = len(self._head)
+        return self.frame(OPAQUE_BASE, b"%d" % BORN_MARK), opaque_at, opaque_at + 10 + len(self._middle)
+
     def parts(self, opaque: int, born_ms: bytes) -> tuple[bytes, bytes, bytes, bytes, bytes]:
         """``frame``'s pieces, for one ``b"".join`` over a whole burst (one copy of each byte)."""
         return self._head, b"%d" % opaque, self._middle, born_ms, self._tail
