@@ -122,8 +122,10 @@ class SlaveStatus:
     acked_offset: int  # -1 until its first report
     lag_bytes: int
     lag_ms: int
-    # proved the cluster secret, or the master has no credentials: its acks count for SYNC_MASTER
-    trusted: bool = True
+    authenticated: bool = False  # proved the cluster secret
+    tls: bool = False
+    # authenticated, or the master has no credentials: its acks complete SYNC_MASTER sends
+    acks_count: bool = True
 
 
 class Phase(enum.Enum):
@@ -155,9 +157,13 @@ class HAConnection:
         security = service.security
         self.phase = Phase.SNIFFING if security.server_tls is not None else Phase.OPENING
         self._tls: TlsSocket | None = None
-        # with credentials on the master, only a slave that proved them counts for SYNC_MASTER
-        self.trusted = security.credentials is None
+        self.authenticated = False
         self._nonce = self._slave_nonce = b""  # of the CHALLENGE and of the HELLO
+
+    @property
+    def acks_count(self) -> bool:
+        """With credentials on the master, only a slave that proved them completes SYNC_MASTER sends."""
+        return self.authenticated or self.service.security.credentials is None
 
     @property
     def host(self) -> str:
@@ -311,7 +317,7 @@ class HAConnection:
         """Whether the slave's PROOF holds; else enforcing closes it, permissive serves it untrusted."""
         expected = wire.slave_proof(credentials.secret_key, credentials.access_key, self._nonce, self._slave_nonce)
         if hmac.compare_digest(proof, expected) and access_key == credentials.access_key:
-            self.trusted = True
+            self.authenticated = True
             log.info("slave %s authenticated as %s", self.address, access_key)
             return True
         what = "a wrong proof of the cluster secret" if access_key == credentials.access_key else "another access key"
@@ -359,7 +365,14 @@ class HAConnection:
                 self.close(f"refused: it reports offset {offset}, below this master's oldest CommitLog byte")
                 return False
             self.next_offset = start
-            log.info("slave %s connected: reports %d, replication starts at %d", self.address, offset, start)
+            log.info(
+                "slave %s connected%s%s: reports %d, replication starts at %d",
+                self.address,
+                " over TLS" if self._tls is not None else "",
+                "" if self.acks_count else " (unauthenticated: its acks do not count)",
+                offset,
+                start,
+            )
         elif offset < self.acked:
             self.close(f"refused: its offset went backwards from {self.acked} to {offset}")
             return False
@@ -655,8 +668,8 @@ class HAService:
 
     def publish_acks(self) -> None:
         """The best ack of the slaves that reported, into the group commit (SYNC_MASTER sends)."""
-        # an untrusted slave (permissive mode) is served, but its word is not taken for a send
-        reported = [c.acked for c in self.connections.values() if c.acked >= 0 and c.trusted]
+        # an unauthenticated slave (permissive mode) is served, but its word is not taken for a send
+        reported = [c.acked for c in self.connections.values() if c.acked >= 0 and c.acks_count]
         best = max(reported, default=0)
         self.store.group_commit.publish_replicated(best, len(reported))
         samples = self._samples
@@ -676,7 +689,18 @@ class HAService:
                 oldest = next((t for offset, t in list(self._samples) if offset > c.acked), now)
                 lag_ms = int((now - oldest) * 1000)
             lag = end - c.acked if c.acked >= 0 else end
-            found.append(SlaveStatus(c.address, c.connected_since, c.acked, lag, lag_ms, c.trusted))
+            found.append(
+                SlaveStatus(
+                    c.address,
+                    c.connected_since,
+                    c.acked,
+                    lag,
+                    lag_ms,
+                    c.authenticated,
+                    c._tls is not None,
+                    c.acks_count,
+                )
+            )
         return found
 
 
