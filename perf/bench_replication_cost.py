@@ -9,10 +9,14 @@ does not. This runs, interleaved round by round, 1 KiB sends against
                   stores nothing: the master streams its CommitLog exactly as to a real slave, so what
                   it loses is the master's own cost of replicating;
     real slave    the same with an ``rmq-broker`` slave process (bench_broker.py's async_master);
+    tls slave     (--tls) the same, master and slave with tlsEnable and cluster credentials: the
+                  replication stream encrypted (the master's certificate verified), the slave
+                  authenticated; clients send plain (tlsServerMode permissive), so the difference
+                  to "real slave" is what encrypting and decrypting the stream costs;
 
 and prints each one's median and its per-round ratio to standalone.
 
-    PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64]
+    PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64] [--tls]
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ import time
 from collections.abc import Iterator
 
 from bench_broker import running_role, sends_per_second, start_broker
+from bench_tls import certificate
 
 from rmq.perf.cluster import free_port
 from rmq.protocol import ha as wire
@@ -95,15 +100,29 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one run")
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--in-flight", default="16,64")
+    parser.add_argument("--tls", action="store_true", help="also a slave replicating over TLS, authenticated")
     args = parser.parse_args()
     depths = [int(d) for d in args.in_flight.split(",")]
-    sides = ["standalone", "null slave", "real slave"]
+    sides = ["standalone", "null slave", "real slave"] + (["tls slave"] if args.tls else [])
     with contextlib.ExitStack() as stack:
         ports = {
             "standalone": stack.enter_context(running_role("standalone"))[0],
             "null slave": stack.enter_context(running_null_slave_master()),
             "real slave": stack.enter_context(running_role("async_master"))[0],
         }
+        if args.tls:
+            directory = tempfile.mkdtemp(prefix="rmq-bench-tls-")
+            stack.callback(shutil.rmtree, directory, ignore_errors=True)
+            cert, key = certificate(directory)
+            tls = {
+                "tlsEnable": "true",
+                "tlsServerCertPath": cert,
+                "tlsServerKeyPath": key,
+                "tlsClientTrustCertPath": cert,
+                "clusterAccessKey": "bench-cluster",
+                "clusterSecretKey": "bench-secret",
+            }
+            ports["tls slave"] = stack.enter_context(running_role("async_master", **tls))[0]
         for batch in (False, True):
             for depth in depths:
                 rates: dict[str, list[float]] = {side: [] for side in sides}

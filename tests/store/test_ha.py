@@ -442,3 +442,12 @@ def test_ha_listen_address_binds_the_ha_port_to_one_address(tmp_path, opened):
     slave = open_slave(tmp_path, opened, master)  # at 127.0.0.2
     put_many(master, 20)
     caught_up(master, slave)
+
+
+def test_a_connection_that_never_finishes_its_handshake_is_closed(tmp_path, opened, caplog):
+    """Half a HELLO, then nothing: dropped after haHousekeepingInterval, as a silent slave is."""
+    master = open_pair(tmp_path, opened, security=HASecurity(CLUSTER), ha_housekeeping_interval=300)
+    with RawConnection(master.config.ha_listen_port) as stalled:
+        stalled.send(wire.encode_hello(bytes(wire.NONCE_SIZE))[:20])
+        assert stalled.is_closed_by_peer(timeout=5)
+    assert "no handshake within 0.3 s (haHousekeepingInterval)" in caplog.text
