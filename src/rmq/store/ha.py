@@ -739,6 +739,7 @@ class HAClient(ServiceThread):
         # what was read and not yet appended: [0, self._filled); several frames per recv
         self._buffer = bytearray(max(READ_BUFFER, 2 * (wire.FRAME_HEADER_SIZE + self._max_frame)))
         self._filled = 0
+        self._authenticated = False  # the current connection's master proved the cluster secret
 
     def update_master_address(self, address: str | None) -> None:
         """The master's HA address as the name server answered it (any thread)."""
@@ -787,7 +788,13 @@ class HAClient(ServiceThread):
         self._filled = 0
         self._last_read = time.monotonic()
         self._report()
-        log.info("replicating from master %s, from offset %d", address, self.store.commit_log.get_max_offset())
+        log.info(
+            "replicating from master %s%s%s, from offset %d",
+            address,
+            " over TLS" if self.security.client_tls is not None else "",
+            ", both authenticated" if self._authenticated else "",
+            self.store.commit_log.get_max_offset(),
+        )
         self._backoff = RECONNECT_MIN
         return True
 
@@ -795,6 +802,7 @@ class HAClient(ServiceThread):
         """TLS and the cluster secret's mutual proof on a new connection (each when configured);
         the socket to replicate on, or ConnectionError (OSError, ssl.SSLError) saying why not."""
         security = self.security
+        self._authenticated = False
         if security.client_tls is not None:
             # the handshake, within the connect timeout
             sock = security.client_tls.wrap_socket(sock, server_hostname=address.rpartition(":")[0])
@@ -836,6 +844,7 @@ class HAClient(ServiceThread):
                     "its proof of the cluster secret is wrong (another clusterSecretKey or clusterAccessKey "
                     "than this slave's): not replicating from it"
                 )
+            self._authenticated = True
         return sock
 
     def _prepare(self, address: str) -> bool:
