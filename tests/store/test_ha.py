@@ -451,3 +451,10 @@ def test_a_connection_that_never_finishes_its_handshake_is_closed(tmp_path, open
         stalled.send(wire.encode_hello(bytes(wire.NONCE_SIZE))[:20])
         assert stalled.is_closed_by_peer(timeout=5)
     assert "no handshake within 0.3 s (haHousekeepingInterval)" in caplog.text
+
+
+def test_a_malformed_proof_is_refused(tmp_path, opened, caplog):
+    master = open_pair(tmp_path, opened, security=HASecurity(CLUSTER))
+    hello = wire.encode_hello(bytes(wire.NONCE_SIZE))
+    assert refused(master.config.ha_listen_port, hello + bytes.fromhex("7fff") + bytes(40))
+    assert "a malformed PROOF: access key length 32767 is not in [0, 1024]" in caplog.text

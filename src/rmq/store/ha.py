@@ -302,7 +302,7 @@ class HAConnection:
             try:
                 taken = wire.decode_proof(inbuf)
             except ValueError as e:
-                self.close(f"refused: a malformed PROOF: {e}")
+                self.refuse("proof", f"a malformed PROOF: {e}")
                 return False
             if taken is None:
                 return False
