@@ -225,21 +225,26 @@ def max_phy_offset(port: int) -> int:
 
 
 @contextlib.contextmanager
-def running_role(role: str) -> Iterator[tuple[int, int | None]]:
+def running_role(role: str, **more: str) -> Iterator[tuple[int, int | None]]:
     """A broker of ``role`` (standalone, async_master, sync_master) on ASYNC_FLUSH, a master with a
     slave process (its own store, registered with the master's embedded name server) that has caught
-    up: (port, slave port or None)."""
+    up: (port, slave port or None). ``more``: settings of both brokers."""
     roots, procs = [], []
     try:
         roots.append(tempfile.mkdtemp(prefix="rmq-bench-broker-"))
         broker_role = {"standalone": "ASYNC_MASTER"}.get(role, role.upper())
-        proc, port, namesrv_port = start_broker(roots[0], "ASYNC_FLUSH", brokerRole=broker_role)
+        proc, port, namesrv_port = start_broker(roots[0], "ASYNC_FLUSH", brokerRole=broker_role, **more)
         procs.append(proc)
         slave_port = None
         if role != "standalone":
             roots.append(tempfile.mkdtemp(prefix="rmq-bench-slave-"))
             slave, slave_port, _ = start_broker(
-                roots[1], "ASYNC_FLUSH", brokerRole="SLAVE", brokerId="1", namesrvAddr=f"127.0.0.1:{namesrv_port}"
+                roots[1],
+                "ASYNC_FLUSH",
+                brokerRole="SLAVE",
+                brokerId="1",
+                namesrvAddr=f"127.0.0.1:{namesrv_port}",
+                **more,
             )
             procs.append(slave)
             deadline = time.monotonic() + 30

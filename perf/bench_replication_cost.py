@@ -9,10 +9,18 @@ does not. This runs, interleaved round by round, 1 KiB sends against
                   stores nothing: the master streams its CommitLog exactly as to a real slave, so what
                   it loses is the master's own cost of replicating;
     real slave    the same with an ``rmq-broker`` slave process (bench_broker.py's async_master);
+    tls slave     (--tls) the same, master and slave with tlsEnable and cluster credentials: the
+                  replication stream encrypted (the master's certificate verified), the slave
+                  authenticated; clients send plain (tlsServerMode permissive), so the difference
+                  to "real slave" is what encrypting and decrypting the stream costs;
 
 and prints each one's median and its per-round ratio to standalone.
 
-    PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64]
+    PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64] [--tls]
+
+``--catch-up MB`` measures the stream alone instead: a master store holding MB of CommitLog, a new
+slave store in a process of its own copying all of it, plain and over TLS (with cluster
+authentication) in alternating rounds; MB/s of each and TLS/plain.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ import multiprocessing
 import shutil
 import signal
 import socket
+import ssl
 import statistics
 import sys
 import tempfile
@@ -30,9 +39,19 @@ import time
 from collections.abc import Iterator
 
 from bench_broker import running_role, sends_per_second, start_broker
+from bench_tls import certificate
 
+from rmq.net.tls import TlsServerOptions, server_context
 from rmq.perf.cluster import free_port
 from rmq.protocol import ha as wire
+from rmq.protocol.acl import ClusterAuthMode, SessionCredentials
+from rmq.protocol.tls import TlsMode
+from rmq.store import MessageStore, MessageStoreConfig
+from rmq.store.ha import HASecurity
+
+CATCH_UP_BODY = b"x" * 4096
+CATCH_UP_TIMEOUT = 120
+CREDENTIALS = SessionCredentials("bench-cluster", "bench-secret")
 
 
 def null_slave(port: int, stop: multiprocessing.synchronize.Event) -> None:
@@ -90,20 +109,103 @@ def running_null_slave_master() -> Iterator[int]:
         shutil.rmtree(root, ignore_errors=True)
 
 
+def copy_all(root: str, master_address: str, end: int, cert: str | None, result) -> None:  # type: ignore[no-untyped-def]
+    """A slave store (its own process) copying a master's whole CommitLog: seconds it took."""
+    security = HASecurity()
+    if cert is not None:
+        context = ssl.create_default_context(cafile=cert)
+        context.check_hostname = False
+        security = HASecurity(CREDENTIALS, client_tls=context)
+    config = MessageStoreConfig(
+        store_path_root_dir=root, broker_role="SLAVE", ha_master_address=master_address, **CATCH_UP_FILES
+    )
+    slave = MessageStore(config).start()
+    try:
+        began = time.perf_counter()
+        slave.start_ha(security=security)
+        while slave.commit_log.get_max_offset() < end:
+            time.sleep(0.005)
+        result.send(time.perf_counter() - began)
+    finally:
+        slave.shutdown()
+
+
+# one CommitLog file holds the whole backlog: a new slave starts at the master's last file
+CATCH_UP_FILES = {"mapped_file_size_commit_log": 1 << 30, "mapped_file_size_consume_queue": 20 * 300_000}
+
+
+def catch_up(megabytes: int, repeat: int) -> None:
+    directory = tempfile.mkdtemp(prefix="rmq-bench-catch-up-")
+    try:
+        cert, key = certificate(directory)
+        server = TlsServerOptions(server_context(cert, key), TlsMode.PERMISSIVE)
+        port = free_port()
+        master = MessageStore(
+            MessageStoreConfig(store_path_root_dir=f"{directory}/master", ha_listen_port=port, **CATCH_UP_FILES)
+        ).start()
+        try:
+            # permissive: the plain slave (no credentials) is served too
+            master.start_ha(security=HASecurity(CREDENTIALS, ClusterAuthMode.PERMISSIVE, server_tls=server))
+            for i in range(megabytes * 1024 * 1024 // len(CATCH_UP_BODY)):
+                master.put("BenchTopic", CATCH_UP_BODY, i % 8, wait=False)
+            end = master.commit_log.get_max_offset()
+            rates: dict[str, list[float]] = {"plain": [], "tls": []}
+            for round_ in range(repeat):
+                for side in rates:
+                    receive, send = multiprocessing.Pipe(duplex=False)
+                    root = f"{directory}/slave-{side}-{round_}"
+                    args = (root, f"127.0.0.1:{port}", end, cert if side == "tls" else None, send)
+                    proc = multiprocessing.Process(target=copy_all, args=args)
+                    proc.start()
+                    if not receive.poll(CATCH_UP_TIMEOUT):
+                        proc.terminate()
+                        raise TimeoutError(f"the {side} slave did not copy {megabytes} MB in {CATCH_UP_TIMEOUT} s")
+                    seconds = receive.recv()
+                    proc.join(30)
+                    shutil.rmtree(root, ignore_errors=True)
+                    rates[side].append(end / seconds / 1e6)
+            for side, values in rates.items():
+                print(f"catch-up {megabytes} MB  {side:5s} {statistics.median(values):8.1f} MB/s  (rounds {values})")
+            ratio = statistics.median(t / p for t, p in zip(rates["tls"], rates["plain"], strict=True))
+            print(f"catch-up TLS/plain per round: {ratio:.2f}x", flush=True)
+        finally:
+            master.shutdown()
+    finally:
+        shutil.rmtree(directory, ignore_errors=True)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=3.0, help="length of one run")
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds")
     parser.add_argument("--in-flight", default="16,64")
+    parser.add_argument("--tls", action="store_true", help="also a slave replicating over TLS, authenticated")
+    parser.add_argument("--catch-up", type=int, metavar="MB", help="the stream alone: a new slave copying MB")
     args = parser.parse_args()
+    if args.catch_up:
+        catch_up(args.catch_up, args.repeat)
+        return 0
     depths = [int(d) for d in args.in_flight.split(",")]
-    sides = ["standalone", "null slave", "real slave"]
+    sides = ["standalone", "null slave", "real slave"] + (["tls slave"] if args.tls else [])
     with contextlib.ExitStack() as stack:
         ports = {
             "standalone": stack.enter_context(running_role("standalone"))[0],
             "null slave": stack.enter_context(running_null_slave_master()),
             "real slave": stack.enter_context(running_role("async_master"))[0],
         }
+        if args.tls:
+            directory = tempfile.mkdtemp(prefix="rmq-bench-tls-")
+            stack.callback(shutil.rmtree, directory, ignore_errors=True)
+            cert, key = certificate(directory)
+            tls = {
+                "tlsEnable": "true",
+                "tlsServerCertPath": cert,
+                "tlsServerKeyPath": key,
+                "tlsClientTrustCertPath": cert,
+                "clusterAccessKey": "bench-cluster",
+                "clusterSecretKey": "bench-secret",
+            }
+            ports["tls slave"] = stack.enter_context(running_role("async_master", **tls))[0]
         for batch in (False, True):
             for depth in depths:
                 rates: dict[str, list[float]] = {side: [] for side in sides}

@@ -383,10 +383,14 @@ _section(
     Setting("brokerIP1", Text(optional=True, validate=_ipv4), None,
             "the address registered with name servers and written into every record (msgIds carry it)"),
     Setting("brokerIP2", Text(optional=True, validate=_ipv4), None,
-            "the address slaves use to reach this master's HA port; default brokerIP1"),
+            "the address slaves use to reach this master's HA port; default haListenAddress if set, "
+            "else brokerIP1"),
     # None until BrokerConfig.resolve(): listenPort + 1, as RocketMQ derives it
     Setting("haListenPort", Int(0, 65535, "a TCP port (0-65535)", optional=True), None,
             "the port slaves replicate from; default listenPort + 1"),
+    Setting("haListenAddress", Text(optional=True, validate=_ipv4), None,
+            "the address haListenPort binds to (one interface: the replication network, or 127.0.0.1); "
+            "unset: every interface (0.0.0.0). brokerIP2 defaults to it when set"),
     Setting("brokerPermission", Int(0, PERM_ALL, "a perm bit set 0-7"), PERM_READ | PERM_WRITE,
             "perm bits of the whole broker: 4 read, 2 write"),
     Setting("defaultTopicQueueNums", Int(1), 8, "queues of an auto-created topic"),
@@ -538,11 +542,22 @@ _section(
 # tls.server.certPath, tls.server.keyPath.
 _section(
     "broker",
-    Setting("tlsEnable", Bool(), False, "serve TLS on listenPort (and on the embedded name server's port)"),
+    Setting("tlsEnable", Bool(), False,
+            "serve TLS on listenPort, haListenPort (and the embedded name server's port); a slave "
+            "replicates from its master over TLS"),
     Setting("tlsServerMode", Choice(TlsMode), TlsMode.PERMISSIVE,
-            "permissive: TLS and plain clients on one port; enforcing: TLS only"),
+            "permissive: TLS and plain clients (and slaves) on one port; enforcing: TLS only"),
     Setting("tlsServerCertPath", Text(optional=True), None, "the server's certificate chain, PEM (tlsEnable)"),
     Setting("tlsServerKeyPath", Text(optional=True), None, "the server's private key, PEM, unencrypted (tlsEnable)"),
+    # a broker's client side: a slave's connection to its master's HA port (tls.client.trustCertPath,
+    # tls.test.mode.enable; RocketMQ's test mode defaults to true, trusting any certificate: rmq's
+    # default verifies, since the HA stream carries every message)
+    Setting("tlsClientTrustCertPath", Text(optional=True), None,
+            "CA certificates (PEM) a slave with tlsEnable verifies its master's HA port certificate "
+            "against; unset: the system's CAs"),
+    Setting("tlsTestModeEnable", Bool(), False,
+            "a slave with tlsEnable takes any certificate from its master (encrypted, not verified: "
+            "tests only)"),
 )
 
 # Connections (rmq.net.server). serverChannelMaxIdleTimeSeconds is RocketMQ's NettyServerConfig key,

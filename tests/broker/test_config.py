@@ -71,6 +71,38 @@ def test_broker_ip_defaults_to_a_host_address_with_a_remote_name_server():
     assert config.broker_ip2 == config.broker_ip1
 
 
+def test_an_ha_listen_address_is_where_slaves_are_sent_unless_broker_ip2_says_otherwise():
+    config, store_config = load_broker_config(overrides={"haListenAddress": "127.0.0.2", "haListenPort": "20912"})
+    assert store_config.ha_listen_address == "127.0.0.2" and config.ha_server_addr == "127.0.0.2:20912"
+    config, _ = load_broker_config(overrides={"haListenAddress": "127.0.0.2", "brokerIP2": "127.0.0.3"})
+    assert config.broker_ip2 == "127.0.0.3"
+    config, _ = load_broker_config(overrides={"haListenAddress": "0.0.0.0"})
+    assert config.broker_ip2 == config.broker_ip1
+
+
+def test_ha_security_from_the_cluster_and_tls_settings(tmp_path):
+    config, _ = load_broker_config()
+    security = config.ha_security()
+    assert security.credentials is None and security.server_tls is None and security.client_tls is None
+    config, _ = load_broker_config(
+        overrides={"clusterAccessKey": "ak", "clusterSecretKey": "sk", "clusterAuthMode": "permissive"}
+    )
+    security = config.ha_security()
+    assert security.credentials is not None and security.credentials.access_key == "ak" and not security.enforcing
+    assert "sk" not in repr(security)
+    missing = tmp_path / "no-such-ca.pem"
+    config, _ = load_broker_config(
+        overrides={
+            "tlsEnable": "true",
+            "tlsServerCertPath": "c",
+            "tlsServerKeyPath": "k",
+            "tlsClientTrustCertPath": str(missing),
+        }
+    )
+    with pytest.raises(ConfigError, match=f"cannot load tlsClientTrustCertPath={missing}"):
+        config.client_tls()
+
+
 @pytest.mark.parametrize(
     "key, value, message",
     [
@@ -92,6 +124,7 @@ def test_broker_ip_defaults_to_a_host_address_with_a_remote_name_server():
         ("flushDiskTypo", "SYNC_FLUSH", "flushDiskTypo is not a setting (from --set): did you mean flushDiskType?"),
         ("listenport", "1", "listenport is not a setting (from --set): did you mean listenPort?"),
         ("namesrvAddr", "ns1", "namesrvAddr must be addresses host:port separated by ';', got 'ns1'"),
+        ("haListenAddress", "localhost", "haListenAddress must be an IPv4 address, got 'localhost'"),
     ],
 )
 def test_bad_values_are_refused_clearly(key, value, message):

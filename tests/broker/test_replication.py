@@ -1,6 +1,7 @@
 """A master and a slave broker as real processes behind one name server: the slave finds its master
 through the name server, copies every message sent to the master, and refuses sends itself;
-SYNC_MASTER sends wait for it."""
+SYNC_MASTER sends wait for it. With cluster credentials only a slave that proves the secret gets a
+byte or counts; TLS and haListenAddress on the HA port."""
 
 from __future__ import annotations
 
@@ -13,15 +14,18 @@ from pathlib import Path
 
 import pytest
 
-from rmq.net import RemotingClient
+from rmq.net import RemotingClient, RemotingCommand
 from rmq.perf.cluster import ProcessSampler
 from rmq.protocol import ha as wire
-from rmq.protocol.codes import ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.replica import HAStatus
 from tests.helpers import wait_until
 from tests.helpers.broker import broker_settings
 from tests.helpers.frames import refused
+from tests.helpers.ha_peer import FakeSlave
 from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, Processes, start_broker_process, start_namesrv
 from tests.helpers.requests import call, route_request, send_request
+from tests.helpers.tls import make_certificate
 
 
 @pytest.fixture
@@ -42,14 +46,22 @@ def client():
     c.shutdown()
 
 
-def start_pair(processes, tmp_path: Path, role: str, start_slave: bool = True, **more: str):
+def start_pair(
+    processes, tmp_path: Path, role: str, start_slave: bool = True, slave_more: dict | None = None, **more: str
+):
+    """A name server, a master and (``start_slave``) its slave; ``more`` settings for both,
+    ``slave_more`` for the slave alone."""
     _, namesrv = start_namesrv(processes.spawn)
     processes.namesrv = namesrv
     common = {**CLUSTER_BROKER_SETTINGS, "autoCreateTopicEnable": "true", "slaveTimeout": "1000", **more}
     master_settings = broker_settings(tmp_path / "master", **common, brokerRole=role)
     processes.master_settings = master_settings
     slave_settings = broker_settings(
-        tmp_path / "slave", **common, brokerRole="SLAVE", brokerId="1", haSendHeartbeatInterval="500"
+        tmp_path / "slave",
+        **{**common, **(slave_more or {})},
+        brokerRole="SLAVE",
+        brokerId="1",
+        haSendHeartbeatInterval="500",
     )
     for settings in (master_settings, slave_settings):
         del settings["namesrvListenPort"]
@@ -217,4 +229,117 @@ def test_a_master_out_of_descriptors_pauses_its_ha_port_and_takes_the_slave_afte
     assert len(waiting.recv(wire.FRAME_HEADER_SIZE)) > 0
     waiting.close()
     launch_slave()
+    wait_replicated(tmp_path)
+
+
+# -- cluster authentication, TLS and haListenAddress on the HA port ----------------------------------
+
+CLUSTER_KEYS = {"clusterAccessKey": "rmq-cluster", "clusterSecretKey": "cluster-secret"}
+
+
+def wait_acked_by_slave(client, master: str) -> None:
+    """Until a SYNC_MASTER send succeeds: the slave found the master and acks."""
+    wait_until(
+        lambda: call(client, master, send_request("Warmup", b"w")).code == ResponseCode.SUCCESS,
+        20,
+        "a send acked by the slave",
+        interval=0.2,
+    )
+
+
+def master_log(tmp_path: Path) -> str:
+    return (tmp_path / "master" / "logs" / "broker.log").read_text()
+
+
+def test_with_cluster_credentials_a_peer_that_does_not_authenticate_gets_no_byte_nor_counts(
+    processes, client, tmp_path
+):
+    """A raw socket on the HA port that reports and acks like a slave but never authenticates:
+    closed before any CommitLog byte, and a SYNC_MASTER send is answered as without a slave."""
+    master, _ = start_pair(processes, tmp_path, "SYNC_MASTER", start_slave=False, **CLUSTER_KEYS)
+    assert call(client, master, send_request("Guarded", b"before")).code == ResponseCode.SLAVE_NOT_AVAILABLE
+    with FakeSlave(int(processes.master_settings["haListenPort"])) as fake:
+        assert fake.closed.wait(5), "the master kept serving a peer that did not authenticate"
+        assert fake.data_bytes == 0
+        answer = call(client, master, send_request("Guarded", b"with the fake around"))
+        assert answer.code == ResponseCode.SLAVE_NOT_AVAILABLE, answer.remark
+    assert "it did not authenticate" in master_log(tmp_path)
+
+
+def test_a_slave_with_the_cluster_secret_replicates_one_with_another_secret_is_refused(processes, client, tmp_path):
+    master, _, _ = start_pair(processes, tmp_path, "SYNC_MASTER", **CLUSTER_KEYS)
+    wait_acked_by_slave(client, master)
+    for i in range(50):
+        answer = call(client, master, send_request("Trusted", bytes([i]) * 300, queue_id=i % 4))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+    wait_replicated(tmp_path)
+
+    impostor = broker_settings(
+        tmp_path / "impostor",
+        **{**CLUSTER_BROKER_SETTINGS, **CLUSTER_KEYS, "clusterSecretKey": "guessed"},
+        brokerRole="SLAVE",
+        brokerId="2",
+    )
+    del impostor["namesrvListenPort"]
+    start_broker_process(processes.spawn, impostor, processes.namesrv, ("--log-level", "WARNING"))
+    refused_line = "authentication failed: a wrong proof of the cluster secret (access key 'rmq-cluster')"
+    wait_until(lambda: refused_line in master_log(tmp_path), 20, "the master refusing the impostor")
+    impostor_log = (tmp_path / "impostor" / "logs" / "broker.log").read_text()
+    assert "its proof of the cluster secret is wrong" in impostor_log
+    assert not (tmp_path / "impostor" / "commitlog").exists() or not any(
+        p.read_bytes().strip(b"\0") for p in (tmp_path / "impostor" / "commitlog").iterdir()
+    )
+    assert call(client, master, send_request("Trusted", b"after")).code == ResponseCode.SUCCESS
+
+
+def test_an_over_acking_slave_is_disconnected_and_its_ack_not_counted(processes, client, tmp_path):
+    master, _ = start_pair(processes, tmp_path, "SYNC_MASTER", start_slave=False)
+    with FakeSlave(int(processes.master_settings["haListenPort"]), over_ack=100, over_ack_from=1 << 62) as fake:
+        wait_acked_by_slave(client, master)  # a 4.x master takes its honest acks
+        fake.over_ack_from = fake.acked
+        answer = call(client, master, send_request("OverAcked", b"x"))
+        assert answer.code == ResponseCode.FLUSH_SLAVE_TIMEOUT, answer.remark
+        assert fake.closed.wait(5)
+    assert "beyond this master's CommitLog" in master_log(tmp_path)
+
+
+def ha_status(client, master: str) -> HAStatus:
+    answer = call(client, master, RemotingCommand.request(RequestCode.GET_HA_STATUS, {}))
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    return HAStatus.decode(answer.body)
+
+
+def test_replication_over_tls_with_the_cluster_secret(processes, client, tmp_path):
+    """tlsEnable on both: the slave replicates over TLS, verifying the master's certificate, and
+    proves the secret; ha-status tells that slave from a plain one (permissive serves both; the
+    slave's requests to its master's remoting port are plain, so not enforcing here)."""
+    cert = make_certificate(tmp_path / "tls")
+    tls = {
+        "tlsEnable": "true",
+        "tlsServerCertPath": str(cert.cert),
+        "tlsServerKeyPath": str(cert.key),
+        "tlsClientTrustCertPath": str(cert.cert),
+    }
+    master, _, _ = start_pair(processes, tmp_path, "SYNC_MASTER", **tls, **CLUSTER_KEYS)
+    wait_acked_by_slave(client, master)
+    for i in range(100):
+        answer = call(client, master, send_request("Encrypted", bytes([i]) * 500, queue_id=i % 4))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+    wait_replicated(tmp_path)
+    [slave] = ha_status(client, master).slaves
+    assert (slave.tls, slave.authenticated, slave.acks_count) == (True, True, True)
+    with FakeSlave(int(processes.master_settings["haListenPort"]), ("rmq-cluster", "cluster-secret")) as plain:
+        wait_until(lambda: plain.data_bytes > 0, 5, "the plain peer served")
+        assert {(s.tls, s.authenticated) for s in ha_status(client, master).slaves} == {(True, True), (False, True)}
+
+
+def test_ha_listen_address_binds_the_ha_port_where_told(processes, client, tmp_path):
+    """The HA port on 127.0.0.2 only; slaves learn that address (brokerIP2's default) and replicate."""
+    master, _, _ = start_pair(processes, tmp_path, "SYNC_MASTER", haListenAddress="127.0.0.2")
+    wait_acked_by_slave(client, master)
+    ha_port = int(processes.master_settings["haListenPort"])
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection(("127.0.0.1", ha_port), timeout=5).close()
+    for i in range(20):
+        assert call(client, master, send_request("Bound", bytes([i]) * 300, queue_id=i % 4)).code == 0
     wait_replicated(tmp_path)

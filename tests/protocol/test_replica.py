@@ -20,8 +20,18 @@ def test_ha_status_body_has_the_documented_keys_and_reads_back():
                 "ackedOffset": 1024,
                 "lagBytes": 3072,
                 "lagMs": 12,
+                "authenticated": False,
+                "tls": False,
+                "acksCount": True,
             }
         ],
     }
     assert HAStatus.decode(body) == status
     assert HAStatus.decode(HAStatus(0, []).encode()) == HAStatus(0, [])
+    trusted = SlaveReplication("127.0.0.1:40001", 1, 0, 0, 0, authenticated=True, tls=True, acks_count=True)
+    assert HAStatus.decode(HAStatus(0, [trusted]).encode()) == HAStatus(0, [trusted])
+    # a master from before cluster authentication: a 4.x-style slave, counted
+    older = {"address": "a:1", "connectedSince": 1, "ackedOffset": 0, "lagBytes": 0, "lagMs": 0}
+    assert HAStatus.decode(json.dumps({"masterMaxOffset": 0, "slaves": [older]}).encode()).slaves == [
+        SlaveReplication("a:1", 1, 0, 0, 0, authenticated=False, tls=False, acks_count=True)
+    ]

@@ -1,8 +1,10 @@
 """Replication in one process: a master store and slave stores, each with its own directory, over
-the HA port on loopback (rmq.store.ha); the store primitives under it; bad input on the HA port."""
+the HA port on loopback (rmq.store.ha); the store primitives under it; bad input on the HA port;
+cluster authentication, TLS and haListenAddress on it."""
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from pathlib import Path
@@ -10,14 +12,22 @@ from pathlib import Path
 import pytest
 
 from rmq.errors import StoreError
+from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol import ha as wire
+from rmq.protocol.acl import ClusterAuthMode, SessionCredentials
+from rmq.protocol.tls import TlsMode
 from rmq.store import MessageStore, PutMessageStatus
+from rmq.store.ha import HASecurity
 from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.frames import RawConnection, refused
+from tests.helpers.ha_peer import FakeSlave
 from tests.helpers.store import small_store_config
+from tests.helpers.tls import make_certificate
 
 
-def open_pair(tmp_path: Path, opened: list, role: str = "ASYNC_MASTER", **settings) -> MessageStore:
+def open_pair(
+    tmp_path: Path, opened: list, role: str = "ASYNC_MASTER", security: HASecurity | None = None, **settings
+) -> MessageStore:
     """A started master store replicating on a free port (``opened`` collects it)."""
     store = MessageStore(
         small_store_config(
@@ -28,24 +38,33 @@ def open_pair(tmp_path: Path, opened: list, role: str = "ASYNC_MASTER", **settin
         )
     ).start()
     opened.append(store)
-    store.start_ha()
+    store.start_ha(security=security)
     return store
 
 
-def open_slave(tmp_path: Path, opened: list, master: MessageStore, name: str = "slave") -> MessageStore:
+def open_slave(
+    tmp_path: Path,
+    opened: list,
+    master: MessageStore,
+    name: str = "slave",
+    security: HASecurity | None = None,
+    wait: bool = True,
+) -> MessageStore:
+    host = master.config.ha_listen_address or LOOPBACK
     store = MessageStore(
         small_store_config(
             tmp_path / name,
             broker_role="SLAVE",
-            ha_master_address=f"{LOOPBACK}:{master.config.ha_listen_port}",
+            ha_master_address=f"{host}:{master.config.ha_listen_port}",
             ha_send_heartbeat_interval=200,
         )
     ).start()
     opened.append(store)
     since = time.time()
-    store.start_ha()
-    # connected and reported: before that, what the master writes may roll over past where it starts
-    wait_until(lambda: reported_since(master, since), 10, f"{name} connected to the master")
+    store.start_ha(security=security)
+    if wait:
+        # connected and reported: before that, what the master writes may roll over past where it starts
+        wait_until(lambda: reported_since(master, since), 10, f"{name} connected to the master")
     return store
 
 
@@ -291,3 +310,151 @@ def test_an_async_master_with_a_caught_up_slave_sleeps_and_still_sends_new_bytes
 def wake_ups(native_id: int | None) -> int:
     status = Path(f"/proc/self/task/{native_id}/status").read_text()
     return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
+
+
+# -- cluster authentication, TLS, haListenAddress -----------------------------------------------------
+
+CLUSTER = SessionCredentials("rmq-cluster", "cluster-secret")
+KEYS = (CLUSTER.access_key, CLUSTER.secret_key)
+
+
+def put_waiting(master: MessageStore, body: bytes, timeout: float = 10.0) -> PutMessageStatus:
+    """A SYNC_MASTER put that waits for a slave: its final status."""
+    done = threading.Event()
+    r = master.put_message("TopicA", 0, body, b"", callback=lambda _: done.set())
+    if r.pending:
+        assert done.wait(timeout)
+    return r.status
+
+
+def test_with_credentials_an_authenticated_slave_replicates_and_a_sync_send_waits_for_it(tmp_path, opened):
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER", security=HASecurity(CLUSTER))
+    slave = open_slave(tmp_path, opened, master, security=HASecurity(CLUSTER))
+    assert put_waiting(master, b"replicated") is PutMessageStatus.PUT_OK
+    put_many(master, 50)
+    caught_up(master, slave)
+    assert_replica(master, slave)
+    assert [(s.authenticated, s.acks_count) for s in master.ha_service.slaves()] == [(True, True)]
+
+
+def test_enforcing_a_peer_that_does_not_authenticate_gets_no_byte_and_acks_nothing(tmp_path, opened, caplog):
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER", security=HASecurity(CLUSTER), slave_timeout=500)
+    put_many(master, 20)
+    port = master.config.ha_listen_port
+    with FakeSlave(port) as plain, FakeSlave(port, credentials=("rmq-cluster", "wrong-secret")) as wrong:
+        assert plain.closed.wait(5) and wrong.closed.wait(5)
+        assert plain.data_bytes == wrong.data_bytes == 0
+    assert put_waiting(master, b"alone") is PutMessageStatus.SLAVE_NOT_AVAILABLE
+    assert "it did not authenticate" in caplog.text
+    assert "authentication failed: a wrong proof of the cluster secret (access key 'rmq-cluster')" in caplog.text
+
+
+def test_permissive_an_unauthenticated_slave_is_served_but_its_acks_do_not_count(tmp_path, opened, caplog):
+    security = HASecurity(CLUSTER, ClusterAuthMode.PERMISSIVE)
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER", security=security, slave_timeout=500)
+    with FakeSlave(master.config.ha_listen_port) as fake:
+        put_many(master, 20)
+        wait_until(lambda: fake.acked == master.commit_log.get_max_offset(), 5, "the fake slave acked everything")
+        assert fake.data_bytes > 0 and [s.acks_count for s in master.ha_service.slaves()] == [False]
+        assert put_waiting(master, b"not on a slave") is PutMessageStatus.SLAVE_NOT_AVAILABLE
+        # a real slave with the credentials counts beside it
+        open_slave(tmp_path, opened, master, security=security)
+        assert put_waiting(master, b"on the real slave") is PutMessageStatus.PUT_OK
+    assert "did not authenticate: served (clusterAuthMode permissive)" in caplog.text
+
+
+def test_an_over_acking_slave_is_disconnected_and_never_counts(tmp_path, opened, caplog):
+    """A slave (4.x, no credentials) acking more than it was sent: the send waiting on it is not
+    completed by that ack, and the slave is gone."""
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER", slave_timeout=500)
+    put_many(master, 5)
+    end = master.commit_log.get_max_offset()
+    with FakeSlave(master.config.ha_listen_port, over_ack=100, over_ack_from=end) as fake:
+        wait_until(lambda: [s.acked_offset for s in master.ha_service.slaves()] == [end], 5, "honest acks first")
+        assert put_waiting(master, b"over-acked") is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
+        assert fake.closed.wait(5)
+    assert "beyond this master's CommitLog" in caplog.text
+    wait_until(lambda: not master.ha_service.slaves(), 5, "the slave dropped")
+    assert put_waiting(master, b"after it") is PutMessageStatus.SLAVE_NOT_AVAILABLE
+
+
+def test_a_slave_refuses_a_master_that_cannot_prove_the_secret(tmp_path, opened, caplog):
+    """A master with another secret: the slave neither reconciles its log with it nor copies a byte."""
+    master = open_pair(tmp_path, opened, security=HASecurity(SessionCredentials("rmq-cluster", "another")))
+    put_many(master, 20)
+    asked = []
+
+    def epoch_source():
+        asked.append(True)
+        raise AssertionError("a master that failed to authenticate is not asked for its epochs")
+
+    slave = MessageStore(
+        small_store_config(
+            tmp_path / "slave",
+            broker_role="SLAVE",
+            ha_master_address=f"{LOOPBACK}:{master.config.ha_listen_port}",
+        )
+    ).start()
+    opened.append(slave)
+    slave.start_ha(epoch_source, HASecurity(CLUSTER))
+    wait_until(lambda: "its proof of the cluster secret is wrong" in caplog.text, 5, "the slave refusing the master")
+    # the master logs it too (the slave's proof does not hold either)
+    wait_until(lambda: "authentication failed" in caplog.text, 5, "the master refusing the slave")
+    assert not asked and slave.commit_log.get_max_offset() == 0
+
+
+def test_a_slave_with_credentials_refuses_a_master_without_them_unless_permissive(tmp_path, opened, caplog):
+    master = open_pair(tmp_path, opened)
+    put_many(master, 20)
+    open_slave(tmp_path, opened, master, "strict", security=HASecurity(CLUSTER), wait=False)
+    wait_until(lambda: "it holds no cluster credentials" in caplog.text, 5, "the slave refusing the master")
+    lenient = open_slave(tmp_path, opened, master, "lenient", HASecurity(CLUSTER, ClusterAuthMode.PERMISSIVE))
+    caught_up(master, lenient)
+    assert "replicating from it all the same" in caplog.text
+
+
+@pytest.fixture(scope="module")
+def certificate(tmp_path_factory):
+    return make_certificate(tmp_path_factory.mktemp("tls"))
+
+
+@pytest.mark.parametrize("role", ["ASYNC_MASTER", "SYNC_MASTER"])
+def test_replication_over_tls_with_authentication(tmp_path, opened, certificate, caplog, role):
+    server = TlsServerOptions(server_context(str(certificate.cert), str(certificate.key)), TlsMode.ENFORCING)
+    master = open_pair(tmp_path, opened, role=role, security=HASecurity(CLUSTER, server_tls=server))
+    slave = open_slave(tmp_path, opened, master, security=HASecurity(CLUSTER, client_tls=certificate.client_context()))
+    if role == "SYNC_MASTER":
+        assert put_waiting(master, b"over TLS") is PutMessageStatus.PUT_OK
+    put_many(master, 3000, size=1000)  # megabytes: records wait behind the socket (and the cipher backlog)
+    caught_up(master, slave)
+    assert_replica(master, slave)
+    # enforcing: a plain slave, even one with the secret, is closed before its first byte is read
+    with FakeSlave(master.config.ha_listen_port, credentials=KEYS) as plain:
+        assert plain.closed.wait(5) and plain.data_bytes == 0
+    assert "this HA port takes TLS only" in caplog.text
+
+
+def test_ha_listen_address_binds_the_ha_port_to_one_address(tmp_path, opened):
+    master = open_pair(tmp_path, opened, ha_listen_address="127.0.0.2")
+    port = master.config.ha_listen_port
+    with pytest.raises(ConnectionRefusedError):
+        socket.create_connection((LOOPBACK, port), timeout=5).close()
+    slave = open_slave(tmp_path, opened, master)  # at 127.0.0.2
+    put_many(master, 20)
+    caught_up(master, slave)
+
+
+def test_a_connection_that_never_finishes_its_handshake_is_closed(tmp_path, opened, caplog):
+    """Half a HELLO, then nothing: dropped after haHousekeepingInterval, as a silent slave is."""
+    master = open_pair(tmp_path, opened, security=HASecurity(CLUSTER), ha_housekeeping_interval=300)
+    with RawConnection(master.config.ha_listen_port) as stalled:
+        stalled.send(wire.encode_hello(bytes(wire.NONCE_SIZE))[:20])
+        assert stalled.is_closed_by_peer(timeout=5)
+    assert "no handshake within 0.3 s (haHousekeepingInterval)" in caplog.text
+
+
+def test_a_malformed_proof_is_refused(tmp_path, opened, caplog):
+    master = open_pair(tmp_path, opened, security=HASecurity(CLUSTER))
+    hello = wire.encode_hello(bytes(wire.NONCE_SIZE))
+    assert refused(master.config.ha_listen_port, hello + bytes.fromhex("7fff") + bytes(40))
+    assert "a malformed PROOF: access key length 32767 is not in [0, 1024]" in caplog.text

@@ -24,6 +24,7 @@ from rmq.protocol.route import MASTER_ID
 from rmq.protocol.tls import TlsMode
 from rmq.settings import BrokerRole, LoadedSettings, MetricsExporterType, SettingsView, load_settings, setting
 from rmq.store import MessageStoreConfig
+from rmq.store.ha import HASecurity
 
 log = logging.getLogger("rmq.broker")
 
@@ -45,6 +46,7 @@ class BrokerConfig(SettingsView):
     broker_ip1: str | None = setting("brokerIP1")
     broker_ip2: str | None = setting("brokerIP2")
     ha_listen_port: int = setting("haListenPort")
+    ha_listen_address: str | None = setting("haListenAddress")
     broker_role: BrokerRole = setting("brokerRole")
     broker_permission: int = setting("brokerPermission")
     default_topic_queue_nums: int = setting("defaultTopicQueueNums")
@@ -81,6 +83,8 @@ class BrokerConfig(SettingsView):
     tls_server_mode: TlsMode = setting("tlsServerMode")
     tls_server_cert_path: str | None = setting("tlsServerCertPath")
     tls_server_key_path: str | None = setting("tlsServerKeyPath")
+    tls_client_trust_cert_path: str | None = setting("tlsClientTrustCertPath")
+    tls_test_mode_enable: bool = setting("tlsTestModeEnable")
     server_channel_max_idle_time_seconds: int = setting("serverChannelMaxIdleTimeSeconds")
     server_max_connections: int | None = setting("serverMaxConnections")
     server_socket_backlog: int = setting("serverSocketBacklog")
@@ -128,6 +132,28 @@ class BrokerConfig(SettingsView):
             return None
         return SessionCredentials(self.cluster_access_key, self.cluster_secret_key)
 
+    def client_tls(self) -> ssl.SSLContext | None:
+        """What a slave connects to its master's HA port with (tlsEnable), or None; ConfigError when
+        tlsClientTrustCertPath cannot be loaded."""
+        if not self.tls_enable:
+            return None
+        if self.tls_test_mode_enable:
+            context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+            context.check_hostname = False
+            context.verify_mode = ssl.CERT_NONE
+            return context
+        try:
+            context = ssl.create_default_context(cafile=self.tls_client_trust_cert_path)
+        except (OSError, ssl.SSLError) as exc:
+            raise ConfigError(f"cannot load tlsClientTrustCertPath={self.tls_client_trust_cert_path}: {exc}") from None
+        context.check_hostname = False  # masters are addressed by IP (brokerIP2)
+        return context
+
+    def ha_security(self) -> HASecurity:
+        """The cluster credentials and TLS of the HA port (a master) or of the connection to it (a slave)."""
+        # both sides whatever the role: a promoted slave serves the HA port with these
+        return HASecurity(self.cluster_credentials(), self.cluster_auth_mode, self.server_tls(), self.client_tls())
+
     def connection_limits(self) -> ConnectionLimits:
         """What the remoting servers (the broker's, the embedded name server's) allow a connection."""
         return ConnectionLimits(
@@ -161,7 +187,9 @@ class BrokerConfig(SettingsView):
         if not self.broker_ip1:
             self.broker_ip1 = LOOPBACK_IP if self.embedded_namesrv else first_non_loopback_ipv4()
         if not self.broker_ip2:
-            self.broker_ip2 = self.broker_ip1
+            # an HA port bound to one address is reached there
+            bound = self.ha_listen_address not in (None, "0.0.0.0")
+            self.broker_ip2 = self.ha_listen_address if bound else self.broker_ip1
         if self.ha_listen_port is None:
             self.ha_listen_port = self.listen_port + 1  # RocketMQ's default
         return self

@@ -253,7 +253,7 @@ class BrokerController:
             self.acl_watcher = AclWatcher(self.acl_config_path, self.acl)
         self.store.start()
         try:
-            self.store.start_ha(self.role.fetch_master_epochs if self.is_slave else None)
+            self.store.start_ha(self.role.fetch_master_epochs if self.is_slave else None, self.config.ha_security())
             self.check_disk()
             if self.metrics is not None:
                 self.metrics.start()

@@ -730,7 +730,9 @@ def broker_status(admin: AdminClient, as_json: bool, broker: str) -> None:
 @click.argument("broker_name", metavar="BROKER")
 def broker_ha_status(admin: AdminClient, as_json: bool, broker_name: str) -> None:
     """What BROKER's master knows of each slave it replicates to: connected since, the offset the
-    slave acknowledged, and how far behind it is in bytes and ms."""
+    slave acknowledged, how far behind it is in bytes and ms, whether it proved the cluster secret
+    (an unauthenticated one, served in clusterAuthMode permissive, does not ack SYNC_MASTER sends)
+    and whether it replicates over TLS."""
     master, status = admin.ha_status(broker_name)
     data = {"brokerName": broker_name, "masterAddr": master, **status.to_json()}
 
@@ -739,8 +741,19 @@ def broker_ha_status(admin: AdminClient, as_json: bool, broker_name: str) -> Non
         if not status.slaves:
             return f"{head}\nno slave connected"
         table = render_table(
-            ["Slave (HA connection)", "Connected Since", "Acked Offset", "Lag Bytes", "Lag ms"],
-            [[s.address, format_time(s.connected_since), s.acked_offset, s.lag_bytes, s.lag_ms] for s in status.slaves],
+            ["Slave (HA connection)", "Connected Since", "Acked Offset", "Lag Bytes", "Lag ms", "Auth", "TLS"],
+            [
+                [
+                    s.address,
+                    format_time(s.connected_since),
+                    s.acked_offset,
+                    s.lag_bytes,
+                    s.lag_ms,
+                    "yes" if s.authenticated else ("no" if s.acks_count else "no: acks not counted"),
+                    "yes" if s.tls else "no",
+                ]
+                for s in status.slaves
+            ],
         )
         return f"{head}\n{table}"
 

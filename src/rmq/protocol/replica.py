@@ -120,6 +120,9 @@ class SlaveReplication:
     acked_offset: int  # -1 until its first report
     lag_bytes: int
     lag_ms: int
+    authenticated: bool = False  # proved the cluster secret (clusterAccessKey/clusterSecretKey)
+    tls: bool = False
+    acks_count: bool = True  # its acks complete SYNC_MASTER sends (false: unauthenticated, permissive)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -140,6 +143,9 @@ class HAStatus:
                     "ackedOffset": s.acked_offset,
                     "lagBytes": s.lag_bytes,
                     "lagMs": s.lag_ms,
+                    "authenticated": s.authenticated,
+                    "tls": s.tls,
+                    "acksCount": s.acks_count,
                 }
                 for s in self.slaves
             ],
@@ -160,6 +166,10 @@ class HAStatus:
                     int(s["ackedOffset"]),
                     int(s["lagBytes"]),
                     int(s["lagMs"]),
+                    # absent from a master before cluster authentication
+                    bool(s.get("authenticated", False)),
+                    bool(s.get("tls", False)),
+                    bool(s.get("acksCount", True)),
                 )
                 for s in data["slaves"]
             ],

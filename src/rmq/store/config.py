@@ -47,6 +47,7 @@ class MessageStoreConfig(SettingsView):
     # replication (the HA service lives in the store, as in RocketMQ)
     broker_role: BrokerRole = setting("brokerRole")
     ha_listen_port: int = setting("haListenPort")  # declared optional: listenPort + 1 unless set
+    ha_listen_address: str | None = setting("haListenAddress")
     ha_master_address: str | None = setting("haMasterAddress")
     ha_send_heartbeat_interval: int = setting("haSendHeartbeatInterval")
     ha_housekeeping_interval: int = setting("haHousekeepingInterval")

@@ -18,6 +18,16 @@ broker's client loop never waits for them:
 
 A slave that breaks the protocol (an offset beyond the master's end, one that goes backwards or past
 what it was sent, bytes that are not reports) is logged and disconnected; the master serves on.
+
+With cluster credentials (``HASecurity``, clusterAccessKey/clusterSecretKey) master and slave prove
+to each other that they hold the cluster secret before the master sends a CommitLog byte (the
+HELLO / CHALLENGE / PROOF of ``rmq.protocol.ha``). clusterAuthMode enforcing: a slave that does not
+is closed at once; permissive: it is served (an upgrade, slaves given the credentials one by one),
+but only authenticated slaves' acks complete SYNC_MASTER sends, so a process that acks without
+storing cannot make a send look replicated. Refusals are logged rate-limited (a stranger retrying
+cannot flood the log). With tlsEnable the HA port speaks TLS with the broker's certificate
+(tlsServerMode permissive: TLS and plain slaves, told apart by the first byte as on the client port;
+enforcing: TLS only), and a slave with tlsEnable connects with TLS.
 Past haMaxConnections connections, one more is closed as soon as it is accepted (logged, as the
 client port's past serverMaxConnections: ``rmq.net.server.ConnectionRefusals``).
 Both threads, what they may touch and who stops them: docs/threads.md.
@@ -27,19 +37,26 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
+import hmac
 import logging
 import os
 import select
 import socket
+import ssl
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rmq._log import RateLimitedLog
 from rmq._service import PeriodicHandle, ServiceThread
 from rmq.errors import StoreError
 from rmq.net.loop import EventLoop
 from rmq.net.server import ConnectionRefusals, open_file_limit_connections, pause_accepting
+from rmq.net.tls import TlsServerOptions, TlsSocket
 from rmq.protocol import ha as wire
+from rmq.protocol.acl import ClusterAuthMode, SessionCredentials
+from rmq.protocol.tls import TLS_HANDSHAKE_RECORD, TlsMode
 
 if TYPE_CHECKING:
     from rmq.store.epoch import EpochEntry
@@ -81,6 +98,21 @@ RECONNECT_MAX = 5.0
 EPOCH_FAILURES_LOGGED = 8
 
 
+@dataclasses.dataclass(frozen=True)
+class HASecurity:
+    """What the HA port and a slave's connection to it authenticate and encrypt with (the broker
+    builds it from its settings: ``BrokerConfig.ha_security``). The default: neither, as 4.x."""
+
+    credentials: SessionCredentials | None = None  # clusterAccessKey / clusterSecretKey
+    mode: ClusterAuthMode = ClusterAuthMode.ENFORCING  # clusterAuthMode
+    server_tls: TlsServerOptions | None = None  # a master's HA port (tlsEnable)
+    client_tls: ssl.SSLContext | None = None  # a slave's connection to its master (tlsEnable)
+
+    @property
+    def enforcing(self) -> bool:
+        return self.mode is ClusterAuthMode.ENFORCING
+
+
 @dataclasses.dataclass
 class SlaveStatus:
     """What the master knows of one slave connection."""
@@ -90,6 +122,19 @@ class SlaveStatus:
     acked_offset: int  # -1 until its first report
     lag_bytes: int
     lag_ms: int
+    authenticated: bool = False  # proved the cluster secret
+    tls: bool = False
+    # authenticated, or the master has no credentials: its acks complete SYNC_MASTER sends
+    acks_count: bool = True
+
+
+class Phase(enum.Enum):
+    """Where a slave's connection is before it replicates."""
+
+    SNIFFING = "sniffing"  # TLS served: waiting for the first byte (a TLS handshake or not)
+    OPENING = "opening"  # waiting for a HELLO or a first report (after the TLS handshake, if any)
+    PROVING = "proving"  # CHALLENGE sent: waiting for the slave's PROOF
+    REPLICATING = "replicating"  # reports in, frames out
 
 
 class HAConnection:
@@ -103,13 +148,31 @@ class HAConnection:
         self.connected_since = time.time()
         self.acked = -1  # the slave's last report
         self.next_offset = -1  # where the next frame starts (set by the first report)
-        self.last_read = time.monotonic()
-        self.last_write = time.monotonic()
+        self.accepted_at = self.last_read = self.last_write = time.monotonic()
         self._inbuf = bytearray()
         self._out: collections.deque = collections.deque()  # buffers not yet sent (views of the mapping)
         self._want_write = False
         self._events = select.EPOLLIN  # what the loop watches: reports (EPOLLIN), room to send (EPOLLOUT)
         self.closed = False
+        security = service.security
+        self.phase = Phase.SNIFFING if security.server_tls is not None else Phase.OPENING
+        self._tls: TlsSocket | None = None
+        self.authenticated = False
+        self._nonce = self._slave_nonce = b""  # of the CHALLENGE and of the HELLO
+
+    @property
+    def acks_count(self) -> bool:
+        """With credentials on the master, only a slave that proved them completes SYNC_MASTER sends."""
+        return self.authenticated or self.service.security.credentials is None
+
+    @property
+    def host(self) -> str:
+        return self.address.rpartition(":")[0]
+
+    def refuse(self, kind: str, reason: str) -> None:
+        """Close for a reason a stranger can repeat at will: logged rate-limited per kind and host."""
+        self.service.refusal_log.warning((kind, self.host), "slave %s refused: %s", self.address, reason)
+        self.close(reason, logged=True)
 
     # -- reading reports --------------------------------------------------------------------------
 
@@ -119,7 +182,10 @@ class HAConnection:
                 self.transfer()
                 return
         if not self.closed and events & select.EPOLLOUT:
-            self.transfer()
+            if self.phase is Phase.REPLICATING:
+                self.transfer()
+            elif not self._out or self._send() >= 0:  # the CHALLENGE, or a TLS handshake's records
+                self._push_tls()
 
     def read_reports(self) -> None:
         """ASYNC_MASTER: take the reports that came since the last poll (the socket is not watched
@@ -129,22 +195,32 @@ class HAConnection:
 
     def caught_up(self, end: int) -> bool:
         """Nothing left to send up to the CommitLog's ``end`` (or not started yet)."""
-        return self.closed or self.next_offset < 0 or (not self._out and self.next_offset >= end)
+        if self.closed or self.next_offset < 0:
+            return True
+        return not self._out and not self._cipher_pending() and self.next_offset >= end
 
     def _read(self) -> bool:
         """Take the reports there are: whether there was a whole one (and the connection is open)."""
+        if self.phase is Phase.SNIFFING and not self._sniff():
+            return False
         try:
             data = self.sock.recv(4096)
         except BlockingIOError:
+            self._push_tls()  # a handshake step may have answers to send
             return False
-        except OSError as e:
-            self.close(f"read failed: {e}")
+        except OSError as e:  # ssl.SSLError included: a failed TLS handshake
+            if self._tls is not None and not self._tls.handshake_done:
+                self.refuse("tls", f"TLS handshake failed: {e}")
+            else:
+                self.close(f"read failed: {e}")
             return False
         if not data:
             self.close("it closed the connection")
             return False
         self.last_read = time.monotonic()
         self._inbuf += data
+        if self.phase is not Phase.REPLICATING and not self._open():
+            return False
         whole = len(self._inbuf) - len(self._inbuf) % wire.REPORT_SIZE
         if whole == 0:
             return False
@@ -157,6 +233,121 @@ class HAConnection:
             self.service.publish_acks()
         elif self._events & select.EPOLLIN:
             self.update_events()  # ASYNC_MASTER, replicating: reports may be read on polls from now on
+        return True
+
+    # -- before replicating: TLS, authentication -------------------------------------------------
+
+    def _sniff(self) -> bool:
+        """TLS served: a first byte 0x16 (a ClientHello) starts TLS; any other is a plain slave's,
+        refused by an enforcing port. False while it has not come (or the connection was closed)."""
+        try:
+            first = self.sock.recv(1, socket.MSG_PEEK)
+        except BlockingIOError:
+            return False
+        except OSError:
+            first = b""  # the read that follows meets the error
+        options = self.service.security.server_tls
+        assert options is not None
+        if first and first[0] == TLS_HANDSHAKE_RECORD:
+            self._tls = TlsSocket.wrap(self.sock, options.context, server_side=True)
+            self.sock = self._tls  # type: ignore[assignment]
+        elif first and options.mode is TlsMode.ENFORCING:
+            self.refuse("plain", "a plain connection: this HA port takes TLS only (tlsServerMode enforcing)")
+            return False
+        self.phase = Phase.OPENING
+        return True
+
+    def _open(self) -> bool:
+        """Take the HELLO and PROOF there are in what was read; True once the connection replicates
+        (what is left of the input is reports), False while it waits or once it is closed."""
+        security = self.service.security
+        credentials = security.credentials
+        inbuf = self._inbuf
+        if self.phase is Phase.OPENING:
+            if len(inbuf) < wire.REPORT_SIZE:
+                return False
+            if not wire.is_hello(inbuf):
+                if credentials is None:
+                    self.phase = Phase.REPLICATING  # a 4.x slave: the first report
+                    return True
+                if security.enforcing:
+                    self.refuse("auth", "it did not authenticate (no clusterAccessKey/clusterSecretKey on it?)")
+                    return False
+                self.service.refusal_log.warning(
+                    ("auth", self.host),
+                    "slave %s did not authenticate: served (clusterAuthMode permissive), its acks not counted "
+                    "for SYNC_MASTER",
+                    self.address,
+                )
+                self.phase = Phase.REPLICATING
+                return True
+            if len(inbuf) < wire.HELLO_SIZE:
+                return False
+            self._slave_nonce = bytes(inbuf[len(wire.AUTH_MAGIC) : wire.HELLO_SIZE])
+            del inbuf[: wire.HELLO_SIZE]
+            if credentials is None:
+                challenge = wire.encode_challenge(0, bytes(wire.NONCE_SIZE), bytes(wire.PROOF_SIZE))
+            else:
+                self._nonce = os.urandom(wire.NONCE_SIZE)
+                proof = wire.master_proof(
+                    credentials.secret_key, credentials.access_key, self._slave_nonce, self._nonce
+                )
+                challenge = wire.encode_challenge(wire.CHALLENGE_AUTHENTICATES, self._nonce, proof)
+            self.phase = Phase.PROVING
+            self._out.append(challenge)
+            if self._send() < 0:
+                return False
+            self._watch_writable(bool(self._out) or self._cipher_pending())
+        if self.phase is Phase.PROVING:
+            try:
+                taken = wire.decode_proof(inbuf)
+            except ValueError as e:
+                self.refuse("proof", f"a malformed PROOF: {e}")
+                return False
+            if taken is None:
+                return False
+            access_key, proof, size = taken
+            del inbuf[:size]
+            self.phase = Phase.REPLICATING
+            if credentials is not None and not self._proved(credentials, access_key, proof):
+                return False
+        return True
+
+    def _proved(self, credentials: SessionCredentials, access_key: str, proof: bytes) -> bool:
+        """Whether the slave's PROOF holds; else enforcing closes it, permissive serves it untrusted."""
+        expected = wire.slave_proof(credentials.secret_key, credentials.access_key, self._nonce, self._slave_nonce)
+        if hmac.compare_digest(proof, expected) and access_key == credentials.access_key:
+            self.authenticated = True
+            log.info("slave %s authenticated as %s", self.address, access_key)
+            return True
+        what = "a wrong proof of the cluster secret" if access_key == credentials.access_key else "another access key"
+        reason = f"authentication failed: {what} (access key {access_key!r})"
+        if self.service.security.enforcing:
+            self.refuse("proof", reason)
+            return False
+        self.service.refusal_log.warning(
+            ("proof", self.host),
+            "slave %s %s: served (clusterAuthMode permissive), its acks not counted for SYNC_MASTER",
+            self.address,
+            reason,
+        )
+        return True
+
+    def _cipher_pending(self) -> bool:
+        return self._tls is not None and self._tls.cipher_pending > 0
+
+    def _push_tls(self) -> bool:
+        """TLS: write what records wait as far as the socket takes them; watch for room while
+        anything waits. False once the connection is closed."""
+        if self.closed:
+            return False
+        if self._tls is not None:
+            try:
+                self._tls.push()
+            except OSError as e:
+                self.close(f"send failed: {e}")
+                return False
+        self._watch_writable(bool(self._out) or self._cipher_pending())
         return True
 
     def _on_report(self, offset: int) -> bool:
@@ -174,7 +365,14 @@ class HAConnection:
                 self.close(f"refused: it reports offset {offset}, below this master's oldest CommitLog byte")
                 return False
             self.next_offset = start
-            log.info("slave %s connected: reports %d, replication starts at %d", self.address, offset, start)
+            log.info(
+                "slave %s connected%s%s: reports %d, replication starts at %d",
+                self.address,
+                " over TLS" if self._tls is not None else "",
+                "" if self.acks_count else " (unauthenticated: its acks do not count)",
+                offset,
+                start,
+            )
         elif offset < self.acked:
             self.close(f"refused: its offset went backwards from {self.acked} to {offset}")
             return False
@@ -190,6 +388,8 @@ class HAConnection:
         """Send what is pending, then new frames of CommitLog bytes, until the socket is full,
         the slave is caught up or this wake-up sent its share."""
         if self.closed or self.next_offset < 0:
+            return
+        if self._tls is not None and not self._push_tls():
             return
         store = self.service.store
         batch = self.service.batch_size
@@ -217,13 +417,13 @@ class HAConnection:
             sent += n
             if out:
                 break  # the socket is full: EPOLLOUT resumes
-        self._watch_writable(bool(out) or sent >= MAX_BYTES_PER_WAKEUP)
+        self._watch_writable(bool(out) or sent >= MAX_BYTES_PER_WAKEUP or self._cipher_pending())
 
     def heartbeat(self) -> None:
         if not self._out and self.next_offset >= 0:
             self._out.append(wire.encode_frame_header(self.next_offset, wire.HEARTBEAT_SIZE))
             self._send()
-            self._watch_writable(bool(self._out))
+            self._watch_writable(bool(self._out) or self._cipher_pending())
 
     def _send(self) -> int:
         """sendmsg the pending buffers (no copy of the views); how many bytes went, -1 if closed."""
@@ -260,11 +460,14 @@ class HAConnection:
             self._events = events
             service.loop.update_handler(self.fd, events)
 
-    def close(self, reason: str) -> None:
+    def close(self, reason: str, logged: bool = False) -> None:
+        """``logged``: the caller logged why (rate-limited)."""
         if self.closed:
             return
         self.closed = True
-        (log.info if reason.startswith("it closed") else log.warning)("slave %s disconnected: %s", self.address, reason)
+        if not logged:
+            level = log.info if reason.startswith("it closed") else log.warning
+            level("slave %s disconnected: %s", self.address, reason)
         self.service.loop.remove_handler(self.fd)
         self.sock.close()
         self._out.clear()
@@ -275,10 +478,15 @@ class HAService:
     """The master's side: accepts slaves on haListenPort and streams them its CommitLog, on the
     event loop thread ``rmq-store-ha``. ``notify_new_data`` (any thread) says new bytes are there."""
 
-    def __init__(self, store: MessageStore):
+    def __init__(self, store: MessageStore, security: HASecurity | None = None):
         self.store = store
+        self.security = security or HASecurity()
+        # refusals a stranger can repeat at will (unauthenticated, a plain connection to a TLS-only
+        # port, a stalled handshake): one line per kind and peer host per interval
+        self.refusal_log = RateLimitedLog(log)
         config = store.config
         self.port = config.ha_listen_port
+        self.bind_address = config.ha_listen_address or BIND_ADDRESS
         self.batch_size = config.ha_transfer_batch_size
         self.heartbeat_interval = config.ha_send_heartbeat_interval / 1000
         self.housekeeping_interval = config.ha_housekeeping_interval / 1000
@@ -307,7 +515,7 @@ class HAService:
     def start(self) -> HAService:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((BIND_ADDRESS, self.port))
+        listener.bind((self.bind_address, self.port))
         listener.listen(16)
         listener.setblocking(False)
         self._listener = listener
@@ -316,7 +524,13 @@ class HAService:
         tick = min(self.heartbeat_interval, self.housekeeping_interval, 1.0) / 2
         self.loop.schedule_periodic(tick, self._housekeeping)
         self.loop.start()
-        log.info("HA service listening on %s:%d", BIND_ADDRESS, self.port)
+        log.info(
+            "HA service listening on %s:%d%s%s",
+            self.bind_address,
+            self.port,
+            ", TLS" if self.security.server_tls is not None else "",
+            f", slaves authenticate ({self.security.mode.value})" if self.security.credentials else "",
+        )
         return self
 
     def shutdown(self) -> None:
@@ -434,7 +648,11 @@ class HAService:
     def _housekeeping(self) -> None:
         now = time.monotonic()
         for connection in list(self.connections.values()):
-            if now - connection.last_read > self.housekeeping_interval:
+            if connection.phase is not Phase.REPLICATING and now - connection.accepted_at > self.housekeeping_interval:
+                connection.refuse(
+                    "slow", f"no handshake within {self.housekeeping_interval:g} s (haHousekeepingInterval)"
+                )
+            elif now - connection.last_read > self.housekeeping_interval:
                 connection.close(f"silent for more than {self.housekeeping_interval:g} s (haHousekeepingInterval)")
             elif now - connection.last_write >= self.heartbeat_interval:
                 connection.heartbeat()
@@ -450,7 +668,8 @@ class HAService:
 
     def publish_acks(self) -> None:
         """The best ack of the slaves that reported, into the group commit (SYNC_MASTER sends)."""
-        reported = [c.acked for c in self.connections.values() if c.acked >= 0]
+        # an unauthenticated slave (permissive mode) is served, but its word is not taken for a send
+        reported = [c.acked for c in self.connections.values() if c.acked >= 0 and c.acks_count]
         best = max(reported, default=0)
         self.store.group_commit.publish_replicated(best, len(reported))
         samples = self._samples
@@ -470,7 +689,18 @@ class HAService:
                 oldest = next((t for offset, t in list(self._samples) if offset > c.acked), now)
                 lag_ms = int((now - oldest) * 1000)
             lag = end - c.acked if c.acked >= 0 else end
-            found.append(SlaveStatus(c.address, c.connected_since, c.acked, lag, lag_ms))
+            found.append(
+                SlaveStatus(
+                    c.address,
+                    c.connected_since,
+                    c.acked,
+                    lag,
+                    lag_ms,
+                    c.authenticated,
+                    c._tls is not None,
+                    c.acks_count,
+                )
+            )
         return found
 
 
@@ -481,12 +711,21 @@ class HAClient(ServiceThread):
     registration (``update_master_address``). Before each connection it takes the master's epoch
     table (``epoch_source``) and cuts what its own log holds past their last common point
     (``MessageStore.reconcile_with_master``). A broken connection is retried with a backoff; a
-    restarted slave resumes from its own max offset."""
+    restarted slave resumes from its own max offset.
 
-    def __init__(self, store: MessageStore, epoch_source: EpochSource | None = None):
+    With ``security``: TLS to the master (``client_tls``), and with credentials the master must prove
+    the cluster secret before this slave reconciles or copies anything (a fake master could otherwise
+    cut its log or feed it records)."""
+
+    def __init__(
+        self, store: MessageStore, epoch_source: EpochSource | None = None, security: HASecurity | None = None
+    ):
         super().__init__("rmq-store-ha-client")
         self.store = store
         self.epoch_source = epoch_source
+        self.security = security or HASecurity()
+        # a master refused at every reconnect (another secret, no TLS): one line per interval
+        self.refusal_log = RateLimitedLog(log)
         self._epoch_failures = 0
         config = store.config
         self.master_address: str | None = config.ha_master_address
@@ -500,6 +739,7 @@ class HAClient(ServiceThread):
         # what was read and not yet appended: [0, self._filled); several frames per recv
         self._buffer = bytearray(max(READ_BUFFER, 2 * (wire.FRAME_HEADER_SIZE + self._max_frame)))
         self._filled = 0
+        self._authenticated = False  # the current connection's master proved the cluster secret
 
     def update_master_address(self, address: str | None) -> None:
         """The master's HA address as the name server answered it (any thread)."""
@@ -527,6 +767,89 @@ class HAClient(ServiceThread):
         address = self.master_address
         if not address:
             return False
+        host, _, port = address.rpartition(":")
+        try:
+            sock = socket.create_connection((host, int(port)), timeout=SLAVE_POLL * 5)
+        except OSError as e:
+            log.debug("cannot connect to master %s: %s", address, e)
+            return False
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            sock = self._secure(sock, address)
+        except (OSError, ConnectionError) as e:  # ssl.SSLError included
+            self.refusal_log.warning(("master", address), "cannot replicate from master %s: %s", address, e)
+            sock.close()
+            return False
+        if not self._prepare(address):
+            sock.close()
+            return False
+        sock.settimeout(SLAVE_POLL)
+        self._sock = sock
+        self._filled = 0
+        self._last_read = time.monotonic()
+        self._report()
+        log.info(
+            "replicating from master %s%s%s, from offset %d",
+            address,
+            " over TLS" if self.security.client_tls is not None else "",
+            ", both authenticated" if self._authenticated else "",
+            self.store.commit_log.get_max_offset(),
+        )
+        self._backoff = RECONNECT_MIN
+        return True
+
+    def _secure(self, sock: socket.socket, address: str) -> socket.socket:
+        """TLS and the cluster secret's mutual proof on a new connection (each when configured);
+        the socket to replicate on, or ConnectionError (OSError, ssl.SSLError) saying why not."""
+        security = self.security
+        self._authenticated = False
+        if security.client_tls is not None:
+            # the handshake, within the connect timeout
+            sock = security.client_tls.wrap_socket(sock, server_hostname=address.rpartition(":")[0])
+        credentials = security.credentials
+        if credentials is None:
+            return sock
+        nonce = os.urandom(wire.NONCE_SIZE)
+        sock.sendall(wire.encode_hello(nonce))
+        challenge = bytearray()
+        while len(challenge) < wire.CHALLENGE_SIZE:
+            got = sock.recv(wire.CHALLENGE_SIZE - len(challenge))
+            if not got:
+                raise ConnectionError(
+                    "it closed the connection before its challenge (a master without cluster authentication, "
+                    "or one that refused this slave's credentials?)"
+                )
+            challenge += got
+        try:
+            flags, master_nonce, proof = wire.decode_challenge(challenge)
+        except ValueError as e:
+            raise ConnectionError(f"not a cluster challenge: {e}") from None
+        # answered whatever the master's proof: a master with another secret then logs the mismatch
+        # too (what it learns, an HMAC over its own nonce, proves nothing on another connection)
+        sock.sendall(wire.encode_proof(credentials.access_key, wire.slave_proof(
+            credentials.secret_key, credentials.access_key, master_nonce, nonce
+        )))  # fmt: skip
+        if not flags & wire.CHALLENGE_AUTHENTICATES:
+            if security.enforcing:
+                raise ConnectionError("it holds no cluster credentials, so it cannot prove it is this cluster's master")
+            self.refusal_log.warning(
+                ("master-unauthenticated", address),
+                "master %s holds no cluster credentials: replicating from it all the same (clusterAuthMode permissive)",
+                address,
+            )
+        else:
+            expected = wire.master_proof(credentials.secret_key, credentials.access_key, nonce, master_nonce)
+            if not hmac.compare_digest(proof, expected):
+                raise ConnectionError(
+                    "its proof of the cluster secret is wrong (another clusterSecretKey or clusterAccessKey "
+                    "than this slave's): not replicating from it"
+                )
+            self._authenticated = True
+        return sock
+
+    def _prepare(self, address: str) -> bool:
+        """Before the first report: reconcile with the master's epoch table and queue what the last
+        connection copied; whether replication may start."""
         if self.epoch_source is not None:
             # the master's terms first, at every (re)connect: a tail this log holds that the master
             # never had is cut before a byte is copied
@@ -552,20 +875,6 @@ class HAClient(ServiceThread):
         except OSError as e:
             log.warning("cannot dispatch the replicated records from offset %d: %s", self.store.reput_offset, e)
             return False
-        host, _, port = address.rpartition(":")
-        try:
-            sock = socket.create_connection((host, int(port)), timeout=SLAVE_POLL * 5)
-        except OSError as e:
-            log.debug("cannot connect to master %s: %s", address, e)
-            return False
-        sock.settimeout(SLAVE_POLL)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        self._sock = sock
-        self._filled = 0
-        self._last_read = time.monotonic()
-        self._report()
-        log.info("replicating from master %s, from offset %d", address, self.store.commit_log.get_max_offset())
-        self._backoff = RECONNECT_MIN
         return True
 
     def _disconnect(self) -> None:
@@ -577,6 +886,26 @@ class HAClient(ServiceThread):
         assert self._sock is not None
         self._sock.sendall(wire.encode_report(self.store.commit_log.get_max_offset()))
         self._last_report = time.monotonic()
+
+    def _read_records(self, buffer: memoryview, end: int) -> int:
+        """TLS: a read answers one record (16 KiB at most), where a plain one answers all that came:
+        take the records already there too, so that a burst costs one append and one report (not
+        one per record, each report a record of its own for the master to open). Where the data
+        now ends."""
+        sock = self._sock
+        assert sock is not None
+        sock.settimeout(0)
+        try:
+            while end < len(buffer):
+                got = sock.recv_into(buffer[end:])
+                if not got:
+                    break  # the next read meets the end
+                end += got
+        except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+            pass
+        finally:
+            sock.settimeout(SLAVE_POLL)
+        return end
 
     def _serve(self) -> None:
         """Read what came (or time out), append every whole frame, report once."""
@@ -595,6 +924,8 @@ class HAClient(ServiceThread):
             raise ConnectionError("the master closed the connection")
         self._last_read = time.monotonic()
         end = self._filled + got
+        if isinstance(self._sock, ssl.SSLSocket):
+            end = self._read_records(buffer, end)
         position = 0
         appended = False
         while end - position >= wire.FRAME_HEADER_SIZE:

@@ -30,7 +30,7 @@ from rmq.protocol.message import MessageProperty, encode_properties
 from rmq.protocol.record import decode_record, ipv4_to_int
 from rmq.store.config import BrokerRole, MessageStoreConfig
 from rmq.store.epoch import EpochEntry, EpochFile, divergence_point
-from rmq.store.ha import EpochSource, HAClient, HAService
+from rmq.store.ha import EpochSource, HAClient, HASecurity, HAService
 from rmq.store.services import (
     CleanCommitLogService,
     CommitCompletionService,
@@ -101,6 +101,7 @@ class MessageStore(StoreCore):
         self._completion_handed_over = False
         self.ha_service: HAService | None = None
         self.ha_client: HAClient | None = None
+        self.ha_security: HASecurity | None = None
         # the master terms this store's log went through (epoch.json), loaded by ``start``
         self.epochs: EpochFile | None = None
 
@@ -144,19 +145,21 @@ class MessageStore(StoreCore):
             raise
         return self
 
-    def start_ha(self, epoch_source: EpochSource | None = None) -> None:
+    def start_ha(self, epoch_source: EpochSource | None = None, security: HASecurity | None = None) -> None:
         """After ``start``: replicate. A master opens its first epoch if its store has none and
         listens on haListenPort for slaves (HAService); a slave copies its master's CommitLog
         (HAClient), after reconciling its log with the master's epoch table, which
         ``epoch_source()`` fetches (the broker asks the master; without one, a slave replicates as
-        4.x does). A store used on its own does neither."""
+        4.x does). A store used on its own does neither. ``security``: the cluster credentials and
+        TLS both sides use (kept for a promotion's HA service too)."""
         assert self.epochs is not None, "start() first"
+        self.ha_security = security
         if self.config.slave:
-            self.ha_client = HAClient(self, epoch_source)
+            self.ha_client = HAClient(self, epoch_source, security)
             self.ha_client.start()
         else:
             self.epochs.ensure_started(self.get_max_phy_offset())
-            self.ha_service = HAService(self).start()
+            self.ha_service = HAService(self, security).start()
 
     @property
     def epoch(self) -> int:
@@ -205,7 +208,7 @@ class MessageStore(StoreCore):
         entry = self.epochs.begin(self.get_max_phy_offset())
         self.config.broker_role = BrokerRole.SYNC_MASTER if sync_master else BrokerRole.ASYNC_MASTER
         self.become_master(sync_master)
-        self.ha_service = HAService(self).start()
+        self.ha_service = HAService(self, self.ha_security).start()
         log.warning(
             "%s: promoted to %s, epoch %d from offset %d",
             self.store_path,

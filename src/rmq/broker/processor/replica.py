@@ -80,7 +80,16 @@ class ReplicaProcessor(Processor):
                 "not a master: only a master tracks its slaves",
             )
         slaves = [
-            SlaveReplication(s.address, int(s.connected_since * 1000), s.acked_offset, s.lag_bytes, s.lag_ms)
+            SlaveReplication(
+                s.address,
+                int(s.connected_since * 1000),
+                s.acked_offset,
+                s.lag_bytes,
+                s.lag_ms,
+                s.authenticated,
+                s.tls,
+                s.acks_count,
+            )
             for s in ha_service.slaves()
         ]
         return success(request, body=HAStatus(store.get_max_phy_offset(), slaves).encode())
