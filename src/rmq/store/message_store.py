@@ -26,7 +26,7 @@ from rmq._index import IndexService
 from rmq._service import ServiceThread
 from rmq._store import PutMessageResult, StoreCheckpoint, StoreCore, TagFilter
 from rmq.errors import StoreError, StoreLockedError
-from rmq.protocol.message import MessageProperty, encode_properties
+from rmq.protocol.message import MessageProperty, encode_properties, topic_error
 from rmq.protocol.record import decode_record, ipv4_to_int
 from rmq.store.config import BrokerRole, MessageStoreConfig
 from rmq.store.epoch import EpochEntry, EpochFile, divergence_point
@@ -527,6 +527,9 @@ class MessageStore(StoreCore):
         space back; its records stay in the CommitLog until retention deletes the files that hold
         them. A later put to the topic starts its queues again at offset 0. Returns how many queues
         went."""
+        reason = topic_error(topic)
+        if reason is not None:  # a name that is not a topic's must not become a path to remove
+            raise StoreError(f"cannot delete the queues of {topic!r}: {reason}")
         self.acquire_put_lock()
         try:
             queues = self.consume_queue_table.pop(topic, {})

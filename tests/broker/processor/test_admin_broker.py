@@ -147,6 +147,17 @@ def test_delete_topic_forgets_config_offsets_and_queue_files(broker, client, fil
     assert answer.code == ResponseCode.MESSAGE_ILLEGAL and "system topic" in answer.remark
 
 
+@pytest.mark.parametrize("name", ["../not-a-queue-dir", "..", "a\x00b", "Trail\n", ""])
+def test_delete_topic_refuses_a_name_no_topic_can_have_and_touches_no_file(broker, client, name, tmp_path):
+    # found by perf/fuzz_broker.py: a NUL failed the processor, and ".." reached os.rmdir, which
+    # removed an empty directory beside the queues
+    outside = Path(broker.store.store_path) / "not-a-queue-dir"
+    outside.mkdir()
+    answer = ask(client, broker, RequestCode.DELETE_TOPIC_IN_BROKER, topic=name)
+    assert answer.code in (ResponseCode.MESSAGE_ILLEGAL, ResponseCode.SYSTEM_ERROR), answer
+    assert outside.is_dir()
+
+
 def test_topic_configs_runtime_info_and_delay_offsets(broker, client, filled):
     configs = json.loads(bytes(ask(client, broker, RequestCode.GET_ALL_TOPIC_CONFIG).body))
     assert configs["topicConfigTable"][TOPIC]["writeQueueNums"] == 2

@@ -46,7 +46,7 @@ from rmq.protocol.admin_body import (
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.fields import str_field
 from rmq.protocol.headers import reset_offset_header
-from rmq.protocol.message import SCHEDULE_TOPIC
+from rmq.protocol.message import SCHEDULE_TOPIC, topic_error
 from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.broker")
@@ -237,6 +237,10 @@ class AdminBrokerProcessor(Processor):
         comes back now). Its records in the CommitLog age out with retention."""
         self._refuse_on_slave()
         topic = str_field(request.ext_fields, "topic")
+        reason = topic_error(topic)
+        if reason is not None:
+            # no such topic can exist, and its name must not reach a path (found by fuzz_broker.py)
+            raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL, reason)
         c = self.controller
         if c.topic_config_manager.delete_topic(topic):
             log.info("topic %s deleted by %s", topic, getattr(channel, "remote_address", "?"))
