@@ -12,8 +12,10 @@ DELETE_TOPIC_IN_NAMESRV. Reads stay open, as clients have no cluster account.
                                         rmq-admin get the credentials one by one, the log says
                                         who still writes unsigned, then the mode turns enforcing)
 
-Refusals and unsigned writes are logged at most once per interval per source host and kind
-(``rmq._log.RateLimitedLog``): a peer repeating a forged frame cannot flood the log.
+Refusals and unsigned writes are logged at most once a minute per source host and kind
+(``rmq._log.RateLimitedLog``, REFUSAL_LOG_INTERVAL): a peer repeating a forged frame cannot flood
+the log, and one holding a forgery across a broker's 30 s registrations is one line, with the count
+of what followed on the next.
 """
 
 from __future__ import annotations
@@ -28,6 +30,10 @@ from rmq.protocol.acl import ACCESS_KEY, SIGNATURE, ClusterAuthMode, signature_m
 from rmq.protocol.codes import RequestCode
 
 log = logging.getLogger("rmq.namesrv")
+
+# Seconds between two log lines of one source's refused (or, permissive, unsigned) writes: longer
+# than a broker's registration period, so a forgery held open logs once.
+REFUSAL_LOG_INTERVAL = 60.0
 
 WRITE_CODES = frozenset(
     {RequestCode.REGISTER_BROKER, RequestCode.UNREGISTER_BROKER, RequestCode.DELETE_TOPIC_IN_NAMESRV}
@@ -52,7 +58,7 @@ class ClusterAuth:
         self.access_key = access_key
         self._secret_key = secret_key
         self.mode = mode
-        self._log = RateLimitedLog(log)
+        self._log = RateLimitedLog(log, REFUSAL_LOG_INTERVAL)
 
     def __repr__(self) -> str:
         return f"ClusterAuth({self.access_key!r}, mode={self.mode.value})"

@@ -21,6 +21,7 @@ import orjson
 
 from rmq import _clock
 from rmq._log import RateLimitedLog
+from rmq.namesrv.auth import REFUSAL_LOG_INTERVAL
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.route import MASTER_ID, BrokerData, QueueData
 
@@ -74,7 +75,7 @@ class RouteInfoManager:
         self.broker_channel_expired_ms = broker_channel_expired_ms
         self._lock = threading.RLock()
         # a forger repeating a refused registration must not flood the log
-        self._refusals = RateLimitedLog(log)
+        self._refusals = RateLimitedLog(log, REFUSAL_LOG_INTERVAL)
         # Encoded GET_ROUTEINFO_BY_TOPIC bodies. Clients ask every 30 s per topic while the tables
         # change only when brokers come, go or change configs, so every change clears this.
         self._route_cache: dict[str, bytes] = {}
