@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import threading
+import weakref
 
 import pytest
 
@@ -97,3 +99,18 @@ def test_awaitable_through_asyncio():
         return await asyncio.wrap_future(future)
 
     assert asyncio.run(main()) == 5
+
+
+def test_a_finished_future_lets_its_callbacks_go():
+    # send_async callers keep their futures: what a callback captured must not live as long
+    class Token:
+        pass
+
+    token = Token()
+    ref = weakref.ref(token)
+    future = LightFuture()
+    future.add_done_callback(lambda _f, t=token: None)
+    del token
+    future.set_result(1)
+    gc.collect()
+    assert ref() is None

@@ -34,8 +34,16 @@ class LightFuture(Future[Any]):
         self._state = PENDING
         self._result = None
         self._exception: BaseException | None = None
-        self._waiters: list[Any] = []
-        self._done_callbacks: list[Any] = []
+        self._waiter_list: list[Any] | None = None
+        self._done_callbacks: list[Any] | tuple[()] = []
+
+    @property
+    def _waiters(self) -> list[Any]:  # type: ignore[override]
+        # only concurrent.futures.wait / as_completed put waiters here, holding the Condition
+        waiters = self._waiter_list
+        if waiters is None:
+            waiters = self._waiter_list = []
+        return waiters
 
     @property
     def _condition(self) -> threading.Condition:  # type: ignore[override]
@@ -85,6 +93,11 @@ class LightFuture(Future[Any]):
         if not self._complete(None, exception):
             super().set_exception(exception)
 
+    def _invoke_callbacks(self) -> None:
+        super()._invoke_callbacks()  # type: ignore[misc]
+        # run once: a finished future holds its callbacks (and what they hold) no longer
+        self._done_callbacks = ()
+
     def _complete(self, result: Any, exception: BaseException | None) -> bool:
         """Finish without a Condition if there is none (so nobody waits); False: there is one."""
         with _lock:
@@ -97,5 +110,5 @@ class LightFuture(Future[Any]):
                 self._state = FINISHED
         if state in _DONE:  # (repr takes the lock: raised outside it)
             raise InvalidStateError(f"{state}: {self!r}")
-        self._invoke_callbacks()  # type: ignore[attr-defined]
+        self._invoke_callbacks()
         return True
