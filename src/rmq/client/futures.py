@@ -23,6 +23,7 @@ __all__ = ["LightFuture"]
 
 _DONE = frozenset({CANCELLED, CANCELLED_AND_NOTIFIED, FINISHED})
 _lock = threading.Lock()
+_NO_CALLBACKS = ()  # a finished future's: nothing is added to it any more
 
 
 class LightFuture(Future[Any]):
@@ -35,7 +36,7 @@ class LightFuture(Future[Any]):
         self._result = None
         self._exception: BaseException | None = None
         self._waiter_list: list[Any] | None = None
-        self._done_callbacks: list[Any] | tuple[()] = []
+        self._done_callbacks: list[Any] = []
 
     @property
     def _waiters(self) -> list[Any]:  # type: ignore[override]
@@ -96,7 +97,7 @@ class LightFuture(Future[Any]):
     def _invoke_callbacks(self) -> None:
         super()._invoke_callbacks()  # type: ignore[misc]
         # run once: a finished future holds its callbacks (and what they hold) no longer
-        self._done_callbacks = ()
+        self._done_callbacks = _NO_CALLBACKS  # type: ignore[assignment]
 
     def _complete(self, result: Any, exception: BaseException | None) -> bool:
         """Finish without a Condition if there is none (so nobody waits); False: there is one."""
