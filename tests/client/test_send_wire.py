@@ -93,3 +93,11 @@ def test_surrogates_are_refused_by_both(wire):
 @pytest.mark.parametrize(("flag", "expected"), [("0", "_send_wire"), ("1", "send_wire_py")])
 def test_rmq_no_extensions_picks_the_pure_twin(flag, expected):
     assert chosen_implementation("rmq.client.send_wire", flag) == expected
+
+
+def test_a_frame_without_its_body_is_the_head_of_the_whole(wire):
+    fields = wire.message_fields(wire.fixed_fields("g", "TBW102", 4, True), "T", 0, 1, 0, "")
+    body = bytes(range(256)) * 100
+    whole = wire.send_frame(RequestCode.SEND_BATCH_MESSAGE, 5, fields, 2, body)
+    head = wire.send_frame(RequestCode.SEND_BATCH_MESSAGE, 5, fields, 2, body, with_body=False)
+    assert head + body == whole

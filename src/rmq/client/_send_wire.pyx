@@ -159,15 +159,16 @@ def message_fields(bytes fixed, str topic, int64_t sys_flag, int64_t born_timest
     return out
 
 
-def send_frame(int code, int opaque, bytes fields, int queue_id, bytes body):
-    """The whole frame of a send request: ``fields`` of ``message_fields``, the queue id of this try."""
+def send_frame(int code, int opaque, bytes fields, int queue_id, bytes body, bint with_body=True):
+    """The whole frame of a send request: ``fields`` of ``message_fields``, the queue id of this try;
+    without ``with_body``, all of it but the body's bytes (written after it by reference)."""
     cdef Py_ssize_t fields_n = PyBytes_GET_SIZE(fields)
     cdef Py_ssize_t body_n = PyBytes_GET_SIZE(body)
     cdef Py_ssize_t lang_n = PyBytes_GET_SIZE(_LANGUAGE)
     cdef Py_ssize_t header_n = (len('{"code":,"language":"","version":,"opaque":,"flag":0,"extFields":{,"e":""}}')
                                 + _decimal_length(code) + lang_n + _decimal_length(_VERSION)
                                 + _decimal_length(opaque) + fields_n + _decimal_length(queue_id))
-    cdef bytes frame = PyBytes_FromStringAndSize(NULL, PREFIX_SIZE + header_n + body_n)
+    cdef bytes frame = PyBytes_FromStringAndSize(NULL, PREFIX_SIZE + header_n + (body_n if with_body else 0))
     cdef char* start = PyBytes_AS_STRING(frame)
     _put_be32(start, 4 + header_n + body_n)
     _put_be32(start + 4, header_n)
@@ -184,5 +185,6 @@ def send_frame(int code, int opaque, bytes fields, int queue_id, bytes body):
     p = _put(p, b',"e":"', 6)
     p = _put_decimal(p, queue_id)
     p = _put(p, b'"}}', 3)
-    memcpy(p, PyBytes_AS_STRING(body), body_n)
+    if with_body:
+        memcpy(p, PyBytes_AS_STRING(body), body_n)
     return frame

@@ -56,6 +56,7 @@ from rmq.client.results import SendResult, SendStatus
 from rmq.client.route import TopicPublishInfo, TopicRouteData
 from rmq.errors import ClientError, RemotingError, RemotingTimeoutError, ResponseError
 from rmq.net import RemotingCommand
+from rmq.net.channel import COPY_LIMIT
 from rmq.net.codec_py import next_opaque
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import (
@@ -448,8 +449,13 @@ class Producer(InstanceMember):
                 instance.remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
             else:
                 opaque = next_opaque()
-                frame = send_wire.send_frame(job.code, opaque, job.fields, mq.queue_id, job.body)
-                instance.remoting.invoke_frame(addr, opaque, job.code, frame, remaining, on_answer)
+                body = job.body
+                if len(body) <= COPY_LIMIT:  # one copy into the frame, no iovec of its own
+                    frame = send_wire.send_frame(job.code, opaque, job.fields, mq.queue_id, body)
+                    instance.remoting.invoke_frame(addr, opaque, job.code, frame, remaining, on_answer)
+                else:  # a big body (a batch) is written from where it is
+                    frame = send_wire.send_frame(job.code, opaque, job.fields, mq.queue_id, body, with_body=False)
+                    instance.remoting.invoke_frame(addr, opaque, job.code, frame, remaining, on_answer, body)
             return
 
     def _on_answer(

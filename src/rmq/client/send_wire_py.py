@@ -64,8 +64,9 @@ def message_fields(fixed: bytes, topic: str, sys_flag: int, born_timestamp: int,
     )
 
 
-def send_frame(code: int, opaque: int, fields: bytes, queue_id: int, body: bytes) -> bytes:
-    """The whole frame of a send request: ``fields`` of ``message_fields``, the queue id of this try."""
+def send_frame(code: int, opaque: int, fields: bytes, queue_id: int, body: bytes, with_body: bool = True) -> bytes:
+    """The whole frame of a send request: ``fields`` of ``message_fields``, the queue id of this try;
+    without ``with_body``, all of it but the body's bytes (written after it by reference)."""
     header = b'{"code":%d,"language":"%s","version":%d,"opaque":%d,"flag":0,"extFields":{%s,"e":"%d"}}' % (
         code,
         LANGUAGE.encode(),
@@ -74,4 +75,5 @@ def send_frame(code: int, opaque: int, fields: bytes, queue_id: int, body: bytes
         fields,
         queue_id,
     )
-    return _PREFIX.pack(4 + len(header) + len(body), len(header)) + header + body
+    prefix = _PREFIX.pack(4 + len(header) + len(body), len(header))
+    return prefix + header + body if with_body else prefix + header
