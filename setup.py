@@ -23,6 +23,8 @@ EXTENSIONS = [
     Extension("rmq._index", ["src/rmq/_index.pyx"]),
     # remoting frame codec
     Extension("rmq.net._codec", ["src/rmq/net/_codec.pyx"]),
+    # the client's send requests, encoded straight to their frames
+    Extension("rmq.client._send_wire", ["src/rmq/client/_send_wire.pyx"]),
     # rmq-perf's worker loop (rmq's remoting and Redis's RESP), so that a figure measures the broker
     Extension("rmq.perf._loadgen", ["src/rmq/perf/_loadgen.pyx"]),
 ]

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import gc
+import threading
 import time
+import weakref
 
 from rmq.client import Message, Producer, PullConsumer, PushConsumer, SendStatus
 from rmq.protocol.message import SCHEDULE_TOPIC
@@ -93,3 +96,25 @@ def test_delay_level_holds_a_message_back(cluster):
     arrival = {m.body: at - sent_at for at, m in received}
     assert 1.8 <= arrival[b"later"], arrival  # never early
     assert [m for _, m in received if m.body == b"later"][0].topic == topic
+
+
+def test_a_kept_async_future_lets_go_of_what_its_callback_held(cluster):
+    # callers keep send_async futures (to check them at the end): each must not keep its
+    # callbacks, and what they captured, alive as long as it is kept
+    topic = cluster.create_topic("KeptFutures")
+
+    class Payload:
+        pass
+
+    with Producer("pg-kept", cluster.namesrv_addr, instance_name="kept") as producer:
+        producer.send(Message(topic, b"route warm-up"))
+        done = threading.Event()
+        payload = Payload()
+        held = weakref.ref(payload)
+        future = producer.send_async(Message(topic, b"kept"))
+        future.add_done_callback(lambda _f, kept=payload: done.set())
+        del payload
+        assert done.wait(10)
+        gc.collect()
+        assert held() is None
+        assert future.result().ok

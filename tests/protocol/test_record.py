@@ -7,6 +7,8 @@ import socket
 import struct
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from rmq.errors import RecordError, StoreError
 from rmq.protocol import _record, layout, record, record_py
@@ -118,3 +120,38 @@ def test_layout_constants_match_the_compiled_codec():
 @pytest.mark.parametrize("flag, expected", [("1", "record_py"), ("", "_record")])
 def test_environment_chooses_the_implementation(flag, expected):
     assert chosen_implementation("rmq.protocol.record", flag) == expected
+
+
+def test_record_fields_read_a_batch_as_decode_record_does(codec):
+    props = b"TAGS\x01TagA\x02KEYS\x01k1 k2\x02\x02no-separator\x02UNIQ_KEY\x01AB12\x02TAGS\x01last\x02"
+    a = spec_record(topic="TopicT", body=b"payload", props=props, queue_id=3, flag=-7, queue_offset=41, sys_flag=1)
+    b = spec_record(topic="Topic\xe9", body=b"", props=b"bad\xff\x01utf\xfe8", phy_offset=len(a), reconsume=2)
+    fields, stop, outcome = codec.record_fields(a + b)
+    assert (stop, outcome) == (len(a) + len(b), 1)
+    assert [record.StoredMessage(*f) for f in fields] == [
+        record.decode_record(a, check_crc=False),
+        record.decode_record(b, check_crc=False),
+    ]
+    assert fields[0][15] == {"TAGS": "last", "KEYS": "k1 k2", "UNIQ_KEY": "AB12"}
+    assert fields[1][15] == {"bad\ufffd": "utf\ufffd8"}
+
+
+def test_record_fields_stop_where_the_records_do_in_both_twins():
+    # what a pull answer cut short or corrupted looks like: every prefix, every flipped bit
+    batch = spec_record(body=b"x" * 40, props=b"TAGS\x01a\x02") + spec_record(body=b"yy", topic="T2", phy_offset=131)
+    for cut in range(len(batch) + 1):
+        assert record_py.record_fields(batch[:cut]) == _record.record_fields(batch[:cut]), cut
+    for i in range(len(batch)):
+        flipped = bytearray(batch)
+        flipped[i] ^= 0x41
+        assert record_py.record_fields(flipped) == _record.record_fields(flipped), i
+    fields, stop, outcome = _record.record_fields(batch + b"\x00" * 30)
+    assert (len(fields), stop, layout.CHECK_RESULTS[outcome]) == (2, len(batch), "empty")
+
+
+@settings(max_examples=200, deadline=None)
+@given(head=st.binary(max_size=120), props=st.binary(max_size=60), tail=st.binary(max_size=120))
+def test_record_fields_of_any_bytes_agree_in_both_twins(head, props, tail):
+    # untrusted bytes from the network: the compiled reader never reads past a checked length
+    for data in (head + tail, spec_record(body=head, props=props) + tail):
+        assert record_py.record_fields(data) == _record.record_fields(data)

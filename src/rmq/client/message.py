@@ -13,7 +13,7 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 
 from rmq.client.compression import UndecodableBody, decompress_body
-from rmq.errors import ClientError, RecordError
+from rmq.errors import ClientError
 from rmq.protocol import batch
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -22,11 +22,12 @@ from rmq.protocol.message import (
     NOT_ALLOWED_SEND_TOPICS,
     PROPERTIES_MAX_LENGTH,
     MessageProperty,
+    MessageSysFlag,
     encode_properties,
     topic_error,
 )
 from rmq.protocol.message_queue import MessageQueue
-from rmq.protocol.record import decode_records, encode_msg_id
+from rmq.protocol.record import CHECK_RESULTS, encode_msg_id, record_fields
 
 __all__ = [
     "Message",
@@ -253,45 +254,55 @@ def decode_messages(
     that inflates past ``max_body_size``) is logged as an error, with what finds it again (its
     broker id, topic, queue and offset), and left out.
     """
-    try:
-        records = decode_records(data)
-    except RecordError as exc:
-        raise ClientError(f"pulled body is {exc}") from None
-    messages = []
-    for rec in records:
-        try:
-            body = decompress_body(rec.body, rec.sys_flag, max_body_size)
-        except UndecodableBody as exc:
-            log.error(
-                "message %s (%s queue %d offset %d) not delivered: %s",
-                encode_msg_id(rec.store_host[0], rec.store_host[1], rec.physical_offset),
-                rec.topic,
-                rec.queue_id,
-                rec.queue_offset,
-                exc,
-            )
-            continue
-        messages.append(
-            MessageExt(
-                rec.topic,
-                body,
-                rec.properties,
-                flag=rec.flag,
-                queue_id=rec.queue_id,
-                queue_offset=rec.queue_offset,
-                commit_log_offset=rec.physical_offset,
-                sys_flag=rec.sys_flag,
-                born_timestamp=rec.born_timestamp,
-                born_host=rec.born_host,
-                store_timestamp=rec.store_timestamp,
-                store_host=rec.store_host,
-                reconsume_times=rec.reconsume_times,
-                body_crc=rec.body_crc,
-                store_size=rec.total_size,
-                prepared_transaction_offset=rec.prepared_transaction_offset,
-                broker_name=broker_name,
-            )
+    view = memoryview(data)
+    records, stop, outcome = record_fields(view)
+    if outcome <= 0:
+        raise ClientError(
+            f"pulled body is not stored records at byte {stop} of {len(view)}: {CHECK_RESULTS.get(outcome, outcome)}"
         )
+    messages: list[MessageExt] = []
+    append = messages.append
+    new = MessageExt.__new__
+    for fields in records:
+        sys_flag = fields[6]
+        body = fields[13]
+        if sys_flag & MessageSysFlag.COMPRESSED:
+            try:
+                body = decompress_body(body, sys_flag, max_body_size)
+            except UndecodableBody as exc:
+                store_host = fields[10]
+                log.error(
+                    "message %s (%s queue %d offset %d) not delivered: %s",
+                    encode_msg_id(store_host[0], store_host[1], fields[5]),
+                    fields[14],
+                    fields[2],
+                    fields[4],
+                    exc,
+                )
+                continue
+        # MessageExt(...) without its __init__: the record's fields straight into the slots
+        msg = new(MessageExt)
+        (
+            msg.store_size,
+            msg.body_crc,
+            msg.queue_id,
+            msg.flag,
+            msg.queue_offset,
+            msg.commit_log_offset,
+            msg.sys_flag,
+            msg.born_timestamp,
+            msg.born_host,
+            msg.store_timestamp,
+            msg.store_host,
+            msg.reconsume_times,
+            msg.prepared_transaction_offset,
+            _,
+            msg.topic,
+            msg.properties,
+        ) = fields
+        msg.body = body
+        msg.broker_name = broker_name
+        append(msg)
     return messages
 
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from rmq._clock import now_ms
+from rmq.client import send_wire
 from rmq.client.compression import (
     COMPRESS_LEVEL,
     COMPRESS_OVER,
@@ -42,6 +43,7 @@ from rmq.client.compression import (
     compress_body,
 )
 from rmq.client.fault import LatencyFaultTolerance
+from rmq.client.futures import LightFuture
 from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
 from rmq.client.message import (
     Message,
@@ -54,6 +56,8 @@ from rmq.client.results import SendResult, SendStatus
 from rmq.client.route import TopicPublishInfo, TopicRouteData
 from rmq.errors import ClientError, RemotingError, RemotingTimeoutError, ResponseError
 from rmq.net import RemotingCommand
+from rmq.net.channel import COPY_LIMIT
+from rmq.net.codec_py import next_opaque
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -115,14 +119,15 @@ class ProducerConfig(ClientConfig):
     default_topic_queue_nums: int = 4
 
 
-@dataclass
+@dataclass(slots=True)
 class _SendJob:
-    """One send (single or batch) moving through its tries."""
+    """One send (single or batch) moving through its tries: its header either as ``ext`` fields, or
+    encoded once as ``fields`` (``rmq.client.send_wire``) and framed for each try without a dict."""
 
     topic: str
     code: int
     body: bytes
-    ext: dict[str, Any]
+    ext: dict[str, Any] | None
     msg_id: str
     info: TopicPublishInfo
     deadline: float
@@ -134,6 +139,7 @@ class _SendJob:
     errors: list[str] = field(default_factory=list)
     last_error: BaseException | None = None
     started: float = field(default_factory=time.monotonic)
+    fields: bytes | None = None
 
 
 class Producer(InstanceMember):
@@ -150,6 +156,8 @@ class Producer(InstanceMember):
         self.fault = LatencyFaultTolerance()
         self._publish: dict[str, TopicPublishInfo] = {}
         self._lock = threading.Lock()
+        # send_wire.fixed_fields for (single, batch), and the config values they were made of
+        self._fixed: tuple[tuple[Any, ...], bytes, bytes] | None = None
 
     # -- life cycle -----------------------------------------------------------------------------
 
@@ -201,7 +209,7 @@ class Producer(InstanceMember):
 
     def send_oneway(self, msg: Message) -> None:
         """Send with no answer and no retry: cheapest, and a message may be lost unnoticed."""
-        job = self._job_for(msg, None, 1)
+        job = self._job_for(msg, None, 1, pre_encode=False)
         mq = self._select_queue(job.info, None)
         addr = self.instance.broker_addr_or_raise(mq.broker_name, msg.topic)
         self.instance.remoting.invoke_oneway(addr, self._request(job, mq))
@@ -234,7 +242,8 @@ class Producer(InstanceMember):
                 f"the batch is {len(body)} bytes encoded, more than the maximum message "
                 f"size {self.config.max_message_size}: split it"
             )
-        ext = self._header(topic, 0, 0, {}, batch=True)
+        fields = self._message_fields(topic, 0, 0, "", batch=True)
+        ext = None if fields is not None else self._header(topic, 0, 0, {}, batch=True)
         job = self._new_job(
             topic,
             RequestCode.SEND_BATCH_MESSAGE,
@@ -244,6 +253,7 @@ class Producer(InstanceMember):
             timeout,
             1 + self.config.retry_times_when_send_failed,
         )
+        job.fields = fields
         self._dispatch(job)
         return job.future
 
@@ -304,7 +314,28 @@ class Producer(InstanceMember):
                 ext[V2["maxReconsumeTimes"]] = properties[MessageProperty.MAX_RECONSUME_TIMES]
         return ext
 
-    def _job_for(self, msg: Message, timeout: float | None, max_attempts: int) -> _SendJob:
+    def _fixed_fields(self, batch: bool) -> bytes:
+        config = self.config
+        key = (self.group, config.create_topic_key, config.default_topic_queue_nums)
+        fixed = self._fixed
+        if fixed is None or fixed[0] != key:
+            fixed = self._fixed = (
+                key,
+                send_wire.fixed_fields(self.group, config.create_topic_key, config.default_topic_queue_nums, False),
+                send_wire.fixed_fields(self.group, config.create_topic_key, config.default_topic_queue_nums, True),
+            )
+        return fixed[2] if batch else fixed[1]
+
+    def _message_fields(
+        self, topic: str, sys_flag: int, flag: int, properties: str, batch: bool = False
+    ) -> bytes | None:
+        """The header of a send encoded once (``send_wire``); None when it takes ``_header``'s
+        fields: a retry topic's reconsume counts, or a client that signs every request's fields."""
+        if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or self.instance.remoting.credentials is not None:
+            return None
+        return send_wire.message_fields(self._fixed_fields(batch), topic, sys_flag, now_ms(), flag, properties)
+
+    def _job_for(self, msg: Message, timeout: float | None, max_attempts: int, pre_encode: bool = True) -> _SendJob:
         validate_message(msg, self.config.max_message_size)
         msg_id = _uniq_key(msg)
         config = self.config
@@ -313,24 +344,28 @@ class Producer(InstanceMember):
         )
         if msg.get_property(MessageProperty.TRANSACTION_PREPARED) == "true":
             sys_flag |= MessageSysFlag.TRANSACTION_PREPARED_TYPE
-        ext = self._header(msg.topic, sys_flag, msg.flag, msg.properties)
-        return self._new_job(msg.topic, RequestCode.SEND_MESSAGE_V2, body, ext, msg_id, timeout, max_attempts)
+        fields = None
+        if pre_encode:
+            properties = encode_properties_checked(msg.properties).decode()
+            fields = self._message_fields(msg.topic, sys_flag, msg.flag, properties)
+        ext = None if fields is not None else self._header(msg.topic, sys_flag, msg.flag, msg.properties)
+        job = self._new_job(msg.topic, RequestCode.SEND_MESSAGE_V2, body, ext, msg_id, timeout, max_attempts)
+        job.fields = fields
+        return job
 
     def _new_job(
         self,
         topic: str,
         code: int,
         body: bytes,
-        ext: dict[str, Any],
+        ext: dict[str, Any] | None,
         msg_id: str,
         timeout: float | None,
         max_attempts: int,
     ) -> _SendJob:
         timeout = self.config.send_msg_timeout if timeout is None else timeout
         info = self._publish_info(topic)
-        return _SendJob(
-            topic, code, body, ext, msg_id, info, time.monotonic() + timeout, max_attempts, concurrent.futures.Future()
-        )
+        return _SendJob(topic, code, body, ext, msg_id, info, time.monotonic() + timeout, max_attempts, LightFuture())
 
     def _publish_info(self, topic: str) -> TopicPublishInfo:
         info = self._publish.get(topic)
@@ -384,6 +419,7 @@ class Producer(InstanceMember):
         return info.select_one(last_broker)
 
     def _request(self, job: _SendJob, mq: MessageQueue) -> RemotingCommand:
+        assert job.ext is not None
         ext = dict(job.ext)
         ext["e"] = mq.queue_id
         return RemotingCommand.request(job.code, ext, job.body)
@@ -409,7 +445,17 @@ class Producer(InstanceMember):
                 continue
             token = self.fault.send_started(mq.broker_name)
             on_answer = functools.partial(self._on_answer, job, mq, addr, time.monotonic(), token)
-            instance.remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
+            if job.fields is None:
+                instance.remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
+            else:
+                opaque = next_opaque()
+                body = job.body
+                if len(body) <= COPY_LIMIT:  # one copy into the frame, no iovec of its own
+                    frame = send_wire.send_frame(job.code, opaque, job.fields, mq.queue_id, body)
+                    instance.remoting.invoke_frame(addr, opaque, job.code, frame, remaining, on_answer)
+                else:  # a big body (a batch) is written from where it is
+                    frame = send_wire.send_frame(job.code, opaque, job.fields, mq.queue_id, body, with_body=False)
+                    instance.remoting.invoke_frame(addr, opaque, job.code, frame, remaining, on_answer, body)
             return
 
     def _on_answer(

@@ -27,7 +27,6 @@ renewed every 20 s); SUSPEND_CURRENT_QUEUE_A_MOMENT retries the same messages af
 
 from __future__ import annotations
 
-import concurrent.futures
 import enum
 import logging
 import time
@@ -37,6 +36,7 @@ from typing import Any, TypeVar
 
 from rmq._clock import now_ms
 from rmq._service import PeriodicHandle
+from rmq.client.consume_pool import ConsumePool
 from rmq.client.consumer import (
     PULL_DELAY_WHEN_FLOW_CONTROL,
     PULL_DELAY_WHEN_NOT_LOCKED,
@@ -90,7 +90,7 @@ class PushConsumer(ConsumerBase):
         super().__init__(group, namesrv_addr, **options)
         self.listener: Listener | None = None
         self.orderly = False
-        self._executor: concurrent.futures.ThreadPoolExecutor | None = None
+        self._executor: ConsumePool | None = None
         self._lock_timer: PeriodicHandle | None = None
 
     def register_listener(self, listener: Listener, orderly: bool = False) -> None:
@@ -110,9 +110,7 @@ class PushConsumer(ConsumerBase):
             raise ClientError(f"consumer {self.group}: subscribe() to a topic before start()")
         if self.clustering:
             self.subscribe(retry_topic(self.group), "*")
-        self._executor = concurrent.futures.ThreadPoolExecutor(
-            self.config.consume_thread_max, thread_name_prefix=f"rmq-consume-{self.group}"
-        )
+        self._executor = ConsumePool(self.config.consume_thread_max, f"rmq-consume-{self.group}")
         if self.orderly and self.clustering:
             self._lock_timer = self.instance.scheduler.schedule_periodic(self.config.rebalance_interval, self.lock_all)
 
@@ -129,10 +127,7 @@ class PushConsumer(ConsumerBase):
             self._lock_timer = None
         executor, self._executor = self._executor, None
         if executor is not None:
-            executor.shutdown(wait=False, cancel_futures=True)
-            deadline = time.monotonic() + self.config.await_termination
-            for thread in list(getattr(executor, "_threads", ())):
-                thread.join(max(0.0, deadline - time.monotonic()))
+            executor.shutdown(self.config.await_termination)
 
     def _submit(self, fn: Callable[..., None], *args: Any) -> None:
         executor = self._executor

@@ -33,7 +33,7 @@ class SendStatus(enum.Enum):
     SLAVE_NOT_AVAILABLE = "SLAVE_NOT_AVAILABLE"
 
 
-@dataclass
+@dataclass(slots=True)  # one per send, often kept: no instance dict for the collector to walk
 class SendResult:
     """``msg_id`` is the client-side id (UNIQ_KEY; comma-joined for a batch), ``offset_msg_id`` the
     broker's (store host + commit-log offset)."""

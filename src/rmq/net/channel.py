@@ -133,6 +133,21 @@ class OutputBuffer:
             elif len(piece):
                 parts.append(piece)
 
+    def append_frame(self, frame: bytes, body: bytes = b"") -> None:
+        """Queue a frame already encoded (``rmq.client.send_wire``), or its head and then its
+        ``body``: each copied behind the small ones, or kept by reference when it is big."""
+        parts = self._parts
+        for piece in (frame, body) if body else (frame,):
+            length = len(piece)
+            if length > COPY_LIMIT:
+                parts.append(piece)
+            elif parts and type(parts[-1]) is bytearray:
+                parts[-1] += piece
+            else:
+                parts.append(bytearray(piece))
+            self.size += length
+            self._account.total += length
+
     def write_to(self, sock: socket.socket) -> int:
         """Write as much as the socket takes now; the number of bytes written."""
         parts = self._parts
@@ -387,6 +402,29 @@ class Channel:
             timer = self._loop.call_later(timeout, self._expire, request.opaque, request.code, timeout)
         self._pending[request.opaque] = (callback, timer)
         self._send(request)
+
+    def invoke_frame(
+        self,
+        opaque: int,
+        code: int,
+        frame: bytes,
+        timeout: float | None,
+        callback: ResponseCallback,
+        body: bytes = b"",
+    ) -> None:
+        """``invoke_async`` for a request already encoded to ``frame`` (its ``opaque`` and ``code``
+        are those in the frame), or to ``frame`` and then ``body``. Loop thread only."""
+        if self._state is _CLOSED:
+            _run_callback(callback, None, RemotingSendError(f"connection to {self.remote_address} is closed"))
+            return
+        timer = None
+        if timeout is not None:
+            timer = self._loop.call_later(timeout, self._expire, opaque, code, timeout)
+        self._pending[opaque] = (callback, timer)
+        self._out.append_frame(frame, body)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.mark_dirty(self)
 
     def _expire(self, opaque: int, code: int, timeout: float) -> None:
         entry = self._pending.pop(opaque, None)

@@ -150,6 +150,28 @@ class RemotingClient(Endpoint):
         else:
             self.loop.call_soon_threadsafe(self._invoke_in_loop, addr, request, timeout, callback)
 
+    def invoke_frame(
+        self,
+        addr: str,
+        opaque: int,
+        code: int,
+        frame: bytes,
+        timeout: float,
+        callback: ResponseCallback,
+        body: bytes = b"",
+    ) -> None:
+        """``invoke_callback`` for a request already encoded to ``frame`` (``rmq.client.send_wire``;
+        ``opaque`` and ``code`` are the frame's), or to ``frame`` and then ``body`` (a big body
+        written from where it is). Not for a client with ``credentials``: the signature is
+        computed over the fields, which a frame no longer has apart."""
+        self._check_usable()
+        if self.credentials is not None:
+            raise RemotingError("a signed request cannot be sent pre-encoded: use invoke_callback")
+        if self.loop.in_loop_thread():
+            self._frame_in_loop(addr, opaque, code, frame, timeout, callback, body)
+        else:
+            self.loop.call_soon_threadsafe(self._frame_in_loop, addr, opaque, code, frame, timeout, callback, body)
+
     def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """Send ``request`` flagged oneway: no answer, no retry. Connection errors are only logged."""
         self._check_usable()
@@ -188,6 +210,23 @@ class RemotingClient(Endpoint):
             callback(None, exc)
             return
         channel.invoke_async(request, timeout, callback)
+
+    def _frame_in_loop(
+        self,
+        addr: str,
+        opaque: int,
+        code: int,
+        frame: bytes,
+        timeout: float,
+        callback: ResponseCallback,
+        body: bytes,
+    ) -> None:
+        try:
+            channel = self._channel_for(addr)
+        except RemotingError as exc:
+            callback(None, exc)
+            return
+        channel.invoke_frame(opaque, code, frame, timeout, callback, body)
 
     def _oneway_in_loop(self, addr: str, request: RemotingCommand) -> None:
         try:

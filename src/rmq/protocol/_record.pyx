@@ -19,6 +19,7 @@
 # Loading this module never loads the store: clients decode pulled records with it.
 import socket
 
+cimport cython
 import isal.isal_zlib as _isal_zlib
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
@@ -182,3 +183,102 @@ def decode_msg_id(str msg_id):
     return (socket.inet_ntoa(raw[MSGID_STORE_IP:MSGID_STORE_IP + 4]),
             int.from_bytes(raw[MSGID_STORE_PORT:MSGID_STORE_PORT + 4], "big", signed=True),
             int.from_bytes(raw[MSGID_PHY_OFFSET:MSGID_PHY_OFFSET + 8], "big", signed=True))
+
+
+# -- a pulled batch: every record's fields at once ------------------------------------------------
+
+cdef extern from "Python.h":
+    object PyUnicode_DecodeUTF8(const char* s, Py_ssize_t size, const char* errors)
+    object PyUnicode_FromFormat(const char* format, ...)
+
+# the separators of the properties string (rmq.protocol.message's NAME_VALUE / PROPERTY_SEPARATOR)
+cdef enum:
+    NAME_VALUE_SEPARATOR = 1
+    PROPERTY_SEPARATOR = 2
+
+
+cdef dict _properties_of(const unsigned char* p, Py_ssize_t n):
+    """rmq.protocol.message.decode_properties of the bytes ``p[:n]``: pairs split on the separators
+    (ASCII, so never inside a UTF-8 sequence), each side decoded with "replace", empty and
+    separator-less items skipped, the last of a repeated name kept."""
+    cdef dict result = {}
+    cdef Py_ssize_t start = 0, i, sep
+    while start < n:
+        i = start
+        sep = -1
+        while i < n and p[i] != PROPERTY_SEPARATOR:
+            if sep < 0 and p[i] == NAME_VALUE_SEPARATOR:
+                sep = i
+            i += 1
+        if sep >= 0:
+            result[PyUnicode_DecodeUTF8(<const char*>p + start, sep - start, b"replace")] = \
+                PyUnicode_DecodeUTF8(<const char*>p + sep + 1, i - sep - 1, b"replace")
+        start = i + 1
+    return result
+
+
+@cython.final
+cdef class _LastHost:
+    """The (ip text, port) of a host field, the same tuple again while the address repeats (the
+    records of one answer come from one store host, and mostly one born host)."""
+    cdef uint32_t ip
+    cdef int32_t port
+    cdef object value
+
+    cdef object of(self, const unsigned char* p):
+        cdef uint32_t ip = <uint32_t>load_be32(p)
+        cdef int32_t port = load_be32(p + 4)
+        if self.value is None or ip != self.ip or port != self.port:
+            self.ip = ip
+            self.port = port
+            self.value = (PyUnicode_FromFormat(b"%d.%d.%d.%d", <int>(ip >> 24), <int>((ip >> 16) & 255),
+                                               <int>((ip >> 8) & 255), <int>(ip & 255)), port)
+        return self.value
+
+
+def record_fields(data):
+    """The fields of the stored records back to back in ``data`` (a PULL_MESSAGE answer's body), in
+    StoredMessage's order, one tuple per record: ``(tuples, stop, outcome)``; ``stop`` is where the
+    bytes stopped being whole records and ``outcome`` why (a CHECK_RESULTS code), or ``len(data)``
+    and 1 when they all were. Every length is checked (check_record) before it is used."""
+    cdef Py_buffer buf
+    cdef list records = []
+    cdef Py_ssize_t pos = 0, size, body_len
+    cdef const unsigned char* p
+    cdef const unsigned char* tail
+    cdef int topic_len, props_len
+    cdef _LastHost born = _LastHost()
+    cdef _LastHost store = _LastHost()
+    PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
+    try:
+        while pos < buf.len:
+            p = <const unsigned char*>buf.buf + pos
+            size = check_record_c(p, buf.len - pos, -1, False)
+            if size <= 0:
+                return records, pos, size
+            body_len = load_be32(p + REC_BODYLEN)
+            tail = p + REC_BODY + body_len
+            topic_len = tail[0]
+            props_len = load_be16(tail + 1 + topic_len)
+            records.append((
+                <int32_t>load_be32(p + REC_TOTALSIZE),                                    # 1
+                <int32_t>load_be32(p + REC_BODYCRC),                                      # 3
+                <int32_t>load_be32(p + REC_QUEUEID),                                      # 4
+                <int32_t>load_be32(p + REC_FLAG),                                         # 5
+                <int64_t>load_be64(p + REC_QUEUEOFFSET),                                  # 6
+                <int64_t>load_be64(p + REC_PHYSICALOFFSET),                               # 7
+                <int32_t>load_be32(p + REC_SYSFLAG),                                      # 8
+                <int64_t>load_be64(p + REC_BORNTIMESTAMP),                                # 9
+                born.of(p + REC_BORNHOST),                                                # 10
+                <int64_t>load_be64(p + REC_STORETIMESTAMP),                               # 11
+                store.of(p + REC_STOREHOST),                                              # 12
+                <int32_t>load_be32(p + REC_RECONSUMETIMES),                               # 13
+                <int64_t>load_be64(p + REC_PREPARED_TX_OFFSET),                           # 14
+                (<const char*>p)[REC_BODY:REC_BODY + body_len],                           # 15
+                PyUnicode_DecodeUTF8(<const char*>tail + 1, topic_len, b"replace"),       # 16
+                _properties_of(tail + 3 + topic_len, props_len),                          # 17
+            ))
+            pos += size
+        return records, pos, 1
+    finally:
+        PyBuffer_Release(&buf)

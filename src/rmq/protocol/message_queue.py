@@ -15,7 +15,7 @@ from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
 
 
-@dataclasses.dataclass(frozen=True, order=True)
+@dataclasses.dataclass(frozen=True, order=True, slots=True)  # one in every SendResult: no dict each
 class MessageQueue:
     topic: str
     broker_name: str

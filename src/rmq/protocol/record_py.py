@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import socket
 import struct
+from typing import Any
 
 from rmq.protocol import layout
 from rmq.protocol.crc import crc32 as body_crc
+from rmq.protocol.message import decode_properties
 
 __all__ = ["CHECK_RESULTS", "body_crc", "check_record", "decode_msg_id", "encode_msg_id", "int_to_ipv4", "ipv4_to_int"]
 
@@ -81,3 +83,35 @@ def decode_msg_id(msg_id: str) -> tuple[str, int, int]:
         raise ValueError(f"msgId {msg_id!r} has {len(msg_id)} characters, expected {layout.MSGID_BYTES * 2} hex")
     ip, port, offset = _MSGID.unpack(bytes.fromhex(msg_id))
     return socket.inet_ntoa(ip), port, offset
+
+
+def record_fields(data: bytes | bytearray | memoryview) -> tuple[list[tuple[Any, ...]], int, int]:
+    """The fields of the stored records back to back in ``data`` (a PULL_MESSAGE answer's body), in
+    StoredMessage's order, one tuple per record: ``(tuples, stop, outcome)``; ``stop`` is where the
+    bytes stopped being whole records and ``outcome`` why (a CHECK_RESULTS code), or ``len(data)``
+    and 1 when they all were."""
+    view = memoryview(data).cast("B")
+    records: list[tuple[Any, ...]] = []
+    pos = 0
+    while pos < len(view):
+        size = check_record(view[pos:], -1, False)
+        if size <= 0:
+            return records, pos, size
+        head = layout.RECORD_HEAD.unpack_from(view, pos)
+        body_len = head[16]
+        at = pos + layout.REC_BODY
+        body = bytes(view[at : at + body_len])
+        at += body_len
+        topic_len = view[at]
+        topic = bytes(view[at + 1 : at + 1 + topic_len]).decode("utf-8", "replace")
+        at += 1 + topic_len
+        props_len = int.from_bytes(view[at : at + 2], "big")
+        properties = decode_properties(bytes(view[at + 2 : at + 2 + props_len]))
+        born = (socket.inet_ntoa(head[9]), head[10])
+        store = (socket.inet_ntoa(head[12]), head[13])
+        records.append(
+            (head[0], head[2], head[3], head[4], head[5], head[6], head[7], head[8], born, head[11], store,
+             head[14], head[15], body, topic, properties)
+        )  # fmt: skip
+        pos += size
+    return records, pos, 1

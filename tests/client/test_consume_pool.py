@@ -1,0 +1,64 @@
+"""ConsumePool, the push consumer's listener threads: every task runs, on at most its threads,
+a failing task is logged and the next runs, shutdown drops what had not started."""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+import pytest
+
+from rmq.client.consume_pool import ConsumePool
+
+
+def test_runs_every_task_on_at_most_its_threads():
+    pool = ConsumePool(3, "rmq-consume-g")
+    done = threading.Event()
+    names: set[str] = set()
+    seen = []
+    gate = threading.Event()
+
+    def task(i: int) -> None:
+        gate.wait(5)  # all are busy: the ones queued behind them start more threads
+        names.add(threading.current_thread().name)
+        seen.append(i)
+        if len(seen) == 50:
+            done.set()
+
+    for i in range(50):
+        pool.submit(task, i)
+    gate.set()
+    assert done.wait(10)
+    pool.shutdown(5)
+    assert sorted(seen) == list(range(50))
+    assert names == {"rmq-consume-g_0", "rmq-consume-g_1", "rmq-consume-g_2"}
+
+
+def test_a_failing_task_is_logged_and_the_next_runs(caplog):
+    pool = ConsumePool(1, "p")
+    ran = threading.Event()
+
+    def fail() -> None:
+        raise ValueError("listener bug")
+
+    with caplog.at_level(logging.ERROR, logger="rmq.client"):
+        pool.submit(fail)
+        pool.submit(ran.set)
+        assert ran.wait(5)
+    pool.shutdown(5)
+    assert "listener bug" in caplog.text
+
+
+def test_shutdown_drops_tasks_not_started_and_refuses_new_ones():
+    pool = ConsumePool(1, "p")
+    started, release = threading.Event(), threading.Event()
+    ran = []
+    pool.submit(lambda: (started.set(), release.wait(5)))
+    assert started.wait(5)
+    pool.submit(ran.append, "late")
+    threading.Timer(0.05, release.set).start()
+    pool.shutdown(5)
+    assert ran == []
+    assert not any(t.name.startswith("p_") and t.is_alive() for t in threading.enumerate())
+    with pytest.raises(RuntimeError, match="shut down"):
+        pool.submit(ran.append, "after")
