@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rmq import _ha_stream
 from rmq.errors import StoreError
 from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol import ha as wire
@@ -305,6 +306,53 @@ def test_an_async_master_with_a_caught_up_slave_sleeps_and_still_sends_new_bytes
     put_many(master, 50)
     caught_up(master, slave)
     assert_replica(master, slave)
+
+
+def test_a_plain_slave_is_streamed_without_the_python_ha_loop(tmp_path, opened):
+    """Once a plain slave replicates, the compiled stream (``rmq-store-ha-stream``, no GIL) sends
+    its frames and reads its reports: the Python HA loop stays asleep while puts keep coming (it
+    polled every 2 ms before, each poll a GIL hand-off with the broker's loop) and the slave still
+    gets every byte."""
+    master = open_pair(tmp_path, opened)
+    put_many(master, 10)
+    slave = open_slave(tmp_path, opened, master)
+    caught_up(master, slave)
+    ha_thread = next(t for t in threading.enumerate() if t.name == "rmq-store-ha")
+    before = wake_ups(ha_thread.native_id)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        put_many(master, 5)
+        time.sleep(0.005)
+    caught_up(master, slave)
+    assert wake_ups(ha_thread.native_id) - before < 50
+    assert_replica(master, slave)
+
+
+def test_a_streamed_slave_that_breaks_the_protocol_is_dropped(tmp_path, opened, caplog):
+    """The stream checks a replicating slave's reports as the HA loop checks the first one: an
+    offset that goes backwards, or one beyond the master's end, closes the connection with the
+    reason logged; the master serves its real slave on."""
+    master = open_pair(tmp_path, opened)
+    slave = open_slave(tmp_path, opened, master)
+    put_many(master, 20)
+    caught_up(master, slave)
+    assert master.ha_service is not None
+    end = master.commit_log.get_max_offset()
+    for second, said in [(-100, "went backwards"), (+1, "beyond this master's CommitLog")]:
+        with RawConnection(master.config.ha_listen_port) as fake:
+            fake.send(wire.encode_report(end))
+            wait_until(lambda: [s.acked_offset for s in master.ha_service.slaves()] == [end, end], 5, "both acked")
+            fake.send(wire.encode_report(end + second))
+            assert fake.is_closed_by_peer(timeout=3.0)
+        assert said in caplog.text
+    put_many(master, 20)
+    caught_up(master, slave)
+    assert_replica(master, slave)
+    assert len(master.ha_service.slaves()) == 1
+
+
+def test_the_stream_assumes_the_wire_sizes_of_rmq_protocol_ha():
+    assert (_ha_stream.FRAME_HEADER_BYTES, _ha_stream.REPORT_BYTES) == (wire.FRAME_HEADER_SIZE, wire.REPORT_SIZE)
 
 
 def wake_ups(native_id: int | None) -> int:
