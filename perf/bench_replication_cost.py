@@ -16,7 +16,10 @@ does not. This runs, interleaved round by round, 1 KiB sends against
 
 and prints each one's median and its per-round ratio to standalone.
 
-    PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64] [--tls]
+    PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64] [--tls] [--pin]
+
+``--pin`` runs each master (and the standalone broker) alone on the first CPU, its slave (real or
+null) and the load on the others: the master's own cost of replicating, as on a host of its own.
 
 ``--catch-up MB`` measures the stream alone instead: a master store holding MB of CommitLog, a new
 slave store in a process of its own copying all of it, plain and over TLS (with cluster
@@ -38,7 +41,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-from bench_broker import running_role, sends_per_second, start_broker
+from bench_broker import PIN_HELP, pin_master, running_role, sends_per_second, start_broker
 from bench_tls import certificate
 
 from rmq.net.tls import TlsServerOptions, server_context
@@ -181,7 +184,10 @@ def main() -> int:
     parser.add_argument("--in-flight", default="16,64")
     parser.add_argument("--tls", action="store_true", help="also a slave replicating over TLS, authenticated")
     parser.add_argument("--catch-up", type=int, metavar="MB", help="the stream alone: a new slave copying MB")
+    parser.add_argument("--pin", action="store_true", help=PIN_HELP + " (the null slave with the load)")
     args = parser.parse_args()
+    if args.pin:
+        pin_master(parser)
     if args.catch_up:
         catch_up(args.catch_up, args.repeat)
         return 0

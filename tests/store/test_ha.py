@@ -482,6 +482,31 @@ def test_replication_over_tls_with_authentication(tmp_path, opened, certificate,
     assert "this HA port takes TLS only" in caplog.text
 
 
+def test_a_tls_slave_and_a_streamed_plain_slave_each_complete_sync_master_sends(tmp_path, opened, certificate):
+    """tlsServerMode permissive: the HA loop serves the TLS slave, the compiled stream the plain one;
+    their acks reach the group commit together, so either one alone completes a SYNC_MASTER send,
+    and each gets every byte."""
+    server = TlsServerOptions(server_context(str(certificate.cert), str(certificate.key)), TlsMode.PERMISSIVE)
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER", security=HASecurity(server_tls=server))
+    tls = open_slave(tmp_path, opened, master, "tls", security=HASecurity(client_tls=certificate.client_context()))
+    plain = open_slave(tmp_path, opened, master, "plain")
+    assert put_waiting(master, b"on both") is PutMessageStatus.PUT_OK
+    put_many(master, 200)
+    for slave in (tls, plain):
+        caught_up(master, slave)
+        assert_replica(master, slave)
+    plain.shutdown()
+    opened.remove(plain)
+    wait_until(lambda: len(master.ha_service.slaves()) == 1, 5, "the plain slave gone")
+    assert put_waiting(master, b"on the TLS slave") is PutMessageStatus.PUT_OK
+    plain = open_slave(tmp_path, opened, master, "plain-again")
+    tls.shutdown()
+    opened.remove(tls)
+    wait_until(lambda: len(master.ha_service.slaves()) == 1, 5, "the TLS slave gone")
+    assert put_waiting(master, b"on the plain slave") is PutMessageStatus.PUT_OK
+    caught_up(master, plain)
+
+
 def test_ha_listen_address_binds_the_ha_port_to_one_address(tmp_path, opened):
     master = open_pair(tmp_path, opened, ha_listen_address="127.0.0.2")
     port = master.config.ha_listen_port

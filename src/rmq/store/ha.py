@@ -188,6 +188,8 @@ class HAConnection:
     # -- reading reports --------------------------------------------------------------------------
 
     def on_events(self, events: int) -> None:
+        if self.streamed:
+            return  # an event of the batch that handed it over: the stream reads it from now on
         if events & (select.EPOLLIN | select.EPOLLERR | select.EPOLLHUP):
             if self._read():
                 self.transfer()
