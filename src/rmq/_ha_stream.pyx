@@ -119,6 +119,9 @@ cdef int64_t bytes_at(StreamState* st, int64_t offset, int64_t end, int64_t most
         n = rmq_load_acquire_ssize(f.wrote) - position
         if n < 0:
             return -1   # truncated below it
+        # puts go on meanwhile: never past the ``end`` this round saw (its next frame starts there)
+        if n > end - offset:
+            n = end - offset
         at[0] = f.base + position
         return n if n < most else most
     return -1

@@ -328,6 +328,30 @@ def test_a_plain_slave_is_streamed_without_the_python_ha_loop(tmp_path, opened):
     assert_replica(master, slave)
 
 
+def test_a_slave_streamed_while_puts_keep_coming_stays_connected(tmp_path, opened, caplog):
+    """Puts on another thread while the stream sends: the CommitLog grows between the stream's look
+    at its end and its look at a file's bytes, and a frame must not reach past the end it saw (the
+    next frame then started beyond it, and the slave was dropped as if its offset were gone)."""
+    master = open_pair(tmp_path, opened, ha_transfer_batch_size=1024)
+    slave = open_slave(tmp_path, opened, master)
+    stop = threading.Event()
+
+    def keep_putting():
+        while not stop.is_set():
+            put_many(master, 20, size=100)
+
+    writer = threading.Thread(target=keep_putting, name="test-writer")
+    writer.start()
+    try:
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        writer.join(10)
+    caught_up(master, slave)
+    assert "disconnected" not in caplog.text
+    assert_replica(master, slave)
+
+
 def test_a_streamed_slave_that_breaks_the_protocol_is_dropped(tmp_path, opened, caplog):
     """The stream checks a replicating slave's reports as the HA loop checks the first one: an
     offset that goes backwards, or one beyond the master's end, closes the connection with the
