@@ -189,6 +189,8 @@ def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
 # --pin: the CPUs a master (or standalone) broker runs on, and the CPUs of everything else (its slave
 # and this load generator); None runs every process where the kernel puts it.
 PIN: tuple[set[int], set[int]] | None = None
+# every broker process started, by its client port (bench_replication_cost.py --cpu reads their CPU time)
+PROCESSES: dict[int, subprocess.Popen] = {}
 
 
 PIN_HELP = (
@@ -224,6 +226,7 @@ def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen,
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
     proc = subprocess.Popen(args, env=dict(os.environ))
+    PROCESSES[port] = proc
     try:
         if PIN is not None:
             os.sched_setaffinity(proc.pid, PIN[1] if more.get("brokerRole") == "SLAVE" else PIN[0])
