@@ -16,6 +16,8 @@ EXTENSIONS = [
     # the store's rooms, and StoreCore, the facade over them
     Extension("rmq._mapped_file", ["src/rmq/_mapped_file.pyx"]),
     Extension("rmq._group_commit", ["src/rmq/_group_commit.pyx"]),
+    # a master's replication stream: reports in, CommitLog frames out, without the GIL
+    Extension("rmq._ha_stream", ["src/rmq/_ha_stream.pyx"]),
     Extension("rmq._commit_log", ["src/rmq/_commit_log.pyx"]),
     Extension("rmq._consume_queue", ["src/rmq/_consume_queue.pyx"]),
     Extension("rmq._store", ["src/rmq/_store.pyx"]),

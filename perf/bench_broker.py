@@ -189,6 +189,25 @@ def create_topic(port: int, topic: str, queues: int = QUEUES) -> None:
 # --pin: the CPUs a master (or standalone) broker runs on, and the CPUs of everything else (its slave
 # and this load generator); None runs every process where the kernel puts it.
 PIN: tuple[set[int], set[int]] | None = None
+# every broker process started, by its client port (bench_replication_cost.py --cpu reads their CPU time)
+PROCESSES: dict[int, subprocess.Popen] = {}
+
+
+PIN_HELP = (
+    "run the master (or standalone broker) alone on CPU 0 and its slave and this load generator on "
+    "the other CPUs, as a slave on a machine of its own would be; without it the kernel places them all"
+)
+
+
+def pin_master(parser: argparse.ArgumentParser) -> None:
+    """--pin: brokers started from now on run on the first CPU (a slave on the others), this process
+    and its children (load, a null slave) on the others."""
+    global PIN
+    cpus = sorted(os.sched_getaffinity(0))
+    if len(cpus) < 2:
+        parser.error("--pin needs at least 2 CPUs")
+    PIN = ({cpus[0]}, set(cpus[1:]))
+    os.sched_setaffinity(0, PIN[1])
 
 
 def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen, int, int]:
@@ -207,6 +226,7 @@ def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen,
     for key, value in settings.items():
         args += ["--set", f"{key}={value}"]
     proc = subprocess.Popen(args, env=dict(os.environ))
+    PROCESSES[port] = proc
     try:
         if PIN is not None:
             os.sched_setaffinity(proc.pid, PIN[1] if more.get("brokerRole") == "SLAVE" else PIN[0])
@@ -385,21 +405,11 @@ def main() -> int:
     parser.add_argument(
         "--roles", help="compare these roles instead (standalone,async_master,sync_master), ASYNC_FLUSH"
     )
-    parser.add_argument(
-        "--pin",
-        action="store_true",
-        help="run the master (or standalone broker) alone on CPU 0 and its slave and this load generator on "
-        "the other CPUs, as a slave on a machine of its own would be; without it the kernel places them all",
-    )
+    parser.add_argument("--pin", action="store_true", help=PIN_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parser.parse_args()
     if args.pin:
-        global PIN
-        cpus = sorted(os.sched_getaffinity(0))
-        if len(cpus) < 2:
-            parser.error("--pin needs at least 2 CPUs")
-        PIN = ({cpus[0]}, set(cpus[1:]))
-        os.sched_setaffinity(0, PIN[1])
+        pin_master(parser)
     depths = [int(d) for d in args.in_flight.split(",")]
     report = Report(args.json)
     pinned = f", master on CPU {min(PIN[0])}, slave and load on {sorted(PIN[1])}" if PIN else ""

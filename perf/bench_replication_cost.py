@@ -16,7 +16,13 @@ does not. This runs, interleaved round by round, 1 KiB sends against
 
 and prints each one's median and its per-round ratio to standalone.
 
-    PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64] [--tls]
+    PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64] [--tls] [--pin]
+
+``--pin`` runs each master (and the standalone broker) alone on the first CPU, its slave (real or
+null) and the load on the others: the master's own cost of replicating, as on a host of its own.
+``--cpu`` also prints the CPU time (user + system) each broker process spent per message acked, the
+master's against the standalone broker's per round, and the real slaves': on a shared machine a
+steadier figure than messages per second, which another tenant's load moves by tens of percent.
 
 ``--catch-up MB`` measures the stream alone instead: a master store holding MB of CommitLog, a new
 slave store in a process of its own copying all of it, plain and over TLS (with cluster
@@ -28,6 +34,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import multiprocessing
+import os
 import shutil
 import signal
 import socket
@@ -38,7 +45,7 @@ import tempfile
 import time
 from collections.abc import Iterator
 
-from bench_broker import running_role, sends_per_second, start_broker
+from bench_broker import PIN_HELP, PROCESSES, pin_master, running_role, sends_per_second, start_broker
 from bench_tls import certificate
 
 from rmq.net.tls import TlsServerOptions, server_context
@@ -52,6 +59,13 @@ from rmq.store.ha import HASecurity
 CATCH_UP_BODY = b"x" * 4096
 CATCH_UP_TIMEOUT = 120
 CREDENTIALS = SessionCredentials("bench-cluster", "bench-secret")
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU seconds of process ``pid`` (all its threads) so far."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def null_slave(port: int, stop: multiprocessing.synchronize.Event) -> None:
@@ -181,17 +195,21 @@ def main() -> int:
     parser.add_argument("--in-flight", default="16,64")
     parser.add_argument("--tls", action="store_true", help="also a slave replicating over TLS, authenticated")
     parser.add_argument("--catch-up", type=int, metavar="MB", help="the stream alone: a new slave copying MB")
+    parser.add_argument("--pin", action="store_true", help=PIN_HELP + " (the null slave with the load)")
+    parser.add_argument("--cpu", action="store_true", help="also each broker's CPU time per message")
     args = parser.parse_args()
+    if args.pin:
+        pin_master(parser)
     if args.catch_up:
         catch_up(args.catch_up, args.repeat)
         return 0
     depths = [int(d) for d in args.in_flight.split(",")]
     sides = ["standalone", "null slave", "real slave"] + (["tls slave"] if args.tls else [])
     with contextlib.ExitStack() as stack:
-        ports = {
-            "standalone": stack.enter_context(running_role("standalone"))[0],
-            "null slave": stack.enter_context(running_null_slave_master()),
-            "real slave": stack.enter_context(running_role("async_master"))[0],
+        brokers: dict[str, tuple[int, int | None]] = {
+            "standalone": stack.enter_context(running_role("standalone")),
+            "null slave": (stack.enter_context(running_null_slave_master()), None),
+            "real slave": stack.enter_context(running_role("async_master")),
         }
         if args.tls:
             directory = tempfile.mkdtemp(prefix="rmq-bench-tls-")
@@ -205,21 +223,42 @@ def main() -> int:
                 "clusterAccessKey": "bench-cluster",
                 "clusterSecretKey": "bench-secret",
             }
-            ports["tls slave"] = stack.enter_context(running_role("async_master", **tls))[0]
+            brokers["tls slave"] = stack.enter_context(running_role("async_master", **tls))
         for batch in (False, True):
             for depth in depths:
                 rates: dict[str, list[float]] = {side: [] for side in sides}
+                # CPU microseconds per message: (master, slave or None) per round
+                costs: dict[str, list[tuple[float, float | None]]] = {side: [] for side in sides}
                 for _ in range(args.repeat):
                     for side in sides:
-                        rates[side].append(sends_per_second(ports[side], depth, batch, args.seconds))
+                        port, slave_port = brokers[side]
+                        pids = [PROCESSES[p].pid for p in (port, slave_port) if p is not None]
+                        before = [cpu_seconds(pid) for pid in pids]
+                        began = time.perf_counter()
+                        rate = sends_per_second(port, depth, batch, args.seconds)
+                        messages = rate * (time.perf_counter() - began)
+                        rates[side].append(rate)
+                        if args.cpu:
+                            time.sleep(0.2)  # the slave's last appends
+                            used = [
+                                (cpu_seconds(pid) - b) / messages * 1e6 for pid, b in zip(pids, before, strict=True)
+                            ]
+                            costs[side].append((used[0], used[1] if len(used) > 1 else None))
                 kind = "batch" if batch else "single"
                 for side in sides:
                     ratio = statistics.median(r / s for r, s in zip(rates[side], rates["standalone"], strict=True))
-                    print(
+                    line = (
                         f"{kind:6s} in flight {depth:3d}  {side:10s} {statistics.median(rates[side]):>10,.0f} msgs/s"
-                        f"  {ratio:.2f}x standalone per round",
-                        flush=True,
+                        f"  {ratio:.2f}x standalone per round"
                     )
+                    if args.cpu:
+                        master = [c[0] for c in costs[side]]
+                        per_round = [m / s[0] for m, s in zip(master, costs["standalone"], strict=True)]
+                        line += f"; master {statistics.median(master):.2f} us/msg ({statistics.median(per_round):.2f}x)"
+                        slave = [c[1] for c in costs[side] if c[1] is not None]
+                        if slave:
+                            line += f", slave {statistics.median(slave):.2f} us/msg"
+                    print(line, flush=True)
     return 0
 
 

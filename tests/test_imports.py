@@ -10,7 +10,7 @@
               broker may also use store; cli may use any role; no other role crosses to another
 
 The store role includes its compiled core: StoreCore (rmq._store), its rooms (_mapped_file, _commit_log,
-_consume_queue, _group_commit), rmq._index and the C helper _hash. The compiled record codec is
+_consume_queue, _group_commit, _ha_stream), rmq._index and the C helper _hash. The compiled record codec is
 protocol's (rmq.protocol._record): the store cimports it, clients import it.
 """
 
@@ -31,6 +31,7 @@ STORE_CORE = {
     "rmq._commit_log",
     "rmq._consume_queue",
     "rmq._group_commit",
+    "rmq._ha_stream",
     "rmq._index",
     "rmq._hash",
 }

@@ -4,6 +4,7 @@
 from libc.stdint cimport int64_t
 
 from rmq._group_commit cimport GroupCommit
+from rmq._ha_stream cimport HAStream
 from rmq._mapped_file cimport PREFAULT_CHUNK, MappedFile, MappedFileQueue
 
 
@@ -24,11 +25,22 @@ cdef enum PutStatus:
 cdef class CommitLog(MappedFileQueue):
     # SYNC_FLUSH: the group commit shown the newest files whenever they change; None otherwise
     cdef readonly GroupCommit group_commit
+    # a master's replication stream, shown the files whenever they change; None without one
+    cdef readonly HAStream ha_stream
 
     cdef MappedFile writable_file(self, Py_ssize_t size, int* status)
     cdef void publish_files(self)
     cdef object look_message(self, int64_t phy_offset, Py_ssize_t size)
     cdef int64_t store_timestamp_at(self, int64_t phy_offset)
+
+
+cdef extern from *:
+    """
+    static inline void rmq_release_fence(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
+    """
+    # the bytes below a new wrote_position are stored before it: the replication stream reads
+    # wrote_position without the GIL (rmq._ha_stream), then the bytes
+    void rmq_release_fence() nogil
 
 
 cdef inline void record_appended(MappedFile mf, Py_ssize_t size, int64_t store_timestamp) noexcept:
@@ -38,5 +50,6 @@ cdef inline void record_appended(MappedFile mf, Py_ssize_t size, int64_t store_t
     cdef Py_ssize_t chunk_mask = ~(<Py_ssize_t>PREFAULT_CHUNK - 1)
     if (mf.wrote_position + size) & chunk_mask != mf.wrote_position & chunk_mask:   # into the next chunk
         mf.prefault(mf.wrote_position + size)
+    rmq_release_fence()
     mf.wrote_position += size
     mf.last_store_timestamp = store_timestamp

@@ -3,9 +3,12 @@
 from typing_extensions import disjoint_base
 
 from rmq._group_commit import GroupCommit
+from rmq._ha_stream import HAStream
 from rmq._mapped_file import MappedFileQueue
 
 @disjoint_base
 class CommitLog(MappedFileQueue):
     group_commit: GroupCommit | None
+    ha_stream: HAStream | None
     def __init__(self, store_path: str, mapped_file_size: int, group_commit: GroupCommit | None = None) -> None: ...
+    def attach_ha_stream(self, stream: HAStream | None) -> None: ...

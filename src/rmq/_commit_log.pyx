@@ -17,6 +17,7 @@ from libc.stdint cimport int32_t, int64_t, uint32_t
 
 from rmq._endian cimport load_be32, load_be64
 from rmq._group_commit cimport GroupCommit
+from rmq._ha_stream cimport HAStream
 from rmq._mapped_file cimport MappedFile, MappedFileQueue
 from rmq.protocol._record cimport (END_FILE_MIN_BLANK_LENGTH, MESSAGE_MAGIC_CODE, REC_FIXED_OVERHEAD, REC_MAGIC,
                                    REC_STORETIMESTAMP, REC_TOTALSIZE, write_end_of_file)
@@ -58,13 +59,23 @@ cdef class CommitLog(MappedFileQueue):
         remaining = mf.file_size - mf.wrote_position
         if remaining > 0:
             write_end_of_file(mf.base + mf.wrote_position, <int32_t>remaining)
+        rmq_release_fence()
         mf.wrote_position = mf.file_size
         return next_file
 
     cdef void publish_files(self):
-        """The files changed (a roll-over, retention, truncation): show the group commit the new ones."""
+        """The files changed (a roll-over, retention, truncation): show the group commit and the
+        replication stream the new ones."""
         if self.group_commit is not None:
             self.group_commit.publish_files(self.files)
+        if self.ha_stream is not None:
+            self.ha_stream.publish_files(self.files)
+
+    def attach_ha_stream(self, HAStream stream):
+        """Show ``stream`` the files from now on (None: no more); the caller holds the put lock."""
+        self.ha_stream = stream
+        if stream is not None:
+            stream.publish_files(self.files)
 
     cdef object look_message(self, int64_t phy_offset, Py_ssize_t size):
         """The whole stored record at ``phy_offset`` (zero-copy view), or None. ``size`` >= 0 must

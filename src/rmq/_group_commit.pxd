@@ -57,3 +57,8 @@ cdef class GroupCommit:
     cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp, int64_t* replicated) noexcept
     cdef bint slave_in_sync(self, int64_t end, int64_t max_gap) noexcept
     cdef void finish(self, int error, int64_t flushed, int64_t flushed_timestamp) noexcept
+
+
+# The HA side (any thread, no GIL needed): the best offset a slave acked and how many slaves acked;
+# wakes the completer when the ack moved forward.
+cdef void publish_replicated_to(GroupCommitState* gc, int64_t offset, int slaves) noexcept nogil

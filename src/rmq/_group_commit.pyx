@@ -150,6 +150,18 @@ cdef void run_flusher(GroupCommitState* gc, double interval) noexcept nogil:
     pthread_mutex_unlock(&gc.mutex)
 
 
+cdef void publish_replicated_to(GroupCommitState* gc, int64_t offset, int slaves) noexcept nogil:
+    cdef uint64_t one = 1
+    cdef bint moved
+    pthread_mutex_lock(&gc.mutex)
+    moved = offset > gc.replicated
+    gc.replicated = offset      # may go down: the best slave left, a lagging one remains
+    gc.slaves = slaves
+    pthread_mutex_unlock(&gc.mutex)
+    if moved:
+        c_write(gc.event_fd, &one, sizeof(one))
+
+
 cdef class GroupCommit:
     """The state a SYNC_FLUSH store shares with its flush thread, and the calls either side makes.
 
@@ -279,16 +291,8 @@ cdef class GroupCommit:
     def publish_replicated(self, int64_t offset, int slaves):
         """The HA service's side (any thread): the best offset a connected slave acked and how many
         slaves are connected; wakes the completer when the ack moved forward."""
-        cdef GroupCommitState* gc = self.state
-        cdef uint64_t one = 1
-        cdef bint moved
-        pthread_mutex_lock(&gc.mutex)
-        moved = offset > gc.replicated
-        gc.replicated = offset      # may go down: the best slave left, a lagging one remains
-        gc.slaves = slaves
-        pthread_mutex_unlock(&gc.mutex)
-        if moved:
-            c_write(gc.event_fd, &one, sizeof(one))
+        with nogil:
+            publish_replicated_to(self.state, offset, slaves)
 
     @property
     def replicated(self):

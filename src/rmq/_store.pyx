@@ -42,6 +42,7 @@ from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLU
 from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
 from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
 from rmq._group_commit cimport GroupCommit, GroupCommitState
+from rmq._ha_stream cimport HAStream, wake_on_put
 from rmq._index cimport IndexService, index_entries_bound
 from rmq._mapped_file cimport MappedFile
 from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_BAD_MAGIC, CHECK_BAD_OFFSET, CHECK_EMPTY, CHECK_END_OF_FILE,
@@ -653,6 +654,8 @@ cdef class StoreCore:
             self._publish_put(result, callback)
         if self._ha_wake_fd >= 0:
             self._wake_ha()
+        if self.commit_log.ha_stream is not None:
+            wake_on_put(self.commit_log.ha_stream)
         return result
 
     def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,
@@ -750,6 +753,8 @@ cdef class StoreCore:
             self._publish_put(result, callback)
         if self._ha_wake_fd >= 0:
             self._wake_ha()
+        if self.commit_log.ha_stream is not None:
+            wake_on_put(self.commit_log.ha_stream)
         return result
 
     # -- flush -------------------------------------------------------------------------------
@@ -916,6 +921,16 @@ cdef class StoreCore:
         thread makes it, writes it once (-1: none). A put that came first is the caller's to see:
         it sets this, then looks at the CommitLog's end again (both under the GIL)."""
         self._ha_wake_fd = fd
+
+    def attach_ha_stream(self, HAStream stream):
+        """A master's replication stream (rmq._ha_stream) reads the CommitLog from now on: it is
+        shown the files whenever they change, and an idle one is woken by the next put (None:
+        detach it)."""
+        self._lock()
+        try:
+            self.commit_log.attach_ha_stream(stream)
+        finally:
+            self._unlock()
 
     cdef void _wake_ha(self) noexcept:
         cdef uint64_t one = 1

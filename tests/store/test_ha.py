@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from rmq import _ha_stream
 from rmq.errors import StoreError
 from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol import ha as wire
@@ -307,6 +308,77 @@ def test_an_async_master_with_a_caught_up_slave_sleeps_and_still_sends_new_bytes
     assert_replica(master, slave)
 
 
+def test_a_plain_slave_is_streamed_without_the_python_ha_loop(tmp_path, opened):
+    """Once a plain slave replicates, the compiled stream (``rmq-store-ha-stream``, no GIL) sends
+    its frames and reads its reports: the Python HA loop stays asleep while puts keep coming (it
+    polled every 2 ms before, each poll a GIL hand-off with the broker's loop) and the slave still
+    gets every byte."""
+    master = open_pair(tmp_path, opened)
+    put_many(master, 10)
+    slave = open_slave(tmp_path, opened, master)
+    caught_up(master, slave)
+    ha_thread = next(t for t in threading.enumerate() if t.name == "rmq-store-ha")
+    before = wake_ups(ha_thread.native_id)
+    deadline = time.monotonic() + 1.0
+    while time.monotonic() < deadline:
+        put_many(master, 5)
+        time.sleep(0.005)
+    caught_up(master, slave)
+    assert wake_ups(ha_thread.native_id) - before < 50
+    assert_replica(master, slave)
+
+
+def test_a_slave_streamed_while_puts_keep_coming_stays_connected(tmp_path, opened, caplog):
+    """Puts on another thread while the stream sends: the CommitLog grows between the stream's look
+    at its end and its look at a file's bytes, and a frame must not reach past the end it saw (the
+    next frame then started beyond it, and the slave was dropped as if its offset were gone)."""
+    master = open_pair(tmp_path, opened, ha_transfer_batch_size=1024)
+    slave = open_slave(tmp_path, opened, master)
+    stop = threading.Event()
+
+    def keep_putting():
+        while not stop.is_set():
+            put_many(master, 20, size=100)
+
+    writer = threading.Thread(target=keep_putting, name="test-writer")
+    writer.start()
+    try:
+        time.sleep(1.0)
+    finally:
+        stop.set()
+        writer.join(10)
+    caught_up(master, slave)
+    assert "disconnected" not in caplog.text
+    assert_replica(master, slave)
+
+
+def test_a_streamed_slave_that_breaks_the_protocol_is_dropped(tmp_path, opened, caplog):
+    """The stream checks a replicating slave's reports as the HA loop checks the first one: an
+    offset that goes backwards, or one beyond the master's end, closes the connection with the
+    reason logged; the master serves its real slave on."""
+    master = open_pair(tmp_path, opened)
+    slave = open_slave(tmp_path, opened, master)
+    put_many(master, 20)
+    caught_up(master, slave)
+    assert master.ha_service is not None
+    end = master.commit_log.get_max_offset()
+    for second, said in [(-100, "went backwards"), (+1, "beyond this master's CommitLog")]:
+        with RawConnection(master.config.ha_listen_port) as fake:
+            fake.send(wire.encode_report(end))
+            wait_until(lambda: [s.acked_offset for s in master.ha_service.slaves()] == [end, end], 5, "both acked")
+            fake.send(wire.encode_report(end + second))
+            assert fake.is_closed_by_peer(timeout=3.0)
+        assert said in caplog.text
+    put_many(master, 20)
+    caught_up(master, slave)
+    assert_replica(master, slave)
+    assert len(master.ha_service.slaves()) == 1
+
+
+def test_the_stream_assumes_the_wire_sizes_of_rmq_protocol_ha():
+    assert (_ha_stream.FRAME_HEADER_BYTES, _ha_stream.REPORT_BYTES) == (wire.FRAME_HEADER_SIZE, wire.REPORT_SIZE)
+
+
 def wake_ups(native_id: int | None) -> int:
     status = Path(f"/proc/self/task/{native_id}/status").read_text()
     return int(status.split("voluntary_ctxt_switches:")[1].split()[0])
@@ -432,6 +504,31 @@ def test_replication_over_tls_with_authentication(tmp_path, opened, certificate,
     with FakeSlave(master.config.ha_listen_port, credentials=KEYS) as plain:
         assert plain.closed.wait(5) and plain.data_bytes == 0
     assert "this HA port takes TLS only" in caplog.text
+
+
+def test_a_tls_slave_and_a_streamed_plain_slave_each_complete_sync_master_sends(tmp_path, opened, certificate):
+    """tlsServerMode permissive: the HA loop serves the TLS slave, the compiled stream the plain one;
+    their acks reach the group commit together, so either one alone completes a SYNC_MASTER send,
+    and each gets every byte."""
+    server = TlsServerOptions(server_context(str(certificate.cert), str(certificate.key)), TlsMode.PERMISSIVE)
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER", security=HASecurity(server_tls=server))
+    tls = open_slave(tmp_path, opened, master, "tls", security=HASecurity(client_tls=certificate.client_context()))
+    plain = open_slave(tmp_path, opened, master, "plain")
+    assert put_waiting(master, b"on both") is PutMessageStatus.PUT_OK
+    put_many(master, 200)
+    for slave in (tls, plain):
+        caught_up(master, slave)
+        assert_replica(master, slave)
+    plain.shutdown()
+    opened.remove(plain)
+    wait_until(lambda: len(master.ha_service.slaves()) == 1, 5, "the plain slave gone")
+    assert put_waiting(master, b"on the TLS slave") is PutMessageStatus.PUT_OK
+    plain = open_slave(tmp_path, opened, master, "plain-again")
+    tls.shutdown()
+    opened.remove(tls)
+    wait_until(lambda: len(master.ha_service.slaves()) == 1, 5, "the TLS slave gone")
+    assert put_waiting(master, b"on the plain slave") is PutMessageStatus.PUT_OK
+    caught_up(master, plain)
 
 
 def test_ha_listen_address_binds_the_ha_port_to_one_address(tmp_path, opened):

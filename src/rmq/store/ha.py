@@ -19,6 +19,12 @@ broker's client loop never waits for them:
 A slave that breaks the protocol (an offset beyond the master's end, one that goes backwards or past
 what it was sent, bytes that are not reports) is logged and disconnected; the master serves on.
 
+Once a plain (not TLS) slave has sent its first report, the master's HA loop hands its socket to
+the compiled stream (``rmq._ha_stream.HAStream``, thread ``rmq-store-ha-stream``): a C loop that
+never takes the GIL reads its reports, sends its frames from the mappings and publishes its acks,
+so that replicating costs the broker's loop no GIL hand-off per frame. The HA loop keeps the
+handshakes, the TLS slaves, and the logging and closing of the slaves the stream gives up on.
+
 With cluster credentials (``HASecurity``, clusterAccessKey/clusterSecretKey) master and slave prove
 to each other that they hold the cluster secret before the master sends a CommitLog byte (the
 HELLO / CHALLENGE / PROOF of ``rmq.protocol.ha``). clusterAuthMode enforcing: a slave that does not
@@ -48,6 +54,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from rmq._ha_stream import Failure, HAStream
 from rmq._log import RateLimitedLog
 from rmq._service import PeriodicHandle, ServiceThread
 from rmq.errors import StoreError
@@ -69,15 +76,17 @@ EpochSource = Callable[[], "tuple[list[EpochEntry], int]"]
 log = logging.getLogger("rmq.store.ha")
 
 BIND_ADDRESS = "0.0.0.0"
-# How often the master looks for new CommitLog bytes. SYNC_MASTER: a broker also tells it after
-# every loop iteration that stored (a send waits for the slave). ASYNC_MASTER polls while bytes keep
-# coming, so that a burst of iterations costs one wake-up of the HA thread (and one hand-off of the
-# GIL the broker's loop needs), not one each. While polling it reads its slaves' reports on the
-# polls rather than on each report's arrival (no send waits for them, and each arrival would be one
-# more wake-up). After ASYNC_IDLE_POLLS polls in a row found no new bytes and every slave caught
-# up, it is idle: no polls; the slaves' reports wake it, and the store's next put (whichever thread
-# makes it: a send, a delayed or timed message's re-put) writes its eventfd once
-# (``StoreCore.wake_ha_on_next_put``). RocketMQ's WriteSocketService waits up to 100 ms.
+# How often the master looks for new CommitLog bytes (for the TLS slaves this loop serves; the
+# compiled stream does the same for the plain ones, and an idle stream looks at least every
+# NEW_DATA_POLL). SYNC_MASTER: a broker also tells it after every loop iteration that stored (a
+# send waits for the slave). ASYNC_MASTER polls while bytes keep coming, so that a burst of
+# iterations costs one wake-up of the HA thread (and one hand-off of the GIL the broker's loop
+# needs), not one each. While polling it reads its slaves' reports on the polls rather than on each
+# report's arrival (no send waits for them, and each arrival would be one more wake-up). After
+# ASYNC_IDLE_POLLS polls in a row found no new bytes and every slave caught up, it is idle: no
+# polls; the slaves' reports wake it, and the store's next put (whichever thread makes it: a send,
+# a delayed or timed message's re-put) writes its eventfd once (``StoreCore.wake_ha_on_next_put``).
+# RocketMQ's WriteSocketService waits up to 100 ms.
 NEW_DATA_POLL = 0.1
 ASYNC_NEW_DATA_POLL = 0.002
 ASYNC_IDLE_POLLS = 25
@@ -159,6 +168,8 @@ class HAConnection:
         self._tls: TlsSocket | None = None
         self.authenticated = False
         self._nonce = self._slave_nonce = b""  # of the CHALLENGE and of the HELLO
+        # replicating over plain TCP: served by the compiled stream (HAService.stream), not this loop
+        self.streamed = False
 
     @property
     def acks_count(self) -> bool:
@@ -177,6 +188,8 @@ class HAConnection:
     # -- reading reports --------------------------------------------------------------------------
 
     def on_events(self, events: int) -> None:
+        if self.streamed:
+            return  # an event of the batch that handed it over: the stream reads it from now on
         if events & (select.EPOLLIN | select.EPOLLERR | select.EPOLLHUP):
             if self._read():
                 self.transfer()
@@ -190,12 +203,12 @@ class HAConnection:
     def read_reports(self) -> None:
         """ASYNC_MASTER: take the reports that came since the last poll (the socket is not watched
         for them once the first one arrived)."""
-        if not self.closed:
+        if not self.closed and not self.streamed:
             self._read()
 
     def caught_up(self, end: int) -> bool:
         """Nothing left to send up to the CommitLog's ``end`` (or not started yet)."""
-        if self.closed or self.next_offset < 0:
+        if self.closed or self.next_offset < 0 or self.streamed:
             return True
         return not self._out and not self._cipher_pending() and self.next_offset >= end
 
@@ -224,16 +237,36 @@ class HAConnection:
         whole = len(self._inbuf) - len(self._inbuf) % wire.REPORT_SIZE
         if whole == 0:
             return False
+        started = self.next_offset >= 0
         # only the newest report matters: each one is the slave's whole state
         for position in range(0, whole, wire.REPORT_SIZE):
             if not self._on_report(wire.decode_report(self._inbuf, position)):
                 return False
         del self._inbuf[:whole]
+        if self._tls is None and not self._out:
+            # plain TCP, nothing of this loop's left to send: the stream takes it from here
+            self._hand_to_stream()
+            return False
+        if not started:
+            self.service.serving_started()
         if self.service.sync:
             self.service.publish_acks()
         elif self._events & select.EPOLLIN:
             self.update_events()  # ASYNC_MASTER, replicating: reports may be read on polls from now on
         return True
+
+    def _hand_to_stream(self) -> None:
+        service = self.service
+        service.loop.remove_handler(self.fd)
+        try:
+            service.stream.add(self.fd, self.next_offset, self.acked, self.acks_count, bytes(self._inbuf))
+        except OSError as e:
+            self.streamed = True  # not on the loop any more
+            self.close(f"cannot stream to it: {e}")
+            return
+        self.streamed = True
+        self._inbuf.clear()
+        service.connection_streamed()
 
     # -- before replicating: TLS, authentication -------------------------------------------------
 
@@ -387,7 +420,7 @@ class HAConnection:
     def transfer(self) -> None:
         """Send what is pending, then new frames of CommitLog bytes, until the socket is full,
         the slave is caught up or this wake-up sent its share."""
-        if self.closed or self.next_offset < 0:
+        if self.closed or self.next_offset < 0 or self.streamed:
             return
         if self._tls is not None and not self._push_tls():
             return
@@ -420,7 +453,7 @@ class HAConnection:
         self._watch_writable(bool(out) or sent >= MAX_BYTES_PER_WAKEUP or self._cipher_pending())
 
     def heartbeat(self) -> None:
-        if not self._out and self.next_offset >= 0:
+        if not self._out and self.next_offset >= 0 and not self.streamed:
             self._out.append(wire.encode_frame_header(self.next_offset, wire.HEARTBEAT_SIZE))
             self._send()
             self._watch_writable(bool(self._out) or self._cipher_pending())
@@ -451,10 +484,10 @@ class HAConnection:
     def update_events(self) -> None:
         """Watch for reports unless an ASYNC_MASTER that polls reads them; for room to send while
         frames wait."""
-        if self.closed:
+        if self.closed or self.streamed:
             return
         service = self.service
-        reports = service.sync or service.idle or self.next_offset < 0
+        reports = service.sync or service.polls_idle or self.next_offset < 0
         events = (select.EPOLLIN if reports else 0) | (select.EPOLLOUT if self._want_write else 0)
         if events != self._events:
             self._events = events
@@ -468,7 +501,10 @@ class HAConnection:
         if not logged:
             level = log.info if reason.startswith("it closed") else log.warning
             level("slave %s disconnected: %s", self.address, reason)
-        self.service.loop.remove_handler(self.fd)
+        if self.streamed:
+            self.service.stream.remove(self.fd)  # before the close: the stream must not use a reused fd
+        else:
+            self.service.loop.remove_handler(self.fd)
         self.sock.close()
         self._out.clear()
         self.service.connection_closed(self)
@@ -500,8 +536,9 @@ class HAService:
         self._listener: socket.socket | None = None
         self._new_data_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
         self._notified = False
-        # ASYNC_MASTER: the polls stopped, every slave had every byte; the next put wakes the thread
-        self.idle = False
+        # ASYNC_MASTER: the polls stopped, every slave this loop serves had every byte; the next
+        # put wakes the thread
+        self.polls_idle = False
         self._quiet_polls = 0
         self._last_end = -1
         self._samples: collections.deque = collections.deque(maxlen=LAG_SAMPLES)
@@ -511,6 +548,23 @@ class HAService:
         self._poll: PeriodicHandle | None = None
         # SYNC_MASTER: told of every stored iteration, and every ack goes to the group commit
         self.sync = store.sync_master
+        # plain slaves, once replicating, are streamed by compiled code on a thread of its own that
+        # never takes the GIL; this loop keeps the handshakes and the TLS slaves
+        self.stream = HAStream(
+            store.group_commit,
+            sync=self.sync,
+            batch_size=self.batch_size,
+            max_bytes_per_wakeup=MAX_BYTES_PER_WAKEUP,
+            frames_per_send=FRAMES_PER_SEND,
+            poll=ASYNC_NEW_DATA_POLL,
+            idle_polls=ASYNC_IDLE_POLLS,
+            idle_wait=NEW_DATA_POLL,
+            heartbeat_interval=self.heartbeat_interval,
+            housekeeping_interval=self.housekeeping_interval,
+        )
+        self._stream_thread = HAStreamThread(self.stream)
+        # a connection this loop serves (handshaking, or TLS): notify_new_data writes its eventfd
+        self._loop_serves = False
 
     def start(self) -> HAService:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -521,6 +575,9 @@ class HAService:
         self._listener = listener
         self.loop.add_handler(listener.fileno(), select.EPOLLIN, self._accept)
         self.loop.add_handler(self._new_data_fd, select.EPOLLIN, self._on_new_data)
+        self.loop.add_handler(self.stream.notify_fd, select.EPOLLIN, self._on_stream_failures)
+        self.store.attach_ha_stream(self.stream)
+        self._stream_thread.start()
         tick = min(self.heartbeat_interval, self.housekeeping_interval, 1.0) / 2
         self.loop.schedule_periodic(tick, self._housekeeping)
         self.loop.start()
@@ -536,6 +593,8 @@ class HAService:
     def shutdown(self) -> None:
         self.loop.run_and_wait(self._close_all)
         self.loop.shutdown()
+        self._stream_thread.shutdown()
+        self.store.attach_ha_stream(None)
         self.store.wake_ha_on_next_put(-1)
         os.close(self._new_data_fd)
 
@@ -547,11 +606,22 @@ class HAService:
             self._listener.close()
             self._listener = None
 
+    @property
+    def idle(self) -> bool:
+        """ASYNC_MASTER: nothing polls for new bytes, every slave has had every byte for a while
+        (the store's next put wakes whatever serves them)."""
+        connections = list(self.connections.values())
+        streamed = [c for c in connections if c.streamed]
+        return (self.polls_idle or len(streamed) == len(connections)) and (self.stream.idle or not streamed)
+
     def notify_new_data(self) -> None:
         """New CommitLog bytes were written (any thread; one eventfd write per wake-up). Only a
         SYNC_MASTER's sends wait: an ASYNC_MASTER's HA thread finds the bytes on its next poll, or,
         idle, is woken by the store's next put."""
-        if self.sync and not self._notified and self.connections:
+        if not self.sync:
+            return
+        self.stream.notify()
+        if not self._notified and self._loop_serves:
             self._notified = True
             try:
                 os.eventfd_write(self._new_data_fd, 1)
@@ -578,10 +648,19 @@ class HAService:
             connection = HAConnection(self, sock, f"{host}:{port}")
             self.connections[connection.fd] = connection
             self.loop.add_handler(connection.fd, select.EPOLLIN, connection.on_events)
-            if not self.sync:
-                self._set_busy()  # polls until the new slave has caught up
-            elif self._poll is None:
-                self._poll_every(NEW_DATA_POLL)
+            self._loop_serves = True
+
+    def serving_started(self) -> None:
+        """A slave this loop serves (TLS) sent its first report: look for new bytes for it."""
+        if not self.sync:
+            self._set_busy()  # polls until the new slave has caught up
+        elif self._poll is None:
+            self._poll_every(NEW_DATA_POLL)
+
+    def connection_streamed(self) -> None:
+        """A slave went over to the stream."""
+        self._loop_serves = any(not c.streamed for c in self.connections.values())
+        self.publish_acks()
 
     def _poll_every(self, interval: float) -> None:
         self._stop_polls()
@@ -589,7 +668,7 @@ class HAService:
 
     def _set_busy(self) -> None:
         """ASYNC_MASTER: new bytes after idling: poll, read reports on the polls."""
-        self.idle = False
+        self.polls_idle = False
         self.store.wake_ha_on_next_put(-1)
         self._quiet_polls = 0
         self._poll_every(ASYNC_NEW_DATA_POLL)
@@ -599,7 +678,7 @@ class HAService:
     def _set_idle(self) -> None:
         """ASYNC_MASTER: every slave has had every byte for a while: no polls; reports and the
         store's next put wake this thread."""
-        self.idle = True
+        self.polls_idle = True
         self._stop_polls()
         self.store.wake_ha_on_next_put(self._new_data_fd)
         for connection in list(self.connections.values()):
@@ -618,20 +697,51 @@ class HAService:
         self._notified = False
         self._transfer_all()
 
+    def _on_stream_failures(self, _events: int) -> None:
+        for fd, failure, a, b in self.stream.take_failures():
+            connection = self.connections.get(fd)
+            if connection is None:
+                self.stream.remove(fd)
+            else:
+                connection.close(self._stream_failure(Failure(failure), a, b))
+
+    def _stream_failure(self, failure: Failure, a: int, b: int) -> str:
+        """What the stream's ``failure`` of a slave means, as this loop says it of the slaves it serves."""
+        if failure is Failure.CLOSED_BY_SLAVE:
+            return "it closed the connection"
+        if failure is Failure.READ_FAILED:
+            return f"read failed: {OSError(a, os.strerror(a))}"
+        if failure is Failure.SEND_FAILED:
+            return f"send failed: {OSError(a, os.strerror(a))}"
+        if failure is Failure.BEYOND_END:
+            return f"refused: it reports offset {a}, beyond this master's CommitLog [0, {b}]"
+        if failure is Failure.WENT_BACKWARDS:
+            return f"refused: its offset went backwards from {a} to {b}"
+        if failure is Failure.PAST_SENT:
+            return f"refused: it reports offset {a}, past the {b} it was sent"
+        if failure is Failure.OFFSET_GONE:
+            return f"offset {a} is no longer in this master's CommitLog"
+        return f"silent for more than {self.housekeeping_interval:g} s (haHousekeepingInterval)"
+
     def _transfer_all(self) -> None:
-        if not self.connections:
+        connections = [c for c in self.connections.values() if not c.streamed and c.next_offset >= 0]
+        if not connections:
+            # the stream serves every replicating slave: nothing for this loop to poll
+            self._stop_polls()
+            self.store.wake_ha_on_next_put(-1)
+            self.polls_idle = False
+            self._quiet_polls = 0
             return
         end = self.store.commit_log.get_max_offset()
         if not self._samples or self._samples[-1][0] < end:
             self._samples.append((end, time.monotonic()))
-        if self.idle and end != self._last_end:
+        if self.polls_idle and end != self._last_end:
             self._set_busy()
-        connections = list(self.connections.values())
         for connection in connections:
             if not self.sync:
                 connection.read_reports()
             connection.transfer()
-        if self.sync or self.idle:
+        if self.sync or self.polls_idle:
             return
         if end != self._last_end or not all(c.caught_up(end) for c in connections):
             self._quiet_polls = 0
@@ -648,6 +758,8 @@ class HAService:
     def _housekeeping(self) -> None:
         now = time.monotonic()
         for connection in list(self.connections.values()):
+            if connection.streamed:
+                continue  # the stream keeps its slaves' time
             if connection.phase is not Phase.REPLICATING and now - connection.accepted_at > self.housekeeping_interval:
                 connection.refuse(
                     "slow", f"no handshake within {self.housekeeping_interval:g} s (haHousekeepingInterval)"
@@ -659,19 +771,21 @@ class HAService:
 
     def connection_closed(self, connection: HAConnection) -> None:
         self.connections.pop(connection.fd, None)
-        if not self.connections:
+        self._loop_serves = any(not c.streamed for c in self.connections.values())
+        if not self._loop_serves:
             self._stop_polls()
             self.store.wake_ha_on_next_put(-1)
-            self.idle = False
+            self.polls_idle = False
             self._quiet_polls = 0
         self.publish_acks()
 
     def publish_acks(self) -> None:
         """The best ack of the slaves that reported, into the group commit (SYNC_MASTER sends)."""
-        # an unauthenticated slave (permissive mode) is served, but its word is not taken for a send
-        reported = [c.acked for c in self.connections.values() if c.acked >= 0 and c.acks_count]
+        # an unauthenticated slave (permissive mode) is served, but its word is not taken for a send;
+        # the stream adds its slaves' acks
+        reported = [c.acked for c in self.connections.values() if not c.streamed and c.acked >= 0 and c.acks_count]
         best = max(reported, default=0)
-        self.store.group_commit.publish_replicated(best, len(reported))
+        self.stream.publish_python_acks(best, len(reported))
         samples = self._samples
         while len(samples) > 1 and samples[0][0] <= best:
             samples.popleft()
@@ -685,15 +799,19 @@ class HAService:
         found = []
         for c in list(self.connections.values()):
             lag_ms = 0
-            if c.acked < end:
-                oldest = next((t for offset, t in list(self._samples) if offset > c.acked), now)
+            acked = c.acked
+            streamed = self.stream.status(c.fd) if c.streamed else None
+            if streamed is not None:
+                acked, lag_ms = streamed
+            elif acked < end:
+                oldest = next((t for offset, t in list(self._samples) if offset > acked), now)
                 lag_ms = int((now - oldest) * 1000)
-            lag = end - c.acked if c.acked >= 0 else end
+            lag = end - acked if acked >= 0 else end
             found.append(
                 SlaveStatus(
                     c.address,
                     c.connected_since,
-                    c.acked,
+                    acked,
                     lag,
                     lag_ms,
                     c.authenticated,
@@ -702,6 +820,22 @@ class HAService:
                 )
             )
         return found
+
+
+class HAStreamThread(ServiceThread):
+    """``rmq-store-ha-stream``: the compiled stream's loop (``HAStream.run``), without the GIL."""
+
+    def __init__(self, stream: HAStream):
+        super().__init__("rmq-store-ha-stream")
+        self.stream = stream
+
+    def run_once(self) -> None:
+        self.stream.run()
+
+    def shutdown(self, timeout: float = 30.0) -> None:
+        self._stopped = True
+        self.stream.stop()
+        super().shutdown(timeout)
 
 
 class HAClient(ServiceThread):

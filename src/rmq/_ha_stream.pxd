@@ -1,0 +1,127 @@
+# The master's replication stream without the GIL (rmq.store.ha): the drawing opens _ha_stream.pyx.
+from libc.stdint cimport int64_t, uint32_t
+
+from rmq._group_commit cimport GroupCommit, pthread_mutex_t
+
+
+cdef enum:
+    # rmq.protocol.ha's frame header ([i64 startOffset][i32 size]) and report ([i64 maxOffset])
+    FRAME_HEADER_SIZE = 12
+    REPORT_SIZE = 8
+    # frames handed to one sendmsg at most (a header and a span of the mapping each)
+    MAX_FRAMES_PER_SEND = 64
+    # (offset, time) samples kept to tell how many ms a slave lags (oldest dropped first)
+    LAG_SAMPLES = 4096
+
+# Why the stream gave a slave up (``Slave.failure``); the HA loop logs it and closes the socket.
+cpdef enum Failure:
+    NO_FAILURE = 0
+    CLOSED_BY_SLAVE = 1
+    READ_FAILED = 2         # a: errno
+    SEND_FAILED = 3         # a: errno
+    BEYOND_END = 4          # a: the report, b: this CommitLog's end
+    WENT_BACKWARDS = 5      # a: the last report, b: this one
+    PAST_SENT = 6           # a: the report, b: where what was sent ends
+    OFFSET_GONE = 7         # a: the offset no longer in this CommitLog
+    SILENT = 8
+
+
+cdef struct StreamFile:
+    const unsigned char* base
+    int64_t from_offset
+    int64_t size
+    # the MappedFile's wrote_position: its writer stores it after the bytes below it (release order)
+    const Py_ssize_t* wrote
+
+
+cdef struct Slave:
+    int fd                  # -1: a free slot
+    int failure             # Failure: the stream no longer serves it, the HA loop closes it
+    int64_t failure_a
+    int64_t failure_b
+    bint acks_count         # its acks complete SYNC_MASTER sends (authenticated, or no credentials)
+    int64_t acked           # its last report
+    # the frame being sent: start, size (-1: none) and how many of its bytes (header first) went
+    int64_t frame_start
+    int64_t frame_size
+    int64_t frame_sent
+    int64_t sent_to         # where the data of the last frame begun ends: no report may pass it
+    unsigned char report[REPORT_SIZE]   # a report's first bytes, the rest not read yet
+    int report_len
+    int64_t last_read_ns
+    int64_t last_write_ns
+    uint32_t events         # what epoll watches
+    bint want_write
+
+
+# Every field is guarded by ``mutex`` except ``wake_slot`` and ``wake_pending`` (atomics).
+cdef struct StreamState:
+    pthread_mutex_t mutex
+    int epoll_fd
+    int wake_fd             # eventfd: new bytes (SYNC_MASTER's loop, an idle stream's next put), slaves added, stop
+    int notify_fd           # eventfd the HA loop watches: a slave failed
+    int wake_slot           # an idle ASYNC stream's wake_fd for the next put to write once; -1 otherwise
+    int wake_pending        # wake_fd written and not read yet (one write per wake-up)
+    bint stopping
+    bint sync               # SYNC_MASTER: woken per stored iteration; else polls while bytes come
+    bint idle
+    int quiet_polls
+    int64_t last_end
+    int64_t batch_size      # haTransferBatchSize: a frame's data at most
+    int64_t max_bytes_per_wakeup
+    int frames_per_send
+    int poll_ms
+    int idle_polls
+    int idle_wait_ms
+    int64_t heartbeat_ns
+    int64_t housekeeping_ns
+    StreamFile* files
+    int n_files
+    Slave* slaves
+    int n_slots
+    int n_slaves
+    int failures            # slaves failed and not yet taken by the HA loop
+    # the acks of the slaves the HA loop serves itself (TLS), combined with these into the group commit
+    int64_t python_best
+    int python_count
+    int64_t published_best
+    int published_count
+    int64_t sample_offset[LAG_SAMPLES]
+    int64_t sample_ns[LAG_SAMPLES]
+    int sample_first
+    int sample_count
+
+
+cdef class HAStream:
+    cdef StreamState* state
+    cdef GroupCommit group_commit
+    # what keeps the mappings in ``state.files`` alive: their MappedFiles and a view of each
+    cdef list _file_refs
+
+    cdef void publish_files(self, list files)
+    cdef void _wake(self) noexcept
+
+
+cdef extern from *:
+    """
+    static inline int rmq_exchange_int(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
+    static inline void rmq_store_int(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
+    static inline Py_ssize_t rmq_load_acquire_ssize(const Py_ssize_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    """
+    int rmq_exchange_int(int* p, int v) nogil
+    void rmq_store_int(int* p, int v) nogil
+    Py_ssize_t rmq_load_acquire_ssize(const Py_ssize_t* p) nogil
+
+
+cdef extern from "<unistd.h>" nogil:
+    ssize_t write_eventfd "write"(int fd, const void* buf, size_t n)
+
+
+cdef inline void wake_on_put(HAStream stream) noexcept:
+    """After a put (GIL held): an idle ASYNC stream asked the next one to wake it, once."""
+    cdef int fd
+    cdef unsigned long long one = 1
+    if stream.state.wake_slot >= 0:
+        fd = rmq_exchange_int(&stream.state.wake_slot, -1)
+        if fd >= 0:
+            write_eventfd(fd, &one, sizeof(one))
