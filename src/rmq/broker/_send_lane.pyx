@@ -384,6 +384,8 @@ cdef int _scan_header(const unsigned char* p, Py_ssize_t n, SendFields* f) noexc
             i = _scan_int(p, i, n, &number)
             if k == K_CODE:
                 f.code = <int>number
+                if i >= 0 and f.code != SEND_MESSAGE and f.code != SEND_MESSAGE_V2:
+                    return 0  # not a send (a pull, a heartbeat): no need to read further
             elif k == K_OPAQUE:
                 f.opaque = <int>number
             elif k == K_FLAG:
