@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import struct
+import time
 from pathlib import Path
 
 import orjson
@@ -325,3 +326,26 @@ def test_twins_agree_on_fuzzed_sends(twins):
         _assert_twins_agree(twins, [_send_frame(RequestCode.SEND_MESSAGE_V2, {"b": topic, "e": "0", "g": "1"})])
     fuzz()
     assert twins[0].broker.send_lane.served > 0
+
+
+def test_a_producer_whose_reads_end_mid_frame_is_not_taken_for_a_stalled_one(start_broker):
+    """Every read completes a send the lane serves and starts the next: the connection makes
+    progress, though no read hands a request to the processors, and outlives the frame timeout."""
+    broker = start_broker(serverFrameTimeoutSeconds="1")
+    create_topic(broker, "Lane")
+    frame = _send_frame(RequestCode.SEND_MESSAGE_V2, {"b": "Lane", "e": "0", "g": "1"})
+    half = len(frame) // 2
+    with RawConnection(broker.config.listen_port) as connection:
+        connection.send(frame)  # the processor checks the topic first
+        connection.read_commands(1)
+        served = broker.send_lane.served
+        connection.send(frame[:half])
+        deadline = time.monotonic() + 2.2
+        while time.monotonic() < deadline:
+            connection.send(frame[half:] + frame[:half])  # one completed, the next begun
+            (answer,) = connection.read_commands(1)
+            assert answer.code == ResponseCode.SUCCESS
+            time.sleep(0.05)
+        connection.send(frame[half:])
+        connection.read_commands(1)
+    assert broker.send_lane.served - served > 20
