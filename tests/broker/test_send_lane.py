@@ -6,6 +6,7 @@ twin brokers, one with the lane and one without; and the lane's header scanner r
 from __future__ import annotations
 
 import json
+import os
 import struct
 import time
 from pathlib import Path
@@ -17,7 +18,9 @@ from hypothesis import strategies as st
 
 from rmq._store import LAYOUT
 from rmq.broker._send_lane import scan_send_header
+from rmq.broker.controller import NO_FAST_LANE_ENV
 from rmq.errors import ProtocolError, RequestRefused
+from rmq.net import _codec, codec
 from rmq.net.codec import decode_frames
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import send_header
@@ -32,6 +35,10 @@ _MASKED = [
     (LAYOUT["REC_STORETIMESTAMP"], 8),
     (LAYOUT["REC_STOREHOST"], 8),
 ]
+# the suite run without the lane (RMQ_NO_FAST_LANE=1, or the pure-Python codec): no twin to compare
+needs_lane = pytest.mark.skipif(
+    os.environ.get(NO_FAST_LANE_ENV) == "1" or codec.implementation is not _codec, reason="the send lane is off"
+)
 _PROBE_CODE = 9999  # no processor: answered REQUEST_CODE_NOT_SUPPORTED, stores nothing
 _TOPICS = {"Lane": 4, "Wide": 8}
 
@@ -284,6 +291,7 @@ def _send_frame(code: int, ext: dict, body: bytes = b"body", opaque: int = 1, fl
     return raw_frame(orjson.dumps(header), body)
 
 
+@needs_lane
 def test_twins_agree_on_plain_and_edge_sends(twins):
     v2 = RequestCode.SEND_MESSAGE_V2
     frames = [
@@ -310,6 +318,7 @@ def test_twins_agree_on_plain_and_edge_sends(twins):
     assert twins[0].broker.send_lane.served == 5
 
 
+@needs_lane
 def test_twins_agree_on_fuzzed_sends(twins):
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
     @given(headers=st.lists(_header_bytes(), min_size=1, max_size=4), body=st.binary(max_size=64))
@@ -328,6 +337,7 @@ def test_twins_agree_on_fuzzed_sends(twins):
     assert twins[0].broker.send_lane.served > 0
 
 
+@needs_lane
 def test_a_producer_whose_reads_end_mid_frame_is_not_taken_for_a_stalled_one(start_broker):
     """Every read completes a send the lane serves and starts the next: the connection makes
     progress, though no read hands a request to the processors, and outlives the frame timeout."""
