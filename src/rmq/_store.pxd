@@ -41,6 +41,14 @@ cdef struct PropertySpans:
     Py_ssize_t delay_len
 
 
+# Where a put_raw went.
+cdef struct PutPlace:
+    int64_t phy_offset
+    int64_t queue_offset
+    int64_t store_timestamp
+    Py_ssize_t total
+
+
 cdef class PutMessageResult:
     cdef readonly int status_code
     cdef readonly int64_t wrote_offset
@@ -113,6 +121,10 @@ cdef class StoreCore:
     # an idle ASYNC_MASTER's HA thread: the eventfd the next put writes once (-1: none)
     cdef int _ha_wake_fd
 
+    cdef int put_raw(self, str topic, int queue_id, const unsigned char* body_ptr, Py_ssize_t body_len,
+                     const unsigned char* props_ptr, Py_ssize_t props_len, int sys_flag, int64_t born_timestamp,
+                     int flag, int reconsume_times, uint32_t born_host, int born_port,
+                     int64_t prepared_tx_offset, PutPlace* place) except -1
     cdef int _lock(self) except -1
     cdef void _unlock(self) noexcept
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)

@@ -559,6 +559,72 @@ cdef class StoreCore:
             self._group_commit.publish_put(result.next_offset, result.store_timestamp,
                                            callback is not None and not self._kicks_rounds)
 
+    cdef int put_raw(self, str topic, int queue_id, const unsigned char* body_ptr, Py_ssize_t body_len,
+                     const unsigned char* props_ptr, Py_ssize_t props_len, int sys_flag, int64_t born_timestamp,
+                     int flag, int reconsume_times, uint32_t born_host, int born_port,
+                     int64_t prepared_tx_offset, PutPlace* place) except -1:
+        """Append one message from raw buffers (``put_message``'s body, and the broker's compiled send
+        lane's, which has no Python object per message); its PutStatus, where it went in ``place``.
+        Nothing waits for the disk here: ``put_message`` publishes a waiting put."""
+        cdef Py_ssize_t topic_len, total
+        cdef const unsigned char* topic_ptr
+        cdef uint32_t crc
+        cdef int status = PUT_OK
+        cdef ConsumeQueue queue
+        cdef MappedFile mf
+        cdef int64_t store_timestamp, phy_offset
+        cdef unsigned char* p
+        cdef PropertySpans spans
+        if not self._writable:
+            return SERVICE_NOT_AVAILABLE
+        if props_len > PROPERTIES_MAX_BYTES:
+            return PROPERTIES_SIZE_EXCEEDED
+        topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
+        if topic_len > TOPIC_MAX_BYTES or topic_len == 0 or queue_id < 0:
+            return MESSAGE_ILLEGAL
+        total = REC_FIXED_OVERHEAD + body_len + topic_len + props_len
+        if total > self.max_message_size:
+            return MESSAGE_ILLEGAL
+        crc = body_crc_of(body_ptr, body_len)
+        self._lock()
+        try:
+            queue = self._find_or_create_queue(topic, queue_id)
+            if queue is None:
+                return MESSAGE_ILLEGAL
+            self._reserve_queue(queue, 1, &status)
+            if status != PUT_OK:
+                return status
+            mf = self.commit_log.writable_file(total, &status)
+            if mf is None:
+                return status
+            scan_properties(props_ptr, props_len, &spans)
+            self._reserve_index(index_entries_bound(spans.uniq_key_len, spans.keys_len), &status)
+            if status != PUT_OK:
+                return status
+            store_timestamp = now_ms()
+            phy_offset = mf.file_from_offset + mf.wrote_position
+            place.queue_offset = queue.next_queue_offset
+            p = mf.base + mf.wrote_position
+            write_record(p, <int32_t>total, crc, queue_id, flag, place.queue_offset, phy_offset, sys_flag,
+                         born_timestamp if born_timestamp else store_timestamp, born_host, born_port,
+                         store_timestamp, self.store_ip, self.store_port, reconsume_times,
+                         prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
+                         props_ptr, props_len)
+            record_appended(mf, total, store_timestamp)
+            self.last_store_timestamp = store_timestamp
+            self._dispatch(p, phy_offset, <int32_t>total, queue, &spans)
+        finally:
+            self._unlock()
+        place.phy_offset = phy_offset
+        place.store_timestamp = store_timestamp
+        place.total = total
+        if not self._completes_commits:  # else put_message wakes them once the put is published
+            if self._ha_wake_fd >= 0:
+                self._wake_ha()
+            if self.commit_log.ha_stream is not None:
+                wake_on_put(self.commit_log.ha_stream)
+        return PUT_OK
+
     def put_message(self, str topic, int queue_id, body, properties=b"", int sys_flag=0,
                     int64_t born_timestamp=0, int flag=0, int reconsume_times=0,
                     uint32_t born_host=0, int born_port=0, callback=None,
@@ -572,90 +638,47 @@ cdef class StoreCore:
         passed (FLUSH_DISK_TIMEOUT). Without a callback nothing waits for the disk.
         """
         cdef Py_buffer body_buf
-        cdef const unsigned char* body_ptr
-        cdef Py_ssize_t body_len, props_len, topic_len, total
-        cdef const unsigned char* props_ptr
-        cdef const unsigned char* topic_ptr
         cdef bint body_is_bytes = PyBytes_CheckExact(body)
-        cdef uint32_t crc
-        cdef int status = PUT_OK
-        cdef ConsumeQueue queue
-        cdef MappedFile mf
+        cdef int status
         cdef PutMessageResult result
-        cdef int64_t store_timestamp, phy_offset, queue_offset
-        cdef unsigned char* p
-        cdef PropertySpans spans
+        cdef PutPlace place
         if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
         if not PyBytes_CheckExact(properties):
             properties = encode_properties(properties) if properties is not None else b""
-        props_ptr = <const unsigned char*>PyBytes_AS_STRING(properties)
-        props_len = PyBytes_GET_SIZE(properties)
-        if props_len > PROPERTIES_MAX_BYTES:
-            return put_failure(PROPERTIES_SIZE_EXCEEDED)
-        topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
-        if topic_len > TOPIC_MAX_BYTES or topic_len == 0 or queue_id < 0:
-            return put_failure(MESSAGE_ILLEGAL)
         if body_is_bytes:
-            body_ptr = <const unsigned char*>PyBytes_AS_STRING(body)
-            body_len = PyBytes_GET_SIZE(body)
+            status = self.put_raw(topic, queue_id, <const unsigned char*>PyBytes_AS_STRING(body),
+                                  PyBytes_GET_SIZE(body), <const unsigned char*>PyBytes_AS_STRING(properties),
+                                  PyBytes_GET_SIZE(properties), sys_flag, born_timestamp, flag, reconsume_times,
+                                  born_host, born_port, prepared_tx_offset, &place)
         else:
             PyObject_GetBuffer(body, &body_buf, PyBUF_SIMPLE)
-            body_ptr = <const unsigned char*>body_buf.buf
-            body_len = body_buf.len
-        try:
-            total = REC_FIXED_OVERHEAD + body_len + topic_len + props_len
-            if total > self.max_message_size:
-                return put_failure(MESSAGE_ILLEGAL)
-            crc = body_crc_of(body_ptr, body_len)
-            self._lock()
             try:
-                queue = self._find_or_create_queue(topic, queue_id)
-                if queue is None:
-                    return put_failure(MESSAGE_ILLEGAL)
-                self._reserve_queue(queue, 1, &status)
-                if status != PUT_OK:
-                    return put_failure(status)
-                mf = self.commit_log.writable_file(total, &status)
-                if mf is None:
-                    return put_failure(status)
-                scan_properties(props_ptr, props_len, &spans)
-                self._reserve_index(index_entries_bound(spans.uniq_key_len, spans.keys_len), &status)
-                if status != PUT_OK:
-                    return put_failure(status)
-                store_timestamp = now_ms()
-                phy_offset = mf.file_from_offset + mf.wrote_position
-                queue_offset = queue.next_queue_offset
-                p = mf.base + mf.wrote_position
-                write_record(p, <int32_t>total, crc, queue_id, flag, queue_offset, phy_offset, sys_flag,
-                             born_timestamp if born_timestamp else store_timestamp, born_host, born_port,
-                             store_timestamp, self.store_ip, self.store_port, reconsume_times,
-                             prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
-                             props_ptr, props_len)
-                record_appended(mf, total, store_timestamp)
-                self.last_store_timestamp = store_timestamp
-                self._dispatch(p, phy_offset, <int32_t>total, queue, &spans)
+                status = self.put_raw(topic, queue_id, <const unsigned char*>body_buf.buf, body_buf.len,
+                                      <const unsigned char*>PyBytes_AS_STRING(properties),
+                                      PyBytes_GET_SIZE(properties), sys_flag, born_timestamp, flag,
+                                      reconsume_times, born_host, born_port, prepared_tx_offset, &place)
             finally:
-                self._unlock()
-        finally:
-            if not body_is_bytes:
                 PyBuffer_Release(&body_buf)
+        if status != PUT_OK:
+            return put_failure(status)
         result = PutMessageResult.__new__(PutMessageResult)
         result.status_code = PUT_OK
-        result.wrote_offset = phy_offset
-        result.wrote_bytes = <int>total
-        result.next_offset = result.wrote_offset + total
-        result.queue_offset = queue_offset
-        result.store_timestamp = store_timestamp
+        result.wrote_offset = place.phy_offset
+        result.wrote_bytes = <int>place.total
+        result.next_offset = place.phy_offset + place.total
+        result.queue_offset = place.queue_offset
+        result.store_timestamp = place.store_timestamp
         result.msg_num = 1
         result._store_ip = self.store_ip
         result._store_port = self.store_port
         if self._completes_commits:
             self._publish_put(result, callback)
-        if self._ha_wake_fd >= 0:
-            self._wake_ha()
-        if self.commit_log.ha_stream is not None:
-            wake_on_put(self.commit_log.ha_stream)
+            # after the put is published: a slave's ack may complete it at once
+            if self._ha_wake_fd >= 0:
+                self._wake_ha()
+            if self.commit_log.ha_stream is not None:
+                wake_on_put(self.commit_log.ha_stream)
         return result
 
     def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,

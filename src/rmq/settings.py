@@ -414,6 +414,9 @@ _section(
     Setting("sendThreadPoolQueueCapacity", Int(1), 10_000,
             "sends the broker may hold unanswered (waiting for the disk or a slave); more are "
             "answered SYSTEM_BUSY [OVERLOAD]"),
+    Setting("fastLaneEnable", Bool(), True,
+            "serve plain sends in the compiled send lane (rmq's key; RMQ_NO_FAST_LANE=1 turns it off "
+            "too): off, every send takes the Python processor"),
     Setting("flushConsumerOffsetInterval", _POSITIVE_MS, 5000, "ms between writes of consumerOffset.json"),
     Setting("statsLogInterval", Int(0), 60_000,
             "ms between records of <storePathRootDir>/logs/stats.log (per topic and group; 0: none)"),

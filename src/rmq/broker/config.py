@@ -67,6 +67,7 @@ class BrokerConfig(SettingsView):
     which_broker_when_consume_slowly: int = setting("whichBrokerWhenConsumeSlowly")
     wait_time_mills_in_send_queue: int = setting("waitTimeMillsInSendQueue")
     send_thread_pool_queue_capacity: int = setting("sendThreadPoolQueueCapacity")
+    fast_lane_enable: bool = setting("fastLaneEnable")
     flush_consumer_offset_interval: int = setting("flushConsumerOffsetInterval")
     stats_log_interval: int = setting("statsLogInterval")
     rebalance_lock_max_live_time: int = setting("rebalanceLockMaxLiveTime")

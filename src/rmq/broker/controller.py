@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable
 
 from rmq._service import Scheduler
+from rmq.broker._send_lane import SendLane
 from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
 from rmq.broker.client_manager import ClientManager
 from rmq.broker.config import BrokerConfig, BrokerRole, MetricsExporterType
@@ -57,6 +58,7 @@ from rmq.broker.timer import TimerMessageStore
 from rmq.broker.topic_config import TopicConfigManager
 from rmq.broker.transaction import TransactionalMessageCheckService, TransactionalMessageService
 from rmq.errors import ConfigError
+from rmq.net import _codec, codec
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.net.server import RemotingServer
@@ -88,6 +90,9 @@ COMMIT_DEADLINE_SCAN = 0.1
 # sends that would wake them).
 SLAVE_PARKED_PULL_SCAN = 1.0
 BIND_ADDRESS = "0.0.0.0"
+# RMQ_NO_FAST_LANE=1: every send takes the Python processor whatever fastLaneEnable says (the suite
+# runs both ways)
+NO_FAST_LANE_ENV = "RMQ_NO_FAST_LANE"
 
 
 class FlushRoundKicker:
@@ -178,6 +183,7 @@ class BrokerController:
             for code, handler in processor.handlers().items():
                 self.server.register_processor(code, handler)
         self.server.on_channel_closed(self._on_channel_closed)
+        self.send_lane = self._send_lane()
         # aclEnable: every request is checked before its processor (rmq.broker.acl), from start()
         self.acl_config_path = os.path.join(root, os.path.expanduser(self.config.acl_config_file))
         self.acl: PlainAccessValidator | None = None
@@ -190,6 +196,19 @@ class BrokerController:
         if self.config.metrics_exporter_type is MetricsExporterType.PROM:
             self.metrics = MetricsExporter(self)
             self.server.set_request_timer(self.metrics.collector.rpc_latency.observe)
+
+    def _send_lane(self) -> SendLane | None:
+        """The compiled send lane, offered every request before the processors (fastLaneEnable, unless
+        RMQ_NO_FAST_LANE=1; it needs the compiled codec); the server leaves it aside while an ACL
+        check or the metrics' request timer must see every request."""
+        if not self.config.fast_lane_enable or os.environ.get(NO_FAST_LANE_ENV) == "1":
+            return None
+        if codec.implementation is not _codec:
+            return None
+        lane = SendLane(self.store, self.send_processor, self.topic_config_manager, self.pull_hold)
+        self.send_processor.lane = lane
+        self.server.set_fast_lane(lane)
+        return lane
 
     def _complete_commits_on_loop(self) -> None:
         """SYNC_FLUSH / SYNC_MASTER sends are answered on the event loop as soon as their flush

@@ -27,6 +27,7 @@ from cpython.dict cimport PyDict_Next
 from cpython.object cimport PyObject
 from libc.stdint cimport int64_t, uint32_t, uint64_t
 from libc.string cimport memcpy
+from cpython.pyport cimport PY_SSIZE_T_MAX
 
 cdef extern from "Python.h":
     bint PyUnicode_IS_ASCII(object s)
@@ -448,6 +449,19 @@ def encode(RemotingCommand cmd):
     return out
 
 
+cdef class FastLane:
+    """The base of a server's compiled fast lane (``FrameDecoder.feed``'s ``lane``): a request it
+    serves makes no RemotingCommand. This base serves nothing."""
+
+    def connect(self, str remote_address):
+        """What the lane keeps of a connection (its ``peer``), once per connection."""
+        return None
+
+    cdef int serve(self, object peer, const unsigned char* header, Py_ssize_t header_len,
+                   const unsigned char* body, Py_ssize_t body_len, bytearray out) except -1:
+        return 0
+
+
 cdef class FrameDecoder:
     """Cuts a byte stream into RemotingCommands.
 
@@ -466,12 +480,23 @@ cdef class FrameDecoder:
         """Bytes held back waiting for the rest of their frame."""
         return PyByteArray_GET_SIZE(self._buffer)
 
-    def feed(self, data):
+    def feed(self, data, FastLane lane=None, peer=None, bytearray out=None, Py_ssize_t out_limit=PY_SSIZE_T_MAX):
+        """The commands completed by ``data``. With a ``lane``, each frame is offered to it first,
+        until it leaves one to the processors, or ``out`` (where its answers go) grows past
+        ``out_limit`` (the connection's output bound: what the processors would then hold back):
+        the rest of the read is decoded in order, so that nothing the lane serves overtakes a
+        request before it."""
         cdef list commands = []
         cdef Py_ssize_t consumed = 0
         cdef Py_buffer view
         if self._error is not None:
             raise self._error
+        if lane is not None and out is None:
+            raise ValueError("a lane needs an output bytearray for its answers")
+        self._lane = lane
+        self._lane_peer = peer
+        self._lane_out = out
+        self._lane_out_limit = out_limit
         try:
             if PyByteArray_GET_SIZE(self._buffer) == 0:
                 # Common case: decode straight from the received bytes, keep only the tail.
@@ -491,6 +516,10 @@ cdef class FrameDecoder:
             self._error = exc
             self._buffer = bytearray()
             raise
+        finally:
+            self._lane = None
+            self._lane_peer = None
+            self._lane_out = None
         return commands
 
     cdef int _decode(self, const unsigned char* data, Py_ssize_t length, list commands,
@@ -499,6 +528,7 @@ cdef class FrameDecoder:
         cdef Py_ssize_t frame_end, header_length
         cdef uint32_t total_length, word
         cdef const unsigned char* frame
+        cdef FastLane lane = self._lane
         while length - pos >= TOTAL_LENGTH_SIZE:
             frame = data + pos
             total_length = _read_u32(frame)
@@ -511,6 +541,17 @@ cdef class FrameDecoder:
             header_length = word & HEADER_LENGTH_MASK
             if (word >> SERIALIZE_TYPE_SHIFT) != 0 or header_length > total_length - HEADER_LENGTH_SIZE:
                 raise codec_py.header_length_error(word, total_length)
+            if lane is not None:
+                if lane.serve(self._lane_peer, frame + PREFIX_SIZE, header_length,
+                              frame + PREFIX_SIZE + header_length,
+                              total_length - HEADER_LENGTH_SIZE - header_length, self._lane_out):
+                    self.lane_served += 1
+                    pos = frame_end
+                    consumed[0] = pos
+                    if PyByteArray_GET_SIZE(self._lane_out) > self._lane_out_limit:
+                        lane = None
+                    continue
+                lane = None  # in order: the rest of this read goes to the processors
             header_bytes = PyBytes_FromStringAndSize(<const char*>frame + PREFIX_SIZE, header_length)
             try:
                 header = _loads(header_bytes)

@@ -19,6 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from itertools import islice
+from typing import TYPE_CHECKING
 
 from rmq._log import RateLimitedLog
 from rmq._service import TimerHandle
@@ -35,6 +36,9 @@ from rmq.net.codec_py import body_parts
 from rmq.net.frame import FLAG_ONEWAY, FLAG_RESPONSE, MAX_FRAME_SIZE_DEFAULT
 from rmq.net.loop import EventLoop
 from rmq.protocol.codes import ResponseCode
+
+if TYPE_CHECKING:
+    from rmq.net._codec import FastLane  # compiled only: the pure twin's decoder takes no lane
 
 log = logging.getLogger(__name__)
 
@@ -181,6 +185,16 @@ class OutputBuffer:
                 break
         return written
 
+    def append_frames(self, frames: bytearray) -> None:
+        """Whole frames already encoded (a fast lane's answers)."""
+        parts = self._parts
+        if parts and type(parts[-1]) is bytearray:
+            parts[-1] += frames
+        else:
+            parts.append(bytearray(frames))
+        self.size += len(frames)
+        self._account.total += len(frames)
+
     def clear(self) -> None:
         self._parts.clear()
         self._account.total -= self.size
@@ -196,6 +210,7 @@ class Endpoint:
         self._closed_callbacks: list[Callable[[Channel], object]] = []
         self._request_check: Callable[[Channel, RemotingCommand], object] | None = None
         self._request_timer: Callable[[int, int | None, float], object] | None = None
+        self._fast_lane: FastLane | None = None
         # A peer repeating a bad request or frame gets a line per key now and then, not one per request.
         self.rate_limited_log = RateLimitedLog(log)
 
@@ -214,6 +229,17 @@ class Endpoint:
         RPCHook, where its ACL runs): a check that raises ``RequestRefused`` answers the refusal
         instead, and the processor never sees the request."""
         self._request_check = check
+
+    def set_fast_lane(self, lane: FastLane | None) -> None:
+        """Offer every request read to ``lane`` before decoding it for the processors (the broker's
+        compiled send lane); not while a request check or timer is set: those see every request."""
+        self._fast_lane = lane
+
+    def open_lane(self) -> FastLane | None:
+        """The fast lane the requests of a read are offered to now, if any."""
+        if self._request_check is None and self._request_timer is None:
+            return self._fast_lane
+        return None
 
     def on_channel_closed(self, callback: Callable[[Channel], object]) -> None:
         """Call ``callback(channel)`` on the loop thread whenever a channel closes (its result is ignored)."""
@@ -330,6 +356,10 @@ class Channel:
         self._fd = sock.fileno()
         self._endpoint = endpoint
         self._decoder = FrameDecoder(max_frame_size)
+        # what the endpoint's fast lane keeps of this connection (FastLane.connect), once asked
+        self._lane_peer: object = None
+        self._lane_connected = False
+        self._lane_answers = bytearray()
         self._account = output_account if output_account is not None else OutputAccount()
         self._account.connections += 1
         self._out = OutputBuffer(self._account)
@@ -517,8 +547,15 @@ class Channel:
             self._close(None)
             return
         self.last_active = self.read_at = now = time.monotonic()
+        lane = self._endpoint.open_lane()
+        served = 0
         try:
-            commands = self._decoder.feed(data)
+            if lane is None:
+                commands = self._decoder.feed(data)
+            else:
+                served = self._decoder.lane_served
+                commands = self._feed_lane(lane, data)
+                served = self._decoder.lane_served - served
         except ProtocolError as exc:
             self._endpoint.rate_limited_log.warning(
                 ("bad frame", self.remote_host), "closing connection from %s: %s", self.remote_address, exc
@@ -527,9 +564,38 @@ class Channel:
             return
         if not self._decoder.buffered:
             self.incomplete_since = None
-        elif commands or self.incomplete_since is None:
+        elif commands or served or self.incomplete_since is None:
             self.incomplete_since = now  # the frame left incomplete began in these bytes
+        if served and self._over_output_limit() and self._hold_back():
+            # the lane's answers filled the output: what it left waits, as in _handle
+            self._backlog.extend(commands)
+            return
         self._handle(commands)
+
+    def _over_output_limit(self) -> bool:
+        account = self._account
+        return self._out.size > self._max_pending_output or account.total > account.limit
+
+    def _feed_lane(self, lane: FastLane, data: bytes) -> list[RemotingCommand]:
+        """Decode ``data`` with ``lane`` serving what it can; its answers queued after the read. (Not
+        written into the output as they come: what the lane wakes, a parked pull, answers there.)"""
+        if not self._lane_connected:
+            self._lane_peer = lane.connect(self.remote_address)
+            self._lane_connected = True
+        out = self._out
+        account = self._account
+        answers = self._lane_answers
+        # past either bound the processors would hold the rest back: so does the lane
+        room = min(self._max_pending_output - out.size, account.limit - account.total, sys.maxsize)
+        try:
+            return self._decoder.feed(data, lane, self._lane_peer, answers, max(room, 0))
+        finally:
+            if answers:
+                out.append_frames(answers)
+                answers.clear()
+                if not self._flush_scheduled:
+                    self._flush_scheduled = True
+                    self._loop.mark_dirty(self)
 
     def _handle(self, commands: list[RemotingCommand]) -> None:
         endpoint = self._endpoint

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import itertools
 import struct
+import sys
 from typing import Union
 
 import orjson
@@ -354,13 +355,25 @@ class FrameDecoder:
         self.max_frame_size = max_frame_size
         self._buffer = bytearray()
         self._error: ProtocolError | None = None
+        # frames a fast lane served (the compiled decoder's count; this twin takes no lane)
+        self.lane_served = 0
 
     @property
     def buffered(self) -> int:
         """Bytes held back waiting for the rest of their frame."""
         return len(self._buffer)
 
-    def feed(self, data: bytes | bytearray | memoryview) -> list[RemotingCommand]:
+    def feed(
+        self,
+        data: bytes | bytearray | memoryview,
+        lane: object = None,
+        peer: object = None,
+        out: object = None,
+        out_limit: int = sys.maxsize,
+    ) -> list[RemotingCommand]:
+        """The commands completed by ``data``. (A fast lane is compiled: this twin takes none.)"""
+        if lane is not None:
+            raise TypeError("the pure-Python decoder has no fast lane")
         if self._error is not None:
             raise self._error
         buf = self._buffer

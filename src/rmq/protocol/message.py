@@ -54,6 +54,11 @@ class MessageProperty:
     TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
 
 
+# The common prefix of TIMER_DELIVER_MS, TIMER_DELAY_SEC and TIMER_DELAY_MS: one cheap test on a send's
+# hot path (the broker's processor and its compiled lane), the timer store decides the rest.
+TIMER_PROPERTY_MARK = "TIMER_DEL"
+
+
 class MessageSysFlag:
     """Bits of a stored record's SYSFLAG field."""
 

@@ -73,6 +73,7 @@ from rmq.protocol.message import (
     NOT_ALLOWED_SEND_TOPICS,
     PROPERTIES_MAX_LENGTH,
     RETRY_GROUP_TOPIC_PREFIX,
+    TIMER_PROPERTY_MARK,
     MessageProperty,
     decode_properties,
     dlq_topic,
@@ -85,6 +86,7 @@ from rmq.protocol.transaction import PREPARED_MARK, is_prepared
 from rmq.store import MessageStore, PutMessageStatus
 
 if TYPE_CHECKING:
+    from rmq.broker._send_lane import SendLane
     from rmq.broker.controller import BrokerController
 
 log = logging.getLogger("rmq.broker")
@@ -95,9 +97,7 @@ DLQ_NUMS_PER_GROUP = 1
 
 _DELAY_MARK = MessageProperty.DELAY_TIME_LEVEL + NAME_VALUE_SEPARATOR
 _NO_WAIT_MARK = MessageProperty.WAIT_STORE_MSG_OK + NAME_VALUE_SEPARATOR + "false"
-# The common prefix of TIMER_DELIVER_MS, TIMER_DELAY_SEC and TIMER_DELAY_MS: one cheap test on the
-# hot path, the timer store decides the rest (rmq.broker.timer).
-_TIMER_MARK = "TIMER_DEL"
+_TIMER_MARK = TIMER_PROPERTY_MARK  # the timer store decides the rest (rmq.broker.timer)
 _TIMER_MARK_BYTES = _TIMER_MARK.encode()
 
 # Why a send was answered SYSTEM_BUSY (RocketMQ's remark prefixes; module docstring).
@@ -158,6 +158,9 @@ class SendProcessor(Processor):
 
     def __init__(self, controller: BrokerController):
         super().__init__(controller)
+        # the compiled lane that serves the plain sends before they reach this processor
+        # (rmq.broker._send_lane), told when the role changes
+        self.lane: SendLane | None = None
         self.store = controller.store
         self.topics = controller.topic_config_manager
         self.broker_config = controller.config
@@ -180,6 +183,8 @@ class SendProcessor(Processor):
         self.waits = controller.store.sync_flush or controller.store.sync_master
         self.slave = controller.store.slave
         self._request_flush_round = controller.flush_rounds.request if controller.flush_rounds else None
+        if self.lane is not None:
+            self.lane.role_changed()
 
     def handlers(self):
         return {

@@ -1,0 +1,16 @@
+from typing import Any
+
+from typing_extensions import disjoint_base
+
+from rmq._store import StoreCore
+from rmq.net._codec import FastLane
+
+@disjoint_base
+class SendLane(FastLane):
+    served: int
+    left: int
+    def __init__(self, store: StoreCore, processor: Any, topics: Any, hold: Any) -> None: ...
+    def role_changed(self) -> None: ...
+    def connect(self, remote_address: str) -> object: ...
+
+def scan_send_header(header: bytes | bytearray | memoryview) -> dict[str, Any] | None: ...

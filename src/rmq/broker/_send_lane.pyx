@@ -1,0 +1,747 @@
+# cython: boundscheck=True, wraparound=False, cdivision=True, auto_pickle=False
+"""The broker's compiled send lane: SEND_MESSAGE and SEND_MESSAGE_V2, from a frame's bytes to its
+answer's bytes with no Python object per message, for the common case only. Whatever it does not
+serve goes to ``rmq.broker.processor.send`` unchanged, and the two are one semantics: a send the
+lane serves gets the answer, and leaves the stored bytes, the processor would (the differential test
+``tests/broker/test_send_lane.py`` holds them together).
+
+The frame it reads (SPEC.md section 2; the header a JSON object)::
+
+    offset  size  field
+    0       4     total_length, 4       header_length (serialize type 0: JSON), both read by the decoder
+    8       H     {"code":10|310, "opaque":N, "flag":N, "version":N, "language":"S", "remark":"S"|null,
+                   "extFields":{<send_header.py's fields, long names or V2 letters>: "S", ...}, ...}
+    8+H     B     the message body, stored as it came
+
+and the answer it writes (what the processor's RemotingCommand encodes to, byte for byte)::
+
+    0       4     total_length = 4 + H'
+    4       4     H'
+    8       H'    {"code":0,"language":"PYTHON","version":399,"opaque":N,"flag":1,
+                   "extFields":{"msgId":"<32 hex>","queueId":"Q","queueOffset":"N"}}
+
+The lane leaves a frame to the processor (returns 0 before it changed anything) when the header is
+anything but plain JSON the lane reads as orjson and ``rmq.protocol.headers.send_header`` do (an
+escape above ASCII, a raw byte above 0x7F, a duplicate key, a number that is no plain int, a field
+``send_header`` would refuse), when the send is unusual (a batch, a retry topic, a negative queue
+id, properties marking a transaction, a delay level or a timer, properties or a body past their
+limits), when the broker is not in the plain case (SYNC_FLUSH or SYNC_MASTER waits, a slave, fenced,
+disk full, a topic the processor has not yet checked under the current topic table version), or
+when the store refuses the put (nothing stored: the processor repeats it and answers the refusal).
+Bound checks stay on (``boundscheck``); every index into the header is checked against its length.
+"""
+
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
+from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdlib cimport free, realloc
+from libc.string cimport memcmp, memcpy, memset
+
+from rmq._commit_log cimport PUT_OK
+from rmq._endian cimport store_be32, store_be64
+from rmq._store cimport PutPlace, StoreCore
+from rmq.net._codec cimport FastLane
+from rmq.protocol._record cimport MSGID_BYTES, TOPIC_MAX_BYTES
+
+from rmq.net import frame as _frame
+from rmq.protocol import headers as _headers
+from rmq.protocol import message as _message
+from rmq.protocol import send_header as _send_header
+from rmq.protocol import transaction as _transaction
+from rmq.protocol.codes import RequestCode as _RequestCode
+from rmq.protocol.codes import ResponseCode as _ResponseCode
+
+cdef extern from "string.h":
+    void* memmem(const void* haystack, size_t haystacklen, const void* needle, size_t needlelen) nogil
+
+cdef extern from "Python.h":
+    object PyUnicode_DecodeASCII(const char* s, Py_ssize_t size, const char* errors)
+
+
+# The header fields, by position in send_header.py's FIELDS (LONG_KEYS[i] / SHORT_KEYS[i]).
+cdef enum:
+    F_GROUP = 0
+    F_TOPIC = 1
+    F_DEFAULT_TOPIC = 2
+    F_QUEUE_NUMS = 3
+    F_QUEUE_ID = 4
+    F_SYS_FLAG = 5
+    F_BORN_TIMESTAMP = 6
+    F_FLAG = 7
+    F_PROPERTIES = 8
+    F_RECONSUME_TIMES = 9
+    F_UNIT_MODE = 10
+    F_MAX_RECONSUME_TIMES = 11
+    F_BATCH = 12
+    N_FIELDS = 13
+    # decimals of up to 18 digits fit an int64_t (rmq.net._codec's _int_of reads those itself)
+    MAX_PLAIN_DECIMAL_DIGITS = 18
+    # the top-level header keys the lane reads
+    K_CODE = 0
+    K_OPAQUE = 1
+    K_FLAG = 2
+    K_VERSION = 3
+    K_LANGUAGE = 4
+    K_REMARK = 5
+    K_EXT = 6
+    N_KEYS = 7
+    TOPIC_CACHE_SLOTS = 64
+    MAX_DECIMAL = 20
+
+assert len(_send_header.LONG_KEYS) == len(_send_header.SHORT_KEYS) == N_FIELDS, "send_header.py's fields changed: so must the lane"
+
+cdef int64_t INT32_MIN = -2147483648
+cdef int64_t INT32_MAX = 2147483647
+cdef int SEND_MESSAGE = _RequestCode.SEND_MESSAGE
+cdef int SEND_MESSAGE_V2 = _RequestCode.SEND_MESSAGE_V2
+cdef int FLAG_ONEWAY = _frame.FLAG_ONEWAY
+cdef int FLAG_RESPONSE = _frame.FLAG_RESPONSE
+cdef Py_ssize_t PROPERTIES_MAX = _message.PROPERTIES_MAX_LENGTH
+cdef int DEFAULT_QUEUE_NUMS = _headers.DEFAULT_TOPIC_QUEUE_NUMS
+
+# The names the lane compares raw key bytes with (kept alive here, read through C pointers).
+cdef list _NAMES = [name.encode("ascii") for name in _send_header.LONG_KEYS + _send_header.SHORT_KEYS]
+cdef const char* LONG_NAMES[N_FIELDS]
+cdef const char* SHORT_NAMES[N_FIELDS]
+cdef Py_ssize_t LONG_LENGTHS[N_FIELDS]
+cdef Py_ssize_t SHORT_LENGTHS[N_FIELDS]
+cdef list _KEYS = [b"code", b"opaque", b"flag", b"version", b"language", b"remark", b"extFields"]
+cdef const char* KEY_NAMES[N_KEYS]
+cdef Py_ssize_t KEY_LENGTHS[N_KEYS]
+
+
+cdef void _bind_names():
+    cdef Py_ssize_t i
+    cdef bytes name
+    for i in range(N_FIELDS):
+        name = _NAMES[i]
+        LONG_NAMES[i] = PyBytes_AS_STRING(name)
+        LONG_LENGTHS[i] = PyBytes_GET_SIZE(name)
+        name = _NAMES[N_FIELDS + i]
+        SHORT_NAMES[i] = PyBytes_AS_STRING(name)
+        SHORT_LENGTHS[i] = PyBytes_GET_SIZE(name)
+    for i in range(N_KEYS):
+        name = _KEYS[i]
+        KEY_NAMES[i] = PyBytes_AS_STRING(name)
+        KEY_LENGTHS[i] = PyBytes_GET_SIZE(name)
+
+
+_bind_names()
+
+# What makes a send unusual (the processor's own tests of its properties, on the same bytes).
+cdef bytes DELAY_MARK = (_message.MessageProperty.DELAY_TIME_LEVEL + _message.NAME_VALUE_SEPARATOR).encode()
+cdef bytes TIMER_MARK = _message.TIMER_PROPERTY_MARK.encode()
+cdef bytes PREPARED = _transaction.PREPARED_MARK.encode()
+cdef bytes RETRY_PREFIX = _message.RETRY_GROUP_TOPIC_PREFIX.encode()
+
+# The answer's constant parts (RemotingCommand.response_to's header, as rmq.net._codec writes it).
+cdef bytes ANSWER_HEAD = b'{"code":%d,"language":"%s","version":%d,"opaque":' % (
+    _ResponseCode.SUCCESS, _frame.LANGUAGE.encode(), _frame.VERSION)
+cdef bytes ANSWER_FLAG = b',"flag":%d,"extFields":{"msgId":"' % FLAG_RESPONSE
+cdef bytes ANSWER_QUEUE_ID = b'","queueId":"'
+cdef bytes ANSWER_QUEUE_OFFSET = b'","queueOffset":"'
+cdef bytes ANSWER_END = b'"}}'
+cdef char* HEX_DIGITS = b"0123456789ABCDEF"
+
+
+cdef struct Span:
+    const unsigned char* start  # NULL: absent
+    Py_ssize_t length           # between the quotes, as on the wire
+    bint escaped
+
+
+cdef struct SendFields:
+    int code
+    int opaque
+    int flag
+    Span long_fields[N_FIELDS]
+    Span short_fields[N_FIELDS]
+    # resolved, as send_header resolves them
+    const unsigned char* topic
+    Py_ssize_t topic_len
+    int queue_id
+    int sys_flag
+    int64_t born_timestamp
+    int message_flag
+    int reconsume_times
+    int queue_nums
+    bint has_max_reconsume_times
+    int max_reconsume_times
+    bint batch
+    Span properties
+
+
+# -- the JSON header --------------------------------------------------------------------------
+
+cdef inline Py_ssize_t _skip_ws(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    while i < n and (p[i] == c' ' or p[i] == c'\t' or p[i] == c'\n' or p[i] == c'\r'):
+        i += 1
+    return i
+
+
+cdef inline int _hex(unsigned char c) noexcept nogil:
+    if c'0' <= c <= c'9':
+        return c - c'0'
+    if c'a' <= c <= c'f':
+        return c - c'a' + 10
+    if c'A' <= c <= c'F':
+        return c - c'A' + 10
+    return -1
+
+
+cdef inline int _escaped_char(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, Py_ssize_t* used) noexcept nogil:
+    """The ASCII character of the escape at p[i] (a backslash), its length in ``used``; -1 when the
+    lane leaves it (an escape above ASCII, a surrogate, or one orjson refuses)."""
+    cdef int a, b, c, d
+    if i + 1 >= n:
+        return -1
+    cdef unsigned char e = p[i + 1]
+    used[0] = 2
+    if e == c'"' or e == c'\\' or e == c'/':
+        return e
+    if e == c'b':
+        return 8
+    if e == c'f':
+        return 12
+    if e == c'n':
+        return 10
+    if e == c'r':
+        return 13
+    if e == c't':
+        return 9
+    if e != c'u' or i + 5 >= n:
+        return -1
+    a = _hex(p[i + 2])
+    b = _hex(p[i + 3])
+    c = _hex(p[i + 4])
+    d = _hex(p[i + 5])
+    if a != 0 or b < 0 or c < 0 or d < 0 or b > 0 or c > 7:
+        return -1
+    used[0] = 6
+    return c * 16 + d
+
+
+cdef Py_ssize_t _scan_string(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, Span* span) noexcept nogil:
+    """The string opening at p[i] (a quote): the index after its closing quote, its span in ``span``;
+    -1 when the lane leaves it (see _escaped_char; raw control characters and bytes above 0x7F)."""
+    cdef Py_ssize_t used
+    cdef unsigned char c
+    i += 1
+    span.start = p + i
+    span.escaped = False
+    while i < n:
+        c = p[i]
+        if c == c'"':
+            span.length = (p + i) - span.start
+            return i + 1
+        if c == c'\\':
+            if _escaped_char(p, i, n, &used) < 0:
+                return -1
+            span.escaped = True
+            i += used
+        elif c < 0x20 or c >= 0x80:
+            return -1
+        else:
+            i += 1
+    return -1
+
+
+cdef Py_ssize_t _unescape(const unsigned char* s, Py_ssize_t n, unsigned char* out) noexcept nogil:
+    """The bytes of a string _scan_string accepted (so its str's UTF-8: all ASCII); their length."""
+    cdef Py_ssize_t i = 0, o = 0, used = 0
+    while i < n:
+        if s[i] == c'\\':
+            out[o] = <unsigned char>_escaped_char(s, i, n, &used)
+            i += used
+        else:
+            out[o] = s[i]
+            i += 1
+        o += 1
+    return o
+
+
+cdef Py_ssize_t _scan_int(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, int64_t* out) noexcept nogil:
+    """A JSON integer at p[i] in the int32 range (what the codec's header ints must be): the index
+    after it; -1 for anything else (a fraction, an exponent, leading zeros, too many digits)."""
+    cdef bint negative = False
+    cdef Py_ssize_t start
+    cdef int64_t value = 0
+    if i < n and p[i] == c'-':
+        negative = True
+        i += 1
+    start = i
+    while i < n and c'0' <= p[i] <= c'9':
+        if i - start >= MAX_PLAIN_DECIMAL_DIGITS:
+            return -1
+        value = value * 10 + (p[i] - c'0')
+        i += 1
+    if i == start or (p[start] == c'0' and i - start > 1):
+        return -1
+    if i < n and (p[i] == c'.' or p[i] == c'e' or p[i] == c'E'):
+        return -1
+    if negative:
+        value = -value
+    if value < INT32_MIN or value > INT32_MAX:
+        return -1
+    out[0] = value
+    return i
+
+
+cdef Py_ssize_t _skip_literal(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
+    """true, false or null at p[i]: the index after it, else -1."""
+    if i + 4 <= n and (memcmp(p + i, b"true", 4) == 0 or memcmp(p + i, b"null", 4) == 0):
+        return i + 4
+    if i + 5 <= n and memcmp(p + i, b"false", 5) == 0:
+        return i + 5
+    return -1
+
+
+cdef inline int _key_index(const Span* key, const char** names, const Py_ssize_t* lengths, int count) noexcept nogil:
+    cdef int k
+    for k in range(count):
+        if key.length == lengths[k] and memcmp(key.start, names[k], key.length) == 0:
+            return k
+    return -1
+
+
+cdef Py_ssize_t _scan_ext(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, SendFields* f) noexcept nogil:
+    """The extFields object at p[i]: every value a string, the send fields' spans kept."""
+    cdef Span key, value
+    cdef int k
+    i = _skip_ws(p, i + 1, n)
+    if i < n and p[i] == c'}':
+        return i + 1
+    while True:
+        if i >= n or p[i] != c'"':
+            return -1
+        i = _scan_string(p, i, n, &key)
+        if i < 0 or key.escaped:  # an escaped key might spell a field: orjson would read it so
+            return -1
+        i = _skip_ws(p, i, n)
+        if i >= n or p[i] != c':':
+            return -1
+        i = _skip_ws(p, i + 1, n)
+        if i >= n or p[i] != c'"':
+            return -1  # a value that is no string: the codec coerces it, the processor decides
+        i = _scan_string(p, i, n, &value)
+        if i < 0:
+            return -1
+        k = _key_index(&key, LONG_NAMES, LONG_LENGTHS, N_FIELDS)
+        if k >= 0:
+            if f.long_fields[k].start != NULL:
+                return -1  # duplicate keys: let one reader decide which wins
+            f.long_fields[k] = value
+        k = _key_index(&key, SHORT_NAMES, SHORT_LENGTHS, N_FIELDS)
+        if k >= 0:
+            if f.short_fields[k].start != NULL:
+                return -1
+            f.short_fields[k] = value
+        i = _skip_ws(p, i, n)
+        if i < n and p[i] == c',':
+            i = _skip_ws(p, i + 1, n)
+            continue
+        if i < n and p[i] == c'}':
+            return i + 1
+        return -1
+
+
+cdef int _scan_header(const unsigned char* p, Py_ssize_t n, SendFields* f) noexcept nogil:
+    """Read the header JSON into ``f``: 1, or 0 when the lane leaves the frame."""
+    cdef Span key, value
+    cdef bint seen[N_KEYS]
+    cdef int k
+    cdef int64_t number
+    cdef Py_ssize_t i
+    for k in range(N_KEYS):
+        seen[k] = False
+    memset(f, 0, sizeof(SendFields))
+    i = _skip_ws(p, 0, n)
+    if i >= n or p[i] != c'{':
+        return 0
+    i = _skip_ws(p, i + 1, n)
+    while True:
+        if i >= n or p[i] != c'"':
+            return 0
+        i = _scan_string(p, i, n, &key)
+        if i < 0 or key.escaped:
+            return 0
+        i = _skip_ws(p, i, n)
+        if i >= n or p[i] != c':':
+            return 0
+        i = _skip_ws(p, i + 1, n)
+        if i >= n:
+            return 0
+        k = _key_index(&key, KEY_NAMES, KEY_LENGTHS, N_KEYS)
+        if k >= 0:
+            if seen[k]:
+                return 0
+            seen[k] = True
+        if k == K_EXT:
+            if p[i] != c'{':
+                return 0
+            i = _scan_ext(p, i, n, f)
+        elif k == K_CODE or k == K_OPAQUE or k == K_FLAG or k == K_VERSION:
+            i = _scan_int(p, i, n, &number)
+            if k == K_CODE:
+                f.code = <int>number
+                if i >= 0 and f.code != SEND_MESSAGE and f.code != SEND_MESSAGE_V2:
+                    return 0  # not a send (a pull, a heartbeat): no need to read further
+            elif k == K_OPAQUE:
+                f.opaque = <int>number
+            elif k == K_FLAG:
+                f.flag = <int>number
+        elif p[i] == c'"':
+            i = _scan_string(p, i, n, &value)
+        elif k == K_LANGUAGE:
+            return 0  # the codec turns a language that is no string into one: not the lane's case
+        elif p[i] == c'-' or c'0' <= p[i] <= c'9':
+            if k == K_REMARK:
+                return 0
+            i = _scan_int(p, i, n, &number)
+        elif k == K_REMARK and not (i + 4 <= n and memcmp(p + i, b"null", 4) == 0):
+            return 0
+        else:
+            i = _skip_literal(p, i, n)  # anything nested under a key of its own: the processors'
+        if i < 0:
+            return 0
+        i = _skip_ws(p, i, n)
+        if i < n and p[i] == c',':
+            i = _skip_ws(p, i + 1, n)
+            continue
+        if i < n and p[i] == c'}':
+            break
+        return 0
+    if _skip_ws(p, i + 1, n) != n or not seen[K_CODE] or not seen[K_EXT]:
+        return 0
+    return 1
+
+
+cdef int _field_int(const Span* span, int64_t low, int64_t high, bint required, int64_t default,
+                    int64_t* out) noexcept nogil:
+    """An ext field as ``RemotingCommand.ext_int`` and send_header read it (absent or empty: the
+    default), in [low, high]: 1, or 0 when the lane leaves it (what send_header refuses or what
+    only Python's int() reads: signs, spaces, underscores, more digits)."""
+    cdef const unsigned char* s = span.start
+    cdef Py_ssize_t n = span.length, i = 0
+    cdef int64_t value = 0
+    if s == NULL or n == 0:
+        if required:
+            return 0
+        out[0] = default
+        return 1
+    if span.escaped:
+        return 0
+    if s[0] == c'-':
+        i = 1
+    if i >= n or n - i > MAX_PLAIN_DECIMAL_DIGITS:
+        return 0
+    while i < n:
+        if not c'0' <= s[i] <= c'9':
+            return 0
+        value = value * 10 + (s[i] - c'0')
+        i += 1
+    if s[0] == c'-':
+        value = -value
+    if value < low or value > high:
+        return 0
+    out[0] = value
+    return 1
+
+
+cdef int _resolve(const unsigned char* header, Py_ssize_t header_len, SendFields* f) noexcept nogil:
+    """The send's fields as ``rmq.protocol.headers.send_header`` reads them: 1, or 0 when the lane
+    leaves the frame (anything send_header refuses included)."""
+    cdef Span* fields
+    cdef int64_t value
+    if not _scan_header(header, header_len, f):
+        return 0
+    if f.code == SEND_MESSAGE:
+        fields = f.long_fields
+    elif f.code == SEND_MESSAGE_V2:
+        fields = f.short_fields
+        # long names under a V2 code (some clients send them): the spelling that names the topic
+        if fields[F_TOPIC].start == NULL and f.long_fields[F_TOPIC].start != NULL:
+            fields = f.long_fields
+    else:
+        return 0
+    if fields[F_TOPIC].start == NULL or fields[F_TOPIC].length == 0 or fields[F_TOPIC].escaped:
+        return 0
+    f.topic = fields[F_TOPIC].start
+    f.topic_len = fields[F_TOPIC].length
+    if not _field_int(&fields[F_QUEUE_ID], INT32_MIN, INT32_MAX, True, 0, &value):
+        return 0
+    f.queue_id = <int>value
+    if not _field_int(&fields[F_SYS_FLAG], INT32_MIN, INT32_MAX, False, 0, &value):
+        return 0
+    f.sys_flag = <int>value
+    if not _field_int(&fields[F_BORN_TIMESTAMP], INT64_MIN, INT64_MAX, False, 0, &f.born_timestamp):
+        return 0
+    if not _field_int(&fields[F_FLAG], INT32_MIN, INT32_MAX, False, 0, &value):
+        return 0
+    f.message_flag = <int>value
+    if not _field_int(&fields[F_RECONSUME_TIMES], INT32_MIN, INT32_MAX, False, 0, &value):
+        return 0
+    f.reconsume_times = <int>value
+    if not _field_int(&fields[F_QUEUE_NUMS], INT32_MIN, INT32_MAX, False, DEFAULT_QUEUE_NUMS, &value):
+        return 0
+    f.queue_nums = <int>value
+    f.has_max_reconsume_times = fields[F_MAX_RECONSUME_TIMES].start != NULL and fields[F_MAX_RECONSUME_TIMES].length
+    if not _field_int(&fields[F_MAX_RECONSUME_TIMES], INT32_MIN, INT32_MAX, False, 0, &value):
+        return 0
+    f.max_reconsume_times = <int>value
+    f.batch = (fields[F_BATCH].start != NULL and fields[F_BATCH].length == 4 and not fields[F_BATCH].escaped
+               and memcmp(fields[F_BATCH].start, b"true", 4) == 0)
+    if fields[F_BATCH].start != NULL and fields[F_BATCH].escaped:
+        return 0  # "tru\u0065": rare enough to leave
+    f.properties = fields[F_PROPERTIES]
+    if f.properties.start == NULL:
+        f.properties.length = 0
+        f.properties.escaped = False
+    return 1
+
+
+# -- the answer -------------------------------------------------------------------------------
+
+cdef inline char* _put_bytes(char* p, bytes text) noexcept:
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(text)
+    memcpy(p, PyBytes_AS_STRING(text), n)
+    return p + n
+
+
+cdef inline char* _put_decimal(char* p, int64_t value) noexcept nogil:
+    cdef char digits[MAX_DECIMAL]
+    cdef int n = 0
+    cdef uint64_t magnitude = <uint64_t>(-(value + 1)) + 1 if value < 0 else <uint64_t>value
+    if value < 0:
+        p[0] = c'-'
+        p += 1
+    while True:
+        digits[n] = <char>(c'0' + magnitude % 10)
+        n += 1
+        magnitude //= 10
+        if magnitude == 0:
+            break
+    while n:
+        n -= 1
+        p[0] = digits[n]
+        p += 1
+    return p
+
+
+cdef char* _put_msg_id(char* p, uint32_t ip, int32_t port, int64_t offset) noexcept nogil:
+    """The broker msgId (offsetMsgId): 32 uppercase hex of store IPv4, int32 port, int64 offset
+    (rmq.protocol._record's encode_msg_id_c, written in place)."""
+    cdef unsigned char raw[MSGID_BYTES]
+    cdef int i
+    store_be32(raw, <int32_t>ip)
+    store_be32(raw + 4, port)
+    store_be64(raw + 8, offset)
+    for i in range(MSGID_BYTES):
+        p[2 * i] = HEX_DIGITS[raw[i] >> 4]
+        p[2 * i + 1] = HEX_DIGITS[raw[i] & 15]
+    return p + 2 * MSGID_BYTES
+
+
+# -- the lane ---------------------------------------------------------------------------------
+
+cdef class _Peer:
+    """A connection's born host and port (what the processor's ``_born_host`` makes of its address)."""
+    cdef uint32_t host
+    cdef int port
+
+
+cdef class _Topic:
+    """A topic the processor checked writeable under topic table version ``version``."""
+    cdef bytes name
+    cdef str topic
+    cdef int write_queue_nums
+    cdef int read_queue_nums
+
+
+cdef inline uint32_t _fnv1a(const unsigned char* s, Py_ssize_t n) noexcept nogil:
+    cdef uint32_t h = 2166136261u
+    cdef Py_ssize_t i
+    for i in range(n):
+        h = (h ^ s[i]) * 16777619u
+    return h
+
+
+cdef class SendLane(FastLane):
+    """The send lane of one broker: its store, the send processor whose checks it shares (its
+    cache of writeable topics, its born hosts), the pull hold it wakes. Loop thread only."""
+
+    cdef StoreCore _store
+    cdef object _processor
+    cdef object _topics
+    cdef object _hold
+    cdef bint _open
+    cdef int64_t _version
+    cdef list _slots
+    cdef unsigned char* _scratch
+    cdef Py_ssize_t _scratch_size
+    cdef readonly uint64_t served
+    cdef readonly uint64_t left
+
+    def __init__(self, StoreCore store not None, processor, topics, hold):
+        """``processor``: the broker's SendProcessor; ``topics``: its TopicConfigManager; ``hold``:
+        its PullRequestHoldService."""
+        self._store = store
+        self._processor = processor
+        self._topics = topics
+        self._hold = hold
+        self._version = -1
+        self._slots = [None] * TOPIC_CACHE_SLOTS
+        self.role_changed()
+
+    def __dealloc__(self):
+        free(self._scratch)
+
+    def role_changed(self):
+        """Read the processor's role again (its ``role_changed``): the lane serves only sends that
+        wait for nothing, on a master."""
+        processor = self._processor
+        self._open = not processor.waits and not processor.slave and processor._request_flush_round is None
+
+    def connect(self, str remote_address):
+        cdef _Peer peer = _Peer.__new__(_Peer)
+        peer.host, peer.port = self._processor._born_host(remote_address)
+        return peer
+
+    cdef _Topic _topic(self, const unsigned char* name, Py_ssize_t length):
+        """The processor's check of this topic, if it made one under the current table version."""
+        cdef int64_t version = self._topics.data_version.counter
+        cdef _Topic entry
+        cdef Py_ssize_t slot = _fnv1a(name, length) % TOPIC_CACHE_SLOTS
+        if version != self._version:
+            self._version = version
+            self._slots = [None] * TOPIC_CACHE_SLOTS
+        entry = <_Topic>self._slots[slot]
+        if (entry is not None and PyBytes_GET_SIZE(entry.name) == length
+                and memcmp(PyBytes_AS_STRING(entry.name), name, length) == 0):
+            return entry
+        processor = self._processor
+        if processor._topics_version != version:
+            return None
+        topic = PyUnicode_DecodeASCII(<const char*>name, length, NULL)
+        config = processor._writable_topics.get(topic)
+        if config is None:
+            return None
+        entry = _Topic.__new__(_Topic)
+        entry.name = topic.encode("ascii")
+        entry.topic = topic
+        entry.write_queue_nums = config.write_queue_nums
+        entry.read_queue_nums = config.read_queue_nums
+        self._slots[slot] = entry
+        return entry
+
+    cdef const unsigned char* _unescaped(self, const Span* span, Py_ssize_t* length) except NULL:
+        cdef unsigned char* grown
+        if not span.escaped:
+            length[0] = span.length
+            return span.start if span.start != NULL else <const unsigned char*>b""
+        if span.length > self._scratch_size:
+            grown = <unsigned char*>realloc(self._scratch, span.length)
+            if grown == NULL:
+                raise MemoryError()
+            self._scratch = grown
+            self._scratch_size = span.length
+        length[0] = _unescape(span.start, span.length, self._scratch)
+        return self._scratch
+
+    cdef int serve(self, object peer, const unsigned char* header, Py_ssize_t header_len,
+                   const unsigned char* body, Py_ssize_t body_len, bytearray out) except -1:
+        cdef SendFields f
+        cdef StoreCore store = self._store
+        cdef _Topic topic
+        cdef const unsigned char* props
+        cdef Py_ssize_t props_len, start, length
+        cdef PutPlace place
+        cdef int status
+        cdef char* p
+        cdef char* begin
+        if not self._open or peer is None or store.fenced or store.disk_full or store.slave:
+            self.left += 1
+            return 0
+        if not _resolve(header, header_len, &f) or f.flag & FLAG_RESPONSE or f.batch:
+            self.left += 1
+            return 0
+        if (f.queue_id < 0 or f.topic_len > TOPIC_MAX_BYTES or body_len > store.max_message_size
+                or (f.topic_len >= PyBytes_GET_SIZE(RETRY_PREFIX)
+                    and memcmp(f.topic, PyBytes_AS_STRING(RETRY_PREFIX), PyBytes_GET_SIZE(RETRY_PREFIX)) == 0)):
+            self.left += 1
+            return 0
+        topic = self._topic(f.topic, f.topic_len)
+        if topic is None or (f.queue_id >= topic.write_queue_nums and f.queue_id >= topic.read_queue_nums):
+            self.left += 1
+            return 0
+        props = self._unescaped(&f.properties, &props_len)
+        if (props_len > PROPERTIES_MAX
+                or memmem(props, props_len, PyBytes_AS_STRING(PREPARED), PyBytes_GET_SIZE(PREPARED)) != NULL
+                or memmem(props, props_len, PyBytes_AS_STRING(TIMER_MARK), PyBytes_GET_SIZE(TIMER_MARK)) != NULL
+                or memmem(props, props_len, PyBytes_AS_STRING(DELAY_MARK), PyBytes_GET_SIZE(DELAY_MARK)) != NULL):
+            self.left += 1
+            return 0
+        status = store.put_raw(topic.topic, f.queue_id, body, body_len, props, props_len, f.sys_flag,
+                               f.born_timestamp, f.message_flag, f.reconsume_times, (<_Peer>peer).host,
+                               (<_Peer>peer).port, 0, &place)
+        if status != PUT_OK:
+            self.left += 1
+            return 0  # nothing stored: the processor puts it again and answers what the store says
+        self.served += 1
+        if self._hold.has_parked:
+            self._hold.notify_message_arriving(topic.topic, f.queue_id)
+        if f.flag & FLAG_ONEWAY:
+            return 1
+        start = PyByteArray_GET_SIZE(out)
+        length = (8 + PyBytes_GET_SIZE(ANSWER_HEAD) + PyBytes_GET_SIZE(ANSWER_FLAG) + 2 * MSGID_BYTES
+                  + PyBytes_GET_SIZE(ANSWER_QUEUE_ID) + PyBytes_GET_SIZE(ANSWER_QUEUE_OFFSET)
+                  + PyBytes_GET_SIZE(ANSWER_END) + 3 * MAX_DECIMAL)
+        PyByteArray_Resize(out, start + length)
+        begin = PyByteArray_AS_STRING(out) + start
+        p = _put_bytes(begin + 8, ANSWER_HEAD)
+        p = _put_decimal(p, f.opaque)
+        p = _put_bytes(p, ANSWER_FLAG)
+        p = _put_msg_id(p, store.store_ip, store.store_port, place.phy_offset)
+        p = _put_bytes(p, ANSWER_QUEUE_ID)
+        p = _put_decimal(p, f.queue_id)
+        p = _put_bytes(p, ANSWER_QUEUE_OFFSET)
+        p = _put_decimal(p, place.queue_offset)
+        p = _put_bytes(p, ANSWER_END)
+        length = p - begin
+        store_be32(<unsigned char*>begin, <int32_t>(length - 4))
+        store_be32(<unsigned char*>begin + 4, <int32_t>(length - 8))
+        PyByteArray_Resize(out, start + length)
+        return 1
+
+
+def scan_send_header(header):
+    """What the lane reads of a send's JSON header (bytes), for tests: None when it would leave the
+    frame to the processor, else the fields as ``rmq.protocol.headers.send_header`` names them."""
+    cdef SendFields f
+    cdef bytes raw = bytes(header)
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw)
+    cdef bytes props
+    if not _resolve(p, n, &f):
+        return None
+    if f.properties.escaped:
+        buffer = bytearray(f.properties.length)
+        props = bytes(buffer[:_unescape(f.properties.start, f.properties.length,
+                                        <unsigned char*>PyByteArray_AS_STRING(buffer))])
+    else:
+        props = (<const char*>f.properties.start)[:f.properties.length] if f.properties.length else b""
+    return {
+        "code": f.code,
+        "opaque": f.opaque,
+        "flag": f.flag,
+        "topic": (<const char*>f.topic)[:f.topic_len].decode("ascii"),
+        "queue_id": f.queue_id,
+        "sys_flag": f.sys_flag,
+        "born_timestamp": f.born_timestamp,
+        "message_flag": f.message_flag,
+        "properties": props.decode("ascii"),
+        "reconsume_times": f.reconsume_times,
+        "default_topic_queue_nums": f.queue_nums,
+        "max_reconsume_times": f.max_reconsume_times if f.has_max_reconsume_times else None,
+        "batch": bool(f.batch),
+    }

@@ -1,0 +1,361 @@
+"""The compiled send lane (rmq.broker._send_lane) and the Python send processor are one semantics:
+the same frames, valid, edge and fuzzed, get the same answers and leave the same stored bytes on
+twin brokers, one with the lane and one without; and the lane's header scanner reads exactly what
+``rmq.protocol.headers.send_header`` reads, or leaves the frame to it."""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import time
+from pathlib import Path
+
+import orjson
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from rmq._store import LAYOUT
+from rmq.broker._send_lane import scan_send_header
+from rmq.broker.controller import NO_FAST_LANE_ENV
+from rmq.errors import ProtocolError, RequestRefused
+from rmq.net import _codec, codec
+from rmq.net.codec import decode_frames
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.headers import send_header
+from rmq.protocol.message import SCHEDULE_TOPIC
+from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
+from tests.helpers.broker import create_topic
+from tests.helpers.frames import RawConnection, raw_frame
+
+# the fields of a record that differ between twins: where and when it was stored, who sent it
+_MASKED = [
+    (LAYOUT["REC_BORNHOST"], 8),
+    (LAYOUT["REC_STORETIMESTAMP"], 8),
+    (LAYOUT["REC_STOREHOST"], 8),
+]
+# the suite run without the lane (RMQ_NO_FAST_LANE=1, or the pure-Python codec): no twin to compare
+needs_lane = pytest.mark.skipif(
+    os.environ.get(NO_FAST_LANE_ENV) == "1" or codec.implementation is not _codec, reason="the send lane is off"
+)
+_PROBE_CODE = 9999  # no processor: answered REQUEST_CODE_NOT_SUPPORTED, stores nothing
+_TOPICS = {"Lane": 4, "Wide": 8}
+
+_ints = st.one_of(
+    st.integers(0, 9).map(str),
+    st.sampled_from(["", "x", "1.5", " 1", "+1", "1_0", "007", "-0", "2147483647", "2147483648", "-2147483649"]),
+    st.integers(-(2**64), 2**64).map(str),
+)
+_texts = st.one_of(
+    st.sampled_from(["", "Lane", "Wide", "%RETRY%G", "Auto1", "TBW102", "SCHEDULE_TOPIC_XXXX", "bad topic!"]),
+    st.text(max_size=12),
+)
+_property_values = st.sampled_from(
+    [
+        "",
+        "TAGS\x01a\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01ABC\x02",
+        "DELAY\x013\x02",
+        "TRAN_MSG\x01true\x02",
+        "TRAN_MSG\x01truex\x02",
+        "TIMER_DELAY_SEC\x015\x02",
+        "WAIT\x01false\x02",
+        'q"uote\\back/slash\x02\x00\t\n',
+        "é\x01ü\x02",
+        "x" * 40000,
+    ]
+)
+
+
+def _fields(spelling):
+    return st.fixed_dictionaries(
+        {spelling[1]: _texts, spelling[4]: _ints},
+        optional={
+            spelling[0]: _texts,
+            spelling[2]: _texts,
+            spelling[3]: _ints,
+            spelling[5]: _ints,
+            spelling[6]: _ints,
+            spelling[7]: _ints,
+            spelling[8]: st.one_of(_property_values, st.text(max_size=20)),
+            spelling[9]: _ints,
+            spelling[10]: _texts,
+            spelling[11]: _ints,
+            spelling[12]: st.sampled_from(["true", "false", "", "TRUE"]),
+            "n": _texts,
+        },
+    )
+
+
+# mostly plain sends, each with a few fields drawn from the fuzzed ones
+_plain_ext_fields = st.builds(
+    lambda topic, queue, extra: {"a": "P", "b": topic, "e": queue, "g": "1700000000000", **extra},
+    st.sampled_from(sorted(_TOPICS)),
+    st.integers(0, 3).map(str),
+    _fields(SHORT_KEYS).map(lambda fields: {k: v for k, v in list(fields.items())[2:4] if k not in "be"}),
+)
+_ext_fields = st.one_of(
+    _plain_ext_fields,
+    _plain_ext_fields,
+    _fields(SHORT_KEYS),
+    _fields(LONG_KEYS),
+    st.dictionaries(st.text(max_size=3), _texts),
+)
+_headers = st.fixed_dictionaries(
+    {
+        "code": st.sampled_from(
+            [RequestCode.SEND_MESSAGE_V2] * 3 + [RequestCode.SEND_MESSAGE, RequestCode.SEND_BATCH_MESSAGE, 105]
+        ).map(int),
+        "extFields": _ext_fields,
+    },
+    optional={
+        "opaque": st.integers(-(2**31), 2**31 - 1),
+        "flag": st.sampled_from([0, 0, 0, 1, 2]),
+        "language": st.sampled_from(["JAVA", "CPP", "PYTHON"]),
+        "version": st.sampled_from([399, 317]),
+        "remark": st.one_of(st.none(), st.text(max_size=5)),
+        "serializeTypeCurrentRPC": st.just("JSON"),
+    },
+)
+
+
+@st.composite
+def _header_bytes(draw) -> bytes:
+    header = draw(_headers)
+    style = draw(st.sampled_from(["orjson", "ascii", "spaced"]))
+    if style == "orjson":
+        return orjson.dumps(header)
+    if style == "ascii":
+        return json.dumps(header).encode()
+    return json.dumps(header, ensure_ascii=False, indent=1).encode()
+
+
+def _decoded_header(header: bytes) -> dict | None:
+    """What the codec and send_header read of a send header, or None when either refuses it."""
+    try:
+        (command,) = decode_frames(raw_frame(header))
+        fields = send_header(command)
+    except (ProtocolError, RequestRefused):
+        return None
+    return {
+        "code": command.code,
+        "opaque": command.opaque,
+        "flag": command.flag,
+        "topic": fields.topic,
+        "queue_id": fields.queue_id,
+        "sys_flag": fields.sys_flag,
+        "born_timestamp": fields.born_timestamp,
+        "message_flag": fields.flag,
+        "properties": fields.properties,
+        "reconsume_times": fields.reconsume_times,
+        "default_topic_queue_nums": fields.default_topic_queue_nums,
+        "max_reconsume_times": fields.max_reconsume_times,
+        "batch": fields.batch,
+    }
+
+
+@settings(max_examples=400, deadline=None)
+@given(header=_header_bytes())
+def test_the_scanner_reads_what_send_header_reads(header):
+    scanned = scan_send_header(header)
+    if scanned is not None:
+        assert scanned == _decoded_header(header)
+
+
+@settings(max_examples=400, deadline=None)
+@given(header=_header_bytes(), data=st.data())
+def test_the_scanner_takes_any_bytes(header, data):
+    """Cut, spliced or flipped, a header is read the way send_header reads it, or left to it."""
+    cut = data.draw(st.integers(0, len(header)))
+    junk = data.draw(st.binary(max_size=8))
+    for mutated in (header[:cut], header[:cut] + junk + header[cut:], junk, header[:cut] + junk):
+        scanned = scan_send_header(mutated)
+        if scanned is not None:
+            assert scanned == _decoded_header(mutated)
+
+
+def test_the_scanner_reads_both_spellings_and_leaves_the_unusual():
+    v2 = b'{"code":310,"opaque":7,"flag":0,"extFields":{"a":"P","b":"Lane","e":"1","i":"TAGS\\u0001t\\u0002"}}'
+    assert scan_send_header(v2)["properties"] == "TAGS\x01t\x02"
+    long_under_v2 = b'{"code":310,"extFields":{"topic":"Lane","queueId":"2","e":"3"}}'
+    assert scan_send_header(long_under_v2)["queue_id"] == 2  # whichever spelling names the topic
+    for unusual in (
+        b'{"code":310,"extFields":{"b":"Lane","e":"1","b":"Other"}}',  # duplicate key
+        b'{"code":310,"extFields":{"b":"Lane","e":"+1"}}',  # only Python's int() reads it
+        b'{"code":310,"extFields":{"b":"Lane","e":"1","i":"\\u00e9"}}',  # above ASCII
+        b'{"code":310,"opaque":1.0,"extFields":{"b":"Lane","e":"1"}}',  # no int
+        b'{"code":310,"extFields":{"b":"Lane","e":"1"}} x',  # trailing bytes
+    ):
+        assert scan_send_header(unusual) is None, unusual
+
+
+# -- twin brokers --------------------------------------------------------------------------------
+
+
+class Twin:
+    def __init__(self, broker):
+        self.broker = broker
+        self.connection = RawConnection(broker.config.listen_port)
+
+    def exchange(self, frame: bytes, opaque: int) -> list | None:
+        """Send ``frame`` and a probe; the answers before the probe's, None when the broker closed
+        the connection (a frame it could not read): then a new connection."""
+        probe = raw_frame(b'{"code":%d,"opaque":%d,"flag":0,"extFields":{}}' % (_PROBE_CODE, opaque))
+        try:
+            self.connection.send(frame + probe)
+            answers = []
+            while True:
+                (answer,) = self.connection.read_commands(1)
+                if answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and answer.opaque == opaque:
+                    return answers
+                answers.append(answer)
+        except (ConnectionError, OSError):
+            self.connection.close()
+            self.connection = RawConnection(self.broker.config.listen_port)
+            return None
+
+    def records(self) -> list[bytes]:
+        """The CommitLog's records, with what differs between twins masked."""
+        store = self.broker.store
+        out = []
+        offset = store.get_min_phy_offset()
+        end = store.get_max_phy_offset()
+        while offset < end:
+            view = store.replica_view(offset, end - offset)
+            if not len(view):
+                break
+            data = bytearray(view)
+            pos = 0
+            while pos + 8 <= len(data):
+                (size,) = struct.unpack_from(">i", data, pos)
+                if size <= 0 or pos + size > len(data):
+                    break
+                record = data[pos : pos + size]
+                born, stored = (LAYOUT["REC_BORNTIMESTAMP"], LAYOUT["REC_STORETIMESTAMP"])
+                if record[born : born + 8] == record[stored : stored + 8]:
+                    record[born : born + 8] = bytes(8)  # no bornTimestamp sent: the store's time
+                for start, length in _MASKED:
+                    record[start : start + length] = bytes(length)
+                out.append(bytes(record))
+                pos += size
+            offset += len(data)
+        return out
+
+    def queues(self) -> dict:
+        """The ConsumeQueues' entries; a delayed message's tags code is its due time, masked."""
+        out = {}
+        for cq in self.broker.store.consume_queues():
+            entries = bytearray(cq.read_entries(0, cq.max_offset_in_queue) or b"")
+            if cq.topic == SCHEDULE_TOPIC:
+                for start in range(LAYOUT["CQ_TAGS_CODE"], len(entries), LAYOUT["CQ_STORE_UNIT_SIZE"]):
+                    entries[start : start + 8] = bytes(8)
+            out[(cq.topic, cq.queue_id)] = bytes(entries)
+        return out
+
+
+def _answer(command) -> tuple:
+    ext = dict(command.ext_fields)
+    if "msgId" in ext:  # the store's IPv4 and offset; the port is each twin's own
+        ext["msgId"] = ext["msgId"][:8] + ext["msgId"][16:]
+    return command.code, command.remark, ext, command.body
+
+
+@pytest.fixture
+def twins(start_broker, tmp_path: Path):
+    lane = start_broker(storePathRootDir=str(tmp_path / "lane"))
+    python = start_broker(storePathRootDir=str(tmp_path / "python"), fastLaneEnable="false")
+    assert lane.send_lane is not None and python.send_lane is None
+    for broker in (lane, python):
+        for topic, queues in _TOPICS.items():
+            create_topic(broker, topic, queues)
+    pair = Twin(lane), Twin(python)
+    yield pair
+    for twin in pair:
+        twin.connection.close()
+
+
+def _assert_twins_agree(twins, frames: list[bytes]) -> None:
+    lane, python = twins
+    for index, frame in enumerate(frames):
+        got = [twin.exchange(frame, 1_000_000 + index) for twin in twins]
+        if got[0] is None or got[1] is None:
+            assert got[0] is None and got[1] is None, (frame[:200], got)
+        else:
+            assert [_answer(a) for a in got[0]] == [_answer(a) for a in got[1]], frame[:200]
+    assert lane.records() == python.records()
+    assert lane.queues() == python.queues()
+
+
+def _send_frame(code: int, ext: dict, body: bytes = b"body", opaque: int = 1, flag: int = 0) -> bytes:
+    header = {"code": code, "language": "JAVA", "version": 399, "opaque": opaque, "flag": flag, "extFields": ext}
+    return raw_frame(orjson.dumps(header), body)
+
+
+@needs_lane
+def test_twins_agree_on_plain_and_edge_sends(twins):
+    v2 = RequestCode.SEND_MESSAGE_V2
+    frames = [
+        _send_frame(v2, {"a": "P", "b": "Lane", "e": "1", "i": "TAGS\x01t\x02KEYS\x01k\x02", "g": "1700000000000"}),
+        _send_frame(v2, {"a": "P", "b": "Lane", "e": "1", "f": "0", "h": "7", "j": "0", "g": "1"}, b"x" * 5000),
+        _send_frame(RequestCode.SEND_MESSAGE, {"topic": "Wide", "queueId": "7", "bornTimestamp": "5"}),
+        _send_frame(v2, {"topic": "Wide", "queueId": "3", "bornTimestamp": "5"}),  # long names under V2
+        _send_frame(v2, {"b": "Lane", "e": "4", "g": "5"}),  # past the write queues
+        _send_frame(v2, {"b": "Lane", "e": "1", "g": "5", "i": "DELAY\x012\x02"}),
+        _send_frame(v2, {"b": "Lane", "e": "1", "g": "5", "i": "TRAN_MSG\x01true\x02"}),
+        _send_frame(v2, {"b": "Lane", "e": "1", "g": "5", "i": "x" * 40000}),
+        _send_frame(v2, {"b": "Lane", "e": "2", "g": "5", "m": "true"}, b""),  # a batch
+        _send_frame(v2, {"b": "Auto1", "e": "0", "g": "5"}),  # auto-created
+        _send_frame(v2, {"b": "Auto1", "e": "0", "g": "5"}),  # then known
+        _send_frame(v2, {"b": "Lane", "e": "1", "g": "5"}, flag=2),  # oneway: stored, no answer
+        _send_frame(v2, {"b": "Lane", "g": "5"}),  # no queue id
+        _send_frame(v2, {"b": "Lane", "e": "1", "g": "5"}, b"y" * (4 * 1024 * 1024 + 1)),  # past maxMessageSize
+        raw_frame(b'{"code":310,"opaque":3,"extFields":{"b":"Lane","e":"1"'),  # not JSON: closed
+        _send_frame(v2, {"b": "Lane", "e": "0", "g": "5"}) * 3,  # three in one read
+    ]
+    _assert_twins_agree(twins, frames)
+    # the first send to a topic after each change of the topic table is the processor's (it checks
+    # the topic); the lane serves the plain ones after it
+    assert twins[0].broker.send_lane.served == 5
+
+
+@needs_lane
+def test_twins_agree_on_fuzzed_sends(twins):
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(headers=st.lists(_header_bytes(), min_size=1, max_size=4), body=st.binary(max_size=64))
+    def fuzz(headers, body):
+        frames = []
+        for header in headers:
+            ext_free = orjson.loads(header) if header.startswith(b"{") else None
+            if ext_free and str(ext_free.get("extFields", {}).get("e", "")).startswith("-"):
+                continue  # a random queue (RocketMQ's for a negative id): twins may pick different ones
+            frames.append(raw_frame(header, body))
+        _assert_twins_agree(twins, frames)
+
+    for topic in _TOPICS:  # the processor checks a topic first (then the lane knows it)
+        _assert_twins_agree(twins, [_send_frame(RequestCode.SEND_MESSAGE_V2, {"b": topic, "e": "0", "g": "1"})])
+    fuzz()
+    assert twins[0].broker.send_lane.served > 0
+
+
+@needs_lane
+def test_a_producer_whose_reads_end_mid_frame_is_not_taken_for_a_stalled_one(start_broker):
+    """Every read completes a send the lane serves and starts the next: the connection makes
+    progress, though no read hands a request to the processors, and outlives the frame timeout."""
+    broker = start_broker(serverFrameTimeoutSeconds="1")
+    create_topic(broker, "Lane")
+    frame = _send_frame(RequestCode.SEND_MESSAGE_V2, {"b": "Lane", "e": "0", "g": "1"})
+    half = len(frame) // 2
+    with RawConnection(broker.config.listen_port) as connection:
+        connection.send(frame)  # the processor checks the topic first
+        connection.read_commands(1)
+        served = broker.send_lane.served
+        connection.send(frame[:half])
+        deadline = time.monotonic() + 2.2
+        while time.monotonic() < deadline:
+            connection.send(frame[half:] + frame[:half])  # one completed, the next begun
+            (answer,) = connection.read_commands(1)
+            assert answer.code == ResponseCode.SUCCESS
+            time.sleep(0.05)
+        connection.send(frame[half:])
+        connection.read_commands(1)
+    assert broker.send_lane.served - served > 20
