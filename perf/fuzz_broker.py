@@ -605,9 +605,14 @@ def worker(
                 last = frame(unreadable_header(rng, header), data)
             else:
                 last = broken_frame(rng, frame(header, data))
-            conn.sock.sendall(last)
             sent += 1
-            doomed.append((time.monotonic(), conn.sock))
+            try:
+                conn.sock.sendall(last)
+            except OSError:  # the broker closed it first (a frame of the last burst it refused)
+                outcomes["connection closed by the broker"] += 1
+                conn.close()
+            else:
+                doomed.append((time.monotonic(), conn.sock))
         else:
             conn.close()
         settle()
