@@ -1,7 +1,8 @@
 """The import rule of README.md's architecture section, checked over every source file.
 
     neutral   rmq, rmq.errors, rmq._clock, rmq._files, rmq._service,    import only neutral modules
-              rmq._log, rmq._endian (big-endian loads and stores, for any format)
+              rmq._log, rmq._endian (big-endian loads and stores, for any format),
+              rmq._decimal (integers written as decimal text, for any frame)
     protocol  rmq.protocol                                              + neutral
     net       rmq.net                                                   + protocol
     settings  rmq.settings (every setting's declaration)                + protocol
@@ -24,7 +25,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._log", "rmq._endian"}
+NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._log", "rmq._endian", "rmq._decimal"}
 STORE_CORE = {
     "rmq._store",
     "rmq._mapped_file",

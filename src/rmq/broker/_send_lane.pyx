@@ -42,6 +42,7 @@ from rmq._endian cimport store_be32, store_be64
 from rmq._store cimport PutPlace, StoreCore
 from rmq.net._codec cimport FastLane
 from rmq.protocol._record cimport MSGID_BYTES, TOPIC_MAX_BYTES
+from rmq._decimal cimport MAX_DECIMAL, put_decimal
 
 from rmq.net import frame as _frame
 from rmq.protocol import headers as _headers
@@ -86,7 +87,6 @@ cdef enum:
     K_EXT = 6
     N_KEYS = 7
     TOPIC_CACHE_SLOTS = 64
-    MAX_DECIMAL = 20
 
 assert len(_send_header.LONG_KEYS) == len(_send_header.SHORT_KEYS) == N_FIELDS, "send_header.py's fields changed: so must the lane"
 
@@ -508,25 +508,6 @@ cdef inline char* _put_bytes(char* p, bytes text) noexcept:
     return p + n
 
 
-cdef inline char* _put_decimal(char* p, int64_t value) noexcept nogil:
-    cdef char digits[MAX_DECIMAL]
-    cdef int n = 0
-    cdef uint64_t magnitude = <uint64_t>(-(value + 1)) + 1 if value < 0 else <uint64_t>value
-    if value < 0:
-        p[0] = c'-'
-        p += 1
-    while True:
-        digits[n] = <char>(c'0' + magnitude % 10)
-        n += 1
-        magnitude //= 10
-        if magnitude == 0:
-            break
-    while n:
-        n -= 1
-        p[0] = digits[n]
-        p += 1
-    return p
-
 
 cdef char* _put_msg_id(char* p, uint32_t ip, int32_t port, int64_t offset) noexcept nogil:
     """The broker msgId (offsetMsgId): 32 uppercase hex of store IPv4, int32 port, int64 offset
@@ -699,13 +680,13 @@ cdef class SendLane(FastLane):
         PyByteArray_Resize(out, start + length)
         begin = PyByteArray_AS_STRING(out) + start
         p = _put_bytes(begin + 8, ANSWER_HEAD)
-        p = _put_decimal(p, f.opaque)
+        p = put_decimal(p, f.opaque)
         p = _put_bytes(p, ANSWER_FLAG)
         p = _put_msg_id(p, store.store_ip, store.store_port, place.phy_offset)
         p = _put_bytes(p, ANSWER_QUEUE_ID)
-        p = _put_decimal(p, f.queue_id)
+        p = put_decimal(p, f.queue_id)
         p = _put_bytes(p, ANSWER_QUEUE_OFFSET)
-        p = _put_decimal(p, place.queue_offset)
+        p = put_decimal(p, place.queue_offset)
         p = _put_bytes(p, ANSWER_END)
         length = p - begin
         store_be32(<unsigned char*>begin, <int32_t>(length - 4))

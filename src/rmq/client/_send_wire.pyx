@@ -13,6 +13,7 @@ non-ASCII text included) as it is. Every write is bounded by a length computed f
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
+from rmq._decimal cimport decimal_length, put_decimal
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL
@@ -25,8 +26,6 @@ cdef const char* _HEX = b"0123456789abcdef"
 
 cdef enum:
     PREFIX_SIZE = 8
-    # the longest decimal of an int64, sign included
-    MAX_DECIMAL = 20
 
 
 cdef inline Py_ssize_t _escaped_length(const unsigned char* s, Py_ssize_t n) noexcept nogil:
@@ -83,34 +82,6 @@ cdef inline char* _put(char* p, const char* text, Py_ssize_t n) noexcept nogil:
     return p + n
 
 
-cdef inline Py_ssize_t _decimal_length(int64_t value) noexcept nogil:
-    cdef uint64_t magnitude = <uint64_t>(-(value + 1)) + 1 if value < 0 else <uint64_t>value
-    cdef Py_ssize_t n = 2 if value < 0 else 1
-    while magnitude >= 10:
-        magnitude //= 10
-        n += 1
-    return n
-
-
-cdef inline char* _put_decimal(char* p, int64_t value) noexcept nogil:
-    cdef char digits[MAX_DECIMAL]
-    cdef int n = 0
-    cdef uint64_t magnitude = <uint64_t>(-(value + 1)) + 1 if value < 0 else <uint64_t>value
-    while True:
-        digits[n] = <char>(c'0' + magnitude % 10)
-        n += 1
-        magnitude //= 10
-        if magnitude == 0:
-            break
-    if value < 0:
-        p[0] = c'-'
-        p += 1
-    while n:
-        n -= 1
-        p[0] = digits[n]
-        p += 1
-    return p
-
 
 cdef inline void _put_be32(char* p, uint64_t value) noexcept nogil:
     p[0] = <char>((value >> 24) & 0xFF)
@@ -140,8 +111,8 @@ def message_fields(bytes fixed, str topic, int64_t sys_flag, int64_t born_timest
     cdef const unsigned char* topic_s = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_n)
     cdef const unsigned char* props_s = <const unsigned char*>PyUnicode_AsUTF8AndSize(properties, &props_n)
     cdef Py_ssize_t fixed_n = PyBytes_GET_SIZE(fixed)
-    cdef Py_ssize_t length = (fixed_n + len(',"b":,"f":"","g":"","h":"","i":') + _decimal_length(sys_flag)
-                              + _decimal_length(born_timestamp) + _decimal_length(flag)
+    cdef Py_ssize_t length = (fixed_n + len(',"b":,"f":"","g":"","h":"","i":') + decimal_length(sys_flag)
+                              + decimal_length(born_timestamp) + decimal_length(flag)
                               + _escaped_length(topic_s, topic_n) + _escaped_length(props_s, props_n))
     cdef bytes out = PyBytes_FromStringAndSize(NULL, length)
     cdef char* start = PyBytes_AS_STRING(out)
@@ -149,11 +120,11 @@ def message_fields(bytes fixed, str topic, int64_t sys_flag, int64_t born_timest
     p = _put(p, b',"b":', 5)
     p = _put_escaped(p, topic_s, topic_n)
     p = _put(p, b',"f":"', 6)
-    p = _put_decimal(p, sys_flag)
+    p = put_decimal(p, sys_flag)
     p = _put(p, b'","g":"', 7)
-    p = _put_decimal(p, born_timestamp)
+    p = put_decimal(p, born_timestamp)
     p = _put(p, b'","h":"', 7)
-    p = _put_decimal(p, flag)
+    p = put_decimal(p, flag)
     p = _put(p, b'","i":', 6)
     _put_escaped(p, props_s, props_n)
     return out
@@ -166,24 +137,24 @@ def send_frame(int code, int opaque, bytes fields, int queue_id, bytes body, bin
     cdef Py_ssize_t body_n = PyBytes_GET_SIZE(body)
     cdef Py_ssize_t lang_n = PyBytes_GET_SIZE(_LANGUAGE)
     cdef Py_ssize_t header_n = (len('{"code":,"language":"","version":,"opaque":,"flag":0,"extFields":{,"e":""}}')
-                                + _decimal_length(code) + lang_n + _decimal_length(_VERSION)
-                                + _decimal_length(opaque) + fields_n + _decimal_length(queue_id))
+                                + decimal_length(code) + lang_n + decimal_length(_VERSION)
+                                + decimal_length(opaque) + fields_n + decimal_length(queue_id))
     cdef bytes frame = PyBytes_FromStringAndSize(NULL, PREFIX_SIZE + header_n + (body_n if with_body else 0))
     cdef char* start = PyBytes_AS_STRING(frame)
     _put_be32(start, 4 + header_n + body_n)
     _put_be32(start + 4, header_n)
     cdef char* p = _put(start + PREFIX_SIZE, b'{"code":', 8)
-    p = _put_decimal(p, code)
+    p = put_decimal(p, code)
     p = _put(p, b',"language":"', 13)
     p = _put(p, PyBytes_AS_STRING(_LANGUAGE), lang_n)
     p = _put(p, b'","version":', 12)
-    p = _put_decimal(p, _VERSION)
+    p = put_decimal(p, _VERSION)
     p = _put(p, b',"opaque":', 10)
-    p = _put_decimal(p, opaque)
+    p = put_decimal(p, opaque)
     p = _put(p, b',"flag":0,"extFields":{', 23)
     p = _put(p, PyBytes_AS_STRING(fields), fields_n)
     p = _put(p, b',"e":"', 6)
-    p = _put_decimal(p, queue_id)
+    p = put_decimal(p, queue_id)
     p = _put(p, b'"}}', 3)
     if with_body:
         memcpy(p, PyBytes_AS_STRING(body), body_n)

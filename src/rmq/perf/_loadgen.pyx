@@ -35,6 +35,7 @@ from libc.errno cimport EAGAIN, EINTR, errno
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove
+from rmq._decimal cimport MAX_DECIMAL, put_decimal
 
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t
@@ -412,7 +413,7 @@ cdef class Loop:
         cdef const char* header_end
         cdef int64_t code, opaque
         cdef uint64_t slot
-        cdef char key[24]
+        cdef char key[MAX_DECIMAL]
         cdef int key_len
         while self.in_len - pos >= FRAME_PREFIX_SIZE:
             total = be32(self.inbuf + pos)
@@ -438,7 +439,7 @@ cdef class Loop:
             if code == 0:
                 self._answered(self.slot_due[slot], answered, NULL, 0)
             else:
-                key_len = decimal(key, code)
+                key_len = <int>(put_decimal(key, code) - key)
                 self._answered(self.slot_due[slot], answered, key, key_len)
         self._consumed(pos)
         return 0
@@ -506,23 +507,3 @@ cdef class Loop:
         self.failures[i].key_len = failure_len
         self.failures[i].count = self.batch
 
-
-cdef inline int decimal(char* out, int64_t value) noexcept nogil:
-    """``value`` written as str() writes it; its length."""
-    cdef char digits[24]
-    cdef int n = 0, length = 0
-    cdef uint64_t magnitude = <uint64_t>(-value) if value < 0 else <uint64_t>value
-    if value < 0:
-        out[0] = 45
-        length = 1
-    while True:
-        digits[n] = <char>(48 + magnitude % 10)
-        n += 1
-        magnitude //= 10
-        if magnitude == 0:
-            break
-    while n:
-        n -= 1
-        out[length] = digits[n]
-        length += 1
-    return length
