@@ -37,8 +37,9 @@ is pulled back (records CRC-checked).
 Reported: frames per second; per outcome the count (answered, with which response code; connection
 closed by the broker; no answer, as RocketMQ gives none: parked pulls, END_TRANSACTION; no answer in
 time), oneway frames and frames flagged as responses expecting none and not counted; the broker's
-RssAnon (first, max, last); the control client's sends, busy retries and errors; unexpected
-exceptions the broker logged (a processor that failed instead of refusing); the recovery check.
+RssAnon (first, max, last); the frames its compiled send lane served and left to the processors
+(``send_lane``); the control client's sends, busy retries and errors; unexpected exceptions the
+broker logged (a processor that failed instead of refusing); the recovery check.
 Exit code 1 when the broker died, the control client met an error, an answer did not come, the
 broker logged an unexpected exception, or the recovery check failed.
 
@@ -261,7 +262,9 @@ def template(rng: random.Random, code: int) -> tuple[dict, bytes]:
         }
         if code != RequestCode.SEND_MESSAGE:
             ext = {V2.get(k, k): v for k, v in ext.items()}
-        return ext, payload
+        # every value a string, as a Java client's header is written (what the broker's compiled send
+        # lane reads; the mutations give other types): unmutated, a send can meet the lane
+        return {k: json.dumps(v) if isinstance(v, bool) else str(v) for k, v in ext.items()}, payload
     if code == RequestCode.PULL_MESSAGE:
         ext = dict(pull_request(topic, queue_id, fuzz_int(rng, 0, 50), group=group).ext_fields)
         ext["subscription"] = rng.choice(["*", "TagA || TagB", "TagA", "a > 1", "||", ""])
@@ -839,6 +842,8 @@ def run(args: argparse.Namespace) -> dict:
             },
         )
         report["broker_alive"] = proc.poll() is None
+        if report["broker_alive"]:
+            report["send_lane"] = send_lane_counts(addr)
         # the store after a crash: SIGKILL, restart on the same store, everything acknowledged there
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -872,6 +877,22 @@ def run(args: argparse.Namespace) -> dict:
             print(f"store and log kept in {store}", file=sys.stderr)
         else:
             shutil.rmtree(store, ignore_errors=True)
+
+
+def send_lane_counts(addr: str) -> dict[str, int] | None:
+    """The frames the broker's compiled send lane served and left to the processors, from
+    GET_BROKER_RUNTIME_INFO (None: the lane is off, or the broker does not count them), so that a
+    run shows the lane met the fuzzed frames."""
+    client = RemotingClient()
+    client.start()
+    try:
+        answer = client.invoke_sync(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), 5)
+    finally:
+        client.shutdown()
+    table = json.loads(bytes(answer.body or b""))["table"]
+    if "sendLaneServed" not in table:
+        return None
+    return {"served": int(table["sendLaneServed"]), "left": int(table["sendLaneLeft"])}
 
 
 def _code_name(code: int) -> str:

@@ -534,3 +534,20 @@ def test_the_batch_walker_reads_what_decode_batch_reads(records, data):
         flipped[at] ^= data.draw(st.integers(1, 255))
     for mutated in (body, body[:at], body[:at] + junk + body[at:], bytes(flipped)):
         assert scan_batch(mutated) == _decoded_batch(mutated)
+
+
+@needs_lane
+def test_the_broker_runtime_info_counts_what_the_lane_served(start_broker):
+    """rmq-admin brokerStatus (and perf/fuzz_broker.py) see how many frames the lane took."""
+    broker = start_broker()
+    create_topic(broker, "Lane")
+    send = _send_frame(RequestCode.SEND_MESSAGE_V2, {"b": "Lane", "e": "0", "g": "1"})
+    info = raw_frame(b'{"code":%d,"opaque":9,"flag":0,"extFields":{}}' % RequestCode.GET_BROKER_RUNTIME_INFO)
+    with RawConnection(broker.config.listen_port) as connection:
+        connection.send(send)  # the processor checks the topic first
+        connection.read_commands(1)
+        connection.send(send + _batch_frame([_record(b"a"), _record(b"b")], {"b": "Lane", "e": "0"}) + info)
+        *sends, answer = connection.read_commands(3)
+    assert [a.code for a in sends] == [ResponseCode.SUCCESS] * 2
+    table = orjson.loads(answer.body)["table"]
+    assert (table["sendLaneServed"], table["sendLaneLeft"]) == ("2", "2")  # the first send, the info request
