@@ -9,11 +9,21 @@ The frame it reads (SPEC.md section 2; the header a JSON object)::
 
     offset  size  field
     0       4     total_length, 4       header_length (serialize type 0: JSON), both read by the decoder
-    8       H     {"code":10|310, "opaque":N, "flag":N, "version":N, "language":"S", "remark":"S"|null,
+    8       H     {"code":10|310|320, "opaque":N, "flag":N, "version":N, "language":"S", "remark":"S"|null,
                    "extFields":{<send_header.py's fields, long names or V2 letters>: "S", ...}, ...}
     8+H     B     the message body, stored as it came; a batch's (code 320, or 310 with m=true) is
                   rmq.protocol.batch's records, each stored as one message with the header's
-                  properties appended to its own
+                  properties appended to its own:
+
+    offset  size  field (per record, big-endian; the BATCH_* constants below)
+    0       4     total     20 + bodyLen + 2 + propsLen, or 0 (not checked)
+    4       4     magic     not read
+    8       4     bodyCRC   not read (the store computes its own)
+    12      4     flag      the message's user flag
+    16      4     bodyLen   int32 >= 0
+    20      L     body
+    20+L    2     propsLen  int16 >= 0
+    22+L    P     properties
 
 and the answer it writes (what the processor's RemotingCommand encodes to, byte for byte)::
 
