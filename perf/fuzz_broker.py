@@ -25,7 +25,8 @@ name server's own requests and forgeries among them: REGISTER_BROKER of the real
 of the control topic. The broker runs with cluster credentials (clusterAccessKey / clusterSecretKey,
 unless ``--no-cluster-auth``), so none of these is signed and the name server must refuse every write.
 
-Several frames are kept in flight per connection, matched to answers by opaque. Beside the workers
+Several frames are kept in flight per connection (one on a share of them: each frame a read of its
+own, which the broker's compiled send lane reads whole), matched to answers by opaque. Beside the workers
 a control client sends (SEND_MESSAGE_V2, recording acknowledgements), pulls them back and commits
 consumer offsets, every ~20 ms; any error it meets is a failure (a SYSTEM_BUSY it retries, as
 clients do, and counts). About once a second it also asks the name server for the control topic's
@@ -111,6 +112,10 @@ TOPICS = ["FuzzTopic0", "FuzzTopic1", "FuzzTopic2", "TBW102", "%RETRY%FuzzGroup0
 ILLEGAL_NAMES = ["", " ", "a b", "x" * 300, "\u00e9\u4e2d\u0000", "../../etc", "%DLQ%", "a,b;c|d"]
 GROUPS = ["FuzzGroup0", "FuzzGroup1", "%RETRY%FuzzGroup0", "CID_RMQ_SYS_TRANS"]
 WINDOW = 16  # frames in flight per connection
+# The share of connections that wait for each answer before the next frame: each of their frames
+# then starts a read, and the broker's compiled send lane reads every one (in a pipelined read it
+# stops at the first frame it leaves to the processors, so it would meet few fuzzed sends).
+ONE_AT_A_TIME_SHARE = 0.25
 ANSWER_TIMEOUT = 10.0
 # How many frames a connection carries before it is closed (connection churn is fuzzed too).
 CONNECTION_FRAMES = (1, 400)
@@ -527,11 +532,12 @@ def worker(
         to_namesrv = rng.random() < namesrv_share
         conn = Connection(namesrv_port if to_namesrv else port)
         budget = rng.randint(*CONNECTION_FRAMES)
+        window = 1 if rng.random() < ONE_AT_A_TIME_SHARE else WINDOW
         alive = True
         while alive and budget > 0 and sent < frames:
             expected: dict[int, int] = {}  # opaque -> code, answers expected
             batch = bytearray()
-            for _ in range(min(WINDOW, budget, frames - sent)):
+            for _ in range(min(window, budget, frames - sent)):
                 if to_namesrv:
                     code = rng.choice(NAMESRV_CODES) if rng.random() < 0.9 else rng.choice(codes)
                     ext, data = namesrv_template(rng, code)
