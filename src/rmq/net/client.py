@@ -19,6 +19,9 @@ import concurrent.futures
 import errno
 import socket
 import ssl
+import threading
+import time
+from collections import deque
 from typing import Any
 
 from rmq.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
@@ -27,6 +30,7 @@ from rmq.net.channel import (
     Channel,
     Endpoint,
     ResponseCallback,
+    _run_callback,
 )
 from rmq.net.codec import RemotingCommand
 from rmq.net.codec_py import ext_fields_for_wire
@@ -39,6 +43,9 @@ CONNECT_TIMEOUT_DEFAULT = 3.0
 # How long invoke_sync waits past its timeout for the loop to report it (the loop's own timer
 # normally fires first, with the precise error).
 _SYNC_GRACE_SECONDS = 1.0
+# How late a pre-encoded request's timeout may be reported: the deadline sweep runs at most this
+# often (RocketMQ's scanResponseTable: every second), not once per request.
+SWEEP_GRANULARITY = 0.01
 
 
 def parse_address(addr: str) -> tuple[str, int]:
@@ -167,6 +174,9 @@ class RemotingClient(Endpoint):
         self._check_usable()
         if self.credentials is not None:
             raise RemotingError("a signed request cannot be sent pre-encoded: use invoke_callback")
+        channel = self._channels.get(addr)
+        if type(channel) is ClientChannel and channel.submit_frame(opaque, code, frame, timeout, callback, body):
+            return
         if self.loop.in_loop_thread():
             self._frame_in_loop(addr, opaque, code, frame, timeout, callback, body)
         else:
@@ -260,7 +270,7 @@ class RemotingClient(Endpoint):
             raise RemotingConnectError(f"cannot connect to {addr}: {errno.errorcode.get(err, err)}")
         options: dict[str, Any] = {"max_frame_size": self.max_frame_size, "max_pending_output": self.max_pending_output}
         if self.tls_context is None:
-            channel = Channel(self.loop, sock, self, addr, connecting=True, **options)
+            channel = ClientChannel(self.loop, sock, self, addr, connecting=True, **options)
         else:
             channel = TlsChannel(self.loop, sock, self, addr, context=self.tls_context, connecting=True, **options)
         self._channels[addr] = channel
@@ -279,3 +289,118 @@ class RemotingClient(Endpoint):
         if self._channels.get(channel.remote_address) is channel:
             del self._channels[channel.remote_address]
         super()._channel_closed(channel)
+
+
+class ClientChannel(Channel):
+    """A client's plain connection, to which the threads that send pre-encoded requests
+    (``submit_frame``: a producer's sends) write themselves, without a hop to the loop thread.
+
+    A send that waited for the loop to wake, write it and go back to epoll paid two thread
+    switches more per round trip (a sync ``send``: most of its time). Here the sender registers
+    the request and, when nothing is queued before it, writes it at once; otherwise it queues it
+    behind what is there for the loop's next flush (one wake per burst). What the loop thread
+    does to the output and the pending table runs under the same lock. Answers are still read
+    and completed on the loop thread. A deadline sweep, not a timer per request, reports the
+    requests that got no answer in time (a TimerHandle made and cancelled per request was a
+    tenth of the loop's work at 64 sends in flight)."""
+
+    def __init__(self, *args: Any, **options: Any):
+        super().__init__(*args, **options)
+        self._lock = threading.RLock()
+        # (deadline, opaque, code, timeout) of submitted requests, deadlines in order
+        self._deadlines: deque[tuple[float, int, int, float]] = deque()
+        self._sweep_armed = False
+
+    def submit_frame(
+        self, opaque: int, code: int, frame: bytes, timeout: float, callback: ResponseCallback, body: bytes = b""
+    ) -> bool:
+        """``invoke_frame`` from any thread; False (nothing done) when the connection is not
+        (or no longer) active: then the loop thread's path reports it."""
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            if not self.is_active:
+                return False
+            deadlines = self._deadlines
+            if not deadlines or deadlines[-1][0] <= deadline:
+                self._pending[opaque] = (callback, None)
+                deadlines.append((deadline, opaque, code, timeout))
+                if not self._sweep_armed:
+                    self._sweep_armed = True
+                    self._loop.call_at(deadline, self._sweep)
+            else:  # a shorter timeout than those before it: a timer of its own
+                self._pending[opaque] = (callback, self._loop.call_at(deadline, self._expire, opaque, code, timeout))
+            out = self._out
+            if out.size or self._flush_scheduled or len(self._pending) > 1:
+                # requests in flight: the loop writes them in one burst when it next holds the
+                # GIL (a write per request, from here, cost more than the hop it saves)
+                out.append_frame(frame, body)
+            else:
+                try:
+                    written = self._sock.sendmsg((frame, body)) if body else self._sock.send(frame)
+                except (BlockingIOError, InterruptedError):
+                    written = 0
+                except OSError:
+                    written = 0  # the loop's flush meets the error again and closes the connection
+                if written == len(frame) + len(body):
+                    self.last_active = time.monotonic()
+                    return True
+                _append_rest(out, frame, body, written)
+            if not self._flush_scheduled:
+                self._flush_scheduled = True
+                if self._loop.in_loop_thread():
+                    self._loop.mark_dirty(self)
+                else:
+                    self._loop.call_soon_threadsafe(self._flush)
+        return True
+
+    def _sweep(self) -> None:
+        """Fail the submitted requests past their deadline; drop the answered ones from the front."""
+        now = time.monotonic()
+        expired = []
+        with self._lock:
+            deadlines = self._deadlines
+            pending = self._pending
+            while deadlines and (deadlines[0][0] <= now or deadlines[0][1] not in pending):
+                deadline, opaque, code, timeout = deadlines.popleft()
+                if deadline <= now:
+                    entry = pending.pop(opaque, None)
+                    if entry is not None:
+                        expired.append((entry[0], opaque, code, timeout))
+            if deadlines and self.is_active:
+                self._loop.call_at(max(deadlines[0][0], now + SWEEP_GRANULARITY), self._sweep)
+            else:
+                self._sweep_armed = False
+        for callback, opaque, code, timeout in expired:
+            error = RemotingTimeoutError(
+                f"no answer from {self.remote_address} to request code {code} (opaque {opaque}) within {timeout}s"
+            )
+            _run_callback(callback, None, error)
+
+    # What the loop thread does to the output and the pending table, under the senders' lock.
+    def _queue(self, cmd: RemotingCommand) -> None:
+        with self._lock:
+            super()._queue(cmd)
+
+    def _flush(self) -> None:
+        with self._lock:
+            super()._flush()
+
+    def invoke_async(self, request: RemotingCommand, timeout: float | None, callback: ResponseCallback) -> None:
+        with self._lock:
+            super().invoke_async(request, timeout, callback)
+
+    def invoke_frame(self, *args: Any, **kwargs: Any) -> None:
+        with self._lock:
+            super().invoke_frame(*args, **kwargs)
+
+    def _close(self, reason: RemotingError | None) -> None:
+        with self._lock:
+            super()._close(reason)
+
+
+def _append_rest(out: Any, frame: bytes, body: bytes, written: int) -> None:
+    """Queue what a direct write left of ``frame`` + ``body``."""
+    if written < len(frame):
+        out.append_frame(memoryview(frame)[written:] if written else frame, body)
+    else:
+        out.append_frame(memoryview(body)[written - len(frame) :])
