@@ -514,14 +514,9 @@ class Producer(InstanceMember):
             queue_offset = int(ext["queueOffset"])
         except (KeyError, ValueError):
             raise ResponseError(response.code, f"send answer lacks queueId/queueOffset: {ext}", addr) from None
-        return SendResult(
-            status,
-            job.msg_id,
-            ext.get("msgId", ""),
-            MessageQueue(job.topic, mq.broker_name, queue_id),
-            queue_offset,
-            ext.get("transactionId"),
-        )
+        if queue_id != mq.queue_id or mq.topic != job.topic:  # else the queue sent to (frozen: shared)
+            mq = MessageQueue(job.topic, mq.broker_name, queue_id)
+        return SendResult(status, job.msg_id, ext.get("msgId", ""), mq, queue_offset, ext.get("transactionId"))
 
     def _fail(self, job: _SendJob, timed_out: bool) -> None:
         elapsed = time.monotonic() - job.started
