@@ -89,6 +89,17 @@ def test_a_pre_encoded_request_is_written_by_its_sender_while_the_loop_is_busy(s
     assert error is None and response.code == ResponseCode.SUCCESS
 
 
+def test_pre_encoded_requests_in_flight_together_each_get_their_answer(server, client):
+    # most are queued behind others: written by the loop, or by the sender once a burst is big
+    client.invoke_sync(server.address, route_request(), timeout=3.0)
+    requests = [RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"}) for _ in range(300)]
+    outcomes = [invoke_encoded(client, server.address, request, 5.0) for request in requests]
+    wait_until(lambda: all(outcomes), 10, "every request answered")
+    for request, outcome in zip(requests, outcomes, strict=True):
+        response, error = outcome[0]
+        assert error is None and response.opaque == request.opaque and response.body == route_body()
+
+
 def test_pre_encoded_requests_time_out_in_order_and_out_of_order(server, client):
     server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: None)  # never answers
     client.invoke_sync(server.address, route_request(), timeout=3.0)
