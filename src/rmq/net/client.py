@@ -26,6 +26,7 @@ from typing import Any
 
 from rmq.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
 from rmq.net.channel import (
+    _ACTIVE,
     MAX_PENDING_OUTPUT_DEFAULT,
     Channel,
     Endpoint,
@@ -46,9 +47,6 @@ _SYNC_GRACE_SECONDS = 1.0
 # How late a pre-encoded request's timeout may be reported: the deadline sweep runs at most this
 # often (RocketMQ's scanResponseTable: every second), not once per request.
 SWEEP_GRANULARITY = 0.01
-# Output queued behind requests in flight that their sender writes itself: the loop cannot write
-# while the sender holds the GIL, and the broker would idle until the sender stops for its window.
-WRITE_BURST = 16 * 1024
 
 
 def parse_address(addr: str) -> tuple[str, int]:
@@ -85,6 +83,10 @@ class RemotingClient(Endpoint):
         self._owns_loop = loop is None
         self.loop = loop or EventLoop(name=name)
         self._channels: dict[str, Channel] = {}
+        # a token per request handed to the loop thread and not yet on a connection's books (a
+        # deque: appends and pops need no lock): while any is, no sender writes past it
+        # (ClientChannel.submit_frame), so the requests of each thread keep their order
+        self._hops: deque[None] = deque()
         self._started = False
         self._closed = False
 
@@ -158,7 +160,7 @@ class RemotingClient(Endpoint):
         if self.loop.in_loop_thread():
             self._invoke_in_loop(addr, request, timeout, callback)
         else:
-            self.loop.call_soon_threadsafe(self._invoke_in_loop, addr, request, timeout, callback)
+            self._hop(self._invoke_in_loop, addr, request, timeout, callback)
 
     def invoke_frame(
         self,
@@ -169,21 +171,31 @@ class RemotingClient(Endpoint):
         timeout: float,
         callback: ResponseCallback,
         body: bytes = b"",
+        waited: bool = False,
     ) -> None:
         """``invoke_callback`` for a request already encoded to ``frame`` (``rmq.client.send_wire``;
         ``opaque`` and ``code`` are the frame's), or to ``frame`` and then ``body`` (a big body
         written from where it is). Not for a client with ``credentials``: the signature is
-        computed over the fields, which a frame no longer has apart."""
+        computed over the fields, which a frame no longer has apart. ``waited``: the caller waits
+        for the answer (a sync send): written from this thread when nothing is in flight before
+        it (``ClientChannel.submit_frame``); otherwise the loop thread writes it, with the others
+        of its iteration in one burst."""
         self._check_usable()
         if self.credentials is not None:
             raise RemotingError("a signed request cannot be sent pre-encoded: use invoke_callback")
         channel = self._channels.get(addr)
-        if type(channel) is ClientChannel and channel.submit_frame(opaque, code, frame, timeout, callback, body):
+        if (
+            waited
+            and type(channel) is ClientChannel
+            and not self._hops
+            and not channel._pending  # (checked again under its lock)
+            and channel.submit_frame(opaque, code, frame, timeout, callback, body)
+        ):
             return
         if self.loop.in_loop_thread():
             self._frame_in_loop(addr, opaque, code, frame, timeout, callback, body)
         else:
-            self.loop.call_soon_threadsafe(self._frame_in_loop, addr, opaque, code, frame, timeout, callback, body)
+            self._hop(self._frame_in_loop, addr, opaque, code, frame, timeout, callback, body)
 
     def invoke_oneway(self, addr: str, request: RemotingCommand) -> None:
         """Send ``request`` flagged oneway: no answer, no retry. Connection errors are only logged."""
@@ -193,7 +205,22 @@ class RemotingClient(Endpoint):
         if self.loop.in_loop_thread():
             self._oneway_in_loop(addr, request)
         else:
-            self.loop.call_soon_threadsafe(self._oneway_in_loop, addr, request)
+            self._hop(self._oneway_in_loop, addr, request)
+
+    def _hop(self, fn: Any, *args: Any) -> None:
+        """``fn(*args)`` on the loop thread, counted in ``_hops`` until it ran."""
+        self._hops.append(None)
+        try:
+            self.loop.call_soon_threadsafe(self._hopped, fn, args)
+        except BaseException:
+            self._hops.pop()
+            raise
+
+    def _hopped(self, fn: Any, args: tuple[Any, ...]) -> None:
+        try:
+            fn(*args)
+        finally:  # the request is on the books (or failed): senders may write past it
+            self._hops.pop()
 
     def _sign(self, request: RemotingCommand) -> None:
         assert self.credentials is not None
@@ -295,75 +322,90 @@ class RemotingClient(Endpoint):
 
 
 class ClientChannel(Channel):
-    """A client's plain connection, to which the threads that send pre-encoded requests
-    (``submit_frame``: a producer's sends) write themselves, without a hop to the loop thread.
+    """A client's plain connection, to which a thread sending a pre-encoded request
+    (``submit_frame``: a producer's send) writes it itself when nothing is in flight on it.
 
-    A send that waited for the loop to wake, write it and go back to epoll paid two thread
-    switches more per round trip (a sync ``send``: most of its time). Here the sender registers
-    the request and, when nothing is in flight before it, writes it at once; otherwise it queues
-    it behind the others for the loop's next flush (one wake per burst), or writes the queue
-    itself once it holds ``WRITE_BURST`` bytes (a write per request cost more than the hop it
-    saves, at 64 sends in flight). What the loop thread does to the output and the pending
-    table runs under the same lock. Answers are still read and completed on the loop thread. A
-    deadline sweep, not a timer per request, reports the requests that got no answer in time (a
-    TimerHandle made and cancelled per request was a tenth of the loop's work at 64 in flight)."""
+    A sync send that waited for the loop to wake, write it and go back to epoll paid two thread
+    switches more per round trip: here the sender registers the request and writes it at once,
+    under the connection's lock, which the loop thread takes for what it does to the output and
+    the pending table. Requests nobody waits on (``send_async``), or behind others in flight,
+    go to the loop as before: written there in one burst per iteration, while the sender, which
+    holds the GIL most of the time, builds the next (measured: written by the sender, each
+    ``send_async`` cost it 2-3 us more of CPU, a loopback send's TCP work included, and
+    throughput fell). Answers are read and completed on the loop thread.
+
+    A deadline sweep, not a timer per request, reports the pre-encoded requests that got no
+    answer in time (a TimerHandle made and cancelled per request was a tenth of the loop's work
+    at 64 sends in flight)."""
 
     def __init__(self, *args: Any, **options: Any):
         super().__init__(*args, **options)
         self._lock = threading.RLock()
-        # (deadline, opaque, code, timeout) of submitted requests, deadlines in order
+        # (deadline, opaque, code, timeout) of pre-encoded requests, deadlines in order
         self._deadlines: deque[tuple[float, int, int, float]] = deque()
         self._sweep_armed = False
 
     def submit_frame(
         self, opaque: int, code: int, frame: bytes, timeout: float, callback: ResponseCallback, body: bytes = b""
     ) -> bool:
-        """``invoke_frame`` from any thread; False (nothing done) when the connection is not
-        (or no longer) active: then the loop thread's path reports it."""
-        deadline = time.monotonic() + timeout
+        """``invoke_frame`` from any thread when nothing is in flight or queued on the connection;
+        False (nothing done) otherwise, or when it is not active: then the loop thread's path takes it."""
+        if self._pending:
+            return False
         with self._lock:
-            if not self.is_active:
+            if self._pending or self._out.size or self._flush_scheduled or not self.is_active:
                 return False
-            deadlines = self._deadlines
-            if not deadlines or deadlines[-1][0] <= deadline:
-                self._pending[opaque] = (callback, None)
-                deadlines.append((deadline, opaque, code, timeout))
-                if not self._sweep_armed:
-                    self._sweep_armed = True
-                    self._loop.call_at(deadline, self._sweep)
-            else:  # a shorter timeout than those before it: a timer of its own
-                self._pending[opaque] = (callback, self._loop.call_at(deadline, self._expire, opaque, code, timeout))
-            out = self._out
-            if out.size or self._flush_scheduled or len(self._pending) > 1:
-                out.append_frame(frame, body)
-                if out.size >= WRITE_BURST:
-                    try:
-                        out.write_to(self._sock)
-                    except OSError:
-                        pass  # the loop's flush meets the error again and closes the connection
-                    if not out.size:
-                        return True
+            self._register(opaque, code, timeout, callback)
+            try:
+                written = self._sock.sendmsg((frame, body)) if body else self._sock.send(frame)
+            except (BlockingIOError, InterruptedError):
+                written = 0
+            except OSError:
+                written = 0  # the loop's flush meets the error again and closes the connection
+            if written == len(frame) + len(body):
+                self.last_active = time.monotonic()
+                return True
+            _append_rest(self._out, frame, body, written)
+            self._flush_scheduled = True
+            if self._loop.in_loop_thread():
+                self._loop.mark_dirty(self)
             else:
-                try:
-                    written = self._sock.sendmsg((frame, body)) if body else self._sock.send(frame)
-                except (BlockingIOError, InterruptedError):
-                    written = 0
-                except OSError:
-                    written = 0  # the loop's flush meets the error again and closes the connection
-                if written == len(frame) + len(body):
-                    self.last_active = time.monotonic()
-                    return True
-                _append_rest(out, frame, body, written)
-            if not self._flush_scheduled:
-                self._flush_scheduled = True
-                if self._loop.in_loop_thread():
-                    self._loop.mark_dirty(self)
-                else:
-                    self._loop.call_soon_threadsafe(self._flush)
+                self._loop.call_soon_threadsafe(self._flush)
         return True
 
+    def invoke_frame(self, *args: Any, **kwargs: Any) -> None:
+        """Loop thread: ``Channel.invoke_frame``, its timeout reported by the deadline sweep."""
+        with self._lock:
+            self._invoke_frame(*args, **kwargs)
+
+    def _invoke_frame(
+        self, opaque: int, code: int, frame: bytes, timeout: float | None, callback: ResponseCallback, body: bytes = b""
+    ) -> None:
+        if timeout is None or self._state is not _ACTIVE:
+            super().invoke_frame(opaque, code, frame, timeout, callback, body)
+            return
+        # queued behind what is there, written at the end of the loop's iteration
+        self._register(opaque, code, timeout, callback)
+        self._out.append_frame(frame, body)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.mark_dirty(self)
+
+    def _register(self, opaque: int, code: int, timeout: float, callback: ResponseCallback) -> None:
+        """Under the lock: ``opaque`` pending until its answer, or its deadline."""
+        deadline = time.monotonic() + timeout
+        deadlines = self._deadlines
+        if not deadlines or deadlines[-1][0] <= deadline:
+            self._pending[opaque] = (callback, None)
+            deadlines.append((deadline, opaque, code, timeout))
+            if not self._sweep_armed:
+                self._sweep_armed = True
+                self._loop.call_at(deadline, self._sweep)
+        else:  # a shorter timeout than those before it: a timer of its own
+            self._pending[opaque] = (callback, self._loop.call_at(deadline, self._expire, opaque, code, timeout))
+
     def _sweep(self) -> None:
-        """Fail the submitted requests past their deadline; drop the answered ones from the front."""
+        """Fail the pre-encoded requests past their deadline; drop the answered ones from the front."""
         now = time.monotonic()
         expired = []
         with self._lock:
@@ -397,10 +439,6 @@ class ClientChannel(Channel):
     def invoke_async(self, request: RemotingCommand, timeout: float | None, callback: ResponseCallback) -> None:
         with self._lock:
             super().invoke_async(request, timeout, callback)
-
-    def invoke_frame(self, *args: Any, **kwargs: Any) -> None:
-        with self._lock:
-            super().invoke_frame(*args, **kwargs)
 
     def _close(self, reason: RemotingError | None) -> None:
         with self._lock:
