@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable
 
 from rmq._service import Scheduler
+from rmq.broker._pull_lane import PullLane
 from rmq.broker._send_lane import SendLane
 from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
 from rmq.broker.client_manager import ClientManager
@@ -45,6 +46,7 @@ from rmq.broker.long_polling import PullRequestHoldService
 from rmq.broker.metrics import MetricsExporter
 from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
+from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.send import SendProcessor
 from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.role import RoleSwitch
@@ -207,6 +209,9 @@ class BrokerController:
             return None
         lane = SendLane(self.store, self.send_processor, self.topic_config_manager, self.pull_hold)
         self.send_processor.lane = lane
+        # pulls too: the send lane, the one lane the decoder offers frames, hands them over
+        pull_processor = next(p for p in self.processors if isinstance(p, PullProcessor))
+        lane.pull_lane = pull_processor.lane = PullLane(self.store, pull_processor)
         self.server.set_fast_lane(lane)
         return lane
 
