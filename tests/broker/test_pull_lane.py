@@ -19,12 +19,13 @@ from hypothesis import strategies as st
 from rmq._store import LAYOUT
 from rmq.broker._pull_lane import scan_pull_header
 from rmq.errors import ProtocolError, RequestRefused
-from rmq.net.codec import decode_frames
-from rmq.protocol.codes import RequestCode
+from rmq.net.codec import decode_frames, encode
+from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import PULL_KEYS, pull_header
 from tests.broker.test_send_lane import Twin, needs_lane
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import raw_frame
+from tests.helpers.requests import heartbeat_request
 
 _PULL = int(RequestCode.PULL_MESSAGE)
 # what differs between the twins' copies of a record: when it was stored, by which broker, from
@@ -65,6 +66,10 @@ def twins(start_broker, tmp_path: Path):
         config.perm = 2
         broker.topic_config_manager.update_topic_config(config)
     pair = Twin(lane), Twin(python)
+    # G2's consumers subscribe to TagB by heartbeat (a pull without the subscription bit reads it)
+    for twin in pair:
+        answers = twin.exchange(encode(heartbeat_request("c1", "G2", _TOPIC, sub="TagB")), 1)
+        assert [a.code for a in answers if a.flag & 1] == [ResponseCode.SUCCESS]  # (and the consumer-ids notice)
     yield pair
     for twin in pair:
         twin.connection.close()
@@ -154,7 +159,9 @@ def test_twins_agree_on_plain_and_edge_pulls(twins):
         _pull({"sysFlag": str(_SUBSCRIBED | _COMMIT), "commitOffset": "17", "queueOffset": "20"}),
         _pull({"sysFlag": str(_SUBSCRIBED | _COMMIT), "commitOffset": "-1", "queueId": "1", "consumerGroup": "G2"}),
         _pull({"sysFlag": str(_SUBSCRIBED | _COMMIT), "commitOffset": "3", "queueId": "1", "queueOffset": "3"}),
-        _pull({"sysFlag": str(_COMMIT), "commitOffset": "5", "consumerGroup": "G2"}),  # no subscription known
+        _pull({"sysFlag": str(_COMMIT), "commitOffset": "5", "consumerGroup": "G2"}),  # TagB, by heartbeat
+        _pull({"sysFlag": "0", "consumerGroup": "G2", "queueOffset": "30"}),
+        _pull({"sysFlag": "0", "consumerGroup": "G1"}),  # no subscription known
         _pull({"queueOffset": "40"}),  # at the max: not found (no suspend)
         _pull({"queueOffset": "400"}),  # past it: moved
         _pull({"queueId": "2"}),  # an empty queue
