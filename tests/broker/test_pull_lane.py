@@ -22,9 +22,10 @@ from rmq.errors import ProtocolError, RequestRefused
 from rmq.net.codec import decode_frames, encode
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import PULL_KEYS, pull_header
+from rmq.protocol.record import decode_record
 from tests.broker.test_send_lane import Twin, needs_lane
 from tests.helpers.broker import create_topic
-from tests.helpers.frames import raw_frame
+from tests.helpers.frames import RawConnection, raw_frame
 from tests.helpers.requests import heartbeat_request
 
 _PULL = int(RequestCode.PULL_MESSAGE)
@@ -312,3 +313,25 @@ def test_twins_agree_on_fuzzed_pulls(twins):
 
     fuzz()
     assert twins[0].broker.send_lane.pull_lane.served > 0
+
+
+@needs_lane
+def test_answers_bigger_than_the_socket_takes_arrive_whole(start_broker):
+    """The lane's answers of one read, handed to the output by reference, go out in pieces to a
+    reader with a small window: each pull gets its own records, in order, byte for byte."""
+    broker = start_broker()
+    _store_messages(broker)
+    frames = [_pull({"queueId": "3", "queueOffset": str(i % 4)}, opaque=i) for i in range(12)]
+    with RawConnection(broker.config.listen_port, receive_buffer=4096) as connection:
+        # two reads: the second's answers are made while the first's still wait for the window
+        connection.send(b"".join(frames[:6]))
+        (first,) = connection.read_commands(1)
+        connection.send(b"".join(frames[6:]))
+        answers = [first, *connection.read_commands(11)]
+    assert broker.send_lane.pull_lane.served == 12
+    assert [a.opaque for a in answers] == list(range(12))
+    for i, answer in enumerate(answers):
+        bodies = [decode_record(record).body for record in _masked(answer.body)]
+        # 100 KB records under the 256 KiB transfer bound: two a pull
+        expected = [bytes([65 + q]) * 100_000 for q in (i % 4, i % 4 + 1)]
+        assert bodies == expected, (i, [b[:1] for b in bodies])
