@@ -192,6 +192,7 @@ cdef class PullLane(FastLane):
         cdef StoreCore store = self._store
         cdef Py_ssize_t start, body_start, header_length
         cdef int max_msgs
+        cdef int64_t suggest
         cdef char* begin
         cdef char* p
         if not self._open or peer is None:
@@ -202,12 +203,6 @@ cdef class PullLane(FastLane):
             return 0
         group = _text(&f.fields[P_GROUP])
         topic = _text(&f.fields[P_TOPIC])
-        checked = self._processor.lane_filter(group, topic, f.queue_id, f.sys_flag,
-                                              _text(&f.fields[P_SUBSCRIPTION]), _text(&f.fields[P_EXPRESSION_TYPE]))
-        if checked is None:
-            self.left += 1
-            return 0
-        group_config, tag_filter = checked
         max_msgs = f.max_msg_nums
         if max_msgs < 1:
             max_msgs = 1
@@ -216,16 +211,29 @@ cdef class PullLane(FastLane):
         # the records go after room for the longest header, then move down to where it ends
         start = PyByteArray_GET_SIZE(out)
         body_start = start + 8 + ANSWER_HEADER_MAX
-        PyByteArray_Resize(out, body_start)
-        store.get_into(topic, f.queue_id, f.queue_offset, max_msgs, self._max_transfer_bytes, tag_filter, None,
-                       out, &place)
-        if place.status != FOUND:
+        try:
+            checked = self._processor.lane_filter(group, topic, f.queue_id, f.sys_flag,
+                                                  _text(&f.fields[P_SUBSCRIPTION]),
+                                                  _text(&f.fields[P_EXPRESSION_TYPE]))
+            if checked is None:
+                self.left += 1
+                return 0
+            group_config, tag_filter = checked
+            PyByteArray_Resize(out, body_start)
+            store.get_into(topic, f.queue_id, f.queue_offset, max_msgs, self._max_transfer_bytes, tag_filter, None,
+                           out, &place)
+            if place.status != FOUND:
+                PyByteArray_Resize(out, start)
+                self.left += 1
+                return 0
+            suggest = <int64_t>self._processor.lane_served(group_config, group, topic, f.queue_id, f.sys_flag,
+                                                  f.commit_offset, (<_Peer?>peer).address, place.count,
+                                                  place.total_bytes, place.last_phy_offset)
+        except Exception:
+            # whatever failed fails again in the processor, which answers it as it answers errors
             PyByteArray_Resize(out, start)
             self.left += 1
             return 0
-        suggest = self._processor.lane_served(group_config, group, topic, f.queue_id, f.sys_flag, f.commit_offset,
-                                              (<_Peer?>peer).address, place.count, place.total_bytes,
-                                              place.last_phy_offset)
         self.served += 1
         begin = PyByteArray_AS_STRING(out) + start
         p = _put_bytes(begin + 8, ANSWER_HEAD)
@@ -237,7 +245,7 @@ cdef class PullLane(FastLane):
         p = _put_bytes(p, ANSWER_MAX)
         p = put_decimal(p, place.max_offset)
         p = _put_bytes(p, ANSWER_SUGGEST)
-        p = put_decimal(p, <int64_t>suggest)
+        p = put_decimal(p, suggest)
         p = _put_bytes(p, ANSWER_END)
         header_length = p - (begin + 8)
         memmove(p, PyByteArray_AS_STRING(out) + body_start, place.total_bytes)

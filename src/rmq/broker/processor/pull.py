@@ -305,11 +305,12 @@ class PullProcessor(Processor):
     ) -> int:
         """What a pull the lane answered FOUND does besides its answer: its offset committed, its
         messages counted. Its suggestWhichBrokerId."""
-        self._commit(group, topic, queue_id, sys_flag, commit_offset, client)
-        self.get_counts.add(group, topic, count, size)
-        return self._suggest_after(
+        suggest = self._suggest_after(
             last_physical_offset, group_config.broker_id, group_config.which_broker_when_consume_slowly
         )
+        self._commit(group, topic, queue_id, sys_flag, commit_offset, client)
+        self.get_counts.add(group, topic, count, size)
+        return suggest
 
     # -- reading -------------------------------------------------------------------------------
 
