@@ -122,7 +122,7 @@ cdef int _resolve(const unsigned char* header, Py_ssize_t header_len, PullFields
     leaves the frame (anything pull_header refuses included)."""
     cdef Span* fields = f.fields
     cdef int64_t value
-    if not _scan_request(header, header_len, PULL_MESSAGE, PULL_MESSAGE, PULL_NAMES, PULL_LENGTHS, N_PULL_FIELDS, fields, &f.head):
+    if not _scan_request(header, header_len, &PULL_MESSAGE, 1, PULL_NAMES, PULL_LENGTHS, N_PULL_FIELDS, fields, &f.head):
         return 0
     # the strings the lane hands to Python as they are on the wire: required, plain
     if (fields[P_GROUP].start == NULL or fields[P_GROUP].length == 0 or fields[P_GROUP].escaped

@@ -275,15 +275,15 @@ cdef inline Py_ssize_t _scan_fields(const unsigned char* p, Py_ssize_t i, Py_ssi
         return -1
 
 
-cdef inline int _scan_request(const unsigned char* p, Py_ssize_t n, int code, int other_code, const char** names,
+cdef inline int _scan_request(const unsigned char* p, Py_ssize_t n, const int* codes, int n_codes, const char** names,
                               const Py_ssize_t* lengths, int count, Span* spans, RequestHead* head) noexcept nogil:
-    """A header of request ``code`` (or ``other_code``) read as rmq.net's codec reads it, into ``head`` and ``spans``
+    """A header of one of the ``n_codes`` request ``codes`` read as rmq.net's codec reads it, into ``head`` and ``spans``
     (``count`` of them, zeroed here): 1, or 0 when the lane leaves the frame (another code, or
     anything the codec would coerce, refuse or read otherwise: a language that is no string, a
     remark that is neither string nor null, a repeated key, a nested value, trailing bytes)."""
     cdef Span key, value
     cdef bint seen[N_TOP_KEYS]
-    cdef int k
+    cdef int k, c
     cdef int64_t number = 0
     cdef Py_ssize_t i
     for k in range(N_TOP_KEYS):
@@ -322,8 +322,12 @@ cdef inline int _scan_request(const unsigned char* p, Py_ssize_t n, int code, in
             i = _scan_int(p, i, n, &number)
             if k == TOP_CODE:
                 head.code = <int>number
-                if i >= 0 and number != code and number != other_code:
-                    return 0  # another lane's request (or none's): no need to read further
+                if i >= 0:
+                    for c in range(n_codes):
+                        if number == codes[c]:
+                            break
+                    else:
+                        return 0  # another lane's request (or none's): no need to read further
             elif k == TOP_OPAQUE:
                 head.opaque = <int>number
             elif k == TOP_FLAG:
