@@ -189,11 +189,19 @@ cdef inline int _field_int(const Span* span, int64_t low, int64_t high, bint req
 
 cdef inline int _header_code(const unsigned char* p, Py_ssize_t n) noexcept nogil:
     """The request code of a header that opens with it (``{"code":N``, as Java's fastjson, which
-    sorts the keys, and rmq's clients write it), else -1: which lane a frame is for, at a glance."""
+    sorts the keys, and rmq's clients write it; JSON whitespace allowed), else -1: which lane a
+    frame is for, at a glance."""
     cdef int64_t code
-    if n < 9 or memcmp(p, b'{"code":', 8) != 0:
+    cdef Py_ssize_t i = _skip_ws(p, 0, n)
+    if i >= n or p[i] != c'{':
         return -1
-    if _scan_int(p, 8, n, &code) < 0:
+    i = _skip_ws(p, i + 1, n)
+    if i + 6 > n or memcmp(p + i, b'"code"', 6) != 0:
+        return -1
+    i = _skip_ws(p, i + 6, n)
+    if i >= n or p[i] != c':':
+        return -1
+    if _scan_int(p, _skip_ws(p, i + 1, n), n, &code) < 0:
         return -1
     return <int>code
 
