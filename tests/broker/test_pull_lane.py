@@ -54,10 +54,9 @@ def _store_messages(broker) -> None:
         broker.put_inner(_TOPIC, 3, bytes([65 + i]) * 100_000, b"", born_timestamp=_BORN)
 
 
-@pytest.fixture
-def twins(start_broker, tmp_path: Path):
-    lane = start_broker(storePathRootDir=str(tmp_path / "lane"))
-    python = start_broker(storePathRootDir=str(tmp_path / "python"), fastLaneEnable="false")
+def _start_twins(start_broker, root: Path, **settings: str) -> tuple[Twin, Twin]:
+    lane = start_broker(storePathRootDir=str(root / "lane"), **settings)
+    python = start_broker(storePathRootDir=str(root / "python"), fastLaneEnable="false", **settings)
     assert lane.send_lane is not None and lane.send_lane.pull_lane is not None and python.send_lane is None
     for broker in (lane, python):
         _store_messages(broker)
@@ -71,6 +70,12 @@ def twins(start_broker, tmp_path: Path):
     for twin in pair:
         answers = twin.exchange(encode(heartbeat_request("c1", "G2", _TOPIC, sub="TagB")), 1)
         assert [a.code for a in answers if a.flag & 1] == [ResponseCode.SUCCESS]  # (and the consumer-ids notice)
+    return pair
+
+
+@pytest.fixture
+def twins(start_broker, tmp_path: Path):
+    pair = _start_twins(start_broker, tmp_path)
     yield pair
     for twin in pair:
         twin.connection.close()
@@ -312,3 +317,20 @@ def test_answers_bigger_than_the_socket_takes_arrive_whole(start_broker):
         # 100 KB records under the 256 KiB transfer bound: two a pull
         expected = [bytes([65 + q]) * 100_000 for q in (i % 4, i % 4 + 1)]
         assert bodies == expected, (i, [b[:1] for b in bodies])
+
+
+@needs_lane
+def test_twins_agree_on_the_broker_they_suggest(start_broker, tmp_path: Path):
+    """With slaveReadEnable, a read far behind the CommitLog's end (any read, at a 0 % memory ratio)
+    suggests the group's slow-consumer broker: the lane works it out as the processor does."""
+    pair = _start_twins(start_broker, tmp_path, slaveReadEnable="true", accessMessageInMemoryMaxRatio="0")
+    try:
+        _assert_twins_agree(
+            pair, [_pull({}), _pull({"queueId": "1", "queueOffset": "2"}), _pull({"queueOffset": "40"})]
+        )
+        (answer,) = pair[0].exchange(_pull({"queueOffset": "3"}), 7)
+        assert answer.ext_fields["suggestWhichBrokerId"] == "1"  # whichBrokerWhenConsumeSlowly's default
+        assert pair[0].broker.send_lane.pull_lane.served == 3
+    finally:
+        for twin in pair:
+            twin.connection.close()
