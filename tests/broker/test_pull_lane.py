@@ -334,3 +334,17 @@ def test_twins_agree_on_the_broker_they_suggest(start_broker, tmp_path: Path):
     finally:
         for twin in pair:
             twin.connection.close()
+
+
+@needs_lane
+def test_the_broker_runtime_info_counts_what_the_pull_lane_served(start_broker):
+    """rmq-admin brokerStatus sees how many pulls the pull lane took and left."""
+    broker = start_broker()
+    _store_messages(broker)
+    info = raw_frame(b'{"code":%d,"opaque":9,"flag":0,"extFields":{}}' % RequestCode.GET_BROKER_RUNTIME_INFO)
+    with RawConnection(broker.config.listen_port) as connection:
+        connection.send(_pull({}) + _pull({"queueOffset": "40"}) + info)  # found; nothing new: the processor's
+        *pulls, answer = connection.read_commands(3)
+    assert [a.code for a in pulls] == [ResponseCode.SUCCESS, ResponseCode.PULL_NOT_FOUND]
+    table = orjson.loads(answer.body)["table"]
+    assert (table["pullLaneServed"], table["pullLaneLeft"]) == ("1", "1")

@@ -185,6 +185,7 @@ class BrokerController:
             for code, handler in processor.handlers().items():
                 self.server.register_processor(code, handler)
         self.server.on_channel_closed(self._on_channel_closed)
+        self.pull_lane: PullLane | None = None  # set by _send_lane, which hands it the pulls
         self.send_lane = self._send_lane()
         # aclEnable: every request is checked before its processor (rmq.broker.acl), from start()
         self.acl_config_path = os.path.join(root, os.path.expanduser(self.config.acl_config_file))
@@ -211,7 +212,7 @@ class BrokerController:
         self.send_processor.lane = lane
         # pulls too: the send lane, the one lane the decoder offers frames, hands them over
         pull_processor = next(p for p in self.processors if isinstance(p, PullProcessor))
-        lane.pull_lane = pull_processor.lane = PullLane(self.store, pull_processor)
+        self.pull_lane = lane.pull_lane = pull_processor.lane = PullLane(self.store, pull_processor)
         self.server.set_fast_lane(lane)
         return lane
 
