@@ -350,6 +350,7 @@ cdef void serve(StreamState* st, GroupCommit group_commit) noexcept nogil:
         # idle first, then look again: a put after that look finds the slot set and wakes this
         # thread, one before it is seen here
         set_idle(st, True)
+        rmq_full_fence()    # the other half of wake_on_put's
         if commit_log_end(st) != end:
             set_idle(st, False)
 
