@@ -19,7 +19,7 @@ generator (``rmq.perf.load``, one connection, batches of 32 for "batch"; ``--eng
 bench_broker.py's Python pipeliner), so that on a pinned run the load's CPU is not what decides.
 
     PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64] [--tls] [--pin]
-        [--cpu] [--threads] [--no-null-slave] [--base OTHER_CHECKOUT/src]
+        [--cpu] [--threads] [--rate MSGS] [--no-null-slave] [--base OTHER_CHECKOUT/src]
 
 ``--pin`` runs each master (and the standalone broker) alone on the first CPU, its slave (real or
 null) and the load on the others: the master's own cost of replicating, as on a host of its own.
@@ -28,10 +28,13 @@ master's against the standalone broker's per round, and the real slaves': on a s
 steadier figure than messages per second, which another tenant's load moves by tens of percent.
 Pinned, it is the figure that decides: the master alone on its CPU takes at most 1 / (its CPU per
 message) messages a second, while the slave shares the other CPU with the load (it would not on a
-host of its own). ``--threads`` splits the master's CPU per message by thread (names from py-spy):
-what replicating adds shows as ``rmq-store-ha-stream``. ``--base SRC`` also runs a standalone
-broker and a master with a slave from another build (e.g. ``git archive main`` built in place), in
-the same rounds: before and after a change, each against its own standalone broker.
+host of its own). ``--rate`` offers every broker the same msgs/s (below what the slowest takes): in
+a closed loop a broker's CPU per message falls as requests pile up between its reads, so one whose
+load ran slower (the slave's CPU is the load's) looks dearer. ``--threads`` splits the master's
+CPU per message by thread (names from py-spy): what replicating adds shows as
+``rmq-store-ha-stream``. ``--base SRC`` also runs a standalone broker and a master with a slave
+from another build (e.g. ``git archive main`` built in place), in the same rounds: before and after
+a change, each against its own standalone broker.
 
 ``--catch-up MB`` measures the stream alone instead: a master store holding MB of CommitLog, a new
 slave store in a process of its own copying all of it, plain and over TLS (with cluster
@@ -126,13 +129,13 @@ def thread_cpu(pid: int) -> dict[int, float]:
     return found
 
 
-def generator_sends(port: int, depth: int, batch: bool, seconds: float, pids: list[int]):  # type: ignore[no-untyped-def]
-    """Sends from the compiled load generator (``rmq.perf.load``, one connection): (msgs/s, messages
-    acked, each of ``pids``' CPU seconds by thread over the run), the CPU read when the run starts
-    and once every answer is in."""
+def generator_sends(port: int, depth: int, batch: bool, seconds: float, pids: list[int], rate: float = 0.0):  # type: ignore[no-untyped-def]
+    """Sends from the compiled load generator (``rmq.perf.load``, one connection; ``rate`` msgs/s
+    offered, open loop, 0: closed loop): (msgs/s, messages acked, each of ``pids``' CPU seconds by
+    thread over the run), the CPU read when the run starts and once every answer is in."""
     spec = LoadSpec(
         "rmq", "127.0.0.1", port, TOPIC, batch=BATCH if batch else 1, in_flight=depth, duration=seconds,
-        interval=seconds, tags="bench", queues=QUEUES, engine=ENGINE_C,
+        interval=seconds, tags="bench", queues=QUEUES, engine=ENGINE_C, rate=rate,
     )  # fmt: skip
     marks: dict[str, tuple[float, list[dict[int, float]]]] = {}
 
@@ -278,6 +281,11 @@ def main() -> int:
         "--base", metavar="SRC", help="also a standalone broker and a master with a slave from the build at SRC"
     )
     parser.add_argument("--no-null-slave", action="store_true", help="only standalone and real (and TLS) slaves")
+    parser.add_argument(
+        "--rate", type=float, default=0.0,
+        help="msgs/s offered (open loop; 0: as many as answered): every broker then reads the same "
+        "arrivals, and a broker's CPU per message does not vary with how fast the load ran for it",
+    )  # fmt: skip
     parser.add_argument("--threads", action="store_true", help="also the master's CPU per message by thread (py-spy)")
     parser.add_argument(
         "--engine", choices=(ENGINE_C, "python"), default=ENGINE_C,
@@ -330,7 +338,7 @@ def main() -> int:
                         port, slave_port = brokers[side]
                         pids = [PROCESSES[p].pid for p in (port, slave_port) if p is not None]
                         if args.engine == ENGINE_C:
-                            rate, messages, used = generator_sends(port, depth, batch, args.seconds, pids)
+                            rate, messages, used = generator_sends(port, depth, batch, args.seconds, pids, args.rate)
                             if len(pids) > 1:  # with the slave's last appends
                                 at_end = thread_cpu(pids[1])
                                 time.sleep(0.2)
