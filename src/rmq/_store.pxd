@@ -41,12 +41,35 @@ cdef struct PropertySpans:
     Py_ssize_t delay_len
 
 
-# Where a put_raw went.
+# One message of a batch put_batch_raw appends: its buffers (the caller's, alive during the call),
+# and what put_batch_raw fills in (its body CRC, its record size).
+cdef struct BatchRecord:
+    const unsigned char* body
+    Py_ssize_t body_len
+    const unsigned char* props
+    Py_ssize_t props_len
+    int flag
+    uint32_t crc
+    Py_ssize_t size
+
+
+# Where a put_raw (a put_batch_raw: its first message) went.
 cdef struct PutPlace:
     int64_t phy_offset
     int64_t queue_offset
     int64_t store_timestamp
     Py_ssize_t total
+
+
+# Where a get_into went: get_message's outcome, without the records.
+cdef struct GetPlace:
+    int status
+    int64_t next_begin_offset
+    int64_t min_offset
+    int64_t max_offset
+    Py_ssize_t count
+    Py_ssize_t total_bytes
+    int64_t last_phy_offset     # the CommitLog offset of the last record found (-1: none)
 
 
 cdef class PutMessageResult:
@@ -125,11 +148,16 @@ cdef class StoreCore:
                      const unsigned char* props_ptr, Py_ssize_t props_len, int sys_flag, int64_t born_timestamp,
                      int flag, int reconsume_times, uint32_t born_host, int born_port,
                      int64_t prepared_tx_offset, PutPlace* place) except -1
+    cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n, int sys_flag,
+                           int64_t born_timestamp, uint32_t born_host, int born_port, PutPlace* place) except -1
+    cdef int get_into(self, str topic, int queue_id, int64_t offset, int max_msgs, Py_ssize_t max_total_bytes,
+                      object tag_filter, GetMessageResult result, bytearray out, GetPlace* place) except -1
     cdef int _lock(self) except -1
     cdef void _unlock(self) noexcept
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
     cdef void _publish_put(self, PutMessageResult result, object callback)
+    cdef void _wake_replication(self) noexcept
     cdef void _wake_ha(self) noexcept
     cdef int _cut(self, int64_t end) except -1
     cdef int _dispatch_replica(self) except -1

@@ -5,7 +5,6 @@ twin brokers, one with the lane and one without; and the lane's header scanner r
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import time
@@ -17,17 +16,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmq._store import LAYOUT
-from rmq.broker._send_lane import scan_send_header
+from rmq.broker._send_lane import scan_batch, scan_send_header
 from rmq.broker.controller import NO_FAST_LANE_ENV
 from rmq.errors import ProtocolError, RequestRefused
 from rmq.net import _codec, codec
 from rmq.net.codec import decode_frames
+from rmq.protocol.batch import decode_batch
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import send_header
 from rmq.protocol.message import SCHEDULE_TOPIC
 from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import RawConnection, raw_frame
+from tests.helpers.lanes import header_bytes, header_mutations
 
 # the fields of a record that differ between twins: where and when it was stored, who sent it
 _MASKED = [
@@ -101,33 +102,12 @@ _ext_fields = st.one_of(
     _fields(LONG_KEYS),
     st.dictionaries(st.text(max_size=3), _texts),
 )
-_headers = st.fixed_dictionaries(
-    {
-        "code": st.sampled_from(
-            [RequestCode.SEND_MESSAGE_V2] * 3 + [RequestCode.SEND_MESSAGE, RequestCode.SEND_BATCH_MESSAGE, 105]
-        ).map(int),
-        "extFields": _ext_fields,
-    },
-    optional={
-        "opaque": st.integers(-(2**31), 2**31 - 1),
-        "flag": st.sampled_from([0, 0, 0, 1, 2]),
-        "language": st.sampled_from(["JAVA", "CPP", "PYTHON"]),
-        "version": st.sampled_from([399, 317]),
-        "remark": st.one_of(st.none(), st.text(max_size=5)),
-        "serializeTypeCurrentRPC": st.just("JSON"),
-    },
+_header_bytes = header_bytes(
+    st.sampled_from(
+        [RequestCode.SEND_MESSAGE_V2] * 3 + [RequestCode.SEND_MESSAGE, RequestCode.SEND_BATCH_MESSAGE, 105]
+    ).map(int),
+    _ext_fields,
 )
-
-
-@st.composite
-def _header_bytes(draw) -> bytes:
-    header = draw(_headers)
-    style = draw(st.sampled_from(["orjson", "ascii", "spaced"]))
-    if style == "orjson":
-        return orjson.dumps(header)
-    if style == "ascii":
-        return json.dumps(header).encode()
-    return json.dumps(header, ensure_ascii=False, indent=1).encode()
 
 
 def _decoded_header(header: bytes) -> dict | None:
@@ -155,7 +135,7 @@ def _decoded_header(header: bytes) -> dict | None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(header=_header_bytes())
+@given(header=_header_bytes)
 def test_the_scanner_reads_what_send_header_reads(header):
     scanned = scan_send_header(header)
     if scanned is not None:
@@ -163,15 +143,13 @@ def test_the_scanner_reads_what_send_header_reads(header):
 
 
 @settings(max_examples=400, deadline=None)
-@given(header=_header_bytes(), data=st.data())
+@given(header=_header_bytes, data=st.data())
 def test_the_scanner_takes_any_bytes(header, data):
     """Cut, spliced or flipped, a header is read the way send_header reads it, or left to it."""
-    cut = data.draw(st.integers(0, len(header)))
-    junk = data.draw(st.binary(max_size=8))
-    for mutated in (header[:cut], header[:cut] + junk + header[cut:], junk, header[:cut] + junk):
-        scanned = scan_send_header(mutated)
+    for changed in header_mutations(header, data):
+        scanned = scan_send_header(changed)
         if scanned is not None:
-            assert scanned == _decoded_header(mutated)
+            assert scanned == _decoded_header(changed)
 
 
 def test_the_scanner_reads_both_spellings_and_leaves_the_unusual():
@@ -255,20 +233,37 @@ class Twin:
 
 def _answer(command) -> tuple:
     ext = dict(command.ext_fields)
-    if "msgId" in ext:  # the store's IPv4 and offset; the port is each twin's own
-        ext["msgId"] = ext["msgId"][:8] + ext["msgId"][16:]
+    if "msgId" in ext:  # the store's IPv4 and offset (a batch's: each message's); the port is each twin's own
+        ext["msgId"] = ",".join(msg_id[:8] + msg_id[16:] for msg_id in ext["msgId"].split(","))
     return command.code, command.remark, ext, command.body
 
 
-@pytest.fixture
-def twins(start_broker, tmp_path: Path):
-    lane = start_broker(storePathRootDir=str(tmp_path / "lane"))
-    python = start_broker(storePathRootDir=str(tmp_path / "python"), fastLaneEnable="false")
+def _start_twins(start_broker, tmp_path: Path, **settings: str):
+    lane = start_broker(storePathRootDir=str(tmp_path / "lane"), **settings)
+    python = start_broker(storePathRootDir=str(tmp_path / "python"), fastLaneEnable="false", **settings)
     assert lane.send_lane is not None and python.send_lane is None
     for broker in (lane, python):
         for topic, queues in _TOPICS.items():
             create_topic(broker, topic, queues)
     pair = Twin(lane), Twin(python)
+    return pair
+
+
+@pytest.fixture
+def twins(start_broker, tmp_path: Path):
+    pair = _start_twins(start_broker, tmp_path)
+    yield pair
+    for twin in pair:
+        twin.connection.close()
+
+
+# batches at maxMessageSize's edges, in frames a test sends quickly (and a CommitLog file holds)
+_BATCH_MAX_MESSAGE_SIZE = 64 * 1024
+
+
+@pytest.fixture
+def batch_twins(start_broker, tmp_path: Path):
+    pair = _start_twins(start_broker, tmp_path, maxMessageSize=str(_BATCH_MAX_MESSAGE_SIZE))
     yield pair
     for twin in pair:
         twin.connection.close()
@@ -321,7 +316,7 @@ def test_twins_agree_on_plain_and_edge_sends(twins):
 @needs_lane
 def test_twins_agree_on_fuzzed_sends(twins):
     @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(headers=st.lists(_header_bytes(), min_size=1, max_size=4), body=st.binary(max_size=64))
+    @given(headers=st.lists(_header_bytes, min_size=1, max_size=4), body=st.binary(max_size=64))
     def fuzz(headers, body):
         frames = []
         for header in headers:
@@ -359,3 +354,177 @@ def test_a_producer_whose_reads_end_mid_frame_is_not_taken_for_a_stalled_one(sta
         connection.send(frame[half:])
         connection.read_commands(1)
     assert broker.send_lane.served - served > 20
+
+
+# -- batches -------------------------------------------------------------------------------------
+
+_BATCH_PROPERTIES = [
+    b"",
+    b"TAGS\x01a\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01ABC\x02",
+    b"UNIQ_KEY\x01X",  # no trailing separator: the header's properties are joined with one
+    b"DELAY\x013\x02",
+    b"TIMER_DELAY_SEC\x015\x02",
+    b"TRAN_MSG\x01true\x02",
+    b"WAIT\x01false\x02",
+]
+
+
+def _record(body: bytes, props: bytes = b"", flag: int = 0, total: int | None = None, body_len=None, props_len=None):
+    """One record of a batch body (rmq.protocol.batch's layout), its lengths forged when given."""
+    head = struct.pack(
+        ">iiiii",
+        20 + len(body) + 2 + len(props) if total is None else total,
+        0,
+        0,
+        flag,
+        len(body) if body_len is None else body_len,
+    )
+    return head + body + struct.pack(">h", len(props) if props_len is None else props_len) + props
+
+
+def _batch_frame(records: list[bytes], ext: dict | None = None, code=RequestCode.SEND_BATCH_MESSAGE, **kw) -> bytes:
+    fields = {"a": "P", "b": "Lane", "e": "1", "g": "1700000000000"} if ext is None else ext
+    return _send_frame(code, fields, b"".join(records), **kw)
+
+
+@needs_lane
+def test_twins_agree_on_plain_and_edge_batches(batch_twins):
+    twins = batch_twins
+    v2 = RequestCode.SEND_MESSAGE_V2
+    tagged = [_record(b"m%d" % i, _BATCH_PROPERTIES[1], i) for i in range(32)]
+    # the bodies' store records (91 fixed bytes + body + topic "Lane") fill maxMessageSize exactly
+    at_limit = _BATCH_MAX_MESSAGE_SIZE - 2 * (91 + 4)
+    served = [
+        _batch_frame([_record(b"")]),  # the first is the processor's: it checks the topic
+        _batch_frame(tagged),
+        _batch_frame([_record(b"one", b"TAGS\x01t\x02", -5)]),
+        _batch_frame(tagged[:3], {"b": "Lane", "e": "2", "g": "5", "m": "true"}, code=v2),
+        _batch_frame(tagged[:2], {"topic": "Wide", "queueId": "6", "batch": "true"}, code=RequestCode.SEND_MESSAGE),
+        _batch_frame(tagged[:2], {"topic": "Wide", "queueId": "5", "bornTimestamp": "9"}),  # long names, 320
+        _batch_frame(  # the header's properties appended to each message's
+            [_record(b"a", p) for p in (b"", b"UNIQ_KEY\x01X", b"TAGS\x01t\x02")],
+            {"b": "Lane", "e": "0", "g": "5", "i": "WAIT\x01true\x02"},
+        ),
+        _batch_frame([_record(b"esc", b"K\x01v\x02")], {"b": "Lane", "e": "0", "i": 'q"\\/\x01\t\x02'}),
+        _batch_frame([_record(b"p", b"K\x01" + b"v" * (32767 - 2))]),  # properties at their limit
+        _batch_frame([_record(b"x", b"", total=0)]),  # total 0: not checked
+        _batch_frame([_record(b"o")], flag=2),  # oneway: stored, no answer
+        _batch_frame([_record(b"a" * (at_limit // 2)), _record(b"b" * (at_limit - at_limit // 2))]),
+        _batch_frame(tagged[:4]) * 3,  # three in one read
+    ]
+    refused = [
+        _batch_frame([_record(b"a" * (at_limit // 2)), _record(b"b" * (at_limit - at_limit // 2 + 1))]),
+        _batch_frame([_record(b"a" * 32768), _record(b"b" * 32769)]),  # the bodies past maxMessageSize
+        _batch_frame([_record(b"p", b"K\x01" + b"v" * (32767 - 2))], {"b": "Lane", "e": "0", "i": "W\x01x\x02"}),
+        _batch_frame([_record(b"", b"TRAN_MSG\x01true\x02")]),  # the processor's to decide (it stores it plain)
+        _batch_frame([_record(b"d", b"DELAY\x013\x02")]),
+        _batch_frame([_record(b"t", b"TIMER_DELAY_SEC\x015\x02")]),
+        _batch_frame([_record(b"d")], {"b": "Lane", "e": "0", "i": "DELAY\x012\x02"}),
+        _batch_frame([]),  # no message
+        _batch_frame([_record(b"abc")[:-1]]),  # truncated
+        _batch_frame([_record(b"abc", total=99)]),
+        _batch_frame([_record(b"abc", body_len=-1)]),
+        _batch_frame([_record(b"abc", body_len=2**31 - 1)]),
+        _batch_frame([_record(b"abc", b"K\x01v", props_len=-3)]),
+        _batch_frame([_record(b"abc", b"K\x01v", props_len=4)]),
+        _batch_frame([_record(b"abc")], {"b": "Lane", "e": "4"}),  # past the write queues
+        _batch_frame([_record(b"abc")], {"b": "%RETRY%G", "e": "0"}),
+    ]
+    _assert_twins_agree(twins, served + refused)
+    # all but the first to each topic (the processor's), the last frame three times
+    assert twins[0].broker.send_lane.served == len(served) - 2 + 2
+    answers = twins[0].exchange(_batch_frame(tagged[:3]), 7)
+    (answer,) = answers
+    assert answer.code == ResponseCode.SUCCESS and len(answer.ext_fields["msgId"].split(",")) == 3
+
+
+_records = st.lists(
+    st.builds(
+        lambda body, props, flag: _record(body, props, flag),
+        st.binary(max_size=24),
+        st.one_of(st.sampled_from(_BATCH_PROPERTIES), st.binary(max_size=12)),
+        st.integers(-(2**31), 2**31 - 1),
+    ),
+    max_size=5,
+)
+
+
+@st.composite
+def _batch_frames(draw) -> bytes:
+    body = b"".join(draw(_records))
+    if draw(st.booleans()):  # a few bytes cut, flipped or spliced in
+        at = draw(st.integers(0, len(body)))
+        junk = draw(st.binary(min_size=1, max_size=4))
+        body = draw(st.sampled_from([body[:at], body[:at] + junk + body[at + len(junk) :], body[:at] + junk]))
+    ext = draw(
+        st.sampled_from(
+            [
+                (RequestCode.SEND_BATCH_MESSAGE, {"a": "P", "b": "Lane", "e": "1", "g": "5"}),
+                (RequestCode.SEND_BATCH_MESSAGE, {"b": "Wide", "e": "7", "i": "WAIT\x01true\x02"}),
+                (RequestCode.SEND_BATCH_MESSAGE, {"topic": "Wide", "queueId": "2"}),
+                (RequestCode.SEND_MESSAGE_V2, {"b": "Lane", "e": "3", "m": "true", "i": "TAGS\x01t"}),
+                (RequestCode.SEND_MESSAGE, {"topic": "Lane", "queueId": "0", "batch": "true", "sysFlag": "1"}),
+            ]
+        )
+    )
+    return _send_frame(ext[0], ext[1], body, opaque=draw(st.integers(0, 2**31 - 1)))
+
+
+@needs_lane
+def test_twins_agree_on_fuzzed_batches(batch_twins):
+    twins = batch_twins
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(frames=st.lists(_batch_frames(), min_size=1, max_size=4))
+    def fuzz(frames):
+        _assert_twins_agree(twins, frames)
+
+    for topic in _TOPICS:  # the processor checks a topic first (then the lane knows it)
+        _assert_twins_agree(twins, [_send_frame(RequestCode.SEND_MESSAGE_V2, {"b": topic, "e": "0", "g": "1"})])
+    fuzz()
+    assert twins[0].broker.send_lane.served > 0
+
+
+def _decoded_batch(body: bytes) -> list | None:
+    try:
+        return decode_batch(body)
+    except RequestRefused:
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(max_size=64))
+def test_the_batch_walker_takes_any_bytes(body):
+    assert scan_batch(body) == _decoded_batch(body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=_records, data=st.data())
+def test_the_batch_walker_reads_what_decode_batch_reads(records, data):
+    """Valid bodies, and the same cut, spliced or with a byte flipped: read as decode_batch reads
+    them, or refused where it refuses them."""
+    body = b"".join(records)
+    at = data.draw(st.integers(0, len(body)))
+    junk = data.draw(st.binary(min_size=1, max_size=4))
+    flipped = bytearray(body)
+    if at < len(body):
+        flipped[at] ^= data.draw(st.integers(1, 255))
+    for mutated in (body, body[:at], body[:at] + junk + body[at:], bytes(flipped)):
+        assert scan_batch(mutated) == _decoded_batch(mutated)
+
+
+@needs_lane
+def test_the_broker_runtime_info_counts_what_the_lane_served(start_broker):
+    """rmq-admin brokerStatus (and perf/fuzz_broker.py) see how many frames the lane took."""
+    broker = start_broker()
+    create_topic(broker, "Lane")
+    send = _send_frame(RequestCode.SEND_MESSAGE_V2, {"b": "Lane", "e": "0", "g": "1"})
+    info = raw_frame(b'{"code":%d,"opaque":9,"flag":0,"extFields":{}}' % RequestCode.GET_BROKER_RUNTIME_INFO)
+    with RawConnection(broker.config.listen_port) as connection:
+        connection.send(send)  # the processor checks the topic first
+        connection.read_commands(1)
+        connection.send(send + _batch_frame([_record(b"a"), _record(b"b")], {"b": "Lane", "e": "0"}) + info)
+        *sends, answer = connection.read_commands(3)
+    assert [a.code for a in sends] == [ResponseCode.SUCCESS] * 2
+    table = orjson.loads(answer.body)["table"]
+    assert (table["sendLaneServed"], table["sendLaneLeft"]) == ("2", "2")  # the first send, the info request

@@ -1,6 +1,6 @@
 # cython: boundscheck=True, wraparound=False, cdivision=True, auto_pickle=False
-"""The broker's compiled send lane: SEND_MESSAGE and SEND_MESSAGE_V2, from a frame's bytes to its
-answer's bytes with no Python object per message, for the common case only. Whatever it does not
+"""The broker's compiled send lane: SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, from a
+frame's bytes to its answer's bytes with no Python object per message, for the common case only. Whatever it does not
 serve goes to ``rmq.broker.processor.send`` unchanged, and the two are one semantics: a send the
 lane serves gets the answer, and leaves the stored bytes, the processor would (the differential test
 ``tests/broker/test_send_lane.py`` holds them together).
@@ -9,9 +9,21 @@ The frame it reads (SPEC.md section 2; the header a JSON object)::
 
     offset  size  field
     0       4     total_length, 4       header_length (serialize type 0: JSON), both read by the decoder
-    8       H     {"code":10|310, "opaque":N, "flag":N, "version":N, "language":"S", "remark":"S"|null,
+    8       H     {"code":10|310|320, "opaque":N, "flag":N, "version":N, "language":"S", "remark":"S"|null,
                    "extFields":{<send_header.py's fields, long names or V2 letters>: "S", ...}, ...}
-    8+H     B     the message body, stored as it came
+    8+H     B     the message body, stored as it came; a batch's (code 320, or 310 with m=true) is
+                  rmq.protocol.batch's records, each stored as one message with the header's
+                  properties appended to its own:
+
+    offset  size  field (per record, big-endian; the BATCH_* constants below)
+    0       4     total     20 + bodyLen + 2 + propsLen, or 0 (not checked)
+    4       4     magic     not read
+    8       4     bodyCRC   not read (the store computes its own)
+    12      4     flag      the message's user flag
+    16      4     bodyLen   int32 >= 0
+    20      L     body
+    20+L    2     propsLen  int16 >= 0
+    22+L    P     properties
 
 and the answer it writes (what the processor's RemotingCommand encodes to, byte for byte)::
 
@@ -20,12 +32,15 @@ and the answer it writes (what the processor's RemotingCommand encodes to, byte 
     8       H'    {"code":0,"language":"PYTHON","version":399,"opaque":N,"flag":1,
                    "extFields":{"msgId":"<32 hex>","queueId":"Q","queueOffset":"N"}}
 
+(a batch's msgId: its messages' ids joined by commas; queueOffset: its first message's)
+
 The lane leaves a frame to the processor (returns 0 before it changed anything) when the header is
 anything but plain JSON the lane reads as orjson and ``rmq.protocol.headers.send_header`` do (an
 escape above ASCII, a raw byte above 0x7F, a duplicate key, a number that is no plain int, a field
 ``send_header`` would refuse), when the send is unusual (a batch, a retry topic, a negative queue
 id, properties marking a transaction, a delay level or a timer, properties or a body past their
-limits), when the broker is not in the plain case (SYNC_FLUSH or SYNC_MASTER waits, a slave, fenced,
+limits; a batch body the processor would refuse, or one whose messages' properties, with the
+header's appended, would be), when the broker is not in the plain case (SYNC_FLUSH or SYNC_MASTER waits, a slave, fenced,
 disk full, a topic the processor has not yet checked under the current topic table version), or
 when the store refuses the put (nothing stored: the processor repeats it and answers the refusal).
 Bound checks stay on (``boundscheck``); every index into the header is checked against its length.
@@ -33,18 +48,19 @@ Bound checks stay on (``boundscheck``); every index into the header is checked a
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
-from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 
 from rmq._commit_log cimport PUT_OK
-from rmq._endian cimport store_be32, store_be64
-from rmq._store cimport PutPlace, StoreCore
+from rmq._endian cimport load_be16, load_be32, store_be32, store_be64
+from rmq._store cimport BatchRecord, PutPlace, StoreCore
 from rmq.net._codec cimport FastLane
 from rmq.protocol._record cimport MSGID_BYTES, TOPIC_MAX_BYTES
 from rmq._decimal cimport MAX_DECIMAL, put_decimal
 
 from rmq.net import frame as _frame
+from rmq.protocol import batch as _batch
 from rmq.protocol import headers as _headers
 from rmq.protocol import message as _message
 from rmq.protocol import send_header as _send_header
@@ -75,25 +91,26 @@ cdef enum:
     F_MAX_RECONSUME_TIMES = 11
     F_BATCH = 12
     N_FIELDS = 13
-    # decimals of up to 18 digits fit an int64_t (rmq.net._codec's _int_of reads those itself)
-    MAX_PLAIN_DECIMAL_DIGITS = 18
-    # the top-level header keys the lane reads
-    K_CODE = 0
-    K_OPAQUE = 1
-    K_FLAG = 2
-    K_VERSION = 3
-    K_LANGUAGE = 4
-    K_REMARK = 5
-    K_EXT = 6
-    N_KEYS = 7
+    N_SEND_CODES = 3
     TOPIC_CACHE_SLOTS = 64
+    # a batch body's record (rmq.protocol.batch): total, magic, bodyCRC, flag, bodyLen, body, propsLen, props
+    BATCH_TOTAL = 0
+    BATCH_FLAG = 12
+    BATCH_BODY_LEN = 16
+    BATCH_BODY = 20
+    BATCH_PROPS_LEN_SIZE = 2
+    PROPERTY_SEPARATOR = 2
 
 assert len(_send_header.LONG_KEYS) == len(_send_header.SHORT_KEYS) == N_FIELDS, "send_header.py's fields changed: so must the lane"
+assert (_batch.RECORD_HEAD.size, _batch.PROPS_LEN.size) == (BATCH_BODY, BATCH_PROPS_LEN_SIZE), "rmq.protocol.batch changed: so must the lane"
+assert _message.PROPERTY_SEPARATOR == chr(PROPERTY_SEPARATOR)
 
-cdef int64_t INT32_MIN = -2147483648
-cdef int64_t INT32_MAX = 2147483647
 cdef int SEND_MESSAGE = _RequestCode.SEND_MESSAGE
 cdef int SEND_MESSAGE_V2 = _RequestCode.SEND_MESSAGE_V2
+cdef int SEND_BATCH_MESSAGE = _RequestCode.SEND_BATCH_MESSAGE
+cdef int PULL_MESSAGE = _RequestCode.PULL_MESSAGE
+cdef int SEND_CODES[N_SEND_CODES]
+SEND_CODES[:] = [SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE]
 cdef int FLAG_ONEWAY = _frame.FLAG_ONEWAY
 cdef int FLAG_RESPONSE = _frame.FLAG_RESPONSE
 cdef Py_ssize_t PROPERTIES_MAX = _message.PROPERTIES_MAX_LENGTH
@@ -101,29 +118,17 @@ cdef int DEFAULT_QUEUE_NUMS = _headers.DEFAULT_TOPIC_QUEUE_NUMS
 
 # The names the lane compares raw key bytes with (kept alive here, read through C pointers).
 cdef list _NAMES = [name.encode("ascii") for name in _send_header.LONG_KEYS + _send_header.SHORT_KEYS]
-cdef const char* LONG_NAMES[N_FIELDS]
-cdef const char* SHORT_NAMES[N_FIELDS]
-cdef Py_ssize_t LONG_LENGTHS[N_FIELDS]
-cdef Py_ssize_t SHORT_LENGTHS[N_FIELDS]
-cdef list _KEYS = [b"code", b"opaque", b"flag", b"version", b"language", b"remark", b"extFields"]
-cdef const char* KEY_NAMES[N_KEYS]
-cdef Py_ssize_t KEY_LENGTHS[N_KEYS]
+cdef const char* FIELD_NAMES[2 * N_FIELDS]  # the long names, then the V2 letters
+cdef Py_ssize_t FIELD_LENGTHS[2 * N_FIELDS]
 
 
 cdef void _bind_names():
     cdef Py_ssize_t i
     cdef bytes name
-    for i in range(N_FIELDS):
+    for i in range(2 * N_FIELDS):
         name = _NAMES[i]
-        LONG_NAMES[i] = PyBytes_AS_STRING(name)
-        LONG_LENGTHS[i] = PyBytes_GET_SIZE(name)
-        name = _NAMES[N_FIELDS + i]
-        SHORT_NAMES[i] = PyBytes_AS_STRING(name)
-        SHORT_LENGTHS[i] = PyBytes_GET_SIZE(name)
-    for i in range(N_KEYS):
-        name = _KEYS[i]
-        KEY_NAMES[i] = PyBytes_AS_STRING(name)
-        KEY_LENGTHS[i] = PyBytes_GET_SIZE(name)
+        FIELD_NAMES[i] = PyBytes_AS_STRING(name)
+        FIELD_LENGTHS[i] = PyBytes_GET_SIZE(name)
 
 
 _bind_names()
@@ -133,6 +138,12 @@ cdef bytes DELAY_MARK = (_message.MessageProperty.DELAY_TIME_LEVEL + _message.NA
 cdef bytes TIMER_MARK = _message.TIMER_PROPERTY_MARK.encode()
 cdef bytes PREPARED = _transaction.PREPARED_MARK.encode()
 cdef bytes RETRY_PREFIX = _message.RETRY_GROUP_TOPIC_PREFIX.encode()
+cdef const char* DELAY_MARK_PTR = DELAY_MARK
+cdef Py_ssize_t DELAY_MARK_LEN = len(DELAY_MARK)
+cdef const char* TIMER_MARK_PTR = TIMER_MARK
+cdef Py_ssize_t TIMER_MARK_LEN = len(TIMER_MARK)
+cdef const char* PREPARED_PTR = PREPARED
+cdef Py_ssize_t PREPARED_LEN = len(PREPARED)
 
 # The answer's constant parts (RemotingCommand.response_to's header, as rmq.net._codec writes it).
 cdef bytes ANSWER_HEAD = b'{"code":%d,"language":"%s","version":%d,"opaque":' % (
@@ -142,12 +153,6 @@ cdef bytes ANSWER_QUEUE_ID = b'","queueId":"'
 cdef bytes ANSWER_QUEUE_OFFSET = b'","queueOffset":"'
 cdef bytes ANSWER_END = b'"}}'
 cdef char* HEX_DIGITS = b"0123456789ABCDEF"
-
-
-cdef struct Span:
-    const unsigned char* start  # NULL: absent
-    Py_ssize_t length           # between the quotes, as on the wire
-    bint escaped
 
 
 cdef struct SendFields:
@@ -173,278 +178,19 @@ cdef struct SendFields:
 
 # -- the JSON header --------------------------------------------------------------------------
 
-cdef inline Py_ssize_t _skip_ws(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    while i < n and (p[i] == c' ' or p[i] == c'\t' or p[i] == c'\n' or p[i] == c'\r'):
-        i += 1
-    return i
-
-
-cdef inline int _hex(unsigned char c) noexcept nogil:
-    if c'0' <= c <= c'9':
-        return c - c'0'
-    if c'a' <= c <= c'f':
-        return c - c'a' + 10
-    if c'A' <= c <= c'F':
-        return c - c'A' + 10
-    return -1
-
-
-cdef inline int _escaped_char(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, Py_ssize_t* used) noexcept nogil:
-    """The ASCII character of the escape at p[i] (a backslash), its length in ``used``; -1 when the
-    lane leaves it (an escape above ASCII, a surrogate, or one orjson refuses)."""
-    cdef int a, b, c, d
-    if i + 1 >= n:
-        return -1
-    cdef unsigned char e = p[i + 1]
-    used[0] = 2
-    if e == c'"' or e == c'\\' or e == c'/':
-        return e
-    if e == c'b':
-        return 8
-    if e == c'f':
-        return 12
-    if e == c'n':
-        return 10
-    if e == c'r':
-        return 13
-    if e == c't':
-        return 9
-    if e != c'u' or i + 5 >= n:
-        return -1
-    a = _hex(p[i + 2])
-    b = _hex(p[i + 3])
-    c = _hex(p[i + 4])
-    d = _hex(p[i + 5])
-    if a != 0 or b < 0 or c < 0 or d < 0 or b > 0 or c > 7:
-        return -1
-    used[0] = 6
-    return c * 16 + d
-
-
-cdef Py_ssize_t _scan_string(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, Span* span) noexcept nogil:
-    """The string opening at p[i] (a quote): the index after its closing quote, its span in ``span``;
-    -1 when the lane leaves it (see _escaped_char; raw control characters and bytes above 0x7F)."""
-    cdef Py_ssize_t used
-    cdef unsigned char c
-    i += 1
-    span.start = p + i
-    span.escaped = False
-    while i < n:
-        c = p[i]
-        if c == c'"':
-            span.length = (p + i) - span.start
-            return i + 1
-        if c == c'\\':
-            if _escaped_char(p, i, n, &used) < 0:
-                return -1
-            span.escaped = True
-            i += used
-        elif c < 0x20 or c >= 0x80:
-            return -1
-        else:
-            i += 1
-    return -1
-
-
-cdef Py_ssize_t _unescape(const unsigned char* s, Py_ssize_t n, unsigned char* out) noexcept nogil:
-    """The bytes of a string _scan_string accepted (so its str's UTF-8: all ASCII); their length."""
-    cdef Py_ssize_t i = 0, o = 0, used = 0
-    while i < n:
-        if s[i] == c'\\':
-            out[o] = <unsigned char>_escaped_char(s, i, n, &used)
-            i += used
-        else:
-            out[o] = s[i]
-            i += 1
-        o += 1
-    return o
-
-
-cdef Py_ssize_t _scan_int(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, int64_t* out) noexcept nogil:
-    """A JSON integer at p[i] in the int32 range (what the codec's header ints must be): the index
-    after it; -1 for anything else (a fraction, an exponent, leading zeros, too many digits)."""
-    cdef bint negative = False
-    cdef Py_ssize_t start
-    cdef int64_t value = 0
-    if i < n and p[i] == c'-':
-        negative = True
-        i += 1
-    start = i
-    while i < n and c'0' <= p[i] <= c'9':
-        if i - start >= MAX_PLAIN_DECIMAL_DIGITS:
-            return -1
-        value = value * 10 + (p[i] - c'0')
-        i += 1
-    if i == start or (p[start] == c'0' and i - start > 1):
-        return -1
-    if i < n and (p[i] == c'.' or p[i] == c'e' or p[i] == c'E'):
-        return -1
-    if negative:
-        value = -value
-    if value < INT32_MIN or value > INT32_MAX:
-        return -1
-    out[0] = value
-    return i
-
-
-cdef Py_ssize_t _skip_literal(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """true, false or null at p[i]: the index after it, else -1."""
-    if i + 4 <= n and (memcmp(p + i, b"true", 4) == 0 or memcmp(p + i, b"null", 4) == 0):
-        return i + 4
-    if i + 5 <= n and memcmp(p + i, b"false", 5) == 0:
-        return i + 5
-    return -1
-
-
-cdef inline int _key_index(const Span* key, const char** names, const Py_ssize_t* lengths, int count) noexcept nogil:
-    cdef int k
-    for k in range(count):
-        if key.length == lengths[k] and memcmp(key.start, names[k], key.length) == 0:
-            return k
-    return -1
-
-
-cdef Py_ssize_t _scan_ext(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, SendFields* f) noexcept nogil:
-    """The extFields object at p[i]: every value a string, the send fields' spans kept."""
-    cdef Span key, value
-    cdef int k
-    i = _skip_ws(p, i + 1, n)
-    if i < n and p[i] == c'}':
-        return i + 1
-    while True:
-        if i >= n or p[i] != c'"':
-            return -1
-        i = _scan_string(p, i, n, &key)
-        if i < 0 or key.escaped:  # an escaped key might spell a field: orjson would read it so
-            return -1
-        i = _skip_ws(p, i, n)
-        if i >= n or p[i] != c':':
-            return -1
-        i = _skip_ws(p, i + 1, n)
-        if i >= n or p[i] != c'"':
-            return -1  # a value that is no string: the codec coerces it, the processor decides
-        i = _scan_string(p, i, n, &value)
-        if i < 0:
-            return -1
-        k = _key_index(&key, LONG_NAMES, LONG_LENGTHS, N_FIELDS)
-        if k >= 0:
-            if f.long_fields[k].start != NULL:
-                return -1  # duplicate keys: let one reader decide which wins
-            f.long_fields[k] = value
-        k = _key_index(&key, SHORT_NAMES, SHORT_LENGTHS, N_FIELDS)
-        if k >= 0:
-            if f.short_fields[k].start != NULL:
-                return -1
-            f.short_fields[k] = value
-        i = _skip_ws(p, i, n)
-        if i < n and p[i] == c',':
-            i = _skip_ws(p, i + 1, n)
-            continue
-        if i < n and p[i] == c'}':
-            return i + 1
-        return -1
-
-
 cdef int _scan_header(const unsigned char* p, Py_ssize_t n, SendFields* f) noexcept nogil:
-    """Read the header JSON into ``f``: 1, or 0 when the lane leaves the frame."""
-    cdef Span key, value
-    cdef bint seen[N_KEYS]
-    cdef int k
-    cdef int64_t number
-    cdef Py_ssize_t i
-    for k in range(N_KEYS):
-        seen[k] = False
+    """Read the header JSON into ``f`` (the shared scanner, _send_lane.pxd's _scan_request, over
+    both spellings): 1, or 0 when the lane leaves the frame."""
+    cdef RequestHead head
+    cdef Span spans[2 * N_FIELDS]
     memset(f, 0, sizeof(SendFields))
-    i = _skip_ws(p, 0, n)
-    if i >= n or p[i] != c'{':
+    if not _scan_request(p, n, SEND_CODES, N_SEND_CODES, FIELD_NAMES, FIELD_LENGTHS, 2 * N_FIELDS, spans, &head):
         return 0
-    i = _skip_ws(p, i + 1, n)
-    while True:
-        if i >= n or p[i] != c'"':
-            return 0
-        i = _scan_string(p, i, n, &key)
-        if i < 0 or key.escaped:
-            return 0
-        i = _skip_ws(p, i, n)
-        if i >= n or p[i] != c':':
-            return 0
-        i = _skip_ws(p, i + 1, n)
-        if i >= n:
-            return 0
-        k = _key_index(&key, KEY_NAMES, KEY_LENGTHS, N_KEYS)
-        if k >= 0:
-            if seen[k]:
-                return 0
-            seen[k] = True
-        if k == K_EXT:
-            if p[i] != c'{':
-                return 0
-            i = _scan_ext(p, i, n, f)
-        elif k == K_CODE or k == K_OPAQUE or k == K_FLAG or k == K_VERSION:
-            i = _scan_int(p, i, n, &number)
-            if k == K_CODE:
-                f.code = <int>number
-                if i >= 0 and f.code != SEND_MESSAGE and f.code != SEND_MESSAGE_V2:
-                    return 0  # not a send (a pull, a heartbeat): no need to read further
-            elif k == K_OPAQUE:
-                f.opaque = <int>number
-            elif k == K_FLAG:
-                f.flag = <int>number
-        elif p[i] == c'"':
-            i = _scan_string(p, i, n, &value)
-        elif k == K_LANGUAGE:
-            return 0  # the codec turns a language that is no string into one: not the lane's case
-        elif p[i] == c'-' or c'0' <= p[i] <= c'9':
-            if k == K_REMARK:
-                return 0
-            i = _scan_int(p, i, n, &number)
-        elif k == K_REMARK and not (i + 4 <= n and memcmp(p + i, b"null", 4) == 0):
-            return 0
-        else:
-            i = _skip_literal(p, i, n)  # anything nested under a key of its own: the processors'
-        if i < 0:
-            return 0
-        i = _skip_ws(p, i, n)
-        if i < n and p[i] == c',':
-            i = _skip_ws(p, i + 1, n)
-            continue
-        if i < n and p[i] == c'}':
-            break
-        return 0
-    if _skip_ws(p, i + 1, n) != n or not seen[K_CODE] or not seen[K_EXT]:
-        return 0
-    return 1
-
-
-cdef int _field_int(const Span* span, int64_t low, int64_t high, bint required, int64_t default,
-                    int64_t* out) noexcept nogil:
-    """An ext field as ``RemotingCommand.ext_int`` and send_header read it (absent or empty: the
-    default), in [low, high]: 1, or 0 when the lane leaves it (what send_header refuses or what
-    only Python's int() reads: signs, spaces, underscores, more digits)."""
-    cdef const unsigned char* s = span.start
-    cdef Py_ssize_t n = span.length, i = 0
-    cdef int64_t value = 0
-    if s == NULL or n == 0:
-        if required:
-            return 0
-        out[0] = default
-        return 1
-    if span.escaped:
-        return 0
-    if s[0] == c'-':
-        i = 1
-    if i >= n or n - i > MAX_PLAIN_DECIMAL_DIGITS:
-        return 0
-    while i < n:
-        if not c'0' <= s[i] <= c'9':
-            return 0
-        value = value * 10 + (s[i] - c'0')
-        i += 1
-    if s[0] == c'-':
-        value = -value
-    if value < low or value > high:
-        return 0
-    out[0] = value
+    f.code = head.code
+    f.opaque = head.opaque
+    f.flag = head.flag
+    memcpy(f.long_fields, spans, N_FIELDS * sizeof(Span))
+    memcpy(f.short_fields, spans + N_FIELDS, N_FIELDS * sizeof(Span))
     return 1
 
 
@@ -457,7 +203,7 @@ cdef int _resolve(const unsigned char* header, Py_ssize_t header_len, SendFields
         return 0
     if f.code == SEND_MESSAGE:
         fields = f.long_fields
-    elif f.code == SEND_MESSAGE_V2:
+    elif f.code == SEND_MESSAGE_V2 or f.code == SEND_BATCH_MESSAGE:
         fields = f.short_fields
         # long names under a V2 code (some clients send them): the spelling that names the topic
         if fields[F_TOPIC].start == NULL and f.long_fields[F_TOPIC].start != NULL:
@@ -489,7 +235,7 @@ cdef int _resolve(const unsigned char* header, Py_ssize_t header_len, SendFields
     if not _field_int(&fields[F_MAX_RECONSUME_TIMES], INT32_MIN, INT32_MAX, False, 0, &value):
         return 0
     f.max_reconsume_times = <int>value
-    f.batch = (fields[F_BATCH].start != NULL and fields[F_BATCH].length == 4 and not fields[F_BATCH].escaped
+    f.batch = f.code == SEND_BATCH_MESSAGE or (fields[F_BATCH].start != NULL and fields[F_BATCH].length == 4 and not fields[F_BATCH].escaped
                and memcmp(fields[F_BATCH].start, b"true", 4) == 0)
     if fields[F_BATCH].start != NULL and fields[F_BATCH].escaped:
         return 0  # "tru\u0065": rare enough to leave
@@ -498,6 +244,61 @@ cdef int _resolve(const unsigned char* header, Py_ssize_t header_len, SendFields
         f.properties.length = 0
         f.properties.escaped = False
     return 1
+
+
+# -- the batch body ---------------------------------------------------------------------------
+
+cdef Py_ssize_t _walk_batch(const unsigned char* p, Py_ssize_t size, BatchRecord* out) noexcept nogil:
+    """The records of a batch body into ``out`` (when not NULL): their count, or -1 when
+    ``rmq.protocol.batch.decode_batch`` refuses the body (a record that overruns it, sizes that do
+    not add up, no record at all). Every length is checked against what is left of the body."""
+    cdef Py_ssize_t pos = 0, count = 0, props_at, end
+    cdef int32_t total, body_len
+    cdef int16_t props_len
+    while pos < size:
+        if size - pos < BATCH_BODY:
+            return -1
+        total = load_be32(p + pos + BATCH_TOTAL)
+        body_len = load_be32(p + pos + BATCH_BODY_LEN)
+        if body_len < 0 or size - pos - BATCH_BODY - BATCH_PROPS_LEN_SIZE < body_len:
+            return -1
+        props_at = pos + BATCH_BODY + body_len
+        props_len = <int16_t>load_be16(p + props_at)
+        end = props_at + BATCH_PROPS_LEN_SIZE + props_len
+        if props_len < 0 or end > size or (total != 0 and total != end - pos):
+            return -1
+        if out != NULL:
+            out[count].body = p + pos + BATCH_BODY
+            out[count].body_len = body_len
+            out[count].props = p + props_at + BATCH_PROPS_LEN_SIZE
+            out[count].props_len = props_len
+            out[count].flag = load_be32(p + pos + BATCH_FLAG)
+        count += 1
+        pos = end
+    return count if count else -1
+
+
+cdef inline bint _refused_properties(const unsigned char* props, Py_ssize_t length) noexcept nogil:
+    """Properties the lane leaves to the processor: past their limit, or marking a transaction, a
+    delay level or a timer (the processor's own tests, on the same bytes)."""
+    return (length > PROPERTIES_MAX
+            or memmem(props, length, PREPARED_PTR, PREPARED_LEN) != NULL
+            or memmem(props, length, TIMER_MARK_PTR, TIMER_MARK_LEN) != NULL
+            or memmem(props, length, DELAY_MARK_PTR, DELAY_MARK_LEN) != NULL)
+
+
+cdef void* _reserve(void** buffer, Py_ssize_t* size, Py_ssize_t need) except NULL:
+    """``buffer`` (malloc'ed, ``size`` bytes) grown to at least ``need`` bytes."""
+    cdef void* grown
+    if need < 1:
+        need = 1
+    if need > size[0]:
+        grown = realloc(buffer[0], need)
+        if grown == NULL:
+            raise MemoryError()
+        buffer[0] = grown
+        size[0] = need
+    return buffer[0]
 
 
 # -- the answer -------------------------------------------------------------------------------
@@ -527,8 +328,6 @@ cdef char* _put_msg_id(char* p, uint32_t ip, int32_t port, int64_t offset) noexc
 
 cdef class _Peer:
     """A connection's born host and port (what the processor's ``_born_host`` makes of its address)."""
-    cdef uint32_t host
-    cdef int port
 
 
 cdef class _Topic:
@@ -560,8 +359,15 @@ cdef class SendLane(FastLane):
     cdef list _slots
     cdef unsigned char* _scratch
     cdef Py_ssize_t _scratch_size
+    # a batch's records, and their properties with the header's appended (when it has some)
+    cdef BatchRecord* _records
+    cdef Py_ssize_t _records_size
+    cdef unsigned char* _joined
+    cdef Py_ssize_t _joined_size
     cdef readonly uint64_t served
     cdef readonly uint64_t left
+    # the pull lane (rmq.broker._pull_lane) the decoder's one lane hands PULL_MESSAGE frames to
+    cdef public FastLane pull_lane
 
     def __init__(self, StoreCore store not None, processor, topics, hold):
         """``processor``: the broker's SendProcessor; ``topics``: its TopicConfigManager; ``hold``:
@@ -576,6 +382,8 @@ cdef class SendLane(FastLane):
 
     def __dealloc__(self):
         free(self._scratch)
+        free(self._records)
+        free(self._joined)
 
     def role_changed(self):
         """Read the processor's role again (its ``role_changed``): the lane serves only sends that
@@ -586,6 +394,7 @@ cdef class SendLane(FastLane):
     def connect(self, str remote_address):
         cdef _Peer peer = _Peer.__new__(_Peer)
         peer.host, peer.port = self._processor._born_host(remote_address)
+        peer.address = remote_address
         return peer
 
     cdef _Topic _topic(self, const unsigned char* name, Py_ssize_t length):
@@ -616,16 +425,10 @@ cdef class SendLane(FastLane):
         return entry
 
     cdef const unsigned char* _unescaped(self, const Span* span, Py_ssize_t* length) except NULL:
-        cdef unsigned char* grown
         if not span.escaped:
             length[0] = span.length
             return span.start if span.start != NULL else <const unsigned char*>b""
-        if span.length > self._scratch_size:
-            grown = <unsigned char*>realloc(self._scratch, span.length)
-            if grown == NULL:
-                raise MemoryError()
-            self._scratch = grown
-            self._scratch_size = span.length
+        _reserve(<void**>&self._scratch, &self._scratch_size, span.length)
         length[0] = _unescape(span.start, span.length, self._scratch)
         return self._scratch
 
@@ -635,18 +438,18 @@ cdef class SendLane(FastLane):
         cdef StoreCore store = self._store
         cdef _Topic topic
         cdef const unsigned char* props
-        cdef Py_ssize_t props_len, start, length
+        cdef Py_ssize_t props_len, count = 0
         cdef PutPlace place
         cdef int status
-        cdef char* p
-        cdef char* begin
+        if self.pull_lane is not None and _header_code(header, header_len) == PULL_MESSAGE:
+            return self.pull_lane.serve(peer, header, header_len, body, body_len, out)
         if not self._open or peer is None or store.fenced or store.disk_full or store.slave:
             self.left += 1
             return 0
-        if not _resolve(header, header_len, &f) or f.flag & FLAG_RESPONSE or f.batch:
+        if not _resolve(header, header_len, &f) or f.flag & FLAG_RESPONSE:
             self.left += 1
             return 0
-        if (f.queue_id < 0 or f.topic_len > TOPIC_MAX_BYTES or body_len > store.max_message_size
+        if (f.queue_id < 0 or f.topic_len > TOPIC_MAX_BYTES or (body_len > store.max_message_size and not f.batch)
                 or (f.topic_len >= PyBytes_GET_SIZE(RETRY_PREFIX)
                     and memcmp(f.topic, PyBytes_AS_STRING(RETRY_PREFIX), PyBytes_GET_SIZE(RETRY_PREFIX)) == 0)):
             self.left += 1
@@ -656,35 +459,89 @@ cdef class SendLane(FastLane):
             self.left += 1
             return 0
         props = self._unescaped(&f.properties, &props_len)
-        if (props_len > PROPERTIES_MAX
-                or memmem(props, props_len, PyBytes_AS_STRING(PREPARED), PyBytes_GET_SIZE(PREPARED)) != NULL
-                or memmem(props, props_len, PyBytes_AS_STRING(TIMER_MARK), PyBytes_GET_SIZE(TIMER_MARK)) != NULL
-                or memmem(props, props_len, PyBytes_AS_STRING(DELAY_MARK), PyBytes_GET_SIZE(DELAY_MARK)) != NULL):
+        if _refused_properties(props, props_len):  # a batch's: appended to each of its messages'
             self.left += 1
             return 0
-        status = store.put_raw(topic.topic, f.queue_id, body, body_len, props, props_len, f.sys_flag,
-                               f.born_timestamp, f.message_flag, f.reconsume_times, (<_Peer>peer).host,
-                               (<_Peer>peer).port, 0, &place)
+        if f.batch:
+            count = self._batch(props, props_len, body, body_len)
+            status = store.put_batch_raw(topic.topic, f.queue_id, self._records, count, f.sys_flag,
+                                         f.born_timestamp, (<_Peer>peer).host, (<_Peer>peer).port,
+                                         &place) if count > 0 else -1
+        else:
+            status = store.put_raw(topic.topic, f.queue_id, body, body_len, props, props_len, f.sys_flag,
+                                   f.born_timestamp, f.message_flag, f.reconsume_times, (<_Peer>peer).host,
+                                   (<_Peer>peer).port, 0, &place)
         if status != PUT_OK:
             self.left += 1
             return 0  # nothing stored: the processor puts it again and answers what the store says
         self.served += 1
         if self._hold.has_parked:
             self._hold.notify_message_arriving(topic.topic, f.queue_id)
-        if f.flag & FLAG_ONEWAY:
-            return 1
-        start = PyByteArray_GET_SIZE(out)
-        length = (8 + PyBytes_GET_SIZE(ANSWER_HEAD) + PyBytes_GET_SIZE(ANSWER_FLAG) + 2 * MSGID_BYTES
+        if not f.flag & FLAG_ONEWAY:
+            self._answer(out, f.opaque, f.queue_id, &place, self._records if f.batch else NULL, count)
+        return 1
+
+    cdef Py_ssize_t _batch(self, const unsigned char* extra, Py_ssize_t extra_len, const unsigned char* body,
+                           Py_ssize_t body_len) except -2:
+        """A batch body's messages into ``_records``, ``extra`` (the header's properties) appended to
+        each one's as the processor appends them: how many, or -1 when the lane leaves the batch (a
+        body the processor refuses, or a message's properties the lane leaves)."""
+        cdef Py_ssize_t count = _walk_batch(body, body_len, NULL), i, joined = 0, bodies = 0
+        cdef BatchRecord* record
+        cdef unsigned char* p
+        if count < 0:
+            return -1
+        _reserve(<void**>&self._records, &self._records_size, count * sizeof(BatchRecord))
+        _walk_batch(body, body_len, self._records)
+        for i in range(count):
+            bodies += self._records[i].body_len
+            joined += self._records[i].props_len + 1 + extra_len
+        if bodies > self._store.max_message_size:
+            return -1
+        if extra_len:
+            p = <unsigned char*>_reserve(<void**>&self._joined, &self._joined_size, joined)
+            for i in range(count):
+                record = &self._records[i]
+                memcpy(p, record.props, record.props_len)
+                joined = record.props_len
+                if joined and p[joined - 1] != PROPERTY_SEPARATOR:
+                    p[joined] = PROPERTY_SEPARATOR
+                    joined += 1
+                memcpy(p + joined, extra, extra_len)
+                record.props = p
+                record.props_len = joined + extra_len
+                p += record.props_len
+        for i in range(count):
+            if _refused_properties(self._records[i].props, self._records[i].props_len):
+                return -1
+        return count
+
+    cdef int _answer(self, bytearray out, int opaque, int queue_id, const PutPlace* place,
+                     const BatchRecord* records, Py_ssize_t count) except -1:
+        """The SUCCESS answer of a put (of ``count`` messages of ``records``, a batch's, back to back
+        from ``place.phy_offset``), appended to ``out``."""
+        cdef StoreCore store = self._store
+        cdef Py_ssize_t start = PyByteArray_GET_SIZE(out), length, i
+        cdef int64_t offset = place.phy_offset
+        cdef char* p
+        cdef char* begin
+        length = (8 + PyBytes_GET_SIZE(ANSWER_HEAD) + PyBytes_GET_SIZE(ANSWER_FLAG)
+                  + (2 * MSGID_BYTES + 1) * (count if records != NULL else 1)
                   + PyBytes_GET_SIZE(ANSWER_QUEUE_ID) + PyBytes_GET_SIZE(ANSWER_QUEUE_OFFSET)
                   + PyBytes_GET_SIZE(ANSWER_END) + 3 * MAX_DECIMAL)
         PyByteArray_Resize(out, start + length)
         begin = PyByteArray_AS_STRING(out) + start
         p = _put_bytes(begin + 8, ANSWER_HEAD)
-        p = put_decimal(p, f.opaque)
+        p = put_decimal(p, opaque)
         p = _put_bytes(p, ANSWER_FLAG)
-        p = _put_msg_id(p, store.store_ip, store.store_port, place.phy_offset)
+        p = _put_msg_id(p, store.store_ip, store.store_port, offset)
+        if records != NULL:
+            for i in range(1, count):
+                offset += records[i - 1].size
+                p[0] = c','
+                p = _put_msg_id(p + 1, store.store_ip, store.store_port, offset)
         p = _put_bytes(p, ANSWER_QUEUE_ID)
-        p = put_decimal(p, f.queue_id)
+        p = put_decimal(p, queue_id)
         p = _put_bytes(p, ANSWER_QUEUE_OFFSET)
         p = put_decimal(p, place.queue_offset)
         p = _put_bytes(p, ANSWER_END)
@@ -692,7 +549,7 @@ cdef class SendLane(FastLane):
         store_be32(<unsigned char*>begin, <int32_t>(length - 4))
         store_be32(<unsigned char*>begin + 4, <int32_t>(length - 8))
         PyByteArray_Resize(out, start + length)
-        return 1
+        return 0
 
 
 def scan_send_header(header):
@@ -726,3 +583,20 @@ def scan_send_header(header):
         "max_reconsume_times": f.max_reconsume_times if f.has_max_reconsume_times else None,
         "batch": bool(f.batch),
     }
+
+
+def scan_batch(body):
+    """What the lane reads of a batch body (bytes), for tests: None when it would leave the batch to
+    the processor for its body, else ``rmq.protocol.batch.decode_batch``'s ``(body, properties,
+    flag)`` list."""
+    cdef bytes raw = bytes(body)
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), count = _walk_batch(p, n, NULL), i
+    cdef BatchRecord* records
+    if count < 0:
+        return None
+    buffer = bytearray(count * sizeof(BatchRecord))
+    records = <BatchRecord*>PyByteArray_AS_STRING(buffer)
+    _walk_batch(p, n, records)
+    return [((<const char*>records[i].body)[:records[i].body_len],
+             (<const char*>records[i].props)[:records[i].props_len], records[i].flag) for i in range(count)]
