@@ -107,10 +107,13 @@ cdef extern from *:
     static inline int rmq_exchange_int(int* p, int v) { return __atomic_exchange_n(p, v, __ATOMIC_SEQ_CST); }
     static inline void rmq_store_int(int* p, int v) { __atomic_store_n(p, v, __ATOMIC_SEQ_CST); }
     static inline Py_ssize_t rmq_load_acquire_ssize(const Py_ssize_t* p) { return __atomic_load_n(p, __ATOMIC_ACQUIRE); }
+    static inline void rmq_full_fence(void) { __atomic_thread_fence(__ATOMIC_SEQ_CST); }
     """
     int rmq_exchange_int(int* p, int v) nogil
     void rmq_store_int(int* p, int v) nogil
     Py_ssize_t rmq_load_acquire_ssize(const Py_ssize_t* p) nogil
+    # no load after it passes a store before it (x86 reorders those alone)
+    void rmq_full_fence() nogil
 
 
 cdef extern from "<unistd.h>" nogil:
@@ -121,6 +124,11 @@ cdef inline void wake_on_put(HAStream stream) noexcept:
     """After a put (GIL held): an idle ASYNC stream asked the next one to wake it, once."""
     cdef int fd
     cdef unsigned long long one = 1
+    # Dekker's pattern with the stream going idle (``serve``): it stores the slot, then reads the
+    # CommitLog's end; the put stored the end, then reads the slot. Without a fence on each side
+    # x86 lets the load pass the store: each side misses the other's, the stream idles and the
+    # put's bytes wait for its next look (idle_wait_ms, 100 ms). A fence per put, no syscall.
+    rmq_full_fence()
     if stream.state.wake_slot >= 0:
         fd = rmq_exchange_int(&stream.state.wake_slot, -1)
         if fd >= 0:

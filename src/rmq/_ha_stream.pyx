@@ -18,6 +18,7 @@
 #   failure notify_fd announced             mappings), heartbeats, drops silent   (release order);
 #   TLS slaves: served on the loop          slaves; publishes the best ack    --> an idle stream's
 #                                           into the group commit               wake_fd, once
+#                                           (SYNC_MASTER)
 #
 # Every field of StreamState is guarded by its mutex; the thread holds it while it serves the slaves
 # and releases it while it waits in epoll. The HA loop and the put path take it without the GIL. The
@@ -277,7 +278,10 @@ cdef void transfer(StreamState* st, Slave* s, int64_t end, int64_t now) noexcept
 
 
 cdef void publish_acks(StreamState* st, GroupCommit group_commit) noexcept nogil:
-    """The best ack of the slaves that reported (the HA loop's included) into the group commit."""
+    """The best ack of the slaves that reported (the HA loop's included) into the group commit,
+    SYNC_MASTER only: an ASYNC_MASTER's sends wait for no slave, and each ack that moved would wake
+    the completer for nothing (an eventfd write every poll; under SYNC_FLUSH the broker's loop,
+    which then takes the GIL to complete nothing)."""
     cdef int i, count = st.python_count
     cdef int64_t best = st.python_best if st.python_count else 0
     cdef Slave* s
@@ -287,7 +291,7 @@ cdef void publish_acks(StreamState* st, GroupCommit group_commit) noexcept nogil
             count += 1
             if s.acked > best:
                 best = s.acked
-    if best != st.published_best or count != st.published_count:
+    if st.sync and (best != st.published_best or count != st.published_count):
         st.published_best = best
         st.published_count = count
         publish_replicated_to(group_commit.state, best, count)
@@ -350,6 +354,7 @@ cdef void serve(StreamState* st, GroupCommit group_commit) noexcept nogil:
         # idle first, then look again: a put after that look finds the slot set and wakes this
         # thread, one before it is seen here
         set_idle(st, True)
+        rmq_full_fence()    # the other half of wake_on_put's
         if commit_log_end(st) != end:
             set_idle(st, False)
 

@@ -1,7 +1,8 @@
 """A master and a slave broker as real processes behind one name server: the slave finds its master
 through the name server, copies every message sent to the master, and refuses sends itself;
 SYNC_MASTER sends wait for it. With cluster credentials only a slave that proves the secret gets a
-byte or counts; TLS and haListenAddress on the HA port."""
+byte or counts; TLS and haListenAddress on the HA port. In process: a send the compiled lane serves
+wakes an idle replication stream."""
 
 from __future__ import annotations
 
@@ -14,14 +15,15 @@ from pathlib import Path
 
 import pytest
 
-from rmq.net import RemotingClient, RemotingCommand
+from rmq.net import RemotingClient, RemotingCommand, _codec, codec
 from rmq.perf.cluster import ProcessSampler
 from rmq.protocol import ha as wire
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.replica import HAStatus
-from tests.helpers import wait_until
-from tests.helpers.broker import broker_settings
-from tests.helpers.frames import refused
+from rmq.store import ha
+from tests.helpers import free_port, wait_until
+from tests.helpers.broker import broker_settings, create_topic
+from tests.helpers.frames import RawConnection, raw_frame, refused
 from tests.helpers.ha_peer import FakeSlave
 from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, Processes, start_broker_process, start_namesrv
 from tests.helpers.requests import call, route_request, send_request
@@ -343,3 +345,38 @@ def test_ha_listen_address_binds_the_ha_port_where_told(processes, client, tmp_p
     for i in range(20):
         assert call(client, master, send_request("Bound", bytes([i]) * 300, queue_id=i % 4)).code == 0
     wait_replicated(tmp_path)
+
+
+def test_a_send_the_lane_serves_wakes_an_idle_replication_stream(start_broker, monkeypatch):
+    """An ASYNC_MASTER's stream goes idle once its slave has every byte; the next put wakes it,
+    whichever path made it: here a send the compiled lane serves, from frame bytes to the store. The
+    stream's own idle look is put far off (60 s, 30 s with the heartbeats), so the slave getting
+    the message in the 10 s below is the put's doing."""
+    monkeypatch.setattr(ha, "NEW_DATA_POLL", 60.0)
+    broker = start_broker(
+        brokerRole="ASYNC_MASTER",
+        haListenPort=str(free_port()),
+        haSendHeartbeatInterval="60000",
+        haHousekeepingInterval="120000",
+    )
+    if broker.send_lane is None or codec.implementation is not _codec:
+        pytest.skip("the send lane is off")
+    create_topic(broker, "Replicated")
+    store, service = broker.store, broker.store.ha_service
+    header = b'{"code":%d,"opaque":%%d,"flag":0,"extFields":{"a":"P","b":"Replicated","e":"0"}}' % (
+        RequestCode.SEND_MESSAGE_V2
+    )
+
+    def slave_has_all() -> bool:
+        return [s.acked_offset for s in service.slaves()] == [store.get_max_phy_offset()]
+
+    with FakeSlave(broker.config.ha_listen_port), RawConnection(broker.config.listen_port) as producer:
+        # the first send of a topic goes to the processor, which checks the topic for the lane
+        for opaque, by_lane in ((1, 0), (2, 1), (3, 1)):
+            wait_until(lambda: service.idle and slave_has_all(), 10, "the stream idle, its slave caught up")
+            served = broker.send_lane.served
+            producer.send(raw_frame(header % opaque, b"replicate me"))
+            (answer,) = producer.read_commands(1)
+            assert answer.code == ResponseCode.SUCCESS, answer.remark
+            assert broker.send_lane.served == served + by_lane
+            wait_until(slave_has_all, 10, "the slave got the send")

@@ -4,6 +4,7 @@ cluster authentication, TLS and haListenAddress on it."""
 
 from __future__ import annotations
 
+import select
 import socket
 import threading
 import time
@@ -326,6 +327,24 @@ def test_a_plain_slave_is_streamed_without_the_python_ha_loop(tmp_path, opened):
     caught_up(master, slave)
     assert wake_ups(ha_thread.native_id) - before < 50
     assert_replica(master, slave)
+
+
+def test_an_async_masters_slave_acks_wake_no_completer(tmp_path, opened):
+    """Only a SYNC_MASTER's sends wait for a slave's ack. An ASYNC_MASTER's stream keeps its slaves'
+    acks to itself (status, lag): each one that moved wrote the completer's eventfd before, up to
+    every 2 ms poll under load, and under SYNC_FLUSH that woke the broker's loop to complete nothing."""
+    master = open_pair(tmp_path, opened)  # ASYNC_FLUSH: no flush round writes the eventfd either
+    slave = open_slave(tmp_path, opened, master)
+
+    def acked_all() -> bool:
+        assert master.ha_service is not None
+        return [s.acked_offset for s in master.ha_service.slaves()] == [master.commit_log.get_max_offset()]
+
+    for _ in range(3):
+        put_many(master, 20)
+        caught_up(master, slave)
+        wait_until(acked_all, 5, "the master has the slave's ack of every byte")
+    assert select.select([master.commit_event_fd], [], [], 0)[0] == []
 
 
 def test_a_slave_streamed_while_puts_keep_coming_stays_connected(tmp_path, opened, caplog):
