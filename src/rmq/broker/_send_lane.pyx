@@ -33,18 +33,22 @@ Bound checks stay on (``boundscheck``); every index into the header is checked a
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 
 from rmq._commit_log cimport PUT_OK
 from rmq._endian cimport store_be32, store_be64
-from rmq._store cimport PutPlace, StoreCore
+from rmq._store cimport CommitSink, PutPlace, StoreCore
 from rmq.net._codec cimport FastLane
 from rmq.protocol._record cimport MSGID_BYTES, TOPIC_MAX_BYTES
 from rmq._decimal cimport MAX_DECIMAL, put_decimal
 
+from rmq.broker.processor.send import put_reply as _put_reply
 from rmq.net import frame as _frame
+from rmq.net.codec import encode_into as _encode_into
 from rmq.protocol import headers as _headers
 from rmq.protocol import message as _message
 from rmq.protocol import send_header as _send_header
@@ -57,6 +61,7 @@ cdef extern from "string.h":
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeASCII(const char* s, Py_ssize_t size, const char* errors)
+    object PyByteArray_FromStringAndSize(const char* s, Py_ssize_t size)
 
 
 # The header fields, by position in send_header.py's FIELDS (LONG_KEYS[i] / SHORT_KEYS[i]).
@@ -133,6 +138,8 @@ cdef bytes DELAY_MARK = (_message.MessageProperty.DELAY_TIME_LEVEL + _message.NA
 cdef bytes TIMER_MARK = _message.TIMER_PROPERTY_MARK.encode()
 cdef bytes PREPARED = _transaction.PREPARED_MARK.encode()
 cdef bytes RETRY_PREFIX = _message.RETRY_GROUP_TOPIC_PREFIX.encode()
+# a send that does not wait for the disk or a slave under SYNC_FLUSH / SYNC_MASTER (the processor's test)
+cdef bytes NO_WAIT_MARK = (_message.MessageProperty.WAIT_STORE_MSG_OK + _message.NAME_VALUE_SEPARATOR + "false").encode()
 
 # The answer's constant parts (RemotingCommand.response_to's header, as rmq.net._codec writes it).
 cdef bytes ANSWER_HEAD = b'{"code":%d,"language":"%s","version":%d,"opaque":' % (
@@ -509,6 +516,44 @@ cdef inline char* _put_bytes(char* p, bytes text) noexcept:
 
 
 
+cdef Py_ssize_t _put_answer(bytearray out, int opaque, uint32_t ip, int32_t port, int queue_id,
+                            const PutPlace* place) except -1:
+    """Append the SUCCESS answer to a send stored at ``place`` to ``out``; its length."""
+    cdef Py_ssize_t start = PyByteArray_GET_SIZE(out), length
+    cdef char* p
+    cdef char* begin
+    length = (8 + PyBytes_GET_SIZE(ANSWER_HEAD) + PyBytes_GET_SIZE(ANSWER_FLAG) + 2 * MSGID_BYTES
+              + PyBytes_GET_SIZE(ANSWER_QUEUE_ID) + PyBytes_GET_SIZE(ANSWER_QUEUE_OFFSET)
+              + PyBytes_GET_SIZE(ANSWER_END) + 3 * MAX_DECIMAL)
+    PyByteArray_Resize(out, start + length)
+    begin = PyByteArray_AS_STRING(out) + start
+    p = _put_bytes(begin + 8, ANSWER_HEAD)
+    p = put_decimal(p, opaque)
+    p = _put_bytes(p, ANSWER_FLAG)
+    p = _put_msg_id(p, ip, port, place.phy_offset)
+    p = _put_bytes(p, ANSWER_QUEUE_ID)
+    p = put_decimal(p, queue_id)
+    p = _put_bytes(p, ANSWER_QUEUE_OFFSET)
+    p = put_decimal(p, place.queue_offset)
+    p = _put_bytes(p, ANSWER_END)
+    length = p - begin
+    store_be32(<unsigned char*>begin, <int32_t>(length - 4))
+    store_be32(<unsigned char*>begin + 4, <int32_t>(length - 8))
+    PyByteArray_Resize(out, start + length)
+    return length
+
+
+cdef int _put_other_answer(bytearray out, int opaque, int status, uint32_t ip, int32_t port, int queue_id,
+                           int64_t phy_offset, int64_t queue_offset) except -1:
+    """Append the answer to a send whose put ended ``status`` (not PUT_OK: rare), as the processor
+    encodes it."""
+    cdef char msg_id[2 * MSGID_BYTES]
+    _put_msg_id(msg_id, ip, port, phy_offset)
+    _encode_into(out, _put_reply(opaque, status, PyUnicode_DecodeASCII(msg_id, 2 * MSGID_BYTES, NULL),
+                                 queue_id, queue_offset))
+    return 0
+
+
 cdef char* _put_msg_id(char* p, uint32_t ip, int32_t port, int64_t offset) noexcept nogil:
     """The broker msgId (offsetMsgId): 32 uppercase hex of store IPv4, int32 port, int64 offset
     (rmq.protocol._record's encode_msg_id_c, written in place)."""
@@ -526,9 +571,115 @@ cdef char* _put_msg_id(char* p, uint32_t ip, int32_t port, int64_t offset) noexc
 # -- the lane ---------------------------------------------------------------------------------
 
 cdef class _Peer:
-    """A connection's born host and port (what the processor's ``_born_host`` makes of its address)."""
+    """A connection's born host and port (what the processor's ``_born_host`` makes of its address),
+    and where its answers completed later go (``deliver(frames)``)."""
     cdef uint32_t host
     cdef int port
+    cdef object deliver
+
+
+# A send stored and not yet answered (SYNC_FLUSH / SYNC_MASTER): its answer's bytes wait in
+# _Deferred.answers (``length`` of them; 0: a oneway send), the rest re-encodes any other outcome.
+cdef struct DeferredAnswer:
+    PyObject* peer  # a reference held while it waits
+    Py_ssize_t length
+    int opaque
+    int queue_id
+    int64_t phy_offset
+    int64_t queue_offset
+
+
+cdef class _Deferred(CommitSink):
+    """The lane's sends waiting for the group commit, in put order: their answers encoded at put
+    time into one buffer, and written, when the store completes them (``complete``, in put order),
+    as one run per connection (``round_done``). No Python object per send."""
+
+    cdef StoreCore _store
+    cdef DeferredAnswer* _ring
+    cdef Py_ssize_t _head
+    cdef Py_ssize_t _len
+    cdef Py_ssize_t _cap
+    cdef bytearray answers
+    # answers[:_done] belong to sends completed in this pass; answers[_run_start:_done] to _run_peer
+    cdef Py_ssize_t _done
+    cdef Py_ssize_t _run_start
+    cdef _Peer _run_peer
+
+    def __cinit__(self, StoreCore store not None):
+        self._store = store
+        self.answers = bytearray()
+
+    def __dealloc__(self):
+        while self._len:
+            Py_XDECREF(self._ring[self._head].peer)
+            self._head = (self._head + 1) % self._cap
+            self._len -= 1
+        PyMem_Free(self._ring)
+
+    cdef int add(self, _Peer peer, int opaque, int queue_id, const PutPlace* place, Py_ssize_t length) except -1:
+        cdef DeferredAnswer* grown
+        cdef DeferredAnswer* a
+        cdef Py_ssize_t cap
+        if self._len == self._cap:
+            cap = max(64, 2 * self._cap)
+            grown = <DeferredAnswer*>PyMem_Realloc(self._ring, cap * sizeof(DeferredAnswer))
+            if grown == NULL:
+                raise MemoryError()
+            if self._head:  # the ring wrapped: its head's run moves to the block's new end
+                memcpy(grown + self._head + cap - self._cap, grown + self._head,
+                       (self._cap - self._head) * sizeof(DeferredAnswer))
+                self._head += cap - self._cap
+            self._ring = grown
+            self._cap = cap
+        a = &self._ring[(self._head + self._len) % self._cap]
+        Py_INCREF(peer)
+        a.peer = <PyObject*>peer
+        a.length = length
+        a.opaque = opaque
+        a.queue_id = queue_id
+        a.phy_offset = place.phy_offset
+        a.queue_offset = place.queue_offset
+        self._len += 1
+        return 0
+
+    cdef int _deliver_run(self) except -1:
+        cdef _Peer peer = self._run_peer
+        cdef Py_ssize_t n = self._done - self._run_start
+        self._run_peer = None
+        if n and peer.deliver is not None:
+            peer.deliver(PyByteArray_FromStringAndSize(PyByteArray_AS_STRING(self.answers) + self._run_start, n))
+        self._run_start = self._done
+        return 0
+
+    cdef int complete(self, int status) except -1:
+        cdef DeferredAnswer a = self._ring[self._head]
+        cdef _Peer peer = <_Peer>a.peer
+        cdef bytearray other
+        self._head = (self._head + 1) % self._cap
+        self._len -= 1
+        Py_XDECREF(a.peer)  # the local ``peer`` holds its own reference
+        if self._run_peer is not peer:
+            self._deliver_run()
+            self._run_peer = peer
+        if status == PUT_OK or a.length == 0:
+            self._done += a.length
+            return 0
+        # another outcome (FLUSH_DISK_TIMEOUT ...): the run so far, then this answer re-encoded
+        self._deliver_run()
+        self._done += a.length
+        self._run_start = self._done
+        other = bytearray()
+        _put_other_answer(other, a.opaque, status, self._store.store_ip, self._store.store_port, a.queue_id,
+                          a.phy_offset, a.queue_offset)
+        if peer.deliver is not None:
+            peer.deliver(other)
+        return 0
+
+    cdef int round_done(self) except -1:
+        self._deliver_run()
+        del self.answers[:self._done]
+        self._done = self._run_start = 0
+        return 0
 
 
 cdef class _Topic:
@@ -556,6 +707,12 @@ cdef class SendLane(FastLane):
     cdef object _topics
     cdef object _hold
     cdef bint _open
+    # SYNC_FLUSH / SYNC_MASTER: sends wait, their answers deferred; the round kicker, the busy bounds
+    cdef bint _waits
+    cdef _Deferred _deferred
+    cdef object _request_round
+    cdef double _disk_busy_limit
+    cdef Py_ssize_t _queue_capacity
     cdef int64_t _version
     cdef list _slots
     cdef unsigned char* _scratch
@@ -572,20 +729,29 @@ cdef class SendLane(FastLane):
         self._hold = hold
         self._version = -1
         self._slots = [None] * TOPIC_CACHE_SLOTS
+        self._deferred = _Deferred(store)
         self.role_changed()
 
     def __dealloc__(self):
         free(self._scratch)
 
     def role_changed(self):
-        """Read the processor's role again (its ``role_changed``): the lane serves only sends that
-        wait for nothing, on a master."""
+        """Read the processor's role again (its ``role_changed``): the lane serves sends on a
+        master; under SYNC_FLUSH / SYNC_MASTER their answers wait for the group commit, as the
+        processor's do (the broker completes puts on its loop and kicks the rounds)."""
         processor = self._processor
-        self._open = not processor.waits and not processor.slave and processor._request_flush_round is None
+        self._waits = processor.waits
+        self._request_round = processor._request_flush_round
+        self._disk_busy_limit = processor.disk_busy_limit
+        self._queue_capacity = processor.queue_capacity
+        self._open = not processor.slave and (not self._waits or self._request_round is not None)
 
-    def connect(self, str remote_address):
+    def connect(self, str remote_address, deliver=None):
+        """What the lane keeps of a connection; ``deliver(frames)`` queues answers the lane
+        completes later (a bytearray of whole frames), on the loop thread."""
         cdef _Peer peer = _Peer.__new__(_Peer)
         peer.host, peer.port = self._processor._born_host(remote_address)
+        peer.deliver = deliver
         return peer
 
     cdef _Topic _topic(self, const unsigned char* name, Py_ssize_t length):
@@ -635,14 +801,17 @@ cdef class SendLane(FastLane):
         cdef StoreCore store = self._store
         cdef _Topic topic
         cdef const unsigned char* props
-        cdef Py_ssize_t props_len, start, length
+        cdef Py_ssize_t props_len, length
         cdef PutPlace place
         cdef int status
-        cdef char* p
-        cdef char* begin
+        cdef bint wait = False
         if not self._open or peer is None or store.fenced or store.disk_full or store.slave:
             self.left += 1
             return 0
+        if self._waits and (store.commit_queue_size >= self._queue_capacity
+                            or store.disk_wait_seconds > self._disk_busy_limit):
+            self.left += 1
+            return 0  # the processor refuses it SYSTEM_BUSY
         if not _resolve(header, header_len, &f) or f.flag & FLAG_RESPONSE or f.batch:
             self.left += 1
             return 0
@@ -662,6 +831,8 @@ cdef class SendLane(FastLane):
                 or memmem(props, props_len, PyBytes_AS_STRING(DELAY_MARK), PyBytes_GET_SIZE(DELAY_MARK)) != NULL):
             self.left += 1
             return 0
+        if self._waits:
+            wait = memmem(props, props_len, PyBytes_AS_STRING(NO_WAIT_MARK), PyBytes_GET_SIZE(NO_WAIT_MARK)) == NULL
         status = store.put_raw(topic.topic, f.queue_id, body, body_len, props, props_len, f.sys_flag,
                                f.born_timestamp, f.message_flag, f.reconsume_times, (<_Peer>peer).host,
                                (<_Peer>peer).port, 0, &place)
@@ -671,27 +842,22 @@ cdef class SendLane(FastLane):
         self.served += 1
         if self._hold.has_parked:
             self._hold.notify_message_arriving(topic.topic, f.queue_id)
+        if self._waits:
+            self._request_round()  # a flush round after this iteration's puts, new bytes for the slaves
+            if wait and store.defer_put(self._deferred, &place, &status):
+                length = 0
+                if not f.flag & FLAG_ONEWAY:
+                    length = _put_answer(self._deferred.answers, f.opaque, store.store_ip, store.store_port,
+                                         f.queue_id, &place)
+                self._deferred.add(<_Peer>peer, f.opaque, f.queue_id, &place, length)
+                return 1
         if f.flag & FLAG_ONEWAY:
             return 1
-        start = PyByteArray_GET_SIZE(out)
-        length = (8 + PyBytes_GET_SIZE(ANSWER_HEAD) + PyBytes_GET_SIZE(ANSWER_FLAG) + 2 * MSGID_BYTES
-                  + PyBytes_GET_SIZE(ANSWER_QUEUE_ID) + PyBytes_GET_SIZE(ANSWER_QUEUE_OFFSET)
-                  + PyBytes_GET_SIZE(ANSWER_END) + 3 * MAX_DECIMAL)
-        PyByteArray_Resize(out, start + length)
-        begin = PyByteArray_AS_STRING(out) + start
-        p = _put_bytes(begin + 8, ANSWER_HEAD)
-        p = put_decimal(p, f.opaque)
-        p = _put_bytes(p, ANSWER_FLAG)
-        p = _put_msg_id(p, store.store_ip, store.store_port, place.phy_offset)
-        p = _put_bytes(p, ANSWER_QUEUE_ID)
-        p = put_decimal(p, f.queue_id)
-        p = _put_bytes(p, ANSWER_QUEUE_OFFSET)
-        p = put_decimal(p, place.queue_offset)
-        p = _put_bytes(p, ANSWER_END)
-        length = p - begin
-        store_be32(<unsigned char*>begin, <int32_t>(length - 4))
-        store_be32(<unsigned char*>begin + 4, <int32_t>(length - 8))
-        PyByteArray_Resize(out, start + length)
+        if status == PUT_OK:
+            _put_answer(out, f.opaque, store.store_ip, store.store_port, f.queue_id, &place)
+        else:  # SLAVE_NOT_AVAILABLE: stored, no slave in sync
+            _put_other_answer(out, f.opaque, status, store.store_ip, store.store_port, f.queue_id,
+                              place.phy_offset, place.queue_offset)
         return 1
 
 
