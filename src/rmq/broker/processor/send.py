@@ -509,6 +509,6 @@ def put_reply(opaque: int, status_code: int, msg_id: str | None, queue_id: int, 
     lane's answers to deferred puts that did not end PUT_OK are these."""
     code, remark, stored = _PUT_REPLIES.get(status_code, _UNKNOWN_PUT_REPLY)
     if stored:
-        ext = {"msgId": msg_id, "queueId": str(queue_id), "queueOffset": str(queue_offset)}
+        ext = {"msgId": msg_id or "", "queueId": str(queue_id), "queueOffset": str(queue_offset)}
         return RemotingCommand(code, opaque=opaque, flag=FLAG_RESPONSE, remark=remark, ext_fields=ext)
     return RemotingCommand(code, opaque=opaque, flag=FLAG_RESPONSE, remark=remark)
