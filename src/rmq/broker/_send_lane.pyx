@@ -616,9 +616,10 @@ cdef class _Deferred(CommitSink):
             self._len -= 1
         PyMem_Free(self._ring)
 
-    cdef int add(self, _Peer peer, int opaque, int queue_id, const PutPlace* place, Py_ssize_t length) except -1:
+    cdef int reserve(self) except -1:
+        """Room for one more in the ring: what may fail happens before the store's ring grows, so
+        that the two rings stay one to one."""
         cdef DeferredAnswer* grown
-        cdef DeferredAnswer* a
         cdef Py_ssize_t cap
         if self._len == self._cap:
             cap = max(64, 2 * self._cap)
@@ -631,7 +632,11 @@ cdef class _Deferred(CommitSink):
                 self._head += cap - self._cap
             self._ring = grown
             self._cap = cap
-        a = &self._ring[(self._head + self._len) % self._cap]
+        return 0
+
+    cdef void add(self, _Peer peer, int opaque, int queue_id, const PutPlace* place, Py_ssize_t length) noexcept:
+        """After ``reserve``: the answer of the put the store has just deferred."""
+        cdef DeferredAnswer* a = &self._ring[(self._head + self._len) % self._cap]
         Py_INCREF(peer)
         a.peer = <PyObject*>peer
         a.length = length
@@ -640,7 +645,6 @@ cdef class _Deferred(CommitSink):
         a.phy_offset = place.phy_offset
         a.queue_offset = place.queue_offset
         self._len += 1
-        return 0
 
     cdef int _deliver_run(self) except -1:
         cdef _Peer peer = self._run_peer
@@ -801,7 +805,8 @@ cdef class SendLane(FastLane):
         cdef StoreCore store = self._store
         cdef _Topic topic
         cdef const unsigned char* props
-        cdef Py_ssize_t props_len, length
+        cdef Py_ssize_t props_len, length, start
+        cdef _Deferred deferred
         cdef PutPlace place
         cdef int status
         cdef bint wait = False
@@ -844,13 +849,18 @@ cdef class SendLane(FastLane):
             self._hold.notify_message_arriving(topic.topic, f.queue_id)
         if self._waits:
             self._request_round()  # a flush round after this iteration's puts, new bytes for the slaves
-            if wait and store.defer_put(self._deferred, &place, &status):
+            if wait:
+                deferred = self._deferred
+                deferred.reserve()
+                start = PyByteArray_GET_SIZE(deferred.answers)
                 length = 0
                 if not f.flag & FLAG_ONEWAY:
-                    length = _put_answer(self._deferred.answers, f.opaque, store.store_ip, store.store_port,
+                    length = _put_answer(deferred.answers, f.opaque, store.store_ip, store.store_port,
                                          f.queue_id, &place)
-                self._deferred.add(<_Peer>peer, f.opaque, f.queue_id, &place, length)
-                return 1
+                if store.defer_put(deferred, &place, &status):
+                    deferred.add(<_Peer>peer, f.opaque, f.queue_id, &place, length)
+                    return 1
+                PyByteArray_Resize(deferred.answers, start)  # answered now after all
         if f.flag & FLAG_ONEWAY:
             return 1
         if status == PUT_OK:

@@ -496,7 +496,13 @@ class Channel:
 
     def _queue_frames(self, frames: bytearray) -> None:
         """Whole answer frames a fast lane completed after the read (SYNC_FLUSH sends, once their
-        flush round ended); loop thread."""
+        flush round ended); any thread: a store shutting down completes what still waits on its own."""
+        if self._loop._thread_id != threading.get_ident():
+            try:
+                self._loop.call_soon_threadsafe(self._queue_frames, frames)
+            except RuntimeError:
+                pass  # the loop is closed: so is the connection
+            return
         if self._state is _CLOSED:
             return
         self._out.append_frames(frames)
