@@ -148,6 +148,7 @@ cdef class StoreCore:
                      int flag, int reconsume_times, uint32_t born_host, int born_port,
                      int64_t prepared_tx_offset, PutPlace* place) except -1
     cdef int defer_put(self, CommitSink sink, PutPlace* place, int* status) except -1
+    cdef void publish_raw(self, const PutPlace* place) noexcept
     cdef int _wait_status(self, int64_t next_offset, bint* wait_slave) noexcept
     cdef void _wake_after_put(self) noexcept
     cdef void _complete_deferred(self, int status)

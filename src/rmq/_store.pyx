@@ -587,6 +587,16 @@ cdef class StoreCore:
             self._group_commit.publish_put(result.next_offset, result.store_timestamp,
                                            callback is not None and not self._kicks_rounds)
 
+    cdef void publish_raw(self, const PutPlace* place) noexcept:
+        """What ``put_message`` does after a put that waits for nothing, for a ``put_raw`` of a lane
+        whose store completes puts for its owner: the flush thread learns how far the CommitLog
+        goes (its timed rounds cover the put), the HA service that there is more to send."""
+        if not self._completes_commits:
+            return  # put_raw woke the HA service; no group commit runs for it
+        if self.sync_flush:
+            self._group_commit.publish_put(place.phy_offset + place.total, place.store_timestamp, False)
+        self._wake_after_put()
+
     cdef int defer_put(self, CommitSink sink, PutPlace* place, int* status) except -1:
         """``put_message``'s completion for a put a compiled lane made with ``put_raw``, without a
         Python object per put: 1 when its answer waits (``sink.complete`` is called with its status

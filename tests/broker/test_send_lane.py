@@ -27,6 +27,7 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import send_header
 from rmq.protocol.message import SCHEDULE_TOPIC
 from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
+from tests.helpers import wait_until
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import RawConnection, raw_frame
 
@@ -448,6 +449,23 @@ def test_a_oneway_sync_flush_send_is_stored_and_not_answered(sync_twins):
         (answer,) = twin.connection.read_commands(1)
         assert (answer.opaque, answer.code) == (78, ResponseCode.SUCCESS)
     assert sync_twins[0].records() == sync_twins[1].records()
+
+
+@needs_lane
+def test_a_sync_flush_send_that_does_not_wait_reaches_the_disk_all_the_same(start_broker):
+    """WAIT=false: answered at once, and flushed by the group commit's next timed round, as the
+    processor's puts are (nothing waits for a round that would cover it)."""
+    broker = start_broker(flushDiskType="SYNC_FLUSH")
+    create_topic(broker, "Lane")
+    with RawConnection(broker.config.listen_port) as connection:
+        connection.send(_plain(0, 1))  # the processor checks the topic first
+        connection.read_commands(1)
+        served = broker.send_lane.served
+        connection.send(_plain(0, 2, i="WAIT\x01false\x02"))
+        (answer,) = connection.read_commands(1)
+    assert answer.code == ResponseCode.SUCCESS and broker.send_lane.served == served + 1
+    end = broker.store.get_max_phy_offset()
+    wait_until(lambda: broker.store.commit_log.get_flushed_where() >= end, 3, "the send flushed")
 
 
 @needs_lane

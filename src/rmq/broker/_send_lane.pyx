@@ -861,6 +861,8 @@ cdef class SendLane(FastLane):
                     deferred.add(<_Peer>peer, f.opaque, f.queue_id, &place, length)
                     return 1
                 PyByteArray_Resize(deferred.answers, start)  # answered now after all
+            else:
+                store.publish_raw(&place)
         if f.flag & FLAG_ONEWAY:
             return 1
         if status == PUT_OK:
