@@ -421,6 +421,7 @@ _SENDS = [
     _plain(1, 1, i="TAGS\x01t\x02KEYS\x01k\x02"),
     _plain(2, 2, i="WAIT\x01false\x02"),  # answered at once, stored alike
     b"".join(_plain(queue % 4, 10 + queue) for queue in range(16)),  # a pipelined burst
+    b"".join(_plain(queue % 4, 100 + queue) for queue in range(150)),  # more than the rings held: they grow
     _plain(1, 3, i="DELAY\x012\x02") + _plain(1, 4),  # the lane leaves the first: the rest of the read too
     _plain(1, 5) + _plain(1, 6, i="DELAY\x012\x02") + _plain(1, 7),  # one stored by each, one round
     _plain(0, 8) + _send_frame(V2, {"b": "Lane", "e": "4", "g": "5"}, opaque=9),  # a refusal answered first

@@ -25,9 +25,17 @@ anything but plain JSON the lane reads as orjson and ``rmq.protocol.headers.send
 escape above ASCII, a raw byte above 0x7F, a duplicate key, a number that is no plain int, a field
 ``send_header`` would refuse), when the send is unusual (a batch, a retry topic, a negative queue
 id, properties marking a transaction, a delay level or a timer, properties or a body past their
-limits), when the broker is not in the plain case (SYNC_FLUSH or SYNC_MASTER waits, a slave, fenced,
-disk full, a topic the processor has not yet checked under the current topic table version), or
-when the store refuses the put (nothing stored: the processor repeats it and answers the refusal).
+limits), when the broker is not in the plain case (a slave, fenced, disk full, a topic the
+processor has not yet checked under the current topic table version, sends waiting for the disk or
+a slave past the processor's busy bounds), or when the store refuses the put (nothing stored: the
+processor repeats it and answers the refusal).
+
+Under SYNC_FLUSH and SYNC_MASTER a send waits, as the processor's do: the lane puts it, encodes its
+answer at once into ``_Deferred``'s buffer and leaves the wait to the store (``StoreCore.defer_put``,
+a C ring merged in offset order with the processor's waiting puts); when the round or the slave's
+ack covers it, the store calls ``_Deferred.complete`` and the answers go to each connection as one
+run of bytes (``connect``'s ``deliver``). Another outcome than PUT_OK is encoded as the processor
+encodes it (``rmq.broker.processor.send.put_reply``).
 Bound checks stay on (``boundscheck``); every index into the header is checked against its length.
 """
 
