@@ -25,7 +25,8 @@ name server's own requests and forgeries among them: REGISTER_BROKER of the real
 of the control topic. The broker runs with cluster credentials (clusterAccessKey / clusterSecretKey,
 unless ``--no-cluster-auth``), so none of these is signed and the name server must refuse every write.
 
-Several frames are kept in flight per connection, matched to answers by opaque. Beside the workers
+Several frames are kept in flight per connection (one on a share of them: each frame a read of its
+own, which the broker's compiled send lane reads whole), matched to answers by opaque. Beside the workers
 a control client sends (SEND_MESSAGE_V2, recording acknowledgements), pulls them back and commits
 consumer offsets, every ~20 ms; any error it meets is a failure (a SYSTEM_BUSY it retries, as
 clients do, and counts). About once a second it also asks the name server for the control topic's
@@ -37,8 +38,9 @@ is pulled back (records CRC-checked).
 Reported: frames per second; per outcome the count (answered, with which response code; connection
 closed by the broker; no answer, as RocketMQ gives none: parked pulls, END_TRANSACTION; no answer in
 time), oneway frames and frames flagged as responses expecting none and not counted; the broker's
-RssAnon (first, max, last); the control client's sends, busy retries and errors; unexpected
-exceptions the broker logged (a processor that failed instead of refusing); the recovery check.
+RssAnon (first, max, last); the frames its compiled send lane served and left to the processors
+(``send_lane``); the control client's sends, busy retries and errors; unexpected exceptions the
+broker logged (a processor that failed instead of refusing); the recovery check.
 Exit code 1 when the broker died, the control client met an error, an answer did not come, the
 broker logged an unexpected exception, or the recovery check failed.
 
@@ -110,6 +112,10 @@ TOPICS = ["FuzzTopic0", "FuzzTopic1", "FuzzTopic2", "TBW102", "%RETRY%FuzzGroup0
 ILLEGAL_NAMES = ["", " ", "a b", "x" * 300, "\u00e9\u4e2d\u0000", "../../etc", "%DLQ%", "a,b;c|d"]
 GROUPS = ["FuzzGroup0", "FuzzGroup1", "%RETRY%FuzzGroup0", "CID_RMQ_SYS_TRANS"]
 WINDOW = 16  # frames in flight per connection
+# The share of connections that wait for each answer before the next frame: each of their frames
+# then starts a read, and the broker's compiled send lane reads every one (in a pipelined read it
+# stops at the first frame it leaves to the processors, so it would meet few fuzzed sends).
+ONE_AT_A_TIME_SHARE = 0.25
 ANSWER_TIMEOUT = 10.0
 # How many frames a connection carries before it is closed (connection churn is fuzzed too).
 CONNECTION_FRAMES = (1, 400)
@@ -261,7 +267,9 @@ def template(rng: random.Random, code: int) -> tuple[dict, bytes]:
         }
         if code != RequestCode.SEND_MESSAGE:
             ext = {V2.get(k, k): v for k, v in ext.items()}
-        return ext, payload
+        # every value a string, as a Java client's header is written (what the broker's compiled send
+        # lane reads; the mutations give other types): unmutated, a send can meet the lane
+        return {k: json.dumps(v) if isinstance(v, bool) else str(v) for k, v in ext.items()}, payload
     if code == RequestCode.PULL_MESSAGE:
         ext = dict(pull_request(topic, queue_id, fuzz_int(rng, 0, 50), group=group).ext_fields)
         ext["subscription"] = rng.choice(["*", "TagA || TagB", "TagA", "a > 1", "||", ""])
@@ -524,11 +532,12 @@ def worker(
         to_namesrv = rng.random() < namesrv_share
         conn = Connection(namesrv_port if to_namesrv else port)
         budget = rng.randint(*CONNECTION_FRAMES)
+        window = 1 if rng.random() < ONE_AT_A_TIME_SHARE else WINDOW
         alive = True
         while alive and budget > 0 and sent < frames:
             expected: dict[int, int] = {}  # opaque -> code, answers expected
             batch = bytearray()
-            for _ in range(min(WINDOW, budget, frames - sent)):
+            for _ in range(min(window, budget, frames - sent)):
                 if to_namesrv:
                     code = rng.choice(NAMESRV_CODES) if rng.random() < 0.9 else rng.choice(codes)
                     ext, data = namesrv_template(rng, code)
@@ -839,6 +848,8 @@ def run(args: argparse.Namespace) -> dict:
             },
         )
         report["broker_alive"] = proc.poll() is None
+        if report["broker_alive"]:
+            report["send_lane"] = send_lane_counts(addr)
         # the store after a crash: SIGKILL, restart on the same store, everything acknowledged there
         if proc.poll() is None:
             proc.send_signal(signal.SIGKILL)
@@ -872,6 +883,22 @@ def run(args: argparse.Namespace) -> dict:
             print(f"store and log kept in {store}", file=sys.stderr)
         else:
             shutil.rmtree(store, ignore_errors=True)
+
+
+def send_lane_counts(addr: str) -> dict[str, int] | None:
+    """The frames the broker's compiled send lane served and left to the processors, from
+    GET_BROKER_RUNTIME_INFO (None: the lane is off, or the broker does not count them), so that a
+    run shows the lane met the fuzzed frames."""
+    client = RemotingClient()
+    client.start()
+    try:
+        answer = client.invoke_sync(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO, {}), 5)
+    finally:
+        client.shutdown()
+    table = json.loads(bytes(answer.body or b""))["table"]
+    if "sendLaneServed" not in table:
+        return None
+    return {"served": int(table["sendLaneServed"]), "left": int(table["sendLaneLeft"])}
 
 
 def _code_name(code: int) -> str:

@@ -41,7 +41,19 @@ cdef struct PropertySpans:
     Py_ssize_t delay_len
 
 
-# Where a put_raw went.
+# One message of a batch put_batch_raw appends: its buffers (the caller's, alive during the call),
+# and what put_batch_raw fills in (its body CRC, its record size).
+cdef struct BatchRecord:
+    const unsigned char* body
+    Py_ssize_t body_len
+    const unsigned char* props
+    Py_ssize_t props_len
+    int flag
+    uint32_t crc
+    Py_ssize_t size
+
+
+# Where a put_raw (a put_batch_raw: its first message) went.
 cdef struct PutPlace:
     int64_t phy_offset
     int64_t queue_offset
@@ -150,14 +162,16 @@ cdef class StoreCore:
     cdef int defer_put(self, CommitSink sink, PutPlace* place, int* status) except -1
     cdef void publish_raw(self, const PutPlace* place) noexcept
     cdef int _wait_status(self, int64_t next_offset, bint* wait_slave) noexcept
-    cdef void _wake_after_put(self) noexcept
     cdef void _complete_deferred(self, int status)
     cdef void _deferred_round_done(self)
+    cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n, int sys_flag,
+                           int64_t born_timestamp, uint32_t born_host, int born_port, PutPlace* place) except -1
     cdef int _lock(self) except -1
     cdef void _unlock(self) noexcept
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
     cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
     cdef void _publish_put(self, PutMessageResult result, object callback)
+    cdef void _wake_replication(self) noexcept
     cdef void _wake_ha(self) noexcept
     cdef int _cut(self, int64_t end) except -1
     cdef int _dispatch_replica(self) except -1

@@ -26,7 +26,7 @@ import os
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.errno cimport EINTR, EIO, errno
 from posix.fcntl cimport O_CLOEXEC, O_WRONLY, open as c_open
 from posix.unistd cimport close as c_close, pwrite, write as c_write
@@ -559,13 +559,6 @@ cdef class StoreCore:
                 return SLAVE_NOT_AVAILABLE
         return PUT_OK
 
-    cdef void _wake_after_put(self) noexcept:
-        # after the put is published: a slave's ack may complete it at once
-        if self._ha_wake_fd >= 0:
-            self._wake_ha()
-        if self.commit_log.ha_stream is not None:
-            wake_on_put(self.commit_log.ha_stream)
-
     cdef void _publish_put(self, PutMessageResult result, object callback):
         """SYNC_FLUSH: tell the flush thread how far the CommitLog goes. With a ``callback`` the put
         waits: for the disk (SYNC_FLUSH: the flush thread is woken if it sleeps, or, with
@@ -595,7 +588,7 @@ cdef class StoreCore:
             return  # put_raw woke the HA service; no group commit runs for it
         if self.sync_flush:
             self._group_commit.publish_put(place.phy_offset + place.total, place.store_timestamp, False)
-        self._wake_after_put()
+        self._wake_replication()
 
     cdef int defer_put(self, CommitSink sink, PutPlace* place, int* status) except -1:
         """``put_message``'s completion for a put a compiled lane made with ``put_raw``, without a
@@ -614,7 +607,7 @@ cdef class StoreCore:
             self._sink = sink
         status[0] = self._wait_status(next_offset, &wait_slave)
         if not (wait_slave or self.sync_flush):
-            self._wake_after_put()
+            self._wake_replication()
             return 0
         if self._deferred_len == self._deferred_cap:
             cap = max(64, 2 * self._deferred_cap)
@@ -636,7 +629,7 @@ cdef class StoreCore:
         self._deferred_len += 1
         if self.sync_flush:
             self._group_commit.publish_put(next_offset, place.store_timestamp, not self._kicks_rounds)
-        self._wake_after_put()
+        self._wake_replication()
         return 1
 
     cdef int put_raw(self, str topic, int queue_id, const unsigned char* body_ptr, Py_ssize_t body_len,
@@ -699,10 +692,7 @@ cdef class StoreCore:
         place.store_timestamp = store_timestamp
         place.total = total
         if not self._completes_commits:  # else put_message wakes them once the put is published
-            if self._ha_wake_fd >= 0:
-                self._wake_ha()
-            if self.commit_log.ha_stream is not None:
-                wake_on_put(self.commit_log.ha_stream)
+            self._wake_replication()
         return PUT_OK
 
     def put_message(self, str topic, int queue_id, body, properties=b"", int sys_flag=0,
@@ -754,8 +744,82 @@ cdef class StoreCore:
         result._store_port = self.store_port
         if self._completes_commits:
             self._publish_put(result, callback)
-            self._wake_after_put()
+            # after the put is published: a slave's ack may complete it at once
+            self._wake_replication()
         return result
+
+    cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n, int sys_flag,
+                           int64_t born_timestamp, uint32_t born_host, int born_port, PutPlace* place) except -1:
+        """Append a batch to one queue from raw buffers (``put_messages``' body, and the send lane's):
+        consecutive queue offsets, back to back in one CommitLog file, all stored or none; its
+        PutStatus, where its first message went in ``place`` (``place.total``: the whole batch), each
+        record's size in ``records[i].size``. Nothing waits for the disk here, as in ``put_raw``."""
+        cdef Py_ssize_t i, total = 0, topic_len, entries = 0
+        cdef const unsigned char* topic_ptr
+        cdef int status = PUT_OK
+        cdef ConsumeQueue queue
+        cdef MappedFile mf
+        cdef int64_t store_timestamp, phy_offset, queue_offset, first_offset
+        cdef unsigned char* p
+        cdef BatchRecord* record
+        cdef PropertySpans spans
+        if not self._writable:
+            return SERVICE_NOT_AVAILABLE
+        topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
+        if n == 0 or topic_len > TOPIC_MAX_BYTES or topic_len == 0 or queue_id < 0:
+            return MESSAGE_ILLEGAL
+        for i in range(n):
+            record = &records[i]
+            if record.props_len > PROPERTIES_MAX_BYTES:
+                return PROPERTIES_SIZE_EXCEEDED
+            record.size = REC_FIXED_OVERHEAD + record.body_len + topic_len + record.props_len
+            if record.size > self.max_message_size:
+                return MESSAGE_ILLEGAL
+            total += record.size
+        if total > self.max_message_size:
+            return MESSAGE_ILLEGAL
+        for i in range(n):  # before the lock: its holders (the HA thread's reads) wait less
+            records[i].crc = body_crc_of(records[i].body, records[i].body_len)
+        self._lock()
+        try:
+            queue = self._find_or_create_queue(topic, queue_id)
+            if queue is None:
+                return MESSAGE_ILLEGAL
+            self._reserve_queue(queue, n, &status)
+            if status != PUT_OK:
+                return status
+            mf = self.commit_log.writable_file(total, &status)
+            if mf is None:
+                return status
+            for i in range(n):
+                scan_properties(records[i].props, records[i].props_len, &spans)
+                entries += index_entries_bound(spans.uniq_key_len, spans.keys_len)
+            self._reserve_index(entries, &status)
+            if status != PUT_OK:
+                return status
+            store_timestamp = now_ms()
+            first_offset = mf.file_from_offset + mf.wrote_position
+            queue_offset = queue.next_queue_offset
+            for i in range(n):
+                record = &records[i]
+                phy_offset = mf.file_from_offset + mf.wrote_position
+                p = mf.base + mf.wrote_position
+                write_record(p, <int32_t>record.size, record.crc, queue_id, record.flag, queue_offset + i,
+                             phy_offset, sys_flag, born_timestamp if born_timestamp else store_timestamp,
+                             born_host, born_port, store_timestamp, self.store_ip, self.store_port, 0, 0,
+                             record.body, record.body_len, topic_ptr, topic_len, record.props, record.props_len)
+                record_appended(mf, record.size, store_timestamp)
+                self._dispatch(p, phy_offset, <int32_t>record.size, queue, NULL)
+            self.last_store_timestamp = store_timestamp
+        finally:
+            self._unlock()
+        place.phy_offset = first_offset
+        place.queue_offset = queue_offset
+        place.store_timestamp = store_timestamp
+        place.total = total
+        if not self._completes_commits:  # else put_messages wakes them once the put is published
+            self._wake_replication()
+        return PUT_OK
 
     def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,
                      int64_t born_timestamp=0, uint32_t born_host=0, int born_port=0, callback=None):
@@ -765,95 +829,60 @@ cdef class StoreCore:
         dict). All are stored or none (a batch that cannot fit a file is MESSAGE_ILLEGAL).
         Completion as for ``put_message``.
         """
-        cdef Py_ssize_t n = len(messages), i, total = 0, size, topic_len, props_len, body_len
-        cdef const unsigned char* topic_ptr
-        cdef int status = PUT_OK
-        cdef ConsumeQueue queue
-        cdef MappedFile mf
+        cdef Py_ssize_t n = len(messages), i
+        cdef int status
+        cdef int64_t offset
         cdef PutMessageResult result
-        cdef int64_t store_timestamp, phy_offset, queue_offset, first_offset
-        cdef unsigned char* p
-        cdef list bodies = [], props_list = [], crcs = [], sizes = [], flags = [], offsets
-        cdef PropertySpans spans
-        cdef Py_ssize_t entries = 0
+        cdef PutPlace place
+        cdef BatchRecord* records
+        cdef list kept = []  # the bytes the records point into, alive until the put is done
+        cdef list offsets
         if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
-        topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
-        if n == 0 or topic_len > TOPIC_MAX_BYTES or topic_len == 0 or queue_id < 0:
+        if n == 0:
             return put_failure(MESSAGE_ILLEGAL)
-        for item in messages:
-            body, props, flag = item
-            body = bytes(body) if not PyBytes_CheckExact(body) else body
-            if not PyBytes_CheckExact(props):
-                props = encode_properties(props) if props is not None else b""
-            if len(props) > PROPERTIES_MAX_BYTES:
-                return put_failure(PROPERTIES_SIZE_EXCEEDED)
-            size = REC_FIXED_OVERHEAD + len(body) + topic_len + len(props)
-            if size > self.max_message_size:
-                return put_failure(MESSAGE_ILLEGAL)
-            bodies.append(body)
-            props_list.append(props)
-            flags.append(flag)
-            sizes.append(size)
-            crcs.append(body_crc_of(<const unsigned char*>PyBytes_AS_STRING(body), len(body)))
-            total += size
-        if total > self.max_message_size:
-            return put_failure(MESSAGE_ILLEGAL)
-        offsets = []
-        self._lock()
+        records = <BatchRecord*>PyMem_Malloc(n * sizeof(BatchRecord))
+        if records == NULL:
+            raise MemoryError()
         try:
-            queue = self._find_or_create_queue(topic, queue_id)
-            if queue is None:
-                return put_failure(MESSAGE_ILLEGAL)
-            self._reserve_queue(queue, n, &status)
-            if status != PUT_OK:
-                return put_failure(status)
-            mf = self.commit_log.writable_file(total, &status)
-            if mf is None:
-                return put_failure(status)
-            for props in props_list:
-                scan_properties(<const unsigned char*>PyBytes_AS_STRING(props), len(props), &spans)
-                entries += index_entries_bound(spans.uniq_key_len, spans.keys_len)
-            self._reserve_index(entries, &status)
-            if status != PUT_OK:
-                return put_failure(status)
-            store_timestamp = now_ms()
-            first_offset = mf.file_from_offset + mf.wrote_position
-            queue_offset = queue.next_queue_offset
             for i in range(n):
-                size = sizes[i]
-                body = bodies[i]
-                props = props_list[i]
-                phy_offset = mf.file_from_offset + mf.wrote_position
-                p = mf.base + mf.wrote_position
-                write_record(p, <int32_t>size, crcs[i], queue_id, flags[i], queue_offset + i, phy_offset,
-                             sys_flag, born_timestamp if born_timestamp else store_timestamp, born_host,
-                             born_port, store_timestamp, self.store_ip, self.store_port, 0, 0,
-                             <const unsigned char*>PyBytes_AS_STRING(body), len(body), topic_ptr, topic_len,
-                             <const unsigned char*>PyBytes_AS_STRING(props), len(props))
-                record_appended(mf, size, store_timestamp)
-                self._dispatch(p, phy_offset, <int32_t>size, queue, NULL)
-                offsets.append(phy_offset)
-            self.last_store_timestamp = store_timestamp
+                body, props, flag = messages[i]
+                body = bytes(body) if not PyBytes_CheckExact(body) else body
+                if not PyBytes_CheckExact(props):
+                    props = encode_properties(props) if props is not None else b""
+                kept.append(body)
+                kept.append(props)
+                records[i].body = <const unsigned char*>PyBytes_AS_STRING(body)
+                records[i].body_len = PyBytes_GET_SIZE(body)
+                records[i].props = <const unsigned char*>PyBytes_AS_STRING(props)
+                records[i].props_len = PyBytes_GET_SIZE(props)
+                records[i].flag = flag
+            status = self.put_batch_raw(topic, queue_id, records, n, sys_flag, born_timestamp, born_host,
+                                        born_port, &place)
+            if status != PUT_OK:
+                return put_failure(status)
+            offsets = []
+            offset = place.phy_offset
+            for i in range(n):
+                offsets.append(offset)
+                offset += records[i].size
         finally:
-            self._unlock()
+            PyMem_Free(records)
         result = PutMessageResult.__new__(PutMessageResult)
         result.status_code = PUT_OK
-        result.wrote_offset = first_offset
-        result.wrote_bytes = <int>total
-        result.next_offset = result.wrote_offset + total
-        result.queue_offset = queue_offset
-        result.store_timestamp = store_timestamp
+        result.wrote_offset = place.phy_offset
+        result.wrote_bytes = <int>place.total
+        result.next_offset = place.phy_offset + place.total
+        result.queue_offset = place.queue_offset
+        result.store_timestamp = place.store_timestamp
         result.msg_num = <int>n
         result._offsets = offsets
         result._store_ip = self.store_ip
         result._store_port = self.store_port
         if self._completes_commits:
             self._publish_put(result, callback)
-        if self._ha_wake_fd >= 0:
-            self._wake_ha()
-        if self.commit_log.ha_stream is not None:
-            wake_on_put(self.commit_log.ha_stream)
+            # after the put is published: a slave's ack may complete it at once
+            self._wake_replication()
         return result
 
     # -- flush -------------------------------------------------------------------------------
@@ -1090,6 +1119,13 @@ cdef class StoreCore:
             self.commit_log.attach_ha_stream(stream)
         finally:
             self._unlock()
+
+    cdef void _wake_replication(self) noexcept:
+        """After a put: whatever replicates the CommitLog and sleeps until the next put."""
+        if self._ha_wake_fd >= 0:
+            self._wake_ha()
+        if self.commit_log.ha_stream is not None:
+            wake_on_put(self.commit_log.ha_stream)
 
     cdef void _wake_ha(self) noexcept:
         cdef uint64_t one = 1

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import struct
 import time
 from pathlib import Path
@@ -18,11 +19,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from rmq._store import LAYOUT
-from rmq.broker._send_lane import scan_send_header
+from rmq.broker._send_lane import scan_batch, scan_send_header
 from rmq.broker.controller import NO_FAST_LANE_ENV
 from rmq.errors import ProtocolError, RequestRefused
 from rmq.net import _codec, codec
 from rmq.net.codec import decode_frames
+from rmq.protocol.batch import decode_batch
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import send_header
 from rmq.protocol.message import SCHEDULE_TOPIC
@@ -37,6 +39,7 @@ _MASKED = [
     (LAYOUT["REC_STORETIMESTAMP"], 8),
     (LAYOUT["REC_STOREHOST"], 8),
 ]
+_TIMER_DUE = re.compile(rb"(TIMER_OUT_MS\x01)([0-9]+)")
 # the suite run without the lane (RMQ_NO_FAST_LANE=1, or the pure-Python codec): no twin to compare
 needs_lane = pytest.mark.skipif(
     os.environ.get(NO_FAST_LANE_ENV) == "1" or codec.implementation is not _codec, reason="the send lane is off"
@@ -244,7 +247,9 @@ class Twin:
                     record[born : born + 8] = bytes(8)  # no bornTimestamp sent: the store's time
                 for start, length in _MASKED:
                     record[start : start + length] = bytes(length)
-                out.append(bytes(record))
+                # a timer's due time is its store time plus the delay: each twin's own millisecond
+                record = _TIMER_DUE.sub(lambda m: m.group(1) + b"0" * len(m.group(2)), bytes(record))
+                out.append(record)
                 pos += size
             offset += len(data)
         return out
@@ -263,20 +268,37 @@ class Twin:
 
 def _answer(command) -> tuple:
     ext = dict(command.ext_fields)
-    if "msgId" in ext:  # the store's IPv4 and offset; the port is each twin's own
-        ext["msgId"] = ext["msgId"][:8] + ext["msgId"][16:]
+    if "msgId" in ext:  # the store's IPv4 and offset (a batch's: each message's); the port is each twin's own
+        ext["msgId"] = ",".join(msg_id[:8] + msg_id[16:] for msg_id in ext["msgId"].split(","))
     return command.code, command.remark, ext, command.body
+
+
+def _start_twins(start_broker, tmp_path: Path, twin=Twin, topics=_TOPICS, **settings: str):
+    lane = start_broker(storePathRootDir=str(tmp_path / "lane"), **settings)
+    python = start_broker(storePathRootDir=str(tmp_path / "python"), fastLaneEnable="false", **settings)
+    assert lane.send_lane is not None and python.send_lane is None
+    for broker in (lane, python):
+        for topic, queues in topics.items():
+            create_topic(broker, topic, queues)
+    pair = twin(lane), twin(python)
+    return pair
 
 
 @pytest.fixture
 def twins(start_broker, tmp_path: Path):
-    lane = start_broker(storePathRootDir=str(tmp_path / "lane"))
-    python = start_broker(storePathRootDir=str(tmp_path / "python"), fastLaneEnable="false")
-    assert lane.send_lane is not None and python.send_lane is None
-    for broker in (lane, python):
-        for topic, queues in _TOPICS.items():
-            create_topic(broker, topic, queues)
-    pair = Twin(lane), Twin(python)
+    pair = _start_twins(start_broker, tmp_path)
+    yield pair
+    for twin in pair:
+        twin.connection.close()
+
+
+# batches at maxMessageSize's edges, in frames a test sends quickly (and a CommitLog file holds)
+_BATCH_MAX_MESSAGE_SIZE = 64 * 1024
+
+
+@pytest.fixture
+def batch_twins(start_broker, tmp_path: Path):
+    pair = _start_twins(start_broker, tmp_path, maxMessageSize=str(_BATCH_MAX_MESSAGE_SIZE))
     yield pair
     for twin in pair:
         twin.connection.close()
@@ -375,6 +397,180 @@ def test_a_producer_whose_reads_end_mid_frame_is_not_taken_for_a_stalled_one(sta
     assert broker.send_lane.served - served > 20
 
 
+# -- batches -------------------------------------------------------------------------------------
+
+_BATCH_PROPERTIES = [
+    b"",
+    b"TAGS\x01a\x02KEYS\x01k1 k2\x02UNIQ_KEY\x01ABC\x02",
+    b"UNIQ_KEY\x01X",  # no trailing separator: the header's properties are joined with one
+    b"DELAY\x013\x02",
+    b"TIMER_DELAY_SEC\x015\x02",
+    b"TRAN_MSG\x01true\x02",
+    b"WAIT\x01false\x02",
+]
+
+
+def _record(body: bytes, props: bytes = b"", flag: int = 0, total: int | None = None, body_len=None, props_len=None):
+    """One record of a batch body (rmq.protocol.batch's layout), its lengths forged when given."""
+    head = struct.pack(
+        ">iiiii",
+        20 + len(body) + 2 + len(props) if total is None else total,
+        0,
+        0,
+        flag,
+        len(body) if body_len is None else body_len,
+    )
+    return head + body + struct.pack(">h", len(props) if props_len is None else props_len) + props
+
+
+def _batch_frame(records: list[bytes], ext: dict | None = None, code=RequestCode.SEND_BATCH_MESSAGE, **kw) -> bytes:
+    fields = {"a": "P", "b": "Lane", "e": "1", "g": "1700000000000"} if ext is None else ext
+    return _send_frame(code, fields, b"".join(records), **kw)
+
+
+@needs_lane
+def test_twins_agree_on_plain_and_edge_batches(batch_twins):
+    twins = batch_twins
+    v2 = RequestCode.SEND_MESSAGE_V2
+    tagged = [_record(b"m%d" % i, _BATCH_PROPERTIES[1], i) for i in range(32)]
+    # the bodies' store records (91 fixed bytes + body + topic "Lane") fill maxMessageSize exactly
+    at_limit = _BATCH_MAX_MESSAGE_SIZE - 2 * (91 + 4)
+    served = [
+        _batch_frame([_record(b"")]),  # the first is the processor's: it checks the topic
+        _batch_frame(tagged),
+        _batch_frame([_record(b"one", b"TAGS\x01t\x02", -5)]),
+        _batch_frame(tagged[:3], {"b": "Lane", "e": "2", "g": "5", "m": "true"}, code=v2),
+        _batch_frame(tagged[:2], {"topic": "Wide", "queueId": "6", "batch": "true"}, code=RequestCode.SEND_MESSAGE),
+        _batch_frame(tagged[:2], {"topic": "Wide", "queueId": "5", "bornTimestamp": "9"}),  # long names, 320
+        _batch_frame(  # the header's properties appended to each message's
+            [_record(b"a", p) for p in (b"", b"UNIQ_KEY\x01X", b"TAGS\x01t\x02")],
+            {"b": "Lane", "e": "0", "g": "5", "i": "WAIT\x01true\x02"},
+        ),
+        _batch_frame([_record(b"esc", b"K\x01v\x02")], {"b": "Lane", "e": "0", "i": 'q"\\/\x01\t\x02'}),
+        _batch_frame([_record(b"p", b"K\x01" + b"v" * (32767 - 2))]),  # properties at their limit
+        _batch_frame([_record(b"x", b"", total=0)]),  # total 0: not checked
+        _batch_frame([_record(b"o")], flag=2),  # oneway: stored, no answer
+        _batch_frame([_record(b"a" * (at_limit // 2)), _record(b"b" * (at_limit - at_limit // 2))]),
+        _batch_frame(tagged[:4]) * 3,  # three in one read
+    ]
+    refused = [
+        _batch_frame([_record(b"a" * (at_limit // 2)), _record(b"b" * (at_limit - at_limit // 2 + 1))]),
+        _batch_frame([_record(b"a" * 32768), _record(b"b" * 32769)]),  # the bodies past maxMessageSize
+        _batch_frame([_record(b"p", b"K\x01" + b"v" * (32767 - 2))], {"b": "Lane", "e": "0", "i": "W\x01x\x02"}),
+        _batch_frame([_record(b"", b"TRAN_MSG\x01true\x02")]),  # the processor's to decide (it stores it plain)
+        _batch_frame([_record(b"d", b"DELAY\x013\x02")]),
+        _batch_frame([_record(b"t", b"TIMER_DELAY_SEC\x015\x02")]),
+        _batch_frame([_record(b"d")], {"b": "Lane", "e": "0", "i": "DELAY\x012\x02"}),
+        _batch_frame([]),  # no message
+        _batch_frame([_record(b"abc")[:-1]]),  # truncated
+        _batch_frame([_record(b"abc", total=99)]),
+        _batch_frame([_record(b"abc", body_len=-1)]),
+        _batch_frame([_record(b"abc", body_len=2**31 - 1)]),
+        _batch_frame([_record(b"abc", b"K\x01v", props_len=-3)]),
+        _batch_frame([_record(b"abc", b"K\x01v", props_len=4)]),
+        _batch_frame([_record(b"abc")], {"b": "Lane", "e": "4"}),  # past the write queues
+        _batch_frame([_record(b"abc")], {"b": "%RETRY%G", "e": "0"}),
+    ]
+    _assert_twins_agree(twins, served + refused)
+    # all but the first to each topic (the processor's), the last frame three times
+    assert twins[0].broker.send_lane.served == len(served) - 2 + 2
+    answers = twins[0].exchange(_batch_frame(tagged[:3]), 7)
+    (answer,) = answers
+    assert answer.code == ResponseCode.SUCCESS and len(answer.ext_fields["msgId"].split(",")) == 3
+
+
+_records = st.lists(
+    st.builds(
+        lambda body, props, flag: _record(body, props, flag),
+        st.binary(max_size=24),
+        st.one_of(st.sampled_from(_BATCH_PROPERTIES), st.binary(max_size=12)),
+        st.integers(-(2**31), 2**31 - 1),
+    ),
+    max_size=5,
+)
+
+
+@st.composite
+def _batch_frames(draw) -> bytes:
+    body = b"".join(draw(_records))
+    if draw(st.booleans()):  # a few bytes cut, flipped or spliced in
+        at = draw(st.integers(0, len(body)))
+        junk = draw(st.binary(min_size=1, max_size=4))
+        body = draw(st.sampled_from([body[:at], body[:at] + junk + body[at + len(junk) :], body[:at] + junk]))
+    ext = draw(
+        st.sampled_from(
+            [
+                (RequestCode.SEND_BATCH_MESSAGE, {"a": "P", "b": "Lane", "e": "1", "g": "5"}),
+                (RequestCode.SEND_BATCH_MESSAGE, {"b": "Wide", "e": "7", "i": "WAIT\x01true\x02"}),
+                (RequestCode.SEND_BATCH_MESSAGE, {"topic": "Wide", "queueId": "2"}),
+                (RequestCode.SEND_MESSAGE_V2, {"b": "Lane", "e": "3", "m": "true", "i": "TAGS\x01t"}),
+                (RequestCode.SEND_MESSAGE, {"topic": "Lane", "queueId": "0", "batch": "true", "sysFlag": "1"}),
+            ]
+        )
+    )
+    return _send_frame(ext[0], ext[1], body, opaque=draw(st.integers(0, 2**31 - 1)))
+
+
+@needs_lane
+def test_twins_agree_on_fuzzed_batches(batch_twins):
+    twins = batch_twins
+
+    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+    @given(frames=st.lists(_batch_frames(), min_size=1, max_size=4))
+    def fuzz(frames):
+        _assert_twins_agree(twins, frames)
+
+    for topic in _TOPICS:  # the processor checks a topic first (then the lane knows it)
+        _assert_twins_agree(twins, [_send_frame(RequestCode.SEND_MESSAGE_V2, {"b": topic, "e": "0", "g": "1"})])
+    fuzz()
+    assert twins[0].broker.send_lane.served > 0
+
+
+def _decoded_batch(body: bytes) -> list | None:
+    try:
+        return decode_batch(body)
+    except RequestRefused:
+        return None
+
+
+@settings(max_examples=300, deadline=None)
+@given(body=st.binary(max_size=64))
+def test_the_batch_walker_takes_any_bytes(body):
+    assert scan_batch(body) == _decoded_batch(body)
+
+
+@settings(max_examples=300, deadline=None)
+@given(records=_records, data=st.data())
+def test_the_batch_walker_reads_what_decode_batch_reads(records, data):
+    """Valid bodies, and the same cut, spliced or with a byte flipped: read as decode_batch reads
+    them, or refused where it refuses them."""
+    body = b"".join(records)
+    at = data.draw(st.integers(0, len(body)))
+    junk = data.draw(st.binary(min_size=1, max_size=4))
+    flipped = bytearray(body)
+    if at < len(body):
+        flipped[at] ^= data.draw(st.integers(1, 255))
+    for mutated in (body, body[:at], body[:at] + junk + body[at:], bytes(flipped)):
+        assert scan_batch(mutated) == _decoded_batch(mutated)
+
+
+@needs_lane
+def test_the_broker_runtime_info_counts_what_the_lane_served(start_broker):
+    """rmq-admin brokerStatus (and perf/fuzz_broker.py) see how many frames the lane took."""
+    broker = start_broker()
+    create_topic(broker, "Lane")
+    send = _send_frame(RequestCode.SEND_MESSAGE_V2, {"b": "Lane", "e": "0", "g": "1"})
+    info = raw_frame(b'{"code":%d,"opaque":9,"flag":0,"extFields":{}}' % RequestCode.GET_BROKER_RUNTIME_INFO)
+    with RawConnection(broker.config.listen_port) as connection:
+        connection.send(send)  # the processor checks the topic first
+        connection.read_commands(1)
+        connection.send(send + _batch_frame([_record(b"a"), _record(b"b")], {"b": "Lane", "e": "0"}) + info)
+        *sends, answer = connection.read_commands(3)
+    assert [a.code for a in sends] == [ResponseCode.SUCCESS] * 2
+    table = orjson.loads(answer.body)["table"]
+    assert (table["sendLaneServed"], table["sendLaneLeft"]) == ("2", "2")  # the first send, the info request
+
+
 # -- SYNC_FLUSH: the lane stores a send at once and answers it when the flush round covering it ends,
 # as the processor does: same answers, in the same order per connection, same bytes, when the rounds
 # succeed and when they time out (FLUSH_DISK_TIMEOUT)
@@ -393,21 +589,14 @@ class DurableTwin(Twin):
         return _send_frame(V2, {"b": _PROBE_TOPIC, "e": "0", "g": "1"}, b"probe", opaque=opaque)
 
 
-def _start_twins(start_broker, tmp_path: Path, **extra):
-    lane = start_broker(storePathRootDir=str(tmp_path / "lane"), flushDiskType="SYNC_FLUSH", **extra)
-    python = start_broker(
-        storePathRootDir=str(tmp_path / "python"), flushDiskType="SYNC_FLUSH", fastLaneEnable="false", **extra
-    )
-    assert lane.send_lane is not None and python.send_lane is None
-    for broker in (lane, python):
-        for topic, queues in {**_TOPICS, _PROBE_TOPIC: 1}.items():
-            create_topic(broker, topic, queues)
-    return DurableTwin(lane), DurableTwin(python)
+def _start_sync_twins(start_broker, tmp_path: Path, **settings: str):
+    topics = {**_TOPICS, _PROBE_TOPIC: 1}
+    return _start_twins(start_broker, tmp_path, DurableTwin, topics, flushDiskType="SYNC_FLUSH", **settings)
 
 
 @pytest.fixture
 def sync_twins(start_broker, tmp_path: Path):
-    pair = _start_twins(start_broker, tmp_path)
+    pair = _start_sync_twins(start_broker, tmp_path)
     yield pair
     for twin in pair:
         twin.connection.close()
@@ -428,6 +617,8 @@ _SENDS = [
     _send_frame(V2, {"b": "Lane", "e": "1", "g": "5"}, flag=2),  # oneway: stored, waited for, not answered
     _send_frame(RequestCode.SEND_MESSAGE, {"topic": "Wide", "queueId": "7", "bornTimestamp": "5"}, opaque=20),
     _send_frame(V2, {"b": "Auto1", "e": "0", "g": "5"}, opaque=21) * 2,  # auto-created, then known
+    _batch_frame([_record(b"a"), _record(b"b")], {"b": "Lane", "e": "0"}),  # a batch that waits: the processor's
+    _batch_frame([_record(b"c")], {"b": "Lane", "e": "0", "i": "WAIT\x01false\x02"}),  # one that does not: the lane's
     raw_frame(b'{"code":310,"opaque":3,"extFields":{"b":"Lane","e":"1"'),  # not JSON: closed
 ]
 
@@ -473,7 +664,7 @@ def test_a_sync_flush_send_that_does_not_wait_reaches_the_disk_all_the_same(star
 def test_sync_flush_twins_agree_when_every_round_is_late(start_broker, tmp_path: Path):
     """syncFlushTimeout 0: every waiting send is past its deadline when its round completes, and is
     answered FLUSH_DISK_TIMEOUT (stored, but not flushed in time), its msgId and offsets included."""
-    twins = _start_twins(start_broker, tmp_path, syncFlushTimeout="0")
+    twins = _start_sync_twins(start_broker, tmp_path, syncFlushTimeout="0")
     try:
         _assert_twins_agree(twins, _SENDS[:3])
         twins[0].connection.send(_plain(0, 500))

@@ -1,6 +1,6 @@
 # cython: boundscheck=True, wraparound=False, cdivision=True, auto_pickle=False
-"""The broker's compiled send lane: SEND_MESSAGE and SEND_MESSAGE_V2, from a frame's bytes to its
-answer's bytes with no Python object per message, for the common case only. Whatever it does not
+"""The broker's compiled send lane: SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE, from a
+frame's bytes to its answer's bytes with no Python object per message, for the common case only. Whatever it does not
 serve goes to ``rmq.broker.processor.send`` unchanged, and the two are one semantics: a send the
 lane serves gets the answer, and leaves the stored bytes, the processor would (the differential test
 ``tests/broker/test_send_lane.py`` holds them together).
@@ -9,9 +9,21 @@ The frame it reads (SPEC.md section 2; the header a JSON object)::
 
     offset  size  field
     0       4     total_length, 4       header_length (serialize type 0: JSON), both read by the decoder
-    8       H     {"code":10|310, "opaque":N, "flag":N, "version":N, "language":"S", "remark":"S"|null,
+    8       H     {"code":10|310|320, "opaque":N, "flag":N, "version":N, "language":"S", "remark":"S"|null,
                    "extFields":{<send_header.py's fields, long names or V2 letters>: "S", ...}, ...}
-    8+H     B     the message body, stored as it came
+    8+H     B     the message body, stored as it came; a batch's (code 320, or 310 with m=true) is
+                  rmq.protocol.batch's records, each stored as one message with the header's
+                  properties appended to its own:
+
+    offset  size  field (per record, big-endian; the BATCH_* constants below)
+    0       4     total     20 + bodyLen + 2 + propsLen, or 0 (not checked)
+    4       4     magic     not read
+    8       4     bodyCRC   not read (the store computes its own)
+    12      4     flag      the message's user flag
+    16      4     bodyLen   int32 >= 0
+    20      L     body
+    20+L    2     propsLen  int16 >= 0
+    22+L    P     properties
 
 and the answer it writes (what the processor's RemotingCommand encodes to, byte for byte)::
 
@@ -20,22 +32,25 @@ and the answer it writes (what the processor's RemotingCommand encodes to, byte 
     8       H'    {"code":0,"language":"PYTHON","version":399,"opaque":N,"flag":1,
                    "extFields":{"msgId":"<32 hex>","queueId":"Q","queueOffset":"N"}}
 
+(a batch's msgId: its messages' ids joined by commas; queueOffset: its first message's)
+
 The lane leaves a frame to the processor (returns 0 before it changed anything) when the header is
 anything but plain JSON the lane reads as orjson and ``rmq.protocol.headers.send_header`` do (an
 escape above ASCII, a raw byte above 0x7F, a duplicate key, a number that is no plain int, a field
 ``send_header`` would refuse), when the send is unusual (a batch, a retry topic, a negative queue
 id, properties marking a transaction, a delay level or a timer, properties or a body past their
-limits), when the broker is not in the plain case (a slave, fenced, disk full, a topic the
-processor has not yet checked under the current topic table version, sends waiting for the disk or
-a slave past the processor's busy bounds), or when the store refuses the put (nothing stored: the
-processor repeats it and answers the refusal).
+limits; a batch body the processor would refuse, or one whose messages' properties, with the
+header's appended, would be), when the broker is not in the plain case (a slave, fenced, disk full,
+a topic the processor has not yet checked under the current topic table version, sends waiting for
+the disk or a slave past the processor's busy bounds, a batch that would wait), or when the store
+refuses the put (nothing stored: the processor repeats it and answers the refusal).
 
-Under SYNC_FLUSH and SYNC_MASTER a send waits, as the processor's do: the lane puts it, encodes its
-answer at once into ``_Deferred``'s buffer and leaves the wait to the store (``StoreCore.defer_put``,
-a C ring merged in offset order with the processor's waiting puts); when the round or the slave's
-ack covers it, the store calls ``_Deferred.complete`` and the answers go to each connection as one
-run of bytes (``connect``'s ``deliver``). Another outcome than PUT_OK is encoded as the processor
-encodes it (``rmq.broker.processor.send.put_reply``).
+Under SYNC_FLUSH and SYNC_MASTER a single send waits, as the processor's do: the lane puts it,
+encodes its answer at once into ``_Deferred``'s buffer and leaves the wait to the store
+(``StoreCore.defer_put``, a C ring merged in offset order with the processor's waiting puts); when
+the round or the slave's ack covers it, the store calls ``_Deferred.complete`` and the answers go
+to each connection as one run of bytes (``connect``'s ``deliver``). Another outcome than PUT_OK is
+encoded as the processor encodes it (``rmq.broker.processor.send.put_reply``).
 Bound checks stay on (``boundscheck``); every index into the header is checked against its length.
 """
 
@@ -43,13 +58,13 @@ from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyBy
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Realloc
 from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
-from libc.stdint cimport INT64_MAX, INT64_MIN, int32_t, int64_t, uint32_t, uint64_t
+from libc.stdint cimport INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 
 from rmq._commit_log cimport PUT_OK
-from rmq._endian cimport store_be32, store_be64
-from rmq._store cimport CommitSink, PutPlace, StoreCore
+from rmq._endian cimport load_be16, load_be32, store_be32, store_be64
+from rmq._store cimport BatchRecord, CommitSink, PutPlace, StoreCore
 from rmq.net._codec cimport FastLane
 from rmq.protocol._record cimport MSGID_BYTES, TOPIC_MAX_BYTES
 from rmq._decimal cimport MAX_DECIMAL, put_decimal
@@ -57,6 +72,7 @@ from rmq._decimal cimport MAX_DECIMAL, put_decimal
 from rmq.broker.processor.send import put_reply as _put_reply
 from rmq.net import frame as _frame
 from rmq.net.codec import encode_into as _encode_into
+from rmq.protocol import batch as _batch
 from rmq.protocol import headers as _headers
 from rmq.protocol import message as _message
 from rmq.protocol import send_header as _send_header
@@ -100,13 +116,23 @@ cdef enum:
     K_EXT = 6
     N_KEYS = 7
     TOPIC_CACHE_SLOTS = 64
+    # a batch body's record (rmq.protocol.batch): total, magic, bodyCRC, flag, bodyLen, body, propsLen, props
+    BATCH_TOTAL = 0
+    BATCH_FLAG = 12
+    BATCH_BODY_LEN = 16
+    BATCH_BODY = 20
+    BATCH_PROPS_LEN_SIZE = 2
+    PROPERTY_SEPARATOR = 2
 
 assert len(_send_header.LONG_KEYS) == len(_send_header.SHORT_KEYS) == N_FIELDS, "send_header.py's fields changed: so must the lane"
+assert (_batch.RECORD_HEAD.size, _batch.PROPS_LEN.size) == (BATCH_BODY, BATCH_PROPS_LEN_SIZE), "rmq.protocol.batch changed: so must the lane"
+assert _message.PROPERTY_SEPARATOR == chr(PROPERTY_SEPARATOR)
 
 cdef int64_t INT32_MIN = -2147483648
 cdef int64_t INT32_MAX = 2147483647
 cdef int SEND_MESSAGE = _RequestCode.SEND_MESSAGE
 cdef int SEND_MESSAGE_V2 = _RequestCode.SEND_MESSAGE_V2
+cdef int SEND_BATCH_MESSAGE = _RequestCode.SEND_BATCH_MESSAGE
 cdef int FLAG_ONEWAY = _frame.FLAG_ONEWAY
 cdef int FLAG_RESPONSE = _frame.FLAG_RESPONSE
 cdef Py_ssize_t PROPERTIES_MAX = _message.PROPERTIES_MAX_LENGTH
@@ -148,6 +174,12 @@ cdef bytes PREPARED = _transaction.PREPARED_MARK.encode()
 cdef bytes RETRY_PREFIX = _message.RETRY_GROUP_TOPIC_PREFIX.encode()
 # a send that does not wait for the disk or a slave under SYNC_FLUSH / SYNC_MASTER (the processor's test)
 cdef bytes NO_WAIT_MARK = (_message.MessageProperty.WAIT_STORE_MSG_OK + _message.NAME_VALUE_SEPARATOR + "false").encode()
+cdef const char* DELAY_MARK_PTR = DELAY_MARK
+cdef Py_ssize_t DELAY_MARK_LEN = len(DELAY_MARK)
+cdef const char* TIMER_MARK_PTR = TIMER_MARK
+cdef Py_ssize_t TIMER_MARK_LEN = len(TIMER_MARK)
+cdef const char* PREPARED_PTR = PREPARED
+cdef Py_ssize_t PREPARED_LEN = len(PREPARED)
 
 # The answer's constant parts (RemotingCommand.response_to's header, as rmq.net._codec writes it).
 cdef bytes ANSWER_HEAD = b'{"code":%d,"language":"%s","version":%d,"opaque":' % (
@@ -399,7 +431,7 @@ cdef int _scan_header(const unsigned char* p, Py_ssize_t n, SendFields* f) noexc
             i = _scan_int(p, i, n, &number)
             if k == K_CODE:
                 f.code = <int>number
-                if i >= 0 and f.code != SEND_MESSAGE and f.code != SEND_MESSAGE_V2:
+                if i >= 0 and f.code != SEND_MESSAGE and f.code != SEND_MESSAGE_V2 and f.code != SEND_BATCH_MESSAGE:
                     return 0  # not a send (a pull, a heartbeat): no need to read further
             elif k == K_OPAQUE:
                 f.opaque = <int>number
@@ -472,7 +504,7 @@ cdef int _resolve(const unsigned char* header, Py_ssize_t header_len, SendFields
         return 0
     if f.code == SEND_MESSAGE:
         fields = f.long_fields
-    elif f.code == SEND_MESSAGE_V2:
+    elif f.code == SEND_MESSAGE_V2 or f.code == SEND_BATCH_MESSAGE:
         fields = f.short_fields
         # long names under a V2 code (some clients send them): the spelling that names the topic
         if fields[F_TOPIC].start == NULL and f.long_fields[F_TOPIC].start != NULL:
@@ -504,7 +536,7 @@ cdef int _resolve(const unsigned char* header, Py_ssize_t header_len, SendFields
     if not _field_int(&fields[F_MAX_RECONSUME_TIMES], INT32_MIN, INT32_MAX, False, 0, &value):
         return 0
     f.max_reconsume_times = <int>value
-    f.batch = (fields[F_BATCH].start != NULL and fields[F_BATCH].length == 4 and not fields[F_BATCH].escaped
+    f.batch = f.code == SEND_BATCH_MESSAGE or (fields[F_BATCH].start != NULL and fields[F_BATCH].length == 4 and not fields[F_BATCH].escaped
                and memcmp(fields[F_BATCH].start, b"true", 4) == 0)
     if fields[F_BATCH].start != NULL and fields[F_BATCH].escaped:
         return 0  # "tru\u0065": rare enough to leave
@@ -515,6 +547,61 @@ cdef int _resolve(const unsigned char* header, Py_ssize_t header_len, SendFields
     return 1
 
 
+# -- the batch body ---------------------------------------------------------------------------
+
+cdef Py_ssize_t _walk_batch(const unsigned char* p, Py_ssize_t size, BatchRecord* out) noexcept nogil:
+    """The records of a batch body into ``out`` (when not NULL): their count, or -1 when
+    ``rmq.protocol.batch.decode_batch`` refuses the body (a record that overruns it, sizes that do
+    not add up, no record at all). Every length is checked against what is left of the body."""
+    cdef Py_ssize_t pos = 0, count = 0, props_at, end
+    cdef int32_t total, body_len
+    cdef int16_t props_len
+    while pos < size:
+        if size - pos < BATCH_BODY:
+            return -1
+        total = load_be32(p + pos + BATCH_TOTAL)
+        body_len = load_be32(p + pos + BATCH_BODY_LEN)
+        if body_len < 0 or size - pos - BATCH_BODY - BATCH_PROPS_LEN_SIZE < body_len:
+            return -1
+        props_at = pos + BATCH_BODY + body_len
+        props_len = <int16_t>load_be16(p + props_at)
+        end = props_at + BATCH_PROPS_LEN_SIZE + props_len
+        if props_len < 0 or end > size or (total != 0 and total != end - pos):
+            return -1
+        if out != NULL:
+            out[count].body = p + pos + BATCH_BODY
+            out[count].body_len = body_len
+            out[count].props = p + props_at + BATCH_PROPS_LEN_SIZE
+            out[count].props_len = props_len
+            out[count].flag = load_be32(p + pos + BATCH_FLAG)
+        count += 1
+        pos = end
+    return count if count else -1
+
+
+cdef inline bint _refused_properties(const unsigned char* props, Py_ssize_t length) noexcept nogil:
+    """Properties the lane leaves to the processor: past their limit, or marking a transaction, a
+    delay level or a timer (the processor's own tests, on the same bytes)."""
+    return (length > PROPERTIES_MAX
+            or memmem(props, length, PREPARED_PTR, PREPARED_LEN) != NULL
+            or memmem(props, length, TIMER_MARK_PTR, TIMER_MARK_LEN) != NULL
+            or memmem(props, length, DELAY_MARK_PTR, DELAY_MARK_LEN) != NULL)
+
+
+cdef void* _reserve(void** buffer, Py_ssize_t* size, Py_ssize_t need) except NULL:
+    """``buffer`` (malloc'ed, ``size`` bytes) grown to at least ``need`` bytes."""
+    cdef void* grown
+    if need < 1:
+        need = 1
+    if need > size[0]:
+        grown = realloc(buffer[0], need)
+        if grown == NULL:
+            raise MemoryError()
+        buffer[0] = grown
+        size[0] = need
+    return buffer[0]
+
+
 # -- the answer -------------------------------------------------------------------------------
 
 cdef inline char* _put_bytes(char* p, bytes text) noexcept:
@@ -522,33 +609,6 @@ cdef inline char* _put_bytes(char* p, bytes text) noexcept:
     memcpy(p, PyBytes_AS_STRING(text), n)
     return p + n
 
-
-
-cdef Py_ssize_t _put_answer(bytearray out, int opaque, uint32_t ip, int32_t port, int queue_id,
-                            const PutPlace* place) except -1:
-    """Append the SUCCESS answer to a send stored at ``place`` to ``out``; its length."""
-    cdef Py_ssize_t start = PyByteArray_GET_SIZE(out), length
-    cdef char* p
-    cdef char* begin
-    length = (8 + PyBytes_GET_SIZE(ANSWER_HEAD) + PyBytes_GET_SIZE(ANSWER_FLAG) + 2 * MSGID_BYTES
-              + PyBytes_GET_SIZE(ANSWER_QUEUE_ID) + PyBytes_GET_SIZE(ANSWER_QUEUE_OFFSET)
-              + PyBytes_GET_SIZE(ANSWER_END) + 3 * MAX_DECIMAL)
-    PyByteArray_Resize(out, start + length)
-    begin = PyByteArray_AS_STRING(out) + start
-    p = _put_bytes(begin + 8, ANSWER_HEAD)
-    p = put_decimal(p, opaque)
-    p = _put_bytes(p, ANSWER_FLAG)
-    p = _put_msg_id(p, ip, port, place.phy_offset)
-    p = _put_bytes(p, ANSWER_QUEUE_ID)
-    p = put_decimal(p, queue_id)
-    p = _put_bytes(p, ANSWER_QUEUE_OFFSET)
-    p = put_decimal(p, place.queue_offset)
-    p = _put_bytes(p, ANSWER_END)
-    length = p - begin
-    store_be32(<unsigned char*>begin, <int32_t>(length - 4))
-    store_be32(<unsigned char*>begin + 4, <int32_t>(length - 8))
-    PyByteArray_Resize(out, start + length)
-    return length
 
 
 cdef int _put_other_answer(bytearray out, int opaque, int status, uint32_t ip, int32_t port, int queue_id,
@@ -729,6 +789,11 @@ cdef class SendLane(FastLane):
     cdef list _slots
     cdef unsigned char* _scratch
     cdef Py_ssize_t _scratch_size
+    # a batch's records, and their properties with the header's appended (when it has some)
+    cdef BatchRecord* _records
+    cdef Py_ssize_t _records_size
+    cdef unsigned char* _joined
+    cdef Py_ssize_t _joined_size
     cdef readonly uint64_t served
     cdef readonly uint64_t left
 
@@ -746,6 +811,8 @@ cdef class SendLane(FastLane):
 
     def __dealloc__(self):
         free(self._scratch)
+        free(self._records)
+        free(self._joined)
 
     def role_changed(self):
         """Read the processor's role again (its ``role_changed``): the lane serves sends on a
@@ -794,16 +861,10 @@ cdef class SendLane(FastLane):
         return entry
 
     cdef const unsigned char* _unescaped(self, const Span* span, Py_ssize_t* length) except NULL:
-        cdef unsigned char* grown
         if not span.escaped:
             length[0] = span.length
             return span.start if span.start != NULL else <const unsigned char*>b""
-        if span.length > self._scratch_size:
-            grown = <unsigned char*>realloc(self._scratch, span.length)
-            if grown == NULL:
-                raise MemoryError()
-            self._scratch = grown
-            self._scratch_size = span.length
+        _reserve(<void**>&self._scratch, &self._scratch_size, span.length)
         length[0] = _unescape(span.start, span.length, self._scratch)
         return self._scratch
 
@@ -813,7 +874,7 @@ cdef class SendLane(FastLane):
         cdef StoreCore store = self._store
         cdef _Topic topic
         cdef const unsigned char* props
-        cdef Py_ssize_t props_len, length, start
+        cdef Py_ssize_t props_len, count = 0, start
         cdef _Deferred deferred
         cdef PutPlace place
         cdef int status
@@ -825,10 +886,10 @@ cdef class SendLane(FastLane):
                             or store.disk_wait_seconds > self._disk_busy_limit):
             self.left += 1
             return 0  # the processor refuses it SYSTEM_BUSY
-        if not _resolve(header, header_len, &f) or f.flag & FLAG_RESPONSE or f.batch:
+        if not _resolve(header, header_len, &f) or f.flag & FLAG_RESPONSE:
             self.left += 1
             return 0
-        if (f.queue_id < 0 or f.topic_len > TOPIC_MAX_BYTES or body_len > store.max_message_size
+        if (f.queue_id < 0 or f.topic_len > TOPIC_MAX_BYTES or (body_len > store.max_message_size and not f.batch)
                 or (f.topic_len >= PyBytes_GET_SIZE(RETRY_PREFIX)
                     and memcmp(f.topic, PyBytes_AS_STRING(RETRY_PREFIX), PyBytes_GET_SIZE(RETRY_PREFIX)) == 0)):
             self.left += 1
@@ -838,17 +899,23 @@ cdef class SendLane(FastLane):
             self.left += 1
             return 0
         props = self._unescaped(&f.properties, &props_len)
-        if (props_len > PROPERTIES_MAX
-                or memmem(props, props_len, PyBytes_AS_STRING(PREPARED), PyBytes_GET_SIZE(PREPARED)) != NULL
-                or memmem(props, props_len, PyBytes_AS_STRING(TIMER_MARK), PyBytes_GET_SIZE(TIMER_MARK)) != NULL
-                or memmem(props, props_len, PyBytes_AS_STRING(DELAY_MARK), PyBytes_GET_SIZE(DELAY_MARK)) != NULL):
+        if _refused_properties(props, props_len):  # a batch's: appended to each of its messages'
             self.left += 1
             return 0
         if self._waits:
             wait = memmem(props, props_len, PyBytes_AS_STRING(NO_WAIT_MARK), PyBytes_GET_SIZE(NO_WAIT_MARK)) == NULL
-        status = store.put_raw(topic.topic, f.queue_id, body, body_len, props, props_len, f.sys_flag,
-                               f.born_timestamp, f.message_flag, f.reconsume_times, (<_Peer>peer).host,
-                               (<_Peer>peer).port, 0, &place)
+            if wait and f.batch:
+                self.left += 1
+                return 0  # a batch that waits: the processor's (its late answers name every message)
+        if f.batch:
+            count = self._batch(props, props_len, body, body_len)
+            status = store.put_batch_raw(topic.topic, f.queue_id, self._records, count, f.sys_flag,
+                                         f.born_timestamp, (<_Peer>peer).host, (<_Peer>peer).port,
+                                         &place) if count > 0 else -1
+        else:
+            status = store.put_raw(topic.topic, f.queue_id, body, body_len, props, props_len, f.sys_flag,
+                                   f.born_timestamp, f.message_flag, f.reconsume_times, (<_Peer>peer).host,
+                                   (<_Peer>peer).port, 0, &place)
         if status != PUT_OK:
             self.left += 1
             return 0  # nothing stored: the processor puts it again and answers what the store says
@@ -861,12 +928,11 @@ cdef class SendLane(FastLane):
                 deferred = self._deferred
                 deferred.reserve()
                 start = PyByteArray_GET_SIZE(deferred.answers)
-                length = 0
                 if not f.flag & FLAG_ONEWAY:
-                    length = _put_answer(deferred.answers, f.opaque, store.store_ip, store.store_port,
-                                         f.queue_id, &place)
+                    self._answer(deferred.answers, f.opaque, f.queue_id, &place, NULL, 0)
                 if store.defer_put(deferred, &place, &status):
-                    deferred.add(<_Peer>peer, f.opaque, f.queue_id, &place, length)
+                    deferred.add(<_Peer>peer, f.opaque, f.queue_id, &place,
+                                 PyByteArray_GET_SIZE(deferred.answers) - start)
                     return 1
                 PyByteArray_Resize(deferred.answers, start)  # answered now after all
             else:
@@ -874,11 +940,81 @@ cdef class SendLane(FastLane):
         if f.flag & FLAG_ONEWAY:
             return 1
         if status == PUT_OK:
-            _put_answer(out, f.opaque, store.store_ip, store.store_port, f.queue_id, &place)
-        else:  # SLAVE_NOT_AVAILABLE: stored, no slave in sync
+            self._answer(out, f.opaque, f.queue_id, &place, self._records if f.batch else NULL, count)
+        else:  # SLAVE_NOT_AVAILABLE (a single send: a batch that waits is left): stored, no slave in sync
             _put_other_answer(out, f.opaque, status, store.store_ip, store.store_port, f.queue_id,
                               place.phy_offset, place.queue_offset)
         return 1
+
+    cdef Py_ssize_t _batch(self, const unsigned char* extra, Py_ssize_t extra_len, const unsigned char* body,
+                           Py_ssize_t body_len) except -2:
+        """A batch body's messages into ``_records``, ``extra`` (the header's properties) appended to
+        each one's as the processor appends them: how many, or -1 when the lane leaves the batch (a
+        body the processor refuses, or a message's properties the lane leaves)."""
+        cdef Py_ssize_t count = _walk_batch(body, body_len, NULL), i, joined = 0, bodies = 0
+        cdef BatchRecord* record
+        cdef unsigned char* p
+        if count < 0:
+            return -1
+        _reserve(<void**>&self._records, &self._records_size, count * sizeof(BatchRecord))
+        _walk_batch(body, body_len, self._records)
+        for i in range(count):
+            bodies += self._records[i].body_len
+            joined += self._records[i].props_len + 1 + extra_len
+        if bodies > self._store.max_message_size:
+            return -1
+        if extra_len:
+            p = <unsigned char*>_reserve(<void**>&self._joined, &self._joined_size, joined)
+            for i in range(count):
+                record = &self._records[i]
+                memcpy(p, record.props, record.props_len)
+                joined = record.props_len
+                if joined and p[joined - 1] != PROPERTY_SEPARATOR:
+                    p[joined] = PROPERTY_SEPARATOR
+                    joined += 1
+                memcpy(p + joined, extra, extra_len)
+                record.props = p
+                record.props_len = joined + extra_len
+                p += record.props_len
+        for i in range(count):
+            if _refused_properties(self._records[i].props, self._records[i].props_len):
+                return -1
+        return count
+
+    cdef int _answer(self, bytearray out, int opaque, int queue_id, const PutPlace* place,
+                     const BatchRecord* records, Py_ssize_t count) except -1:
+        """The SUCCESS answer of a put (of ``count`` messages of ``records``, a batch's, back to back
+        from ``place.phy_offset``), appended to ``out``."""
+        cdef StoreCore store = self._store
+        cdef Py_ssize_t start = PyByteArray_GET_SIZE(out), length, i
+        cdef int64_t offset = place.phy_offset
+        cdef char* p
+        cdef char* begin
+        length = (8 + PyBytes_GET_SIZE(ANSWER_HEAD) + PyBytes_GET_SIZE(ANSWER_FLAG)
+                  + (2 * MSGID_BYTES + 1) * (count if records != NULL else 1)
+                  + PyBytes_GET_SIZE(ANSWER_QUEUE_ID) + PyBytes_GET_SIZE(ANSWER_QUEUE_OFFSET)
+                  + PyBytes_GET_SIZE(ANSWER_END) + 3 * MAX_DECIMAL)
+        PyByteArray_Resize(out, start + length)
+        begin = PyByteArray_AS_STRING(out) + start
+        p = _put_bytes(begin + 8, ANSWER_HEAD)
+        p = put_decimal(p, opaque)
+        p = _put_bytes(p, ANSWER_FLAG)
+        p = _put_msg_id(p, store.store_ip, store.store_port, offset)
+        if records != NULL:
+            for i in range(1, count):
+                offset += records[i - 1].size
+                p[0] = c','
+                p = _put_msg_id(p + 1, store.store_ip, store.store_port, offset)
+        p = _put_bytes(p, ANSWER_QUEUE_ID)
+        p = put_decimal(p, queue_id)
+        p = _put_bytes(p, ANSWER_QUEUE_OFFSET)
+        p = put_decimal(p, place.queue_offset)
+        p = _put_bytes(p, ANSWER_END)
+        length = p - begin
+        store_be32(<unsigned char*>begin, <int32_t>(length - 4))
+        store_be32(<unsigned char*>begin + 4, <int32_t>(length - 8))
+        PyByteArray_Resize(out, start + length)
+        return 0
 
 
 def scan_send_header(header):
@@ -912,3 +1048,20 @@ def scan_send_header(header):
         "max_reconsume_times": f.max_reconsume_times if f.has_max_reconsume_times else None,
         "batch": bool(f.batch),
     }
+
+
+def scan_batch(body):
+    """What the lane reads of a batch body (bytes), for tests: None when it would leave the batch to
+    the processor for its body, else ``rmq.protocol.batch.decode_batch``'s ``(body, properties,
+    flag)`` list."""
+    cdef bytes raw = bytes(body)
+    cdef const unsigned char* p = <const unsigned char*>PyBytes_AS_STRING(raw)
+    cdef Py_ssize_t n = PyBytes_GET_SIZE(raw), count = _walk_batch(p, n, NULL), i
+    cdef BatchRecord* records
+    if count < 0:
+        return None
+    buffer = bytearray(count * sizeof(BatchRecord))
+    records = <BatchRecord*>PyByteArray_AS_STRING(buffer)
+    _walk_batch(p, n, records)
+    return [((<const char*>records[i].body)[:records[i].body_len],
+             (<const char*>records[i].props)[:records[i].props_len], records[i].flag) for i in range(count)]
