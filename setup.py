@@ -29,6 +29,8 @@ EXTENSIONS = [
     Extension("rmq.client._send_wire", ["src/rmq/client/_send_wire.pyx"]),
     # the broker's compiled send lane (over the store's put_raw and the codec's FastLane)
     Extension("rmq.broker._send_lane", ["src/rmq/broker/_send_lane.pyx"]),
+    # its pull lane (over the store's get_into), handed PULL_MESSAGE frames by the send lane
+    Extension("rmq.broker._pull_lane", ["src/rmq/broker/_pull_lane.pyx"]),
     # rmq-perf's worker loop (rmq's remoting and Redis's RESP), so that a figure measures the broker
     Extension("rmq.perf._loadgen", ["src/rmq/perf/_loadgen.pyx"]),
 ]

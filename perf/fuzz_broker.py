@@ -898,7 +898,10 @@ def send_lane_counts(addr: str) -> dict[str, int] | None:
     table = json.loads(bytes(answer.body or b""))["table"]
     if "sendLaneServed" not in table:
         return None
-    return {"served": int(table["sendLaneServed"]), "left": int(table["sendLaneLeft"])}
+    counts = {"served": int(table["sendLaneServed"]), "left": int(table["sendLaneLeft"])}
+    if "pullLaneServed" in table:  # the pulls it handed to the pull lane
+        counts.update(pulls_served=int(table["pullLaneServed"]), pulls_left=int(table["pullLaneLeft"]))
+    return counts
 
 
 def _code_name(code: int) -> str:

@@ -61,6 +61,17 @@ cdef struct PutPlace:
     Py_ssize_t total
 
 
+# Where a get_into went: get_message's outcome, without the records.
+cdef struct GetPlace:
+    int status
+    int64_t next_begin_offset
+    int64_t min_offset
+    int64_t max_offset
+    Py_ssize_t count
+    Py_ssize_t total_bytes
+    int64_t last_phy_offset     # the CommitLog offset of the last record found (-1: none)
+
+
 # A put a compiled lane made and whose answer waits for the group commit (``StoreCore.defer_put``):
 # what ``complete_commits`` needs to decide it, without a Python object per put.
 cdef struct DeferredPut:
@@ -166,6 +177,8 @@ cdef class StoreCore:
     cdef void _deferred_round_done(self)
     cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n, int sys_flag,
                            int64_t born_timestamp, uint32_t born_host, int born_port, PutPlace* place) except -1
+    cdef int get_into(self, str topic, int queue_id, int64_t offset, int max_msgs, Py_ssize_t max_total_bytes,
+                      object tag_filter, GetMessageResult result, bytearray out, GetPlace* place) except -1
     cdef int _lock(self) except -1
     cdef void _unlock(self) noexcept
     cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)

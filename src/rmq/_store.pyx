@@ -25,6 +25,7 @@ import os
 
 cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
+from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
 from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.errno cimport EINTR, EIO, errno
@@ -1298,47 +1299,64 @@ cdef class StoreCore:
         back to back as a pull response body). ``group`` is accepted for RocketMQ parity.
         """
         cdef GetMessageResult result = GetMessageResult.__new__(GetMessageResult)
+        cdef GetPlace place
+        result.messages = []
+        result.queue_offsets = []
+        self.get_into(topic, queue_id, offset, max_msgs, max_total_bytes, tag_filter, result, None, &place)
+        result.status_code = place.status
+        result.next_begin_offset = place.next_begin_offset
+        result.min_offset = place.min_offset
+        result.max_offset = place.max_offset
+        result.buffer_total_size = place.total_bytes
+        return result
+
+    cdef int get_into(self, str topic, int queue_id, int64_t offset, int max_msgs, Py_ssize_t max_total_bytes,
+                      object tag_filter, GetMessageResult result, bytearray out, GetPlace* place) except -1:
+        """get_message's read, its outcome in ``place``: each record found either appended to
+        ``result`` (a view and its queue offset) or, with ``out``, copied onto the end of ``out``
+        (the compiled pull lane's answer body: no Python object per record)."""
+        cdef TagFilter tags = None if tag_filter is None else <TagFilter?>tag_filter
         cdef ConsumeQueue queue
         cdef MappedFile cq_file, mf = None
         cdef int64_t min_offset, max_offset, cur, end, phy, tags_code, min_phy
         cdef int32_t size
-        cdef Py_ssize_t total_bytes = 0, pos, count = 0, scan_limit
+        cdef Py_ssize_t total_bytes = 0, pos, count = 0, scan_limit, out_size
         cdef const unsigned char* e
         cdef int status = NO_MATCHED_MESSAGE
-        result.messages = []
-        result.queue_offsets = []
+        memset(place, 0, sizeof(GetPlace))
+        place.last_phy_offset = -1
         self._lock()
         try:
             queues = self.consume_queue_table.get(topic)
             queue = (<dict>queues).get(queue_id) if queues is not None else None
             if queue is None:
-                result.status_code = NO_MATCHED_LOGIC_QUEUE
-                return result
+                place.status = NO_MATCHED_LOGIC_QUEUE
+                return 0
             min_offset = queue.min_logic_offset // CQ_STORE_UNIT_SIZE
             max_offset = queue.max_offset()
-            result.min_offset = min_offset
-            result.max_offset = max_offset
+            place.min_offset = min_offset
+            place.max_offset = max_offset
             if max_offset == 0:
-                result.status_code = NO_MESSAGE_IN_QUEUE
-                result.next_begin_offset = 0
-                return result
+                place.status = NO_MESSAGE_IN_QUEUE
+                place.next_begin_offset = 0
+                return 0
             if offset < min_offset:
-                result.status_code = OFFSET_TOO_SMALL
-                result.next_begin_offset = min_offset
-                return result
+                place.status = OFFSET_TOO_SMALL
+                place.next_begin_offset = min_offset
+                return 0
             if offset == max_offset:
-                result.status_code = OFFSET_OVERFLOW_ONE
-                result.next_begin_offset = offset
-                return result
+                place.status = OFFSET_OVERFLOW_ONE
+                place.next_begin_offset = offset
+                return 0
             if offset > max_offset:
-                result.status_code = OFFSET_OVERFLOW_BADLY
-                result.next_begin_offset = min_offset if min_offset == 0 else max_offset
-                return result
+                place.status = OFFSET_OVERFLOW_BADLY
+                place.next_begin_offset = min_offset if min_offset == 0 else max_offset
+                return 0
             cq_file = queue.files.find_by_offset(offset * CQ_STORE_UNIT_SIZE)
             if cq_file is None:
-                result.status_code = OFFSET_FOUND_NULL
-                result.next_begin_offset = offset + 1
-                return result
+                place.status = OFFSET_FOUND_NULL
+                place.next_begin_offset = offset + 1
+                return 0
             # scan within one ConsumeQueue file, as RocketMQ does; the next pull continues
             end = (cq_file.file_from_offset + cq_file.wrote_position) // CQ_STORE_UNIT_SIZE
             scan_limit = max_msgs if max_msgs > MAX_FILTER_SCAN_ENTRIES else MAX_FILTER_SCAN_ENTRIES
@@ -1362,7 +1380,7 @@ cdef class StoreCore:
                 if phy < min_phy:
                     status = MESSAGE_WAS_REMOVING
                     continue
-                if tag_filter is not None and not tag_filter.accepts_code(tags_code):
+                if tags is not None and not tags.accepts_code(tags_code):
                     continue
                 if mf is None or phy < mf.file_from_offset or phy >= mf.file_from_offset + mf.file_size:
                     mf = self.commit_log.find_by_offset(phy)
@@ -1373,16 +1391,23 @@ cdef class StoreCore:
                 if pos + size > mf.wrote_position or load_be32(mf.base + pos) != size:
                     status = MESSAGE_WAS_REMOVING
                     continue
-                if tag_filter is not None and not tag_filter.accepts_record(mf.base + pos):
+                if tags is not None and not tags.accepts_record(mf.base + pos):
                     continue
-                result.messages.append(mf.view(pos, size))
-                result.queue_offsets.append(cur - 1)
+                if out is None:
+                    result.messages.append(mf.view(pos, size))
+                    result.queue_offsets.append(cur - 1)
+                else:
+                    out_size = PyByteArray_GET_SIZE(out)
+                    PyByteArray_Resize(out, out_size + size)
+                    memcpy(PyByteArray_AS_STRING(out) + out_size, mf.base + pos, size)
+                place.last_phy_offset = phy
                 total_bytes += size
                 count += 1
-            result.next_begin_offset = cur
-            result.buffer_total_size = total_bytes
-            result.status_code = FOUND if count > 0 else status
-            return result
+            place.next_begin_offset = cur
+            place.total_bytes = total_bytes
+            place.count = count
+            place.status = FOUND if count > 0 else status
+            return 0
         finally:
             self._unlock()
 

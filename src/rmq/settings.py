@@ -415,8 +415,8 @@ _section(
             "sends the broker may hold unanswered (waiting for the disk or a slave); more are "
             "answered SYSTEM_BUSY [OVERLOAD]"),
     Setting("fastLaneEnable", Bool(), True,
-            "serve plain sends in the compiled send lane (rmq's key; RMQ_NO_FAST_LANE=1 turns it off "
-            "too): off, every send takes the Python processor"),
+            "serve plain sends and pulls in the compiled send and pull lanes (rmq's key; RMQ_NO_FAST_LANE=1 "
+            "turns them off too): off, every send and pull takes the Python processor"),
     Setting("flushConsumerOffsetInterval", _POSITIVE_MS, 5000, "ms between writes of consumerOffset.json"),
     Setting("statsLogInterval", Int(0), 60_000,
             "ms between records of <storePathRootDir>/logs/stats.log (per topic and group; 0: none)"),

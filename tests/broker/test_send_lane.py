@@ -6,7 +6,6 @@ the answers wait for the flush round); and the lane's header scanner reads exact
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import struct
@@ -32,6 +31,7 @@ from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
 from tests.helpers import wait_until
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import RawConnection, raw_frame
+from tests.helpers.lanes import header_bytes, header_mutations
 
 # the fields of a record that differ between twins: where and when it was stored, who sent it
 _MASKED = [
@@ -106,33 +106,12 @@ _ext_fields = st.one_of(
     _fields(LONG_KEYS),
     st.dictionaries(st.text(max_size=3), _texts),
 )
-_headers = st.fixed_dictionaries(
-    {
-        "code": st.sampled_from(
-            [RequestCode.SEND_MESSAGE_V2] * 3 + [RequestCode.SEND_MESSAGE, RequestCode.SEND_BATCH_MESSAGE, 105]
-        ).map(int),
-        "extFields": _ext_fields,
-    },
-    optional={
-        "opaque": st.integers(-(2**31), 2**31 - 1),
-        "flag": st.sampled_from([0, 0, 0, 1, 2]),
-        "language": st.sampled_from(["JAVA", "CPP", "PYTHON"]),
-        "version": st.sampled_from([399, 317]),
-        "remark": st.one_of(st.none(), st.text(max_size=5)),
-        "serializeTypeCurrentRPC": st.just("JSON"),
-    },
+_header_bytes = header_bytes(
+    st.sampled_from(
+        [RequestCode.SEND_MESSAGE_V2] * 3 + [RequestCode.SEND_MESSAGE, RequestCode.SEND_BATCH_MESSAGE, 105]
+    ).map(int),
+    _ext_fields,
 )
-
-
-@st.composite
-def _header_bytes(draw) -> bytes:
-    header = draw(_headers)
-    style = draw(st.sampled_from(["orjson", "ascii", "spaced"]))
-    if style == "orjson":
-        return orjson.dumps(header)
-    if style == "ascii":
-        return json.dumps(header).encode()
-    return json.dumps(header, ensure_ascii=False, indent=1).encode()
 
 
 def _decoded_header(header: bytes) -> dict | None:
@@ -160,7 +139,7 @@ def _decoded_header(header: bytes) -> dict | None:
 
 
 @settings(max_examples=400, deadline=None)
-@given(header=_header_bytes())
+@given(header=_header_bytes)
 def test_the_scanner_reads_what_send_header_reads(header):
     scanned = scan_send_header(header)
     if scanned is not None:
@@ -168,15 +147,13 @@ def test_the_scanner_reads_what_send_header_reads(header):
 
 
 @settings(max_examples=400, deadline=None)
-@given(header=_header_bytes(), data=st.data())
+@given(header=_header_bytes, data=st.data())
 def test_the_scanner_takes_any_bytes(header, data):
     """Cut, spliced or flipped, a header is read the way send_header reads it, or left to it."""
-    cut = data.draw(st.integers(0, len(header)))
-    junk = data.draw(st.binary(max_size=8))
-    for mutated in (header[:cut], header[:cut] + junk + header[cut:], junk, header[:cut] + junk):
-        scanned = scan_send_header(mutated)
+    for changed in header_mutations(header, data):
+        scanned = scan_send_header(changed)
         if scanned is not None:
-            assert scanned == _decoded_header(mutated)
+            assert scanned == _decoded_header(changed)
 
 
 def test_the_scanner_reads_both_spellings_and_leaves_the_unusual():
@@ -352,7 +329,7 @@ def fuzz_twins(twins, max_examples: int, one_read: bool = False) -> None:
     """Fuzzed send frames to both twins, one after the other (``one_read``: all in one write)."""
 
     @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck))
-    @given(headers=st.lists(_header_bytes(), min_size=1, max_size=4), body=st.binary(max_size=64))
+    @given(headers=st.lists(_header_bytes, min_size=1, max_size=4), body=st.binary(max_size=64))
     def fuzz(headers, body):
         frames = []
         for header in headers:

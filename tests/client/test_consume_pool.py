@@ -62,3 +62,24 @@ def test_shutdown_drops_tasks_not_started_and_refuses_new_ones():
     assert not any(t.name.startswith("p_") and t.is_alive() for t in threading.enumerate())
     with pytest.raises(RuntimeError, match="shut down"):
         pool.submit(ran.append, "after")
+
+
+def test_shutdown_while_a_thread_is_being_started(monkeypatch):
+    # the listener's first message and the consumer's shutdown at once (a rebalance test met it)
+    starting = threading.Event()
+    real_start = threading.Thread.start
+
+    def slow_start(thread: threading.Thread) -> None:
+        if thread.name.startswith("slow_"):
+            starting.set()
+            threading.Event().wait(0.3)
+        real_start(thread)
+
+    monkeypatch.setattr(threading.Thread, "start", slow_start)
+    pool = ConsumePool(1, "slow")
+    submitter = threading.Thread(target=pool.submit, args=(lambda: None,))
+    submitter.start()
+    assert starting.wait(5)
+    pool.shutdown(5)  # raised "cannot join thread before it is started"
+    submitter.join(5)
+    assert not any(t.name.startswith("slow_") and t.is_alive() for t in threading.enumerate())

@@ -61,6 +61,8 @@ class MasterAndSlave:
         return self.slave
 
     def _recording(self, name: str, broker: BrokerController) -> BrokerController:
+        if broker.send_lane is not None:
+            broker.send_lane.pull_lane = None  # it would answer pulls before any handler could record them
         pull = broker.server._processors[RequestCode.PULL_MESSAGE]
 
         def recording_pull(channel, request):

@@ -41,3 +41,18 @@ def test_ids_of_a_process_are_unique():
 def test_malformed_id_is_refused():
     with pytest.raises(ValueError, match="expected 32"):
         uniq_id_parts("ABCD")
+
+
+def test_a_forked_child_makes_ids_with_its_own_pid():
+    create_uniq_id()  # the parent's generator exists before the fork
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the child: its first id, then out without the parent's exit handlers
+        os.write(write, create_uniq_id().encode())
+        os._exit(0)
+    os.close(write)
+    child_id = os.read(read, 64).decode()
+    os.close(read)
+    os.waitpid(pid, 0)
+    assert uniq_id_parts(child_id)[1] == pid & 0xFFFF
+    assert uniq_id_parts(create_uniq_id())[1] == os.getpid() & 0xFFFF

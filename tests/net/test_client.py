@@ -16,7 +16,7 @@ from rmq.errors import (
     RemotingTimeoutError,
 )
 from rmq.net.client import RemotingClient
-from rmq.net.codec import RemotingCommand
+from rmq.net.codec import RemotingCommand, encode
 from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.helpers import LOOPBACK, wait_until
 from tests.helpers.frames import route_body
@@ -58,6 +58,76 @@ def test_timeout_names_the_address(server, client):
     assert isinstance(future.exception(2.0), RemotingTimeoutError)
     # the connection survives a timeout
     assert client.invoke_sync(server.address, route_request(), timeout=3.0).code == 0
+
+
+def invoke_encoded(client: RemotingClient, addr: str, request: RemotingCommand, timeout: float, waited: bool = True):
+    """``invoke_frame`` of ``request`` encoded; the list its callback's (response, error) lands in."""
+    outcome: list = []
+    client.invoke_frame(
+        addr, request.opaque, request.code, encode(request), timeout, lambda *args: outcome.append(args), waited=waited
+    )
+    return outcome
+
+
+def test_a_waited_for_request_is_written_by_its_sender_while_the_loop_is_busy(server, client):
+    # a sync send from a producer thread goes out at once, not when the loop thread gets to it
+    arrived = threading.Event()
+    server.register_processor(
+        RequestCode.HEART_BEAT, lambda channel, request: arrived.set() or RemotingCommand.response_to(request, 0)
+    )
+    client.invoke_sync(server.address, route_request(), timeout=3.0)  # the connection is up
+    busy, release = threading.Event(), threading.Event()
+    client.loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(5.0)))
+    assert busy.wait(2.0)
+    try:
+        outcome = invoke_encoded(client, server.address, RemotingCommand.request(RequestCode.HEART_BEAT), 3.0)
+        assert arrived.wait(2.0), "the request waited for the client's loop thread to be written"
+    finally:
+        release.set()
+    wait_until(lambda: outcome, 5, "the answer reached the callback")
+    response, error = outcome[0]
+    assert error is None and response.code == ResponseCode.SUCCESS
+
+
+def test_pre_encoded_requests_of_a_thread_reach_the_server_in_order(server, client):
+    # one the loop thread has yet to write is not overtaken by a waited-for one written at once
+    arrived = []
+    server.register_processor(
+        RequestCode.HEART_BEAT,
+        lambda channel, request: arrived.append(request.opaque) or RemotingCommand.response_to(request, 0),
+    )
+    client.invoke_sync(server.address, route_request(), timeout=3.0)
+    busy, release = threading.Event(), threading.Event()
+    client.loop.call_soon_threadsafe(lambda: (busy.set(), release.wait(5.0)))
+    assert busy.wait(2.0)
+    requests = [RemotingCommand.request(RequestCode.HEART_BEAT) for _ in range(60)]
+    try:
+        outcomes = [
+            invoke_encoded(client, server.address, request, 5.0, waited=i % 3 == 2)
+            for i, request in enumerate(requests)
+        ]
+    finally:
+        release.set()
+    wait_until(lambda: all(outcomes), 10, "every request answered")
+    assert arrived == [request.opaque for request in requests]
+    for request, outcome in zip(requests, outcomes, strict=True):
+        response, error = outcome[0]
+        assert error is None and response.opaque == request.opaque
+
+
+def test_pre_encoded_requests_time_out_in_order_and_out_of_order(server, client):
+    server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: None)  # never answers
+    client.invoke_sync(server.address, route_request(), timeout=3.0)
+    longer = invoke_encoded(client, server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), 0.4)
+    shorter = invoke_encoded(client, server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), 0.1)
+    wait_until(lambda: shorter, 3, "the shorter timeout reported")
+    assert not longer  # the one sent first, with the longer timeout, still waits
+    wait_until(lambda: longer, 3, "the longer timeout reported")
+    for outcome in (shorter, longer):
+        response, error = outcome[0]
+        assert response is None and isinstance(error, RemotingTimeoutError)
+        assert server.address in str(error)
+    assert client.invoke_sync(server.address, route_request(), timeout=3.0).code == ResponseCode.SUCCESS
 
 
 def test_connect_error_names_the_address(client):

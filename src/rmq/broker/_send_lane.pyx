@@ -104,17 +104,7 @@ cdef enum:
     F_MAX_RECONSUME_TIMES = 11
     F_BATCH = 12
     N_FIELDS = 13
-    # decimals of up to 18 digits fit an int64_t (rmq.net._codec's _int_of reads those itself)
-    MAX_PLAIN_DECIMAL_DIGITS = 18
-    # the top-level header keys the lane reads
-    K_CODE = 0
-    K_OPAQUE = 1
-    K_FLAG = 2
-    K_VERSION = 3
-    K_LANGUAGE = 4
-    K_REMARK = 5
-    K_EXT = 6
-    N_KEYS = 7
+    N_SEND_CODES = 3
     TOPIC_CACHE_SLOTS = 64
     # a batch body's record (rmq.protocol.batch): total, magic, bodyCRC, flag, bodyLen, body, propsLen, props
     BATCH_TOTAL = 0
@@ -128,11 +118,12 @@ assert len(_send_header.LONG_KEYS) == len(_send_header.SHORT_KEYS) == N_FIELDS, 
 assert (_batch.RECORD_HEAD.size, _batch.PROPS_LEN.size) == (BATCH_BODY, BATCH_PROPS_LEN_SIZE), "rmq.protocol.batch changed: so must the lane"
 assert _message.PROPERTY_SEPARATOR == chr(PROPERTY_SEPARATOR)
 
-cdef int64_t INT32_MIN = -2147483648
-cdef int64_t INT32_MAX = 2147483647
 cdef int SEND_MESSAGE = _RequestCode.SEND_MESSAGE
 cdef int SEND_MESSAGE_V2 = _RequestCode.SEND_MESSAGE_V2
 cdef int SEND_BATCH_MESSAGE = _RequestCode.SEND_BATCH_MESSAGE
+cdef int PULL_MESSAGE = _RequestCode.PULL_MESSAGE
+cdef int SEND_CODES[N_SEND_CODES]
+SEND_CODES[:] = [SEND_MESSAGE, SEND_MESSAGE_V2, SEND_BATCH_MESSAGE]
 cdef int FLAG_ONEWAY = _frame.FLAG_ONEWAY
 cdef int FLAG_RESPONSE = _frame.FLAG_RESPONSE
 cdef Py_ssize_t PROPERTIES_MAX = _message.PROPERTIES_MAX_LENGTH
@@ -140,29 +131,17 @@ cdef int DEFAULT_QUEUE_NUMS = _headers.DEFAULT_TOPIC_QUEUE_NUMS
 
 # The names the lane compares raw key bytes with (kept alive here, read through C pointers).
 cdef list _NAMES = [name.encode("ascii") for name in _send_header.LONG_KEYS + _send_header.SHORT_KEYS]
-cdef const char* LONG_NAMES[N_FIELDS]
-cdef const char* SHORT_NAMES[N_FIELDS]
-cdef Py_ssize_t LONG_LENGTHS[N_FIELDS]
-cdef Py_ssize_t SHORT_LENGTHS[N_FIELDS]
-cdef list _KEYS = [b"code", b"opaque", b"flag", b"version", b"language", b"remark", b"extFields"]
-cdef const char* KEY_NAMES[N_KEYS]
-cdef Py_ssize_t KEY_LENGTHS[N_KEYS]
+cdef const char* FIELD_NAMES[2 * N_FIELDS]  # the long names, then the V2 letters
+cdef Py_ssize_t FIELD_LENGTHS[2 * N_FIELDS]
 
 
 cdef void _bind_names():
     cdef Py_ssize_t i
     cdef bytes name
-    for i in range(N_FIELDS):
+    for i in range(2 * N_FIELDS):
         name = _NAMES[i]
-        LONG_NAMES[i] = PyBytes_AS_STRING(name)
-        LONG_LENGTHS[i] = PyBytes_GET_SIZE(name)
-        name = _NAMES[N_FIELDS + i]
-        SHORT_NAMES[i] = PyBytes_AS_STRING(name)
-        SHORT_LENGTHS[i] = PyBytes_GET_SIZE(name)
-    for i in range(N_KEYS):
-        name = _KEYS[i]
-        KEY_NAMES[i] = PyBytes_AS_STRING(name)
-        KEY_LENGTHS[i] = PyBytes_GET_SIZE(name)
+        FIELD_NAMES[i] = PyBytes_AS_STRING(name)
+        FIELD_LENGTHS[i] = PyBytes_GET_SIZE(name)
 
 
 _bind_names()
@@ -191,12 +170,6 @@ cdef bytes ANSWER_END = b'"}}'
 cdef char* HEX_DIGITS = b"0123456789ABCDEF"
 
 
-cdef struct Span:
-    const unsigned char* start  # NULL: absent
-    Py_ssize_t length           # between the quotes, as on the wire
-    bint escaped
-
-
 cdef struct SendFields:
     int code
     int opaque
@@ -220,278 +193,19 @@ cdef struct SendFields:
 
 # -- the JSON header --------------------------------------------------------------------------
 
-cdef inline Py_ssize_t _skip_ws(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    while i < n and (p[i] == c' ' or p[i] == c'\t' or p[i] == c'\n' or p[i] == c'\r'):
-        i += 1
-    return i
-
-
-cdef inline int _hex(unsigned char c) noexcept nogil:
-    if c'0' <= c <= c'9':
-        return c - c'0'
-    if c'a' <= c <= c'f':
-        return c - c'a' + 10
-    if c'A' <= c <= c'F':
-        return c - c'A' + 10
-    return -1
-
-
-cdef inline int _escaped_char(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, Py_ssize_t* used) noexcept nogil:
-    """The ASCII character of the escape at p[i] (a backslash), its length in ``used``; -1 when the
-    lane leaves it (an escape above ASCII, a surrogate, or one orjson refuses)."""
-    cdef int a, b, c, d
-    if i + 1 >= n:
-        return -1
-    cdef unsigned char e = p[i + 1]
-    used[0] = 2
-    if e == c'"' or e == c'\\' or e == c'/':
-        return e
-    if e == c'b':
-        return 8
-    if e == c'f':
-        return 12
-    if e == c'n':
-        return 10
-    if e == c'r':
-        return 13
-    if e == c't':
-        return 9
-    if e != c'u' or i + 5 >= n:
-        return -1
-    a = _hex(p[i + 2])
-    b = _hex(p[i + 3])
-    c = _hex(p[i + 4])
-    d = _hex(p[i + 5])
-    if a != 0 or b < 0 or c < 0 or d < 0 or b > 0 or c > 7:
-        return -1
-    used[0] = 6
-    return c * 16 + d
-
-
-cdef Py_ssize_t _scan_string(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, Span* span) noexcept nogil:
-    """The string opening at p[i] (a quote): the index after its closing quote, its span in ``span``;
-    -1 when the lane leaves it (see _escaped_char; raw control characters and bytes above 0x7F)."""
-    cdef Py_ssize_t used
-    cdef unsigned char c
-    i += 1
-    span.start = p + i
-    span.escaped = False
-    while i < n:
-        c = p[i]
-        if c == c'"':
-            span.length = (p + i) - span.start
-            return i + 1
-        if c == c'\\':
-            if _escaped_char(p, i, n, &used) < 0:
-                return -1
-            span.escaped = True
-            i += used
-        elif c < 0x20 or c >= 0x80:
-            return -1
-        else:
-            i += 1
-    return -1
-
-
-cdef Py_ssize_t _unescape(const unsigned char* s, Py_ssize_t n, unsigned char* out) noexcept nogil:
-    """The bytes of a string _scan_string accepted (so its str's UTF-8: all ASCII); their length."""
-    cdef Py_ssize_t i = 0, o = 0, used = 0
-    while i < n:
-        if s[i] == c'\\':
-            out[o] = <unsigned char>_escaped_char(s, i, n, &used)
-            i += used
-        else:
-            out[o] = s[i]
-            i += 1
-        o += 1
-    return o
-
-
-cdef Py_ssize_t _scan_int(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, int64_t* out) noexcept nogil:
-    """A JSON integer at p[i] in the int32 range (what the codec's header ints must be): the index
-    after it; -1 for anything else (a fraction, an exponent, leading zeros, too many digits)."""
-    cdef bint negative = False
-    cdef Py_ssize_t start
-    cdef int64_t value = 0
-    if i < n and p[i] == c'-':
-        negative = True
-        i += 1
-    start = i
-    while i < n and c'0' <= p[i] <= c'9':
-        if i - start >= MAX_PLAIN_DECIMAL_DIGITS:
-            return -1
-        value = value * 10 + (p[i] - c'0')
-        i += 1
-    if i == start or (p[start] == c'0' and i - start > 1):
-        return -1
-    if i < n and (p[i] == c'.' or p[i] == c'e' or p[i] == c'E'):
-        return -1
-    if negative:
-        value = -value
-    if value < INT32_MIN or value > INT32_MAX:
-        return -1
-    out[0] = value
-    return i
-
-
-cdef Py_ssize_t _skip_literal(const unsigned char* p, Py_ssize_t i, Py_ssize_t n) noexcept nogil:
-    """true, false or null at p[i]: the index after it, else -1."""
-    if i + 4 <= n and (memcmp(p + i, b"true", 4) == 0 or memcmp(p + i, b"null", 4) == 0):
-        return i + 4
-    if i + 5 <= n and memcmp(p + i, b"false", 5) == 0:
-        return i + 5
-    return -1
-
-
-cdef inline int _key_index(const Span* key, const char** names, const Py_ssize_t* lengths, int count) noexcept nogil:
-    cdef int k
-    for k in range(count):
-        if key.length == lengths[k] and memcmp(key.start, names[k], key.length) == 0:
-            return k
-    return -1
-
-
-cdef Py_ssize_t _scan_ext(const unsigned char* p, Py_ssize_t i, Py_ssize_t n, SendFields* f) noexcept nogil:
-    """The extFields object at p[i]: every value a string, the send fields' spans kept."""
-    cdef Span key, value
-    cdef int k
-    i = _skip_ws(p, i + 1, n)
-    if i < n and p[i] == c'}':
-        return i + 1
-    while True:
-        if i >= n or p[i] != c'"':
-            return -1
-        i = _scan_string(p, i, n, &key)
-        if i < 0 or key.escaped:  # an escaped key might spell a field: orjson would read it so
-            return -1
-        i = _skip_ws(p, i, n)
-        if i >= n or p[i] != c':':
-            return -1
-        i = _skip_ws(p, i + 1, n)
-        if i >= n or p[i] != c'"':
-            return -1  # a value that is no string: the codec coerces it, the processor decides
-        i = _scan_string(p, i, n, &value)
-        if i < 0:
-            return -1
-        k = _key_index(&key, LONG_NAMES, LONG_LENGTHS, N_FIELDS)
-        if k >= 0:
-            if f.long_fields[k].start != NULL:
-                return -1  # duplicate keys: let one reader decide which wins
-            f.long_fields[k] = value
-        k = _key_index(&key, SHORT_NAMES, SHORT_LENGTHS, N_FIELDS)
-        if k >= 0:
-            if f.short_fields[k].start != NULL:
-                return -1
-            f.short_fields[k] = value
-        i = _skip_ws(p, i, n)
-        if i < n and p[i] == c',':
-            i = _skip_ws(p, i + 1, n)
-            continue
-        if i < n and p[i] == c'}':
-            return i + 1
-        return -1
-
-
 cdef int _scan_header(const unsigned char* p, Py_ssize_t n, SendFields* f) noexcept nogil:
-    """Read the header JSON into ``f``: 1, or 0 when the lane leaves the frame."""
-    cdef Span key, value
-    cdef bint seen[N_KEYS]
-    cdef int k
-    cdef int64_t number
-    cdef Py_ssize_t i
-    for k in range(N_KEYS):
-        seen[k] = False
+    """Read the header JSON into ``f`` (the shared scanner, _send_lane.pxd's _scan_request, over
+    both spellings): 1, or 0 when the lane leaves the frame."""
+    cdef RequestHead head
+    cdef Span spans[2 * N_FIELDS]
     memset(f, 0, sizeof(SendFields))
-    i = _skip_ws(p, 0, n)
-    if i >= n or p[i] != c'{':
+    if not _scan_request(p, n, SEND_CODES, N_SEND_CODES, FIELD_NAMES, FIELD_LENGTHS, 2 * N_FIELDS, spans, &head):
         return 0
-    i = _skip_ws(p, i + 1, n)
-    while True:
-        if i >= n or p[i] != c'"':
-            return 0
-        i = _scan_string(p, i, n, &key)
-        if i < 0 or key.escaped:
-            return 0
-        i = _skip_ws(p, i, n)
-        if i >= n or p[i] != c':':
-            return 0
-        i = _skip_ws(p, i + 1, n)
-        if i >= n:
-            return 0
-        k = _key_index(&key, KEY_NAMES, KEY_LENGTHS, N_KEYS)
-        if k >= 0:
-            if seen[k]:
-                return 0
-            seen[k] = True
-        if k == K_EXT:
-            if p[i] != c'{':
-                return 0
-            i = _scan_ext(p, i, n, f)
-        elif k == K_CODE or k == K_OPAQUE or k == K_FLAG or k == K_VERSION:
-            i = _scan_int(p, i, n, &number)
-            if k == K_CODE:
-                f.code = <int>number
-                if i >= 0 and f.code != SEND_MESSAGE and f.code != SEND_MESSAGE_V2 and f.code != SEND_BATCH_MESSAGE:
-                    return 0  # not a send (a pull, a heartbeat): no need to read further
-            elif k == K_OPAQUE:
-                f.opaque = <int>number
-            elif k == K_FLAG:
-                f.flag = <int>number
-        elif p[i] == c'"':
-            i = _scan_string(p, i, n, &value)
-        elif k == K_LANGUAGE:
-            return 0  # the codec turns a language that is no string into one: not the lane's case
-        elif p[i] == c'-' or c'0' <= p[i] <= c'9':
-            if k == K_REMARK:
-                return 0
-            i = _scan_int(p, i, n, &number)
-        elif k == K_REMARK and not (i + 4 <= n and memcmp(p + i, b"null", 4) == 0):
-            return 0
-        else:
-            i = _skip_literal(p, i, n)  # anything nested under a key of its own: the processors'
-        if i < 0:
-            return 0
-        i = _skip_ws(p, i, n)
-        if i < n and p[i] == c',':
-            i = _skip_ws(p, i + 1, n)
-            continue
-        if i < n and p[i] == c'}':
-            break
-        return 0
-    if _skip_ws(p, i + 1, n) != n or not seen[K_CODE] or not seen[K_EXT]:
-        return 0
-    return 1
-
-
-cdef int _field_int(const Span* span, int64_t low, int64_t high, bint required, int64_t default,
-                    int64_t* out) noexcept nogil:
-    """An ext field as ``RemotingCommand.ext_int`` and send_header read it (absent or empty: the
-    default), in [low, high]: 1, or 0 when the lane leaves it (what send_header refuses or what
-    only Python's int() reads: signs, spaces, underscores, more digits)."""
-    cdef const unsigned char* s = span.start
-    cdef Py_ssize_t n = span.length, i = 0
-    cdef int64_t value = 0
-    if s == NULL or n == 0:
-        if required:
-            return 0
-        out[0] = default
-        return 1
-    if span.escaped:
-        return 0
-    if s[0] == c'-':
-        i = 1
-    if i >= n or n - i > MAX_PLAIN_DECIMAL_DIGITS:
-        return 0
-    while i < n:
-        if not c'0' <= s[i] <= c'9':
-            return 0
-        value = value * 10 + (s[i] - c'0')
-        i += 1
-    if s[0] == c'-':
-        value = -value
-    if value < low or value > high:
-        return 0
-    out[0] = value
+    f.code = head.code
+    f.opaque = head.opaque
+    f.flag = head.flag
+    memcpy(f.long_fields, spans, N_FIELDS * sizeof(Span))
+    memcpy(f.short_fields, spans + N_FIELDS, N_FIELDS * sizeof(Span))
     return 1
 
 
@@ -640,10 +354,7 @@ cdef char* _put_msg_id(char* p, uint32_t ip, int32_t port, int64_t offset) noexc
 
 cdef class _Peer:
     """A connection's born host and port (what the processor's ``_born_host`` makes of its address),
-    and where its answers completed later go (``deliver(frames)``)."""
-    cdef uint32_t host
-    cdef int port
-    cdef object deliver
+    the address the processors log, and where its answers completed later go (``deliver(frames)``)."""
 
 
 # A send stored and not yet answered (SYNC_FLUSH / SYNC_MASTER): its answer's bytes wait in
@@ -796,6 +507,8 @@ cdef class SendLane(FastLane):
     cdef Py_ssize_t _joined_size
     cdef readonly uint64_t served
     cdef readonly uint64_t left
+    # the pull lane (rmq.broker._pull_lane) the decoder's one lane hands PULL_MESSAGE frames to
+    cdef public FastLane pull_lane
 
     def __init__(self, StoreCore store not None, processor, topics, hold):
         """``processor``: the broker's SendProcessor; ``topics``: its TopicConfigManager; ``hold``:
@@ -830,6 +543,7 @@ cdef class SendLane(FastLane):
         completes later (a bytearray of whole frames), on the loop thread."""
         cdef _Peer peer = _Peer.__new__(_Peer)
         peer.host, peer.port = self._processor._born_host(remote_address)
+        peer.address = remote_address
         peer.deliver = deliver
         return peer
 
@@ -879,6 +593,8 @@ cdef class SendLane(FastLane):
         cdef PutPlace place
         cdef int status
         cdef bint wait = False
+        if self.pull_lane is not None and _header_code(header, header_len) == PULL_MESSAGE:
+            return self.pull_lane.serve(peer, header, header_len, body, body_len, out)
         if not self._open or peer is None or store.fenced or store.disk_full or store.slave:
             self.left += 1
             return 0

@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable
 
 from rmq._service import Scheduler
+from rmq.broker._pull_lane import PullLane
 from rmq.broker._send_lane import SendLane
 from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
 from rmq.broker.client_manager import ClientManager
@@ -45,6 +46,7 @@ from rmq.broker.long_polling import PullRequestHoldService
 from rmq.broker.metrics import MetricsExporter
 from rmq.broker.namesrv_api import NamesrvApi
 from rmq.broker.processor import PROCESSORS
+from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.send import SendProcessor
 from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.role import RoleSwitch
@@ -183,6 +185,7 @@ class BrokerController:
             for code, handler in processor.handlers().items():
                 self.server.register_processor(code, handler)
         self.server.on_channel_closed(self._on_channel_closed)
+        self.pull_lane: PullLane | None = None  # set by _send_lane, which hands it the pulls
         self.send_lane = self._send_lane()
         # aclEnable: every request is checked before its processor (rmq.broker.acl), from start()
         self.acl_config_path = os.path.join(root, os.path.expanduser(self.config.acl_config_file))
@@ -207,6 +210,9 @@ class BrokerController:
             return None
         lane = SendLane(self.store, self.send_processor, self.topic_config_manager, self.pull_hold)
         self.send_processor.lane = lane
+        # pulls too: the send lane, the one lane the decoder offers frames, hands them over
+        pull_processor = next(p for p in self.processors if isinstance(p, PullProcessor))
+        self.pull_lane = lane.pull_lane = pull_processor.lane = PullLane(self.store, pull_processor)
         self.server.set_fast_lane(lane)
         return lane
 

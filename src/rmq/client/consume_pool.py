@@ -53,7 +53,8 @@ class ConsumePool:
                 return
             thread = threading.Thread(target=self._work, name=f"{self._name}_{len(self._threads)}", daemon=True)
             self._threads.append(thread)
-        thread.start()
+            # started under the lock: a shutdown meanwhile would otherwise join a thread not yet started
+            thread.start()
 
     def _work(self) -> None:
         get = self._tasks.get

@@ -69,7 +69,10 @@ class LatencyFaultTolerance:
         """Record a send's latency (``isolation``: it failed)."""
         if isolation:
             latency_ms = max(latency_ms, ISOLATION_LATENCY_MS)
-        duration = not_available_duration_ms(latency_ms, self.steps)
+        duration = 0
+        # (below the first threshold that sets a broker aside, every step's duration is 0)
+        if self._stall_ms is not None and latency_ms >= self._stall_ms:
+            duration = not_available_duration_ms(latency_ms, self.steps)
         with self._lock:
             self._items[broker_name] = FaultItem(broker_name, latency_ms, self._clock() + duration / 1000)
 

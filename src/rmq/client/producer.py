@@ -140,6 +140,8 @@ class _SendJob:
     last_error: BaseException | None = None
     started: float = field(default_factory=time.monotonic)
     fields: bytes | None = None
+    # a thread waits for the outcome (send, send_batch, send_orderly): written by that thread
+    waited: bool = False
 
 
 class Producer(InstanceMember):
@@ -192,14 +194,16 @@ class Producer(InstanceMember):
 
     def send(self, msg: Message, timeout: float | None = None) -> SendResult:
         """Send and wait for the broker's answer; retries on other brokers when a try fails."""
-        return self._wait(self.send_async(msg, timeout, _retries=self.config.retry_times_when_send_failed))
+        retries = self.config.retry_times_when_send_failed
+        return self._wait(self.send_async(msg, timeout, _retries=retries, _waited=True))
 
     def send_async(
-        self, msg: Message, timeout: float | None = None, *, _retries: int | None = None
+        self, msg: Message, timeout: float | None = None, *, _retries: int | None = None, _waited: bool = False
     ) -> concurrent.futures.Future[SendResult]:
         """Send without waiting: a Future of the SendResult (or of the error)."""
         retries = self.config.retry_times_when_send_async_failed if _retries is None else _retries
         job = self._job_for(msg, timeout, 1 + retries)
+        job.waited = _waited
         self._dispatch(job)
         return job.future
 
@@ -217,10 +221,10 @@ class Producer(InstanceMember):
     def send_batch(self, msgs: Sequence[Message], timeout: float | None = None) -> SendResult:
         """Send ``msgs`` (one topic, no delay levels) in one SEND_BATCH_MESSAGE request; they land
         in one queue, in order. ``msg_id`` of the result joins their ids with commas."""
-        return self._wait(self.send_batch_async(msgs, timeout))
+        return self._wait(self.send_batch_async(msgs, timeout, _waited=True))
 
     def send_batch_async(
-        self, msgs: Sequence[Message], timeout: float | None = None
+        self, msgs: Sequence[Message], timeout: float | None = None, *, _waited: bool = False
     ) -> concurrent.futures.Future[SendResult]:
         msgs = list(msgs)
         if not msgs:
@@ -254,6 +258,7 @@ class Producer(InstanceMember):
             1 + self.config.retry_times_when_send_failed,
         )
         job.fields = fields
+        job.waited = _waited
         self._dispatch(job)
         return job.future
 
@@ -277,6 +282,7 @@ class Producer(InstanceMember):
         if mq not in queues:
             raise ClientError(f"the selector chose {mq}, which is not a write queue of {msg.topic!r}")
         job.fixed_queue = mq
+        job.waited = True
         self._dispatch(job)
         return self._wait(job.future)
 
@@ -445,17 +451,18 @@ class Producer(InstanceMember):
                 continue
             token = self.fault.send_started(mq.broker_name)
             on_answer = functools.partial(self._on_answer, job, mq, addr, time.monotonic(), token)
+            remoting = instance.remoting
             if job.fields is None:
-                instance.remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
+                remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
             else:
                 opaque = next_opaque()
                 body = job.body
                 if len(body) <= COPY_LIMIT:  # one copy into the frame, no iovec of its own
                     frame = send_wire.send_frame(job.code, opaque, job.fields, mq.queue_id, body)
-                    instance.remoting.invoke_frame(addr, opaque, job.code, frame, remaining, on_answer)
+                    remoting.invoke_frame(addr, opaque, job.code, frame, remaining, on_answer, b"", job.waited)
                 else:  # a big body (a batch) is written from where it is
                     frame = send_wire.send_frame(job.code, opaque, job.fields, mq.queue_id, body, with_body=False)
-                    instance.remoting.invoke_frame(addr, opaque, job.code, frame, remaining, on_answer, body)
+                    remoting.invoke_frame(addr, opaque, job.code, frame, remaining, on_answer, body, job.waited)
             return
 
     def _on_answer(
@@ -514,14 +521,9 @@ class Producer(InstanceMember):
             queue_offset = int(ext["queueOffset"])
         except (KeyError, ValueError):
             raise ResponseError(response.code, f"send answer lacks queueId/queueOffset: {ext}", addr) from None
-        return SendResult(
-            status,
-            job.msg_id,
-            ext.get("msgId", ""),
-            MessageQueue(job.topic, mq.broker_name, queue_id),
-            queue_offset,
-            ext.get("transactionId"),
-        )
+        if queue_id != mq.queue_id or mq.topic != job.topic:  # else the queue sent to (frozen: shared)
+            mq = MessageQueue(job.topic, mq.broker_name, queue_id)
+        return SendResult(status, job.msg_id, ext.get("msgId", ""), mq, queue_offset, ext.get("transactionId"))
 
     def _fail(self, job: _SendJob, timed_out: bool) -> None:
         elapsed = time.monotonic() - job.started

@@ -195,6 +195,14 @@ class OutputBuffer:
         self.size += len(frames)
         self._account.total += len(frames)
 
+    def take_frames(self, frames: bytearray) -> None:
+        """Whole frames already encoded, and big (a fast lane's pull answers): kept by reference,
+        no longer the caller's. A memoryview, so that a partial write slices it instead of moving
+        the rest of it to a new buffer."""
+        self._parts.append(memoryview(frames))
+        self.size += len(frames)
+        self._account.total += len(frames)
+
     def clear(self) -> None:
         self._parts.clear()
         self._account.total -= self.size
@@ -607,8 +615,13 @@ class Channel:
             return self._decoder.feed(data, lane, self._lane_peer, answers, max(room, 0))
         finally:
             if answers:
-                out.append_frames(answers)
-                answers.clear()
+                if len(answers) > COPY_LIMIT:
+                    # handed over, not copied (a pull lane's answers carry their messages)
+                    out.take_frames(answers)
+                    self._lane_answers = bytearray()
+                else:
+                    out.append_frames(answers)
+                    answers.clear()
                 if not self._flush_scheduled:
                     self._flush_scheduled = True
                     self._loop.mark_dirty(self)

@@ -196,20 +196,38 @@ class PullHeader:
     expression_type: str | None
 
 
+# PULL_MESSAGE's extFields, in PullHeader's order (the broker's compiled pull lane reads these names).
+PULL_KEYS = (
+    "consumerGroup",
+    "topic",
+    "queueId",
+    "queueOffset",
+    "maxMsgNums",
+    "sysFlag",
+    "commitOffset",
+    "suspendTimeoutMillis",
+    "subscription",
+    "expressionType",
+)
+
+
 @cached_on_request
 def pull_header(request: RemotingCommand) -> PullHeader:
     ext = request.ext_fields
+    group, topic, queue_id, queue_offset, max_msg_nums, sys_flag, commit_offset, suspend, subscription, expression = (
+        PULL_KEYS
+    )
     return PullHeader(
-        str_field(ext, "consumerGroup"),
-        str_field(ext, "topic"),
-        int_field(ext, "queueId"),
-        int_field(ext, "queueOffset"),
-        int_field(ext, "maxMsgNums", DEFAULT_PULL_MAX_MSG_NUMS),
-        int_field(ext, "sysFlag", 0),
-        int_field(ext, "commitOffset", -1),
-        int_field(ext, "suspendTimeoutMillis", 0),
-        ext.get("subscription") or None,
-        ext.get("expressionType") or None,
+        str_field(ext, group),
+        str_field(ext, topic),
+        int_field(ext, queue_id),
+        int_field(ext, queue_offset),
+        int_field(ext, max_msg_nums, DEFAULT_PULL_MAX_MSG_NUMS),
+        int_field(ext, sys_flag, 0),
+        int_field(ext, commit_offset, -1),
+        int_field(ext, suspend, 0),
+        ext.get(subscription) or None,
+        ext.get(expression) or None,
     )
 
 

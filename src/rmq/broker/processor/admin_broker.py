@@ -138,6 +138,9 @@ class AdminBrokerProcessor(Processor):
         if c.send_lane is not None:  # frames the compiled send lane served and left to the processors (rmq's keys)
             table["sendLaneServed"] = c.send_lane.served
             table["sendLaneLeft"] = c.send_lane.left
+        if c.pull_lane is not None:  # and the pulls it handed to the pull lane
+            table["pullLaneServed"] = c.pull_lane.served
+            table["pullLaneLeft"] = c.pull_lane.left
         # the send queue is the sends stored and not yet answered (rmq.broker.processor.send); pulls
         # are served as they are read (a parked long poll waits for messages, not for a thread)
         table["sendThreadPoolQueueSize"] = store.commit_queue_size

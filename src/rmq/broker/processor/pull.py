@@ -65,7 +65,10 @@ from rmq.protocol.subscription import ExpressionType
 from rmq.store import GetMessageStatus
 
 if TYPE_CHECKING:
+    from rmq.broker._pull_lane import PullLane
     from rmq.broker.controller import BrokerController
+    from rmq.broker.subscription_group import SubscriptionGroupConfig
+    from rmq.store import TagFilter
 
 log = logging.getLogger("rmq.broker")
 
@@ -120,6 +123,10 @@ def pull_response(
 
 
 class PullProcessor(Processor):
+    # what a pull reads at most, for the compiled pull lane too
+    max_transfer_count = MAX_TRANSFER_COUNT
+    max_transfer_bytes = MAX_TRANSFER_BYTES
+
     def __init__(self, controller: BrokerController):
         super().__init__(controller)
         self.store = controller.store
@@ -129,6 +136,7 @@ class PullProcessor(Processor):
         self.server = controller.server
         self.enable_property_filter = controller.config.enable_property_filter
         self.hold.set_executor(self.execute)
+        self.lane: PullLane | None = None  # the compiled pull lane, if the broker runs one
         self.role_changed()
         self.slave_read_enable = controller.config.slave_read_enable
         # how far behind the CommitLog's end a read may lie before the answer suggests a slave
@@ -137,6 +145,8 @@ class PullProcessor(Processor):
 
     def role_changed(self) -> None:
         self.slave = self.controller.config.broker_role is BrokerRole.SLAVE
+        if self.lane is not None:
+            self.lane.role_changed()
 
     def handlers(self):
         return {RequestCode.PULL_MESSAGE: self.pull_message}
@@ -165,11 +175,51 @@ class PullProcessor(Processor):
         group = header.consumer_group
         topic = header.topic
         queue_id = header.queue_id
-        queue_offset = header.queue_offset
         sys_flag = header.sys_flag
-        commit_offset = header.commit_offset
-        suspend_ms = header.suspend_timeout_millis
+        group_config = self._check(group, topic, queue_id, header.queue_offset)
+        sub_string, expression_type = self._subscription(
+            group, topic, sys_flag, header.subscription, header.expression_type
+        )
+        tag_filter = self.filters.find(
+            topic,
+            sub_string,
+            expression_type,
+            built,
+            lambda built: self.server.answer_later(channel, request, partial(self.pull_message, built=built)),
+        )
+        if tag_filter is NOT_BUILT:
+            return None
+        if expression_type.strip().upper() == ExpressionType.SQL92 and not self.enable_property_filter:
+            # RocketMQ's words, which its clients show
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                "The broker does not support consumer to filter message by SQL92 (set enablePropertyFilter=true)",
+            )
+        self._commit(group, topic, queue_id, sys_flag, header.commit_offset, channel.remote_address)
+        if sys_flag & PullSysFlag.SUSPEND:
+            if controller.config.long_polling_enable:
+                timeout_ms = header.suspend_timeout_millis
+            else:
+                timeout_ms = controller.config.short_polling_time_mills
+        else:
+            timeout_ms = 0
+        return ParkedPull(
+            channel,
+            request,
+            group,
+            topic,
+            queue_id,
+            header.queue_offset,
+            min(max(header.max_msg_nums, 1), MAX_TRANSFER_COUNT),
+            tag_filter,
+            timeout_ms,
+            group_config.broker_id,
+            group_config.which_broker_when_consume_slowly,
+        )
 
+    def _check(self, group: str, topic: str, queue_id: int, queue_offset: int) -> SubscriptionGroupConfig:
+        """The pull's group config, once the group may consume from this queue of a readable topic."""
+        controller = self.controller
         group_config = controller.subscription_group_manager.find_subscription_group_config(group)
         if group_config is None:
             raise RequestRefused(
@@ -191,61 +241,76 @@ class PullProcessor(Processor):
             raise RequestRefused(
                 ResponseCode.SYSTEM_ERROR, f"queueOffset {queue_offset} is illegal: offsets start at 0"
             )
+        return group_config
 
+    def _subscription(
+        self, group: str, topic: str, sys_flag: int, subscription: str | None, expression_type: str | None
+    ) -> tuple[str, str]:
+        """(expression, its type): the pull's own (sysFlag's subscription bit), else the one the
+        group's consumers registered by heartbeat."""
         if sys_flag & PullSysFlag.SUBSCRIPTION:
-            sub_string = header.subscription or "*"
-            expression_type = header.expression_type or ExpressionType.TAG
-        else:
-            group_info = controller.client_manager.consumers
-            subscription = group_info.find_subscription_data(group, topic)
-            if subscription is None:
-                raise RequestRefused(
-                    ResponseCode.SUBSCRIPTION_NOT_EXIST,
-                    f"group {group!r} has no subscription to {topic!r}: send a heartbeat first, "
-                    "or give the subscription in the pull",
-                )
-            sub_string, expression_type = subscription.sub_string, subscription.expression_type
-        tag_filter = self.filters.find(
-            topic,
-            sub_string,
-            expression_type,
-            built,
-            lambda built: self.server.answer_later(channel, request, partial(self.pull_message, built=built)),
-        )
-        if tag_filter is NOT_BUILT:
-            return None
-        if expression_type.strip().upper() == ExpressionType.SQL92 and not self.enable_property_filter:
-            # RocketMQ's words, which its clients show
+            return subscription or "*", expression_type or ExpressionType.TAG
+        registered = self.controller.client_manager.consumers.find_subscription_data(group, topic)
+        if registered is None:
             raise RequestRefused(
-                ResponseCode.SYSTEM_ERROR,
-                "The broker does not support consumer to filter message by SQL92 (set enablePropertyFilter=true)",
+                ResponseCode.SUBSCRIPTION_NOT_EXIST,
+                f"group {group!r} has no subscription to {topic!r}: send a heartbeat first, "
+                "or give the subscription in the pull",
             )
+        return registered.sub_string, registered.expression_type
 
-        commit = sys_flag & PullSysFlag.COMMIT_OFFSET and commit_offset >= 0 and not self.slave
-        if commit:
-            controller.consumer_offset_manager.commit_offset(
-                group, topic, queue_id, commit_offset, channel.remote_address
-            )
-        if sys_flag & PullSysFlag.SUSPEND:
-            if controller.config.long_polling_enable:
-                timeout_ms = suspend_ms
-            else:
-                timeout_ms = controller.config.short_polling_time_mills
-        else:
-            timeout_ms = 0
-        return ParkedPull(
-            channel,
-            request,
-            group,
-            topic,
-            queue_id,
-            queue_offset,
-            min(max(header.max_msg_nums, 1), MAX_TRANSFER_COUNT),
-            tag_filter,
-            timeout_ms,
-            group_config.broker_id,
-            group_config.which_broker_when_consume_slowly,
+    def _commit(self, group: str, topic: str, queue_id: int, sys_flag: int, offset: int, client: str) -> None:
+        """The offset a pull carries (commitOffset), committed on a master."""
+        if sys_flag & PullSysFlag.COMMIT_OFFSET and offset >= 0 and not self.slave:
+            self.controller.consumer_offset_manager.commit_offset(group, topic, queue_id, offset, client)
+
+    # -- the compiled pull lane's two calls per pull (rmq.broker._pull_lane) ---------------------
+
+    def lane_filter(
+        self,
+        group: str,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        subscription: str | None,
+        expression_type: str | None,
+    ) -> tuple[SubscriptionGroupConfig, TagFilter | None] | None:
+        """The group config and tag filter of a pull the lane may serve (it checked the queue
+        offset), as ``_parse`` finds them; None when the lane leaves the pull here: a refusal, an
+        SQL92 subscription, a filter not yet built."""
+        try:
+            group_config = self._check(group, topic, queue_id, 0)
+            sub_string, expression_type = self._subscription(group, topic, sys_flag, subscription, expression_type)
+        except RequestRefused:
+            return None
+        if expression_type.strip().upper() != ExpressionType.TAG:
+            return None
+        found = self.filters.lookup(topic, sub_string, expression_type)
+        if found is NOT_BUILT or isinstance(found, tuple):
+            return None
+        return group_config, found
+
+    def lane_served(
+        self,
+        group_config: SubscriptionGroupConfig,
+        group: str,
+        topic: str,
+        queue_id: int,
+        sys_flag: int,
+        commit_offset: int,
+        client: str,
+        count: int,
+        size: int,
+        last_physical_offset: int,
+    ) -> int:
+        """What a pull the lane answered FOUND does besides its answer: its offset committed, its
+        messages counted. Its suggestWhichBrokerId."""
+        suggest = self._suggest_after(
+            last_physical_offset, group_config.broker_id, group_config.which_broker_when_consume_slowly
         )
+        self._commit(group, topic, queue_id, sys_flag, commit_offset, client)
+        self.get_counts.add(group, topic, count, size)
+        return suggest
 
     # -- reading -------------------------------------------------------------------------------
 
@@ -305,12 +370,15 @@ class PullProcessor(Processor):
         return pull_response(pull.request, code, next_begin_offset, result.min_offset, result.max_offset, suggest)
 
     def _suggest(self, pull: ParkedPull, messages=()) -> int:
-        """suggestWhichBrokerId (module docstring). Far behind: the last message read lies further
+        """suggestWhichBrokerId (module docstring)."""
+        last = _PHYSICAL_OFFSET.unpack_from(messages[-1], REC_PHYSICALOFFSET)[0] if messages else -1
+        return self._suggest_after(last, pull.suggest_broker_id, pull.slow_broker_id)
+
+    def _suggest_after(self, last_physical_offset: int, broker_id: int, slow_broker_id: int) -> int:
+        """Far behind: the last message read (at ``last_physical_offset``, -1: none) lies further
         from the CommitLog's end than fits in memory (RocketMQ's isSuggestPullingFromSlave)."""
         if not self.slave_read_enable:
             return MASTER_ID
-        if messages:
-            (last,) = _PHYSICAL_OFFSET.unpack_from(messages[-1], REC_PHYSICALOFFSET)
-            if self.store.get_max_phy_offset() - last > self.in_memory_bytes:
-                return pull.slow_broker_id
-        return pull.suggest_broker_id
+        if last_physical_offset >= 0 and self.store.get_max_phy_offset() - last_physical_offset > self.in_memory_bytes:
+            return slow_broker_id
+        return broker_id
