@@ -72,6 +72,22 @@ cdef struct GetPlace:
     int64_t last_phy_offset     # the CommitLog offset of the last record found (-1: none)
 
 
+# A put a compiled lane made and whose answer waits for the group commit (``StoreCore.defer_put``):
+# what ``complete_commits`` needs to decide it, without a Python object per put.
+cdef struct DeferredPut:
+    int64_t next_offset
+    double since
+    bint wait_slave
+    int done_status
+
+
+cdef class CommitSink:
+    # The owner of the deferred puts (the broker's send lane): told in put order, merged with the
+    # waiting PutMessageResults, as each completes (``complete``), then once per pass (``round_done``).
+    cdef int complete(self, int status) except -1
+    cdef int round_done(self) except -1
+
+
 cdef class PutMessageResult:
     cdef readonly int status_code
     cdef readonly int64_t wrote_offset
@@ -135,6 +151,12 @@ cdef class StoreCore:
     cdef bint _busy
     # SYNC_FLUSH puts waiting for the disk (PutMessageResults in offset order), and the group commit
     cdef object _commit_requests
+    # the deferred puts, a ring in put order (defer_put), and the one sink they are answered through
+    cdef DeferredPut* _deferred
+    cdef Py_ssize_t _deferred_head
+    cdef Py_ssize_t _deferred_len
+    cdef Py_ssize_t _deferred_cap
+    cdef CommitSink _sink
     cdef GroupCommit _group_commit
     cdef int64_t _completed_flushed
     cdef bint _completes_commits
@@ -148,6 +170,11 @@ cdef class StoreCore:
                      const unsigned char* props_ptr, Py_ssize_t props_len, int sys_flag, int64_t born_timestamp,
                      int flag, int reconsume_times, uint32_t born_host, int born_port,
                      int64_t prepared_tx_offset, PutPlace* place) except -1
+    cdef int defer_put(self, CommitSink sink, PutPlace* place, int* status) except -1
+    cdef void publish_raw(self, const PutPlace* place) noexcept
+    cdef int _wait_status(self, int64_t next_offset, bint* wait_slave) noexcept
+    cdef void _complete_deferred(self, int status)
+    cdef void _deferred_round_done(self)
     cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n, int sys_flag,
                            int64_t born_timestamp, uint32_t born_host, int born_port, PutPlace* place) except -1
     cdef int get_into(self, str topic, int queue_id, int64_t offset, int max_msgs, Py_ssize_t max_total_bytes,

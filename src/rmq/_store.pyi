@@ -19,6 +19,9 @@ LAYOUT: Final[dict[str, int]]
 CRC_NATIVE: Final[bool]
 
 @disjoint_base
+class CommitSink: ...
+
+@disjoint_base
 class PutMessageResult:
     status_code: int
     status: PutMessageStatus

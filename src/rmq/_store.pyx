@@ -27,12 +27,12 @@ cimport cython
 from cpython.buffer cimport PyBUF_SIMPLE, PyObject_GetBuffer, PyBuffer_Release
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_CheckExact, PyBytes_GET_SIZE
-from cpython.mem cimport PyMem_Free, PyMem_Malloc
+from cpython.mem cimport PyMem_Free, PyMem_Malloc, PyMem_Realloc
 from libc.errno cimport EINTR, EIO, errno
 from posix.fcntl cimport O_CLOEXEC, O_WRONLY, open as c_open
 from posix.unistd cimport close as c_close, pwrite, write as c_write
 from libc.stdint cimport INT64_MAX, int32_t, int64_t, uint32_t, uint64_t
-from libc.string cimport memcmp, memcpy, memset, strerror
+from libc.string cimport memcmp, memcpy, memmove, memset, strerror
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport usleep
 
@@ -188,6 +188,16 @@ cdef class PutMessageResult:
                 f"queue_offset={self.queue_offset} msgs={self.msg_num}>")
 
 
+cdef class CommitSink:
+    """The base of what answers deferred puts (``StoreCore.defer_put``): the broker's send lane."""
+
+    cdef int complete(self, int status) except -1:
+        return 0
+
+    cdef int round_done(self) except -1:
+        return 0
+
+
 cdef PutMessageResult put_failure(int status):
     cdef PutMessageResult r = PutMessageResult.__new__(PutMessageResult)
     r.status_code = status
@@ -337,6 +347,9 @@ cdef class StoreCore:
     def __cinit__(self):
         # before __init__: a subclass may ask for commit_event_fd first
         self._group_commit = GroupCommit()
+
+    def __dealloc__(self):
+        PyMem_Free(self._deferred)
 
     def __init__(self, str store_path, *, Py_ssize_t mapped_file_size_commit_log,
                  Py_ssize_t mapped_file_size_consume_queue, int64_t max_message_size,
@@ -535,20 +548,27 @@ cdef class StoreCore:
             status[0] = CREATE_MAPPED_FILE_FAILED
         return 0
 
+    cdef int _wait_status(self, int64_t next_offset, bint* wait_slave) noexcept:
+        """SYNC_MASTER: whether a put ending at ``next_offset`` waits for a slave's ack, and the status
+        it completes with: SLAVE_NOT_AVAILABLE (stored, but degraded) when no slave is in sync, as
+        RocketMQ's handleHA answers."""
+        wait_slave[0] = False
+        if self.sync_master:
+            if self._group_commit.slave_in_sync(next_offset, self.ha_max_gap_not_in_sync):
+                wait_slave[0] = True
+            else:
+                return SLAVE_NOT_AVAILABLE
+        return PUT_OK
+
     cdef void _publish_put(self, PutMessageResult result, object callback):
         """SYNC_FLUSH: tell the flush thread how far the CommitLog goes. With a ``callback`` the put
         waits: for the disk (SYNC_FLUSH: the flush thread is woken if it sleeps, or, with
         ``kick_rounds_myself``, the caller's next ``kick_group_commit`` asks for the round) and
-        for a slave's ack (SYNC_MASTER), unless no slave is in sync: then it is SLAVE_NOT_AVAILABLE
-        at once (stored, but degraded), as RocketMQ's handleHA answers."""
+        for a slave's ack (SYNC_MASTER, ``_wait_status``)."""
         cdef bint wait_slave = False
         cdef int done_status = PUT_OK
-        if callback is not None and self.sync_master:
-            if self._group_commit.slave_in_sync(result.next_offset, self.ha_max_gap_not_in_sync):
-                wait_slave = True
-            else:
-                done_status = SLAVE_NOT_AVAILABLE
         if callback is not None:
+            done_status = self._wait_status(result.next_offset, &wait_slave)
             if wait_slave or self.sync_flush:
                 result._callback = callback
                 result._since = monotonic()
@@ -560,6 +580,58 @@ cdef class StoreCore:
         if self.sync_flush:
             self._group_commit.publish_put(result.next_offset, result.store_timestamp,
                                            callback is not None and not self._kicks_rounds)
+
+    cdef void publish_raw(self, const PutPlace* place) noexcept:
+        """What ``put_message`` does after a put that waits for nothing, for a ``put_raw`` of a lane
+        whose store completes puts for its owner: the flush thread learns how far the CommitLog
+        goes (its timed rounds cover the put), the HA service that there is more to send."""
+        if not self._completes_commits:
+            return  # put_raw woke the HA service; no group commit runs for it
+        if self.sync_flush:
+            self._group_commit.publish_put(place.phy_offset + place.total, place.store_timestamp, False)
+        self._wake_replication()
+
+    cdef int defer_put(self, CommitSink sink, PutPlace* place, int* status) except -1:
+        """``put_message``'s completion for a put a compiled lane made with ``put_raw``, without a
+        Python object per put: 1 when its answer waits (``sink.complete`` is called with its status
+        in put order, among the waiting PutMessageResults, by ``complete_commits``); 0 when it is
+        answered now with ``status`` (nothing to wait for: SYNC_MASTER with no slave in sync). A
+        store has one sink."""
+        cdef int64_t next_offset = place.phy_offset + place.total
+        cdef bint wait_slave
+        cdef DeferredPut* d
+        cdef DeferredPut* grown
+        cdef Py_ssize_t i, cap
+        if self._sink is not sink:
+            if self._deferred_len:
+                raise StoreError("a store answers its deferred puts through one sink")
+            self._sink = sink
+        status[0] = self._wait_status(next_offset, &wait_slave)
+        if not (wait_slave or self.sync_flush):
+            self._wake_replication()
+            return 0
+        if self._deferred_len == self._deferred_cap:
+            cap = max(64, 2 * self._deferred_cap)
+            grown = <DeferredPut*>PyMem_Realloc(self._deferred, cap * sizeof(DeferredPut))
+            if grown == NULL:
+                raise MemoryError()
+            if self._deferred_head:  # the ring wrapped: its head's run moves to the block's new end
+                i = cap - self._deferred_cap
+                memmove(grown + self._deferred_head + i, grown + self._deferred_head,
+                        (self._deferred_cap - self._deferred_head) * sizeof(DeferredPut))
+                self._deferred_head += i
+            self._deferred = grown
+            self._deferred_cap = cap
+        d = &self._deferred[(self._deferred_head + self._deferred_len) % self._deferred_cap]
+        d.next_offset = next_offset
+        d.since = monotonic()
+        d.wait_slave = wait_slave
+        d.done_status = status[0]
+        self._deferred_len += 1
+        if self.sync_flush:
+            self._group_commit.publish_put(next_offset, place.store_timestamp, not self._kicks_rounds)
+        self._wake_replication()
+        return 1
 
     cdef int put_raw(self, str topic, int queue_id, const unsigned char* body_ptr, Py_ssize_t body_len,
                      const unsigned char* props_ptr, Py_ssize_t props_len, int sys_flag, int64_t born_timestamp,
@@ -846,7 +918,7 @@ cdef class StoreCore:
 
     def kick_group_commit(self):
         """Ask for a flush round covering every put so far (if some of them wait for the disk)."""
-        if self._commit_requests:
+        if self._commit_requests or self._deferred_len:
             self._group_commit.kick()
 
     def commit_files_changed(self):
@@ -874,7 +946,7 @@ cdef class StoreCore:
         """Puts stored and not yet answered: waiting for the disk (SYNC_FLUSH) or a slave
         (SYNC_MASTER) in ``complete_commits``'s queue; the broker's send queue (its
         sendThreadPoolQueueCapacity bounds it)."""
-        return len(self._commit_requests)
+        return len(self._commit_requests) + self._deferred_len
 
     @property
     def disk_wait_seconds(self):
@@ -882,6 +954,7 @@ cdef class StoreCore:
         round's age and the oldest put waiting for the disk (0.0: nothing waits). Past
         osPageCacheBusyTimeOutMills the disk counts as busy, as RocketMQ's isOSPageCacheBusy."""
         cdef PutMessageResult oldest
+        cdef DeferredPut* d
         cdef GroupCommitState* gc = self._group_commit.state
         cdef double now, waited = 0.0
         if not self.sync_flush:
@@ -894,6 +967,10 @@ cdef class StoreCore:
             oldest = self._commit_requests[0]
             if oldest.next_offset > self._completed_flushed and now - oldest._since > waited:
                 waited = now - oldest._since
+        if self._deferred_len:
+            d = &self._deferred[self._deferred_head]
+            if d.next_offset > self._completed_flushed and now - d.since > waited:
+                waited = now - d.since
         return waited
 
     def complete_commits(self):
@@ -908,11 +985,13 @@ cdef class StoreCore:
         or a slave stalls.
         """
         cdef int64_t flushed, flushed_timestamp, replicated
-        cdef int error
-        cdef PutMessageResult r
+        cdef int error, status
+        cdef PutMessageResult r = None
+        cdef DeferredPut* d
+        cdef DeferredPut head
         cdef MappedFile mf
         cdef double now
-        cdef Py_ssize_t done = 0
+        cdef Py_ssize_t done = 0, deferred_done = 0
         cdef bint disk_late, slave_late
         error = self._group_commit.take_round(&flushed, &flushed_timestamp, &replicated)
         if not self.sync_flush:
@@ -930,35 +1009,88 @@ cdef class StoreCore:
                 self.checkpoint.physic_msg_timestamp = flushed_timestamp
         requests = self._commit_requests
         now = monotonic()
-        while requests:
-            r = requests.popleft()
-            disk_late = r.next_offset > flushed
-            slave_late = r._wait_slave and r.next_offset > replicated
-            # past a deadline first, as RocketMQ's producer thread gives up waiting
-            if self.sync_flush and now - r._since > self.sync_flush_timeout:
-                complete_put(r, FLUSH_DISK_TIMEOUT)
-            elif r._wait_slave and now - r._since > self.slave_timeout:
-                complete_put(r, FLUSH_DISK_TIMEOUT if disk_late else FLUSH_SLAVE_TIMEOUT)
-            elif not disk_late and not slave_late:
-                complete_put(r, r._done_status)
-            elif disk_late and error:
-                complete_put(r, FLUSH_DISK_TIMEOUT)
+        memset(&head, 0, sizeof(head))
+        # the waiting PutMessageResults and the deferred puts, merged in put (offset) order, so
+        # that a connection's answers leave in the order its sends were stored
+        while requests or self._deferred_len:
+            if self._deferred_len:
+                d = &self._deferred[self._deferred_head]
+                head = d[0]
+            if requests and (not self._deferred_len or (<PutMessageResult>requests[0]).next_offset < head.next_offset):
+                r = requests[0]
+                head.next_offset = r.next_offset
+                head.since = r._since
+                head.wait_slave = r._wait_slave
+                head.done_status = r._done_status
             else:
-                requests.appendleft(r)
+                r = None
+            disk_late = head.next_offset > flushed
+            slave_late = head.wait_slave and head.next_offset > replicated
+            # past a deadline first, as RocketMQ's producer thread gives up waiting
+            if self.sync_flush and now - head.since > self.sync_flush_timeout:
+                status = FLUSH_DISK_TIMEOUT
+            elif head.wait_slave and now - head.since > self.slave_timeout:
+                status = FLUSH_DISK_TIMEOUT if disk_late else FLUSH_SLAVE_TIMEOUT
+            elif not disk_late and not slave_late:
+                status = head.done_status
+            elif disk_late and error:
+                status = FLUSH_DISK_TIMEOUT
+            else:
                 break
+            if r is not None:
+                requests.popleft()
+                if deferred_done:  # the sink's answers so far go first
+                    self._deferred_round_done()
+                    deferred_done = 0
+                complete_put(r, status)
+            else:
+                self._complete_deferred(status)
+                deferred_done += 1
             done += 1
+        if deferred_done:
+            self._deferred_round_done()
         return done
+
+    cdef void _complete_deferred(self, int status):
+        """The oldest deferred put is done: off the ring, then its sink answers it (an answer that
+        raises is logged: the ring stays in order)."""
+        self._deferred_head = (self._deferred_head + 1) % self._deferred_cap
+        self._deferred_len -= 1
+        try:
+            self._sink.complete(status)
+        except Exception:
+            log.exception("deferred put completion by %r raised", self._sink)
+
+    cdef void _deferred_round_done(self):
+        try:
+            self._sink.round_done()
+        except Exception:
+            log.exception("deferred put completion by %r raised", self._sink)
 
     def abandon_commits(self):
         """At shutdown, after the last flush round: complete the puts still waiting for a slave
         (FLUSH_SLAVE_TIMEOUT: stored, but no slave acked) or for the disk. Returns how many."""
         cdef PutMessageResult r
-        cdef Py_ssize_t done = self.complete_commits()
-        while self._commit_requests:
-            r = self._commit_requests.popleft()
-            complete_put(r, FLUSH_DISK_TIMEOUT if (self.sync_flush and r.next_offset > self._completed_flushed)
-                         else FLUSH_SLAVE_TIMEOUT)
+        cdef DeferredPut* d
+        cdef Py_ssize_t done = self.complete_commits(), deferred = 0
+        # in put order, as complete_commits: the ring's puts before the later PutMessageResults
+        while self._commit_requests or self._deferred_len:
+            d = &self._deferred[self._deferred_head] if self._deferred_len else NULL
+            if d == NULL or (self._commit_requests
+                             and (<PutMessageResult>self._commit_requests[0]).next_offset < d.next_offset):
+                r = self._commit_requests.popleft()
+                if deferred:
+                    self._deferred_round_done()
+                    deferred = 0
+                complete_put(r, FLUSH_DISK_TIMEOUT if (self.sync_flush and r.next_offset > self._completed_flushed)
+                             else FLUSH_SLAVE_TIMEOUT)
+            else:
+                self._complete_deferred(FLUSH_DISK_TIMEOUT if (self.sync_flush and d.next_offset > self._completed_flushed)
+                                        else FLUSH_SLAVE_TIMEOUT)
+                deferred += 1
             done += 1
+        if deferred:
+            self._deferred_round_done()
         return done
 
     def finish_group_commit(self):

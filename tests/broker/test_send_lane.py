@@ -1,11 +1,13 @@
 """The compiled send lane (rmq.broker._send_lane) and the Python send processor are one semantics:
 the same frames, valid, edge and fuzzed, get the same answers and leave the same stored bytes on
-twin brokers, one with the lane and one without; and the lane's header scanner reads exactly what
+twin brokers, one with the lane and one without (under ASYNC_FLUSH, and under SYNC_FLUSH, where
+the answers wait for the flush round); and the lane's header scanner reads exactly what
 ``rmq.protocol.headers.send_header`` reads, or leaves the frame to it."""
 
 from __future__ import annotations
 
 import os
+import re
 import struct
 import time
 from pathlib import Path
@@ -26,6 +28,7 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import send_header
 from rmq.protocol.message import SCHEDULE_TOPIC
 from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
+from tests.helpers import wait_until
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import RawConnection, raw_frame
 from tests.helpers.lanes import header_bytes, header_mutations
@@ -36,6 +39,7 @@ _MASKED = [
     (LAYOUT["REC_STORETIMESTAMP"], 8),
     (LAYOUT["REC_STOREHOST"], 8),
 ]
+_TIMER_DUE = re.compile(rb"(TIMER_OUT_MS\x01)([0-9]+)")
 # the suite run without the lane (RMQ_NO_FAST_LANE=1, or the pure-Python codec): no twin to compare
 needs_lane = pytest.mark.skipif(
     os.environ.get(NO_FAST_LANE_ENV) == "1" or codec.implementation is not _codec, reason="the send lane is off"
@@ -175,16 +179,22 @@ class Twin:
         self.broker = broker
         self.connection = RawConnection(broker.config.listen_port)
 
+    # what the probe is answered with
+    probe_codes = (ResponseCode.REQUEST_CODE_NOT_SUPPORTED,)
+
+    def probe(self, opaque: int) -> bytes:
+        """A request answered after everything sent before it on the connection."""
+        return raw_frame(b'{"code":%d,"opaque":%d,"flag":0,"extFields":{}}' % (_PROBE_CODE, opaque))
+
     def exchange(self, frame: bytes, opaque: int) -> list | None:
         """Send ``frame`` and a probe; the answers before the probe's, None when the broker closed
         the connection (a frame it could not read): then a new connection."""
-        probe = raw_frame(b'{"code":%d,"opaque":%d,"flag":0,"extFields":{}}' % (_PROBE_CODE, opaque))
         try:
-            self.connection.send(frame + probe)
+            self.connection.send(frame + self.probe(opaque))
             answers = []
             while True:
                 (answer,) = self.connection.read_commands(1)
-                if answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and answer.opaque == opaque:
+                if answer.code in self.probe_codes and answer.opaque == opaque:
                     return answers
                 answers.append(answer)
         except (ConnectionError, OSError):
@@ -214,7 +224,9 @@ class Twin:
                     record[born : born + 8] = bytes(8)  # no bornTimestamp sent: the store's time
                 for start, length in _MASKED:
                     record[start : start + length] = bytes(length)
-                out.append(bytes(record))
+                # a timer's due time is its store time plus the delay: each twin's own millisecond
+                record = _TIMER_DUE.sub(lambda m: m.group(1) + b"0" * len(m.group(2)), bytes(record))
+                out.append(record)
                 pos += size
             offset += len(data)
         return out
@@ -238,14 +250,14 @@ def _answer(command) -> tuple:
     return command.code, command.remark, ext, command.body
 
 
-def _start_twins(start_broker, tmp_path: Path, **settings: str):
+def _start_twins(start_broker, tmp_path: Path, twin=Twin, topics=_TOPICS, **settings: str):
     lane = start_broker(storePathRootDir=str(tmp_path / "lane"), **settings)
     python = start_broker(storePathRootDir=str(tmp_path / "python"), fastLaneEnable="false", **settings)
     assert lane.send_lane is not None and python.send_lane is None
     for broker in (lane, python):
-        for topic, queues in _TOPICS.items():
+        for topic, queues in topics.items():
             create_topic(broker, topic, queues)
-    pair = Twin(lane), Twin(python)
+    pair = twin(lane), twin(python)
     return pair
 
 
@@ -313,9 +325,10 @@ def test_twins_agree_on_plain_and_edge_sends(twins):
     assert twins[0].broker.send_lane.served == 5
 
 
-@needs_lane
-def test_twins_agree_on_fuzzed_sends(twins):
-    @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+def fuzz_twins(twins, max_examples: int, one_read: bool = False) -> None:
+    """Fuzzed send frames to both twins, one after the other (``one_read``: all in one write)."""
+
+    @settings(max_examples=max_examples, deadline=None, suppress_health_check=list(HealthCheck))
     @given(headers=st.lists(_header_bytes, min_size=1, max_size=4), body=st.binary(max_size=64))
     def fuzz(headers, body):
         frames = []
@@ -324,12 +337,17 @@ def test_twins_agree_on_fuzzed_sends(twins):
             if ext_free and str(ext_free.get("extFields", {}).get("e", "")).startswith("-"):
                 continue  # a random queue (RocketMQ's for a negative id): twins may pick different ones
             frames.append(raw_frame(header, body))
-        _assert_twins_agree(twins, frames)
+        _assert_twins_agree(twins, [b"".join(frames)] if one_read else frames)
 
     for topic in _TOPICS:  # the processor checks a topic first (then the lane knows it)
         _assert_twins_agree(twins, [_send_frame(RequestCode.SEND_MESSAGE_V2, {"b": topic, "e": "0", "g": "1"})])
     fuzz()
     assert twins[0].broker.send_lane.served > 0
+
+
+@needs_lane
+def test_twins_agree_on_fuzzed_sends(twins):
+    fuzz_twins(twins, 60)
 
 
 @needs_lane
@@ -528,3 +546,113 @@ def test_the_broker_runtime_info_counts_what_the_lane_served(start_broker):
     assert [a.code for a in sends] == [ResponseCode.SUCCESS] * 2
     table = orjson.loads(answer.body)["table"]
     assert (table["sendLaneServed"], table["sendLaneLeft"]) == ("2", "2")  # the first send, the info request
+
+
+# -- SYNC_FLUSH: the lane stores a send at once and answers it when the flush round covering it ends,
+# as the processor does: same answers, in the same order per connection, same bytes, when the rounds
+# succeed and when they time out (FLUSH_DISK_TIMEOUT)
+
+V2 = RequestCode.SEND_MESSAGE_V2
+_PROBE_TOPIC = "Probe"
+
+
+class DurableTwin(Twin):
+    """A twin whose probe is itself a send that waits for the disk: its answer comes after the
+    answers to every send stored before it on the connection (the rounds complete in put order)."""
+
+    probe_codes = (ResponseCode.SUCCESS, ResponseCode.FLUSH_DISK_TIMEOUT)
+
+    def probe(self, opaque: int) -> bytes:
+        return _send_frame(V2, {"b": _PROBE_TOPIC, "e": "0", "g": "1"}, b"probe", opaque=opaque)
+
+
+def _start_sync_twins(start_broker, tmp_path: Path, **settings: str):
+    topics = {**_TOPICS, _PROBE_TOPIC: 1}
+    return _start_twins(start_broker, tmp_path, DurableTwin, topics, flushDiskType="SYNC_FLUSH", **settings)
+
+
+@pytest.fixture
+def sync_twins(start_broker, tmp_path: Path):
+    pair = _start_sync_twins(start_broker, tmp_path)
+    yield pair
+    for twin in pair:
+        twin.connection.close()
+
+
+def _plain(queue: int, opaque: int, **ext) -> bytes:
+    return _send_frame(V2, {"a": "P", "b": "Lane", "e": str(queue), "g": "1700000000000", **ext}, opaque=opaque)
+
+
+_SENDS = [
+    _plain(1, 1, i="TAGS\x01t\x02KEYS\x01k\x02"),
+    _plain(2, 2, i="WAIT\x01false\x02"),  # answered at once, stored alike
+    b"".join(_plain(queue % 4, 10 + queue) for queue in range(16)),  # a pipelined burst
+    b"".join(_plain(queue % 4, 100 + queue) for queue in range(150)),  # more than the rings held: they grow
+    _plain(1, 3, i="DELAY\x012\x02") + _plain(1, 4),  # the lane leaves the first: the rest of the read too
+    _plain(1, 5) + _plain(1, 6, i="DELAY\x012\x02") + _plain(1, 7),  # one stored by each, one round
+    _plain(0, 8) + _send_frame(V2, {"b": "Lane", "e": "4", "g": "5"}, opaque=9),  # a refusal answered first
+    _send_frame(V2, {"b": "Lane", "e": "1", "g": "5"}, flag=2),  # oneway: stored, waited for, not answered
+    _send_frame(RequestCode.SEND_MESSAGE, {"topic": "Wide", "queueId": "7", "bornTimestamp": "5"}, opaque=20),
+    _send_frame(V2, {"b": "Auto1", "e": "0", "g": "5"}, opaque=21) * 2,  # auto-created, then known
+    _batch_frame([_record(b"a"), _record(b"b")], {"b": "Lane", "e": "0"}),  # a batch that waits: the processor's
+    _batch_frame([_record(b"c")], {"b": "Lane", "e": "0", "i": "WAIT\x01false\x02"}),  # one that does not: the lane's
+    raw_frame(b'{"code":310,"opaque":3,"extFields":{"b":"Lane","e":"1"'),  # not JSON: closed
+]
+
+
+@needs_lane
+def test_sync_flush_sends_are_served_by_the_lane_and_answered_as_the_processor_answers(sync_twins):
+    _assert_twins_agree(sync_twins, _SENDS)
+    lane = sync_twins[0].broker
+    assert lane.send_lane.served >= 20
+    assert lane.store.commit_queue_size == 0
+
+
+@needs_lane
+def test_a_oneway_sync_flush_send_is_stored_and_not_answered(sync_twins):
+    """RocketMQ answers no oneway request; a oneway send's round completes before the next send's, so
+    an answer to it would come first."""
+    for twin in sync_twins:
+        twin.connection.send(_send_frame(V2, {"b": "Lane", "e": "0", "g": "1"}, flag=2, opaque=77))
+        twin.connection.send(_send_frame(V2, {"b": "Lane", "e": "0", "g": "1"}, opaque=78))
+        (answer,) = twin.connection.read_commands(1)
+        assert (answer.opaque, answer.code) == (78, ResponseCode.SUCCESS)
+    assert sync_twins[0].records() == sync_twins[1].records()
+
+
+@needs_lane
+def test_a_sync_flush_send_that_does_not_wait_reaches_the_disk_all_the_same(start_broker):
+    """WAIT=false: answered at once, and flushed by the group commit's next timed round, as the
+    processor's puts are (nothing waits for a round that would cover it)."""
+    broker = start_broker(flushDiskType="SYNC_FLUSH")
+    create_topic(broker, "Lane")
+    with RawConnection(broker.config.listen_port) as connection:
+        connection.send(_plain(0, 1))  # the processor checks the topic first
+        connection.read_commands(1)
+        served = broker.send_lane.served
+        connection.send(_plain(0, 2, i="WAIT\x01false\x02"))
+        (answer,) = connection.read_commands(1)
+    assert answer.code == ResponseCode.SUCCESS and broker.send_lane.served == served + 1
+    end = broker.store.get_max_phy_offset()
+    wait_until(lambda: broker.store.commit_log.get_flushed_where() >= end, 3, "the send flushed")
+
+
+@needs_lane
+def test_sync_flush_twins_agree_when_every_round_is_late(start_broker, tmp_path: Path):
+    """syncFlushTimeout 0: every waiting send is past its deadline when its round completes, and is
+    answered FLUSH_DISK_TIMEOUT (stored, but not flushed in time), its msgId and offsets included."""
+    twins = _start_sync_twins(start_broker, tmp_path, syncFlushTimeout="0")
+    try:
+        _assert_twins_agree(twins, _SENDS[:3])
+        twins[0].connection.send(_plain(0, 500))
+        (late,) = twins[0].connection.read_commands(1)
+        assert late.code == ResponseCode.FLUSH_DISK_TIMEOUT and late.ext_fields["msgId"]
+        assert twins[0].broker.send_lane.served > 0
+    finally:
+        for twin in twins:
+            twin.connection.close()
+
+
+@needs_lane
+def test_sync_flush_twins_agree_on_fuzzed_sends(sync_twins):
+    fuzz_twins(sync_twins, 30, one_read=True)

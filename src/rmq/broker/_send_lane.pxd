@@ -12,10 +12,12 @@ cdef enum:
 
 cdef class _Peer:
     # what the send lane keeps of a connection (SendLane.connect): the born host and port the
-    # processor would store, and the address the processors log
+    # processor would store, the address the processors log, and where the answers the lane
+    # completes after the read go (SYNC_FLUSH: once the flush round covers the send)
     cdef uint32_t host
     cdef int port
     cdef str address
+    cdef object deliver
 
 
 cdef struct Span:

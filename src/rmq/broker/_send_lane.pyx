@@ -40,26 +40,38 @@ escape above ASCII, a raw byte above 0x7F, a duplicate key, a number that is no 
 ``send_header`` would refuse), when the send is unusual (a batch, a retry topic, a negative queue
 id, properties marking a transaction, a delay level or a timer, properties or a body past their
 limits; a batch body the processor would refuse, or one whose messages' properties, with the
-header's appended, would be), when the broker is not in the plain case (SYNC_FLUSH or SYNC_MASTER waits, a slave, fenced,
-disk full, a topic the processor has not yet checked under the current topic table version), or
-when the store refuses the put (nothing stored: the processor repeats it and answers the refusal).
+header's appended, would be), when the broker is not in the plain case (a slave, fenced, disk full,
+a topic the processor has not yet checked under the current topic table version, sends waiting for
+the disk or a slave past the processor's busy bounds, a batch that would wait), or when the store
+refuses the put (nothing stored: the processor repeats it and answers the refusal).
+
+Under SYNC_FLUSH and SYNC_MASTER a single send waits, as the processor's do: the lane puts it,
+encodes its answer at once into ``_Deferred``'s buffer and leaves the wait to the store
+(``StoreCore.defer_put``, a C ring merged in offset order with the processor's waiting puts); when
+the round or the slave's ack covers it, the store calls ``_Deferred.complete`` and the answers go
+to each connection as one run of bytes (``connect``'s ``deliver``). Another outcome than PUT_OK is
+encoded as the processor encodes it (``rmq.broker.processor.send.put_reply``).
 Bound checks stay on (``boundscheck``); every index into the header is checked against its length.
 """
 
 from cpython.bytearray cimport PyByteArray_AS_STRING, PyByteArray_GET_SIZE, PyByteArray_Resize
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
+from cpython.mem cimport PyMem_Free, PyMem_Realloc
+from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 from libc.stdint cimport INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint32_t, uint64_t
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 
 from rmq._commit_log cimport PUT_OK
 from rmq._endian cimport load_be16, load_be32, store_be32, store_be64
-from rmq._store cimport BatchRecord, PutPlace, StoreCore
+from rmq._store cimport BatchRecord, CommitSink, PutPlace, StoreCore
 from rmq.net._codec cimport FastLane
 from rmq.protocol._record cimport MSGID_BYTES, TOPIC_MAX_BYTES
 from rmq._decimal cimport MAX_DECIMAL, put_decimal
 
+from rmq.broker.processor.send import put_reply as _put_reply
 from rmq.net import frame as _frame
+from rmq.net.codec import encode_into as _encode_into
 from rmq.protocol import batch as _batch
 from rmq.protocol import headers as _headers
 from rmq.protocol import message as _message
@@ -73,6 +85,7 @@ cdef extern from "string.h":
 
 cdef extern from "Python.h":
     object PyUnicode_DecodeASCII(const char* s, Py_ssize_t size, const char* errors)
+    object PyByteArray_FromStringAndSize(const char* s, Py_ssize_t size)
 
 
 # The header fields, by position in send_header.py's FIELDS (LONG_KEYS[i] / SHORT_KEYS[i]).
@@ -138,6 +151,8 @@ cdef bytes DELAY_MARK = (_message.MessageProperty.DELAY_TIME_LEVEL + _message.NA
 cdef bytes TIMER_MARK = _message.TIMER_PROPERTY_MARK.encode()
 cdef bytes PREPARED = _transaction.PREPARED_MARK.encode()
 cdef bytes RETRY_PREFIX = _message.RETRY_GROUP_TOPIC_PREFIX.encode()
+# a send that does not wait for the disk or a slave under SYNC_FLUSH / SYNC_MASTER (the processor's test)
+cdef bytes NO_WAIT_MARK = (_message.MessageProperty.WAIT_STORE_MSG_OK + _message.NAME_VALUE_SEPARATOR + "false").encode()
 cdef const char* DELAY_MARK_PTR = DELAY_MARK
 cdef Py_ssize_t DELAY_MARK_LEN = len(DELAY_MARK)
 cdef const char* TIMER_MARK_PTR = TIMER_MARK
@@ -310,6 +325,17 @@ cdef inline char* _put_bytes(char* p, bytes text) noexcept:
 
 
 
+cdef int _put_other_answer(bytearray out, int opaque, int status, uint32_t ip, int32_t port, int queue_id,
+                           int64_t phy_offset, int64_t queue_offset) except -1:
+    """Append the answer to a send whose put ended ``status`` (not PUT_OK: rare), as the processor
+    encodes it."""
+    cdef char msg_id[2 * MSGID_BYTES]
+    _put_msg_id(msg_id, ip, port, phy_offset)
+    _encode_into(out, _put_reply(opaque, status, PyUnicode_DecodeASCII(msg_id, 2 * MSGID_BYTES, NULL),
+                                 queue_id, queue_offset))
+    return 0
+
+
 cdef char* _put_msg_id(char* p, uint32_t ip, int32_t port, int64_t offset) noexcept nogil:
     """The broker msgId (offsetMsgId): 32 uppercase hex of store IPv4, int32 port, int64 offset
     (rmq.protocol._record's encode_msg_id_c, written in place)."""
@@ -327,7 +353,116 @@ cdef char* _put_msg_id(char* p, uint32_t ip, int32_t port, int64_t offset) noexc
 # -- the lane ---------------------------------------------------------------------------------
 
 cdef class _Peer:
-    """A connection's born host and port (what the processor's ``_born_host`` makes of its address)."""
+    """A connection's born host and port (what the processor's ``_born_host`` makes of its address),
+    the address the processors log, and where its answers completed later go (``deliver(frames)``)."""
+
+
+# A send stored and not yet answered (SYNC_FLUSH / SYNC_MASTER): its answer's bytes wait in
+# _Deferred.answers (``length`` of them; 0: a oneway send), the rest re-encodes any other outcome.
+cdef struct DeferredAnswer:
+    PyObject* peer  # a reference held while it waits
+    Py_ssize_t length
+    int opaque
+    int queue_id
+    int64_t phy_offset
+    int64_t queue_offset
+
+
+cdef class _Deferred(CommitSink):
+    """The lane's sends waiting for the group commit, in put order: their answers encoded at put
+    time into one buffer, and written, when the store completes them (``complete``, in put order),
+    as one run per connection (``round_done``). No Python object per send."""
+
+    cdef StoreCore _store
+    cdef DeferredAnswer* _ring
+    cdef Py_ssize_t _head
+    cdef Py_ssize_t _len
+    cdef Py_ssize_t _cap
+    cdef bytearray answers
+    # answers[:_done] belong to sends completed in this pass; answers[_run_start:_done] to _run_peer
+    cdef Py_ssize_t _done
+    cdef Py_ssize_t _run_start
+    cdef _Peer _run_peer
+
+    def __cinit__(self, StoreCore store not None):
+        self._store = store
+        self.answers = bytearray()
+
+    def __dealloc__(self):
+        while self._len:
+            Py_XDECREF(self._ring[self._head].peer)
+            self._head = (self._head + 1) % self._cap
+            self._len -= 1
+        PyMem_Free(self._ring)
+
+    cdef int reserve(self) except -1:
+        """Room for one more in the ring: what may fail happens before the store's ring grows, so
+        that the two rings stay one to one."""
+        cdef DeferredAnswer* grown
+        cdef Py_ssize_t cap
+        if self._len == self._cap:
+            cap = max(64, 2 * self._cap)
+            grown = <DeferredAnswer*>PyMem_Realloc(self._ring, cap * sizeof(DeferredAnswer))
+            if grown == NULL:
+                raise MemoryError()
+            if self._head:  # the ring wrapped: its head's run moves to the block's new end
+                memcpy(grown + self._head + cap - self._cap, grown + self._head,
+                       (self._cap - self._head) * sizeof(DeferredAnswer))
+                self._head += cap - self._cap
+            self._ring = grown
+            self._cap = cap
+        return 0
+
+    cdef void add(self, _Peer peer, int opaque, int queue_id, const PutPlace* place, Py_ssize_t length) noexcept:
+        """After ``reserve``: the answer of the put the store has just deferred."""
+        cdef DeferredAnswer* a = &self._ring[(self._head + self._len) % self._cap]
+        Py_INCREF(peer)
+        a.peer = <PyObject*>peer
+        a.length = length
+        a.opaque = opaque
+        a.queue_id = queue_id
+        a.phy_offset = place.phy_offset
+        a.queue_offset = place.queue_offset
+        self._len += 1
+
+    cdef int _deliver_run(self) except -1:
+        cdef _Peer peer = self._run_peer
+        cdef Py_ssize_t n = self._done - self._run_start
+        self._run_peer = None
+        if n and peer.deliver is not None:
+            peer.deliver(PyByteArray_FromStringAndSize(PyByteArray_AS_STRING(self.answers) + self._run_start, n))
+        self._run_start = self._done
+        return 0
+
+    cdef int complete(self, int status) except -1:
+        cdef DeferredAnswer a = self._ring[self._head]
+        cdef _Peer peer = <_Peer>a.peer
+        cdef bytearray other
+        self._head = (self._head + 1) % self._cap
+        self._len -= 1
+        Py_XDECREF(a.peer)  # the local ``peer`` holds its own reference
+        if self._run_peer is not peer:
+            self._deliver_run()
+            self._run_peer = peer
+        if status == PUT_OK or a.length == 0:
+            self._done += a.length
+            return 0
+        # another outcome (FLUSH_DISK_TIMEOUT ...): the run so far, then this answer re-encoded
+        self._deliver_run()
+        self._done += a.length
+        self._run_start = self._done
+        other = bytearray()
+        _put_other_answer(other, a.opaque, status, self._store.store_ip, self._store.store_port, a.queue_id,
+                          a.phy_offset, a.queue_offset)
+        if peer.deliver is not None:
+            peer.deliver(other)
+        return 0
+
+    cdef int round_done(self) except -1:
+        self._deliver_run()
+        del self.answers[:self._done]
+        self._done = self._run_start = 0
+        return 0
 
 
 cdef class _Topic:
@@ -355,6 +490,12 @@ cdef class SendLane(FastLane):
     cdef object _topics
     cdef object _hold
     cdef bint _open
+    # SYNC_FLUSH / SYNC_MASTER: sends wait, their answers deferred; the round kicker, the busy bounds
+    cdef bint _waits
+    cdef _Deferred _deferred
+    cdef object _request_round
+    cdef double _disk_busy_limit
+    cdef Py_ssize_t _queue_capacity
     cdef int64_t _version
     cdef list _slots
     cdef unsigned char* _scratch
@@ -378,6 +519,7 @@ cdef class SendLane(FastLane):
         self._hold = hold
         self._version = -1
         self._slots = [None] * TOPIC_CACHE_SLOTS
+        self._deferred = _Deferred(store)
         self.role_changed()
 
     def __dealloc__(self):
@@ -386,15 +528,23 @@ cdef class SendLane(FastLane):
         free(self._joined)
 
     def role_changed(self):
-        """Read the processor's role again (its ``role_changed``): the lane serves only sends that
-        wait for nothing, on a master."""
+        """Read the processor's role again (its ``role_changed``): the lane serves sends on a
+        master; under SYNC_FLUSH / SYNC_MASTER their answers wait for the group commit, as the
+        processor's do (the broker completes puts on its loop and kicks the rounds)."""
         processor = self._processor
-        self._open = not processor.waits and not processor.slave and processor._request_flush_round is None
+        self._waits = processor.waits
+        self._request_round = processor._request_flush_round
+        self._disk_busy_limit = processor.disk_busy_limit
+        self._queue_capacity = processor.queue_capacity
+        self._open = not processor.slave and (not self._waits or self._request_round is not None)
 
-    def connect(self, str remote_address):
+    def connect(self, str remote_address, deliver=None):
+        """What the lane keeps of a connection; ``deliver(frames)`` queues answers the lane
+        completes later (a bytearray of whole frames), on the loop thread."""
         cdef _Peer peer = _Peer.__new__(_Peer)
         peer.host, peer.port = self._processor._born_host(remote_address)
         peer.address = remote_address
+        peer.deliver = deliver
         return peer
 
     cdef _Topic _topic(self, const unsigned char* name, Py_ssize_t length):
@@ -438,14 +588,20 @@ cdef class SendLane(FastLane):
         cdef StoreCore store = self._store
         cdef _Topic topic
         cdef const unsigned char* props
-        cdef Py_ssize_t props_len, count = 0
+        cdef Py_ssize_t props_len, count = 0, start
+        cdef _Deferred deferred
         cdef PutPlace place
         cdef int status
+        cdef bint wait = False
         if self.pull_lane is not None and _header_code(header, header_len) == PULL_MESSAGE:
             return self.pull_lane.serve(peer, header, header_len, body, body_len, out)
         if not self._open or peer is None or store.fenced or store.disk_full or store.slave:
             self.left += 1
             return 0
+        if self._waits and (store.commit_queue_size >= self._queue_capacity
+                            or store.disk_wait_seconds > self._disk_busy_limit):
+            self.left += 1
+            return 0  # the processor refuses it SYSTEM_BUSY
         if not _resolve(header, header_len, &f) or f.flag & FLAG_RESPONSE:
             self.left += 1
             return 0
@@ -462,6 +618,11 @@ cdef class SendLane(FastLane):
         if _refused_properties(props, props_len):  # a batch's: appended to each of its messages'
             self.left += 1
             return 0
+        if self._waits:
+            wait = memmem(props, props_len, PyBytes_AS_STRING(NO_WAIT_MARK), PyBytes_GET_SIZE(NO_WAIT_MARK)) == NULL
+            if wait and f.batch:
+                self.left += 1
+                return 0  # a batch that waits: the processor's (its late answers name every message)
         if f.batch:
             count = self._batch(props, props_len, body, body_len)
             status = store.put_batch_raw(topic.topic, f.queue_id, self._records, count, f.sys_flag,
@@ -477,8 +638,28 @@ cdef class SendLane(FastLane):
         self.served += 1
         if self._hold.has_parked:
             self._hold.notify_message_arriving(topic.topic, f.queue_id)
-        if not f.flag & FLAG_ONEWAY:
+        if self._waits:
+            self._request_round()  # a flush round after this iteration's puts, new bytes for the slaves
+            if wait:
+                deferred = self._deferred
+                deferred.reserve()
+                start = PyByteArray_GET_SIZE(deferred.answers)
+                if not f.flag & FLAG_ONEWAY:
+                    self._answer(deferred.answers, f.opaque, f.queue_id, &place, NULL, 0)
+                if store.defer_put(deferred, &place, &status):
+                    deferred.add(<_Peer>peer, f.opaque, f.queue_id, &place,
+                                 PyByteArray_GET_SIZE(deferred.answers) - start)
+                    return 1
+                PyByteArray_Resize(deferred.answers, start)  # answered now after all
+            else:
+                store.publish_raw(&place)
+        if f.flag & FLAG_ONEWAY:
+            return 1
+        if status == PUT_OK:
             self._answer(out, f.opaque, f.queue_id, &place, self._records if f.batch else NULL, count)
+        else:  # SLAVE_NOT_AVAILABLE (a single send: a batch that waits is left): stored, no slave in sync
+            _put_other_answer(out, f.opaque, status, store.store_ip, store.store_port, f.queue_id,
+                              place.phy_offset, place.queue_offset)
         return 1
 
     cdef Py_ssize_t _batch(self, const unsigned char* extra, Py_ssize_t extra_len, const unsigned char* body,

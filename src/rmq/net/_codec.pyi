@@ -1,5 +1,7 @@
 # Stub of the compiled frame codec; codec_py.py is the same API in pure Python.
 
+from collections.abc import Callable
+
 from typing_extensions import disjoint_base
 
 from rmq.net.codec_py import Body
@@ -51,7 +53,7 @@ class RemotingCommand:
 
 @disjoint_base
 class FastLane:
-    def connect(self, remote_address: str) -> object: ...
+    def connect(self, remote_address: str, deliver: Callable[[bytearray], object] | None = None) -> object: ...
 
 @disjoint_base
 class FrameDecoder:

@@ -453,8 +453,9 @@ cdef class FastLane:
     """The base of a server's compiled fast lane (``FrameDecoder.feed``'s ``lane``): a request it
     serves makes no RemotingCommand. This base serves nothing."""
 
-    def connect(self, str remote_address):
-        """What the lane keeps of a connection (its ``peer``), once per connection."""
+    def connect(self, str remote_address, deliver=None):
+        """What the lane keeps of a connection (its ``peer``), once per connection; ``deliver(frames)``
+        queues the answers the lane completes after the read."""
         return None
 
     cdef int serve(self, object peer, const unsigned char* header, Py_ssize_t header_len,

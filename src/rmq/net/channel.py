@@ -502,6 +502,22 @@ class Channel:
             self._flush_scheduled = True
             self._loop.mark_dirty(self)
 
+    def _queue_frames(self, frames: bytearray) -> None:
+        """Whole answer frames a fast lane completed after the read (SYNC_FLUSH sends, once their
+        flush round ended); any thread: a store shutting down completes what still waits on its own."""
+        if self._loop._thread_id != threading.get_ident():
+            try:
+                self._loop.call_soon_threadsafe(self._queue_frames, frames)
+            except RuntimeError:
+                pass  # the loop is closed: so is the connection
+            return
+        if self._state is _CLOSED:
+            return
+        self._out.append_frames(frames)
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.mark_dirty(self)
+
     def _flush(self) -> None:
         self._flush_scheduled = False
         if self._state is not _ACTIVE:
@@ -588,7 +604,7 @@ class Channel:
         """Decode ``data`` with ``lane`` serving what it can; its answers queued after the read. (Not
         written into the output as they come: what the lane wakes, a parked pull, answers there.)"""
         if not self._lane_connected:
-            self._lane_peer = lane.connect(self.remote_address)
+            self._lane_peer = lane.connect(self.remote_address, self._queue_frames)
             self._lane_connected = True
         out = self._out
         account = self._account

@@ -64,6 +64,7 @@ from rmq.broker.processor.base import Processor, require_writeable_broker
 from rmq.broker.topic_config import TopicConfig
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
+from rmq.net.frame import FLAG_ONEWAY, FLAG_RESPONSE
 from rmq.protocol.batch import decode_batch
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
 from rmq.protocol.headers import SendHeader, send_header
@@ -393,6 +394,8 @@ class SendProcessor(Processor):
         loop = self._loop
 
         def on_durable(result):
+            if request.flag & FLAG_ONEWAY:  # stored and waited for, as RocketMQ's, but not answered
+                return
             response = _put_response(request, result, queue_id)
             if loop.in_loop_thread():
                 channel.send_response(response)
@@ -498,8 +501,14 @@ def _without_delay(properties: str) -> str:
 
 
 def _put_response(request: RemotingCommand, result, queue_id: int) -> RemotingCommand:
-    code, remark, stored = _PUT_REPLIES.get(result.status_code, _UNKNOWN_PUT_REPLY)
+    return put_reply(request.opaque, result.status_code, result.msg_id, queue_id, result.queue_offset)
+
+
+def put_reply(opaque: int, status_code: int, msg_id: str | None, queue_id: int, queue_offset: int) -> RemotingCommand:
+    """The answer to a send whose put ended with ``status_code`` (a PutMessageStatus); the send
+    lane's answers to deferred puts that did not end PUT_OK are these."""
+    code, remark, stored = _PUT_REPLIES.get(status_code, _UNKNOWN_PUT_REPLY)
     if stored:
-        ext = {"msgId": result.msg_id, "queueId": str(queue_id), "queueOffset": str(result.queue_offset)}
-        return RemotingCommand.response_to(request, code, remark, ext)
-    return RemotingCommand.response_to(request, code, remark)
+        ext = {"msgId": msg_id or "", "queueId": str(queue_id), "queueOffset": str(queue_offset)}
+        return RemotingCommand(code, opaque=opaque, flag=FLAG_RESPONSE, remark=remark, ext_fields=ext)
+    return RemotingCommand(code, opaque=opaque, flag=FLAG_RESPONSE, remark=remark)
