@@ -22,10 +22,9 @@ from rmq.net.codec import decode_frames, encode
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import PULL_KEYS, pull_header
 from rmq.protocol.record import decode_record
-from tests.broker.test_send_lane import Twin, needs_lane
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import RawConnection, raw_frame
-from tests.helpers.lanes import header_bytes, header_mutations
+from tests.helpers.lanes import Twin, header_bytes, header_mutations, needs_lane
 from tests.helpers.requests import heartbeat_request
 
 _PULL = int(RequestCode.PULL_MESSAGE)

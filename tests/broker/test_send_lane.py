@@ -6,8 +6,6 @@ the answers wait for the flush round); and the lane's header scanner reads exact
 
 from __future__ import annotations
 
-import os
-import re
 import struct
 import time
 from pathlib import Path
@@ -17,34 +15,18 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmq._store import LAYOUT
 from rmq.broker._send_lane import scan_batch, scan_send_header
-from rmq.broker.controller import NO_FAST_LANE_ENV
 from rmq.errors import ProtocolError, RequestRefused
-from rmq.net import _codec, codec
 from rmq.net.codec import decode_frames
 from rmq.protocol.batch import decode_batch
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import send_header
-from rmq.protocol.message import SCHEDULE_TOPIC
 from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
 from tests.helpers import wait_until
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import RawConnection, raw_frame
-from tests.helpers.lanes import header_bytes, header_mutations
+from tests.helpers.lanes import Twin, header_bytes, header_mutations, needs_lane
 
-# the fields of a record that differ between twins: where and when it was stored, who sent it
-_MASKED = [
-    (LAYOUT["REC_BORNHOST"], 8),
-    (LAYOUT["REC_STORETIMESTAMP"], 8),
-    (LAYOUT["REC_STOREHOST"], 8),
-]
-_TIMER_DUE = re.compile(rb"(TIMER_OUT_MS\x01)([0-9]+)")
-# the suite run without the lane (RMQ_NO_FAST_LANE=1, or the pure-Python codec): no twin to compare
-needs_lane = pytest.mark.skipif(
-    os.environ.get(NO_FAST_LANE_ENV) == "1" or codec.implementation is not _codec, reason="the send lane is off"
-)
-_PROBE_CODE = 9999  # no processor: answered REQUEST_CODE_NOT_SUPPORTED, stores nothing
 _TOPICS = {"Lane": 4, "Wide": 8}
 
 _ints = st.one_of(
@@ -172,75 +154,6 @@ def test_the_scanner_reads_both_spellings_and_leaves_the_unusual():
 
 
 # -- twin brokers --------------------------------------------------------------------------------
-
-
-class Twin:
-    def __init__(self, broker):
-        self.broker = broker
-        self.connection = RawConnection(broker.config.listen_port)
-
-    # what the probe is answered with
-    probe_codes = (ResponseCode.REQUEST_CODE_NOT_SUPPORTED,)
-
-    def probe(self, opaque: int) -> bytes:
-        """A request answered after everything sent before it on the connection."""
-        return raw_frame(b'{"code":%d,"opaque":%d,"flag":0,"extFields":{}}' % (_PROBE_CODE, opaque))
-
-    def exchange(self, frame: bytes, opaque: int) -> list | None:
-        """Send ``frame`` and a probe; the answers before the probe's, None when the broker closed
-        the connection (a frame it could not read): then a new connection."""
-        try:
-            self.connection.send(frame + self.probe(opaque))
-            answers = []
-            while True:
-                (answer,) = self.connection.read_commands(1)
-                if answer.code in self.probe_codes and answer.opaque == opaque:
-                    return answers
-                answers.append(answer)
-        except (ConnectionError, OSError):
-            self.connection.close()
-            self.connection = RawConnection(self.broker.config.listen_port)
-            return None
-
-    def records(self) -> list[bytes]:
-        """The CommitLog's records, with what differs between twins masked."""
-        store = self.broker.store
-        out = []
-        offset = store.get_min_phy_offset()
-        end = store.get_max_phy_offset()
-        while offset < end:
-            view = store.replica_view(offset, end - offset)
-            if not len(view):
-                break
-            data = bytearray(view)
-            pos = 0
-            while pos + 8 <= len(data):
-                (size,) = struct.unpack_from(">i", data, pos)
-                if size <= 0 or pos + size > len(data):
-                    break
-                record = data[pos : pos + size]
-                born, stored = (LAYOUT["REC_BORNTIMESTAMP"], LAYOUT["REC_STORETIMESTAMP"])
-                if record[born : born + 8] == record[stored : stored + 8]:
-                    record[born : born + 8] = bytes(8)  # no bornTimestamp sent: the store's time
-                for start, length in _MASKED:
-                    record[start : start + length] = bytes(length)
-                # a timer's due time is its store time plus the delay: each twin's own millisecond
-                record = _TIMER_DUE.sub(lambda m: m.group(1) + b"0" * len(m.group(2)), bytes(record))
-                out.append(record)
-                pos += size
-            offset += len(data)
-        return out
-
-    def queues(self) -> dict:
-        """The ConsumeQueues' entries; a delayed message's tags code is its due time, masked."""
-        out = {}
-        for cq in self.broker.store.consume_queues():
-            entries = bytearray(cq.read_entries(0, cq.max_offset_in_queue) or b"")
-            if cq.topic == SCHEDULE_TOPIC:
-                for start in range(LAYOUT["CQ_TAGS_CODE"], len(entries), LAYOUT["CQ_STORE_UNIT_SIZE"]):
-                    entries[start : start + 8] = bytes(8)
-            out[(cq.topic, cq.queue_id)] = bytes(entries)
-        return out
 
 
 def _answer(command) -> tuple:

@@ -1,13 +1,25 @@
 """What the twin tests of the broker's compiled lanes (tests/broker/test_send_lane.py,
 test_pull_lane.py) draw their request headers from: JSON objects with a request code and its
-extFields, written as clients write them, and cut, spliced or flipped."""
+extFields, written as clients write them, and cut, spliced or flipped; and the twin brokers they
+compare, one with the lane and one without."""
 
 from __future__ import annotations
 
 import json
+import os
+import re
+import struct
 
 import orjson
+import pytest
 from hypothesis import strategies as st
+
+from rmq._store import LAYOUT
+from rmq.broker.controller import NO_FAST_LANE_ENV
+from rmq.net import _codec, codec
+from rmq.protocol.codes import ResponseCode
+from rmq.protocol.message import SCHEDULE_TOPIC
+from tests.helpers.frames import RawConnection, raw_frame
 
 
 def header_bytes(codes: st.SearchStrategy[int], ext_fields: st.SearchStrategy[dict]) -> st.SearchStrategy[bytes]:
@@ -37,3 +49,86 @@ def header_mutations(header: bytes, data: st.DataObject) -> tuple[bytes, ...]:
     cut = data.draw(st.integers(0, len(header)))
     junk = data.draw(st.binary(max_size=8))
     return header[:cut], header[:cut] + junk + header[cut:], junk, header[:cut] + junk
+
+
+# the fields of a record that differ between twins: where and when it was stored, who sent it
+MASKED = [
+    (LAYOUT["REC_BORNHOST"], 8),
+    (LAYOUT["REC_STORETIMESTAMP"], 8),
+    (LAYOUT["REC_STOREHOST"], 8),
+]
+TIMER_DUE = re.compile(rb"(TIMER_OUT_MS\x01)([0-9]+)")
+# the suite run without the lane (RMQ_NO_FAST_LANE=1, or the pure-Python codec): no twin to compare
+needs_lane = pytest.mark.skipif(
+    os.environ.get(NO_FAST_LANE_ENV) == "1" or codec.implementation is not _codec, reason="the send lane is off"
+)
+PROBE_CODE = 9999  # no processor: answered REQUEST_CODE_NOT_SUPPORTED, stores nothing
+
+
+class Twin:
+    def __init__(self, broker):
+        self.broker = broker
+        self.connection = RawConnection(broker.config.listen_port)
+
+    # what the probe is answered with
+    probe_codes = (ResponseCode.REQUEST_CODE_NOT_SUPPORTED,)
+
+    def probe(self, opaque: int) -> bytes:
+        """A request answered after everything sent before it on the connection."""
+        return raw_frame(b'{"code":%d,"opaque":%d,"flag":0,"extFields":{}}' % (PROBE_CODE, opaque))
+
+    def exchange(self, frame: bytes, opaque: int) -> list | None:
+        """Send ``frame`` and a probe; the answers before the probe's, None when the broker closed
+        the connection (a frame it could not read): then a new connection."""
+        try:
+            self.connection.send(frame + self.probe(opaque))
+            answers = []
+            while True:
+                (answer,) = self.connection.read_commands(1)
+                if answer.code in self.probe_codes and answer.opaque == opaque:
+                    return answers
+                answers.append(answer)
+        except (ConnectionError, OSError):
+            self.connection.close()
+            self.connection = RawConnection(self.broker.config.listen_port)
+            return None
+
+    def records(self) -> list[bytes]:
+        """The CommitLog's records, with what differs between twins masked."""
+        store = self.broker.store
+        out = []
+        offset = store.get_min_phy_offset()
+        end = store.get_max_phy_offset()
+        while offset < end:
+            view = store.replica_view(offset, end - offset)
+            if not len(view):
+                break
+            data = bytearray(view)
+            pos = 0
+            while pos + 8 <= len(data):
+                (size,) = struct.unpack_from(">i", data, pos)
+                if size <= 0 or pos + size > len(data):
+                    break
+                record = data[pos : pos + size]
+                born, stored = (LAYOUT["REC_BORNTIMESTAMP"], LAYOUT["REC_STORETIMESTAMP"])
+                if record[born : born + 8] == record[stored : stored + 8]:
+                    record[born : born + 8] = bytes(8)  # no bornTimestamp sent: the store's time
+                for start, length in MASKED:
+                    record[start : start + length] = bytes(length)
+                # a timer's due time is its store time plus the delay: each twin's own millisecond
+                record = TIMER_DUE.sub(lambda m: m.group(1) + b"0" * len(m.group(2)), bytes(record))
+                out.append(record)
+                pos += size
+            offset += len(data)
+        return out
+
+    def queues(self) -> dict:
+        """The ConsumeQueues' entries; a delayed message's tags code is its due time, masked."""
+        out = {}
+        for cq in self.broker.store.consume_queues():
+            entries = bytearray(cq.read_entries(0, cq.max_offset_in_queue) or b"")
+            if cq.topic == SCHEDULE_TOPIC:
+                for start in range(LAYOUT["CQ_TAGS_CODE"], len(entries), LAYOUT["CQ_STORE_UNIT_SIZE"]):
+                    entries[start : start + 8] = bytes(8)
+            out[(cq.topic, cq.queue_id)] = bytes(entries)
+        return out
