@@ -11,11 +11,17 @@ roles interleaved (role A, B, C, A, B, C, ...) so that a drift of the machine hi
 masters, the replication lag under that load, sampled from both brokers' commitLogMaxOffset
 (bytes behind, and ms from when the master reached an offset until the slave did: p50 / p99).
 
-The load comes from a minimal pipelined client on a raw socket (pre-encoded frames, answers
-counted from their length prefix, their code read from the header), so that the figures measure the
-broker and not a Python client; only answers with code 0 count. Each figure is the median of
-``--repeat`` runs. For scale: Redis Streams with fsync on every write and a 16-deep pipeline takes
-~136,000 1 KiB messages/s on the reference machine. ``--json`` prints the figures as one object for
+The load comes from rmq-perf's compiled generator (``rmq.perf._loadgen``, ``--engine c``, the
+default): one connection, frames encoded once with only their opaque (and a pull's queueOffset)
+written per request, answers parsed in C without the GIL, so that the figures measure the broker
+and not a Python client; only answers with code 0 count, a pull's messages counted from the
+records in its answer. ``--engine python`` uses the older pipelined client on a raw socket
+(``rmq.perf.remoting.Pipeline``). The generator and the frame templates always come from one tree,
+``$RMQ_BENCH_GENERATOR_SRC`` (a ``src`` dir; perf/compare_revisions.py points it at its head
+build) or else this script's own checkout, never from the build under test: a revision from
+before the generator is measured with the same one. Each figure is the median of ``--repeat``
+runs. For scale: Redis Streams with fsync on every write and a 16-deep pipeline takes ~136,000 1 KiB
+messages/s on the reference machine. ``--json`` prints the figures as one object for
 perf/compare_revisions.py (see perf/report.py).
 """
 
@@ -23,6 +29,10 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import glob
+import importlib.machinery
+import importlib.util
+import math
 import os
 import shutil
 import signal
@@ -35,6 +45,7 @@ import threading
 import time
 from collections.abc import Iterator
 
+import numpy as np
 import orjson
 from report import JSON_HELP, Report
 
@@ -45,17 +56,41 @@ try:
     from rmq.protocol.codes import RequestCode
 except ImportError:  # a build from before rmq.protocol (e78e7a7), as perf/compare_revisions.py may measure
     from rmq.net.codes import RequestCode
-try:
-    from rmq.perf.remoting import Pipeline, send_request
-except ImportError:  # a build from before rmq-perf, as perf/compare_revisions.py may measure: this tree's copy
-    import importlib.util
 
-    _spec = importlib.util.spec_from_file_location(
-        "rmq_perf_remoting", os.path.join(os.path.dirname(__file__), "..", "src", "rmq", "perf", "remoting.py")
-    )
-    _remoting = importlib.util.module_from_spec(_spec)
-    _spec.loader.exec_module(_remoting)
-    Pipeline, send_request = _remoting.Pipeline, _remoting.send_request
+# the src dir the load generator and its frame templates come from (see the docstring)
+GENERATOR_ENV = "RMQ_BENCH_GENERATOR_SRC"
+GENERATOR_SRC = os.environ.get(GENERATOR_ENV) or os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "src")
+ENGINE_C = "c"
+ENGINE_PYTHON = "python"
+
+
+def _generator_module(name: str, filename: str | None = None):
+    """``rmq.perf.<name>`` of GENERATOR_SRC, loaded from its file whatever build ``rmq`` is; None
+    when that tree has no such module (an extension not built there)."""
+    directory = os.path.join(GENERATOR_SRC, "rmq", "perf")
+    if filename is None:
+        paths = [
+            p for suffix in importlib.machinery.EXTENSION_SUFFIXES for p in glob.glob(f"{directory}/{name}{suffix}")
+        ]
+        if not paths:
+            return None
+        spec = importlib.util.spec_from_file_location(
+            f"rmq.perf.{name}", paths[0], loader=importlib.machinery.ExtensionFileLoader(f"rmq.perf.{name}", paths[0])
+        )
+    else:
+        spec = importlib.util.spec_from_file_location(f"rmq_bench_{name}", os.path.join(directory, filename))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+_remoting = _generator_module("remoting", "remoting.py")
+_loadgen = _generator_module("_loadgen")
+Pipeline, send_request, pull_request = _remoting.Pipeline, _remoting.send_request, _remoting.pull_request
+# which one measures: --engine, or what a script importing sends_per_second gets
+ENGINE = ENGINE_C if _loadgen is not None else ENGINE_PYTHON
+# answers still missing this long after the last send are not waited for
+DRAIN_SECONDS = 5.0
 
 TOPIC = "BenchTopic"
 QUEUES = 4
@@ -81,7 +116,36 @@ def send_frame(queue_id: int, batch: bool) -> bytes:
     return encode(send_request(TOPIC, queue_id, BODY, BATCH if batch else 1, tags="bench"))
 
 
+def generated_per_second(
+    port: int, requests: list[tuple[bytes, int, int]], batch: int, in_flight: int, seconds: float, walk=()
+) -> float:
+    """Messages/s acked to the compiled generator keeping ``in_flight`` of ``requests`` (in turn)
+    outstanding for ``seconds``; ``walk``: a pull's (offsets' places, max offsets)."""
+    frames, opaque_at, born_at = (list(column) for column in zip(*requests, strict=True))
+    counts = np.zeros(_loadgen.LAYOUT["N_BUCKETS"], dtype=np.int64)
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        sock.setblocking(False)
+        now = time.monotonic()
+        loop = _loadgen.Loop(
+            sock.fileno(), _loadgen.REMOTING, frames, opaque_at, born_at, in_flight, 0.0, batch, 0, now, now,
+            now + seconds, DRAIN_SECONDS, counts, _remoting.OPAQUE_BASE, _remoting.OPAQUE_SPAN, *walk,
+        )  # fmt: skip
+        status = loop.run(math.inf)
+        _sent, acked, failures, lost, _late = loop.take()
+    if status != _loadgen.DONE or lost:
+        raise ConnectionError(f"the broker closed the connection ({acked} messages acked, {lost} lost)")
+    return acked / seconds
+
+
 def sends_per_second(port: int, in_flight: int, batch: bool, seconds: float) -> float:
+    if ENGINE == ENGINE_C:
+        templates = [
+            _remoting.FrameTemplate(send_request(TOPIC, q, BODY, BATCH if batch else 1, "bench", _remoting.BORN_MARK))
+            for q in range(QUEUES)
+        ]
+        # the Python sender's turn: its first frame goes to queue 1
+        return generated_per_second(port, [t.marked() for t in templates], BATCH if batch else 1, in_flight, seconds)
     frames = [send_frame(q, batch) for q in range(QUEUES)]
     counter = [0]
 
@@ -101,6 +165,11 @@ def sends_per_second(port: int, in_flight: int, batch: bool, seconds: float) -> 
 
 def pulls_per_second(port: int, in_flight: int, seconds: float, max_offsets: list[int]) -> float:
     """Messages/s pulled: pipelined pulls of 32 walking each queue from its start (wrapping)."""
+    if ENGINE == ENGINE_C:
+        marked = [_remoting.marked_pull(pull_request(TOPIC, q, 0, PULL_BATCH)) for q in range(QUEUES)]
+        requests = [(frame, opaque_at, -1) for frame, opaque_at, _ in marked]
+        walk = ([offset_at for _, _, offset_at in marked], list(max_offsets))
+        return generated_per_second(port, requests, PULL_BATCH, in_flight, seconds, walk)
     cursors = [0] * QUEUES
     turn = [0]
 
@@ -109,24 +178,7 @@ def pulls_per_second(port: int, in_flight: int, seconds: float, max_offsets: lis
         turn[0] += 1
         offset = cursors[q]
         cursors[q] = offset + PULL_BATCH if offset + 2 * PULL_BATCH <= max_offsets[q] else 0
-        return encode(
-            RemotingCommand.request(
-                RequestCode.PULL_MESSAGE,
-                {
-                    "consumerGroup": "bench-consumer",
-                    "topic": TOPIC,
-                    "queueId": str(q),
-                    "queueOffset": str(offset),
-                    "maxMsgNums": str(PULL_BATCH),
-                    "sysFlag": "4",
-                    "commitOffset": "0",
-                    "suspendTimeoutMillis": "0",
-                    "subscription": "*",
-                    "subVersion": "0",
-                    "expressionType": "TAG",
-                },
-            )
-        )
+        return encode(pull_request(TOPIC, q, offset, PULL_BATCH))
 
     record_size = None
 
@@ -395,6 +447,7 @@ def exit_on_signal(signum: int, _frame) -> None:
 
 
 def main() -> int:
+    global ENGINE
     signal.signal(signal.SIGTERM, exit_on_signal)
     signal.signal(signal.SIGINT, exit_on_signal)
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -406,14 +459,23 @@ def main() -> int:
         "--roles", help="compare these roles instead (standalone,async_master,sync_master), ASYNC_FLUSH"
     )
     parser.add_argument("--pin", action="store_true", help=PIN_HELP)
+    parser.add_argument(
+        "--engine",
+        choices=(ENGINE_C, ENGINE_PYTHON),
+        default=ENGINE,
+        help=f"the load: rmq-perf's compiled generator (from {GENERATOR_SRC}), or the Python pipeliner",
+    )
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parser.parse_args()
+    if args.engine == ENGINE_C and _loadgen is None:
+        parser.error(f"--engine c: no rmq/perf/_loadgen built in {GENERATOR_SRC} (setup.py build_ext --inplace there)")
+    ENGINE = args.engine
     if args.pin:
         pin_master(parser)
     depths = [int(d) for d in args.in_flight.split(",")]
     report = Report(args.json)
     pinned = f", master on CPU {min(PIN[0])}, slave and load on {sorted(PIN[1])}" if PIN else ""
-    report.line(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}{pinned}")
+    report.line(f"1 KiB messages, {args.seconds:g} s runs, median of {args.repeat}{pinned}, load: {ENGINE} engine")
     if args.roles:
         with report.section("roles"):
             compare_roles(args, report, args.roles.split(","), [d for d in depths if d > 1] or depths)

@@ -19,6 +19,11 @@ It measures, it does not judge: a slower head is a result, not a failure.
   both builds: the same scripts, the build chosen by ``PYTHONPATH=<tree>/src`` in the child's
   environment. Before any figure is taken, a child per build prints where ``rmq`` and ``rmq._store``
   come from; if that is not the build's tree (an install that shadows PYTHONPATH), the tool stops.
+- The load generator is the head build's for both sides: every child gets
+  ``RMQ_BENCH_GENERATOR_SRC=<head tree>/src``, from which perf/bench_broker.py (and the scripts that
+  use its senders) load ``rmq.perf._loadgen`` and its frame templates, whatever build ``rmq`` is. A
+  base from before the generator is measured with it too, and a change to the generator moves
+  both sides alike: the ratio is the brokers'.
 - ``--bench-args ARGS`` is passed to every script; ``--bench-args NAME:ARGS`` only to
   ``perf/bench_<NAME>.py``. Repeatable. A value that starts with ``-`` and holds no space is taken
   for an option unless written with ``=``: ``--bench-args=--only=put``.
@@ -52,6 +57,8 @@ CHECKOUT = PERF.parent
 SIDES = ("base", "head")
 # lines of a failed child's output quoted in an error (a failed bench script says why on its last line)
 TAIL_LINES = 10
+# where perf/bench_broker.py loads the load generator from (its GENERATOR_ENV)
+GENERATOR_ENV = "RMQ_BENCH_GENERATOR_SRC"
 
 
 @dataclass
@@ -67,9 +74,12 @@ class Build:
     def title(self) -> str:
         return f"{self.rev} ({self.commit[:10]})" if self.commit else self.rev
 
-    def env(self) -> dict[str, str]:
+    def env(self, generator: Build | None = None) -> dict[str, str]:
+        """The children's environment: this build's ``rmq`` and ``generator``'s load generator."""
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in (str(self.tree / "src"), env.get("PYTHONPATH")) if p)
+        if generator is not None:
+            env[GENERATOR_ENV] = str(generator.tree / "src")
         return env
 
 
@@ -183,12 +193,15 @@ def bench_arguments(specs: list[str], names: list[str]) -> dict[str, list[str]]:
     return arguments
 
 
-def run_bench(script: Path, arguments: list[str], build: Build, run_dir: Path) -> tuple[dict, str | None]:
-    """One run of a benchmark script against ``build``: its figures and, if it failed, why."""
+def run_bench(
+    script: Path, arguments: list[str], build: Build, generator: Build, run_dir: Path
+) -> tuple[dict, str | None]:
+    """One run of a benchmark script against ``build`` loaded by ``generator``'s load generator:
+    its figures and, if it failed, why."""
     done = subprocess.run(
         [sys.executable, str(script), *arguments, "--json"],
         cwd=run_dir,
-        env=build.env(),
+        env=build.env(generator),
         capture_output=True,
         text=True,
     )
@@ -304,7 +317,7 @@ def measure(args, builds: dict[str, Build], run_dir: Path) -> tuple[list[Figure]
         for bench, script in scripts.items():
             for side in SIDES:  # base, head, base, head...: drift of the machine weighs on both alike
                 started = time.monotonic()
-                got, reason = run_bench(script, arguments[bench], builds[side], run_dir)
+                got, reason = run_bench(script, arguments[bench], builds[side], builds["head"], run_dir)
                 progress(
                     f"round {round_}/{args.rounds} {bench:8s} {side}: {len(got)} figures "
                     f"in {time.monotonic() - started:.1f} s" + (f"; FAILED, {reason}" if reason else "")

@@ -27,9 +27,13 @@ cdef class CommitLog(MappedFileQueue):
     cdef readonly GroupCommit group_commit
     # a master's replication stream, shown the files whenever they change; None without one
     cdef readonly HAStream ha_stream
+    # the store's prefault thread's wakeup, handed to every file made from now on (None: the
+    # writer populates each next chunk itself)
+    cdef object prefault_waker
 
     cdef MappedFile writable_file(self, Py_ssize_t size, int* status)
     cdef void publish_files(self)
+    cdef void _hand_prefault(self, MappedFile mf) noexcept
     cdef object look_message(self, int64_t phy_offset, Py_ssize_t size)
     cdef int64_t store_timestamp_at(self, int64_t phy_offset)
 
@@ -49,7 +53,10 @@ cdef inline void record_appended(MappedFile mf, Py_ssize_t size, int64_t store_t
     whenever it holds the GIL, and the prefault below releases the GIL."""
     cdef Py_ssize_t chunk_mask = ~(<Py_ssize_t>PREFAULT_CHUNK - 1)
     if (mf.wrote_position + size) & chunk_mask != mf.wrote_position & chunk_mask:   # into the next chunk
-        mf.prefault(mf.wrote_position + size)
+        if mf.prefault_waker is None:
+            mf.prefault(mf.wrote_position + size)
+        else:
+            mf.prefault_waker()
     rmq_release_fence()
     mf.wrote_position += size
     mf.last_store_timestamp = store_timestamp

@@ -1,5 +1,7 @@
 # Stub of the compiled CommitLog (rmq/_commit_log.pyx); its appends are called from C.
 
+from collections.abc import Callable
+
 from typing_extensions import disjoint_base
 
 from rmq._group_commit import GroupCommit
@@ -12,3 +14,5 @@ class CommitLog(MappedFileQueue):
     ha_stream: HAStream | None
     def __init__(self, store_path: str, mapped_file_size: int, group_commit: GroupCommit | None = None) -> None: ...
     def attach_ha_stream(self, stream: HAStream | None) -> None: ...
+    def set_prefault_waker(self, waker: Callable[[], object] | None) -> None: ...
+    def prefault_ahead(self, chunks: int) -> None: ...

@@ -46,6 +46,7 @@ cdef class CommitLog(MappedFileQueue):
             if mf is None:
                 mf = self.create_file(0)
                 self.publish_files()
+                self._hand_prefault(mf)
                 return mf
             if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size:
                 return mf
@@ -56,12 +57,34 @@ cdef class CommitLog(MappedFileQueue):
             status[0] = CREATE_MAPPED_FILE_FAILED
             return None
         self.publish_files()
+        self._hand_prefault(next_file)
         remaining = mf.file_size - mf.wrote_position
         if remaining > 0:
             write_end_of_file(mf.base + mf.wrote_position, <int32_t>remaining)
         rmq_release_fence()
         mf.wrote_position = mf.file_size
         return next_file
+
+    cdef void _hand_prefault(self, MappedFile mf) noexcept:
+        """A new last file: the prefault thread, if any, populates its first chunks at once."""
+        mf.prefault_waker = self.prefault_waker
+        if self.prefault_waker is not None:
+            self.prefault_waker()
+
+    def set_prefault_waker(self, waker):
+        """``waker()`` (a prefault thread's wakeup) is called instead of populating the next chunk
+        whenever the writer enters one, and when a file is made; None: the writer populates."""
+        cdef MappedFile mf = self.last_file()
+        self.prefault_waker = waker
+        if mf is not None:
+            mf.prefault_waker = waker
+
+    def prefault_ahead(self, Py_ssize_t chunks):
+        """Populate the last file's page tables up to ``chunks`` whole chunks past the writer's
+        (off the writer's thread: ``MappedFile.prefault_to``)."""
+        cdef MappedFile mf = self.last_file()
+        if mf is not None:
+            mf.prefault_to(((mf.wrote_position // PREFAULT_CHUNK) + 1 + chunks) * PREFAULT_CHUNK)
 
     cdef void publish_files(self):
         """The files changed (a roll-over, retention, truncation): show the group commit and the

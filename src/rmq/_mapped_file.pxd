@@ -31,9 +31,14 @@ cdef class MappedFile:
     # fallocated one for all of it
     cdef readonly bint sparse
     cdef Py_ssize_t allocated_position
+    # the page tables of [.., prefaulted_position) were populated off the writer's thread
+    # (prefault_to); a writer entering a chunk calls prefault_waker instead of prefault when set
+    cdef readonly Py_ssize_t prefaulted_position
+    cdef public object prefault_waker
 
     cdef int allocate_to(self, Py_ssize_t position) except -1
     cdef void prefault(self, Py_ssize_t position) noexcept
+    cdef int prefault_to(self, Py_ssize_t position) except -1
     cdef object view(self, Py_ssize_t position, Py_ssize_t size)
     cdef int flush_to(self, Py_ssize_t position) except -1
     cdef void _release(self) noexcept

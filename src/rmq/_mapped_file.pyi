@@ -1,5 +1,7 @@
 # Stub of the compiled mapped files (rmq/_mapped_file.pyx).
 
+from collections.abc import Callable
+
 from typing_extensions import disjoint_base
 
 def file_name_of(offset: int) -> str: ...
@@ -10,6 +12,8 @@ class MappedFile:
     file_from_offset: int
     file_size: int
     sparse: bool
+    prefaulted_position: int
+    prefault_waker: Callable[[], object] | None
     @property
     def wrote_position(self) -> int: ...
     @property

@@ -13,7 +13,17 @@ import pytest
 
 from rmq.net.codec import RemotingCommand, decode_frames, encode
 from rmq.perf import _loadgen, histogram
-from rmq.perf.load import ENGINES, FAIL_CONNECTION, FAIL_TIMEOUT, IntervalReport, LoadSpec, RmqDriver, run_load
+from rmq.perf.load import (
+    ENGINES,
+    FAIL_CONNECTION,
+    FAIL_RECORDS,
+    FAIL_TIMEOUT,
+    IntervalReport,
+    LoadSpec,
+    RmqDriver,
+    RmqPullDriver,
+    run_load,
+)
 from rmq.perf.peers import REDIS_STREAM, PeerServer
 from rmq.perf.producer import make_cell, run_producer
 from rmq.perf.remoting import OPAQUE_BASE, OPAQUE_SPAN
@@ -104,6 +114,92 @@ def test_the_compiled_loop_sends_the_python_drivers_frames_and_reads_answers_spl
         # two answered, two more sent in their place: three outstanding, one of them the first burst's
         assert loop.outstanding == 3 and sent_n == 5
         broker.close()
+
+
+def compiled_pull_loop(spec: LoadSpec, fd: int, counts: np.ndarray) -> _loadgen.Loop:
+    """A closed loop of ``spec``'s pulls on ``fd``, recording from now."""
+    driver = RmqPullDriver(spec, 0)
+    templates, opaque_at, born_at = zip(*driver.compiled_requests(), strict=True)
+    walk = driver.compiled_walk()
+    assert walk is not None
+    now = time.monotonic()
+    return _loadgen.Loop(
+        fd, _loadgen.REMOTING, list(templates), list(opaque_at), list(born_at), spec.in_flight, 0.0, spec.batch, 0,
+        now, now, now + 30, 1.0, counts, OPAQUE_BASE, OPAQUE_SPAN, *walk,
+    )  # fmt: skip
+
+
+def records(*sizes: int) -> bytes:
+    """A pull's body of records of these totalSizes (only their size fields are read)."""
+    return b"".join(size.to_bytes(4, "big") + bytes(max(size - 4, 0)) for size in sizes)
+
+
+def test_the_compiled_loop_walks_queues_and_counts_pulled_records_as_the_python_pull_driver():
+    # queue 0 walks 0, 40, 80, ... 920 and wraps (offsets of 1 to 3 digits: the frame grows), queue 1
+    # of 50 messages stays at 0
+    spec = LoadSpec(
+        "rmq-pull", LOOPBACK, 0, TOPIC, batch=40, in_flight=31, queues=2, options={"max_offsets": [1000, 50]}
+    )
+    python_frames, opaques = RmqPullDriver(spec, 0).requests(31)
+    counts = np.zeros(histogram.N_BUCKETS, dtype=np.int64)
+    with socket.create_server((LOOPBACK, 0)) as server, socket.create_connection(server.getsockname()) as client:
+        broker, _ = server.accept()
+        client.setblocking(False)
+        loop = compiled_pull_loop(spec, client.fileno(), counts)
+        assert loop.run(time.monotonic() + 0.05) == _loadgen.INTERVAL_END
+        pulls = decode_frames(read_exactly(broker, len(python_frames)))
+        assert python_frames == b"".join(encode(p) for p in pulls)  # byte for byte the Python driver's
+        assert [p.opaque for p in pulls] == opaques
+        assert [p.ext_fields["queueOffset"] for p in pulls[1::2]] == [str(40 * k) for k in range(15)]
+        assert {p.ext_fields["queueOffset"] for p in pulls[0::2]} == {"0"}
+
+        def answer(pull: RemotingCommand, code: int, body: bytes = b"") -> bytes:
+            reply = RemotingCommand.response_to(pull, code)
+            reply.ext_fields = {"nextBeginOffset": "40", "minOffset": "0", "maxOffset": "1000"}
+            reply.body = body
+            return encode(reply)
+
+        answers = b"".join(
+            (
+                answer(pulls[0], ResponseCode.SUCCESS, records(120, 130, 4)),  # 3 messages
+                answer(pulls[1], ResponseCode.SUCCESS, records(120, 130) + b"\0\0"),  # a torn record
+                answer(pulls[2], ResponseCode.SUCCESS, records(120, 3)),  # a size under its own field
+                answer(pulls[3], ResponseCode.PULL_NOT_FOUND),
+                answer(pulls[4], ResponseCode.SUCCESS, records(*[200] * 40)),
+            )
+        )
+        for piece in (answers[:5], answers[5:300], answers[300:]):
+            broker.sendall(piece)
+            assert loop.run(time.monotonic() + 0.05) == _loadgen.INTERVAL_END
+        _sent, acked, failures, lost, _late = loop.take()
+        broker.close()
+    python = RmqPullDriver(spec, 0)
+    python.requests(31)
+    twin = python.feed(answers)
+    assert twin == [
+        (opaques[0], None, 3),
+        (opaques[1], FAIL_RECORDS, 40),
+        (opaques[2], FAIL_RECORDS, 40),
+        (opaques[3], str(ResponseCode.PULL_NOT_FOUND), 40),
+        (opaques[4], None, 40),
+    ]
+    assert (acked, lost, int(counts.sum())) == (43, 0, 43)
+    assert failures == {FAIL_RECORDS: 80, str(ResponseCode.PULL_NOT_FOUND): 40}
+
+
+def test_both_engines_pull_the_same_full_batches_from_a_broker(cluster):
+    cluster.create_topic(TOPIC, queues=2)
+    run(LoadSpec("rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, batch=32, in_flight=4, queues=2, duration=0.2,
+                 interval=0.2))  # fmt: skip
+    max_offsets = cluster.max_offsets(TOPIC)
+    assert min(max_offsets.values()) >= 64, max_offsets
+    for engine in ENGINES:
+        spec = held("rmq-pull", cluster.broker_port, engine, batch=32, in_flight=4, queues=2)
+        spec.options["max_offsets"] = [max_offsets[0], max_offsets[1]]
+        total = run(spec)
+        # every pull asks for 32 of a queue that holds them: each answer carries all 32
+        assert total.failed == {} and total.sent == total.acked == total.histogram.total, (engine, total)
+        assert 0 < total.acked <= RATE * SECONDS + 32 and total.acked % 32 == 0, (engine, total.acked)
 
 
 def test_both_engines_send_and_acknowledge_the_same_messages_to_a_broker(cluster):

@@ -11,6 +11,7 @@ import pytest
 from rmq.protocol.message import encode_properties
 from rmq.protocol.record import decode_record
 from rmq.store import GetMessageStatus, PutMessageStatus
+from tests.helpers import wait_until
 from tests.helpers.store import COMMIT_LOG_FILE_SIZE
 
 FILE = COMMIT_LOG_FILE_SIZE
@@ -123,3 +124,27 @@ def test_offset_by_time_and_store_timestamps(open_store):
     assert store.get_message_store_timestamp("TopicA", 0, 2) == stamps[2]
     assert store.get_earliest_message_time("TopicA", 0) == stamps[0]
     assert store.get_earliest_message_time() == stamps[0]
+
+
+def mapped_resident_bytes(path: str) -> int:
+    """Bytes of ``path``'s mapping in this process whose page tables are populated (smaps' Rss)."""
+    with open("/proc/self/smaps") as f:
+        lines = f.read().splitlines()
+    for i, line in enumerate(lines):
+        if line.endswith(" " + path):
+            rss = next(entry for entry in lines[i + 1 :] if entry.startswith("Rss:"))
+            return int(rss.split()[1]) * 1024
+    raise AssertionError(f"{path} is not mapped")
+
+
+def test_the_pages_ahead_of_the_writer_are_populated_by_the_prefault_thread(open_store):
+    # the writer (a broker's event loop) populating each next MiB itself stalled every connection
+    # ~1 ms per MiB of CommitLog, ~10 ms on a busy host: the store's rmq-store-prefault thread
+    # keeps 4 MiB ahead instead
+    chunk = 1 << 20
+    store = open_store(mapped_file_size_commit_log=16 * chunk)
+    while store.commit_log.get_max_offset() < chunk + chunk // 2:  # the writer half way into chunk 1
+        assert store.put("TopicA", b"x" * (64 * 1024)).status is PutMessageStatus.PUT_OK
+    path = store.commit_log.mapped_files[-1].path
+    # chunks 0 and 1 (the writer's), then 4 more: 6 MiB (populated by the writer itself: 3 at most)
+    wait_until(lambda: mapped_resident_bytes(path) >= 6 * chunk, 5, "the 4 MiB ahead of the writer populated")

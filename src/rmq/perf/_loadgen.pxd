@@ -13,6 +13,10 @@ cdef enum:
     MAX_ANSWER_FRAME = 16777216
     # a born timestamp in milliseconds has 13 digits until 2286
     BORN_DIGITS = 13
+    # a pull template's queueOffset holds this one digit ("0") where each request's offset goes
+    OFFSET_PLACEHOLDER_DIGITS = 1
+    # a stored record opens with its int32 totalSize, which counts these 4 bytes too
+    RECORD_SIZE_FIELD = 4
     # the histogram scheme of rmq.perf.histogram (loglinear-p5-us)
     PRECISION_BITS = 5
     SUB_BUCKETS = 32
@@ -54,6 +58,12 @@ cdef class Loop:
     cdef Py_ssize_t* template_len
     cdef Py_ssize_t* opaque_at
     cdef Py_ssize_t* born_at
+    # pulls: where each template's queueOffset goes (-1: a send), the offset its next request
+    # asks for and the queue's max offset, where the walk wraps to 0
+    cdef Py_ssize_t* offset_at
+    cdef int64_t* cursor
+    cdef int64_t* offset_limit
+    cdef bint walks
     cdef Py_ssize_t max_template
     cdef uint64_t opaque_base
     cdef uint64_t opaque_span
@@ -89,4 +99,6 @@ cdef class Loop:
     cdef void _consumed(self, Py_ssize_t pos) noexcept nogil
     cdef int _parse_remoting(self, double answered) noexcept nogil
     cdef int _parse_resp(self, double answered) noexcept nogil
-    cdef void _answered(self, double intended, double answered, const char* failure, int failure_len) noexcept nogil
+    cdef Py_ssize_t _pull_frame(self, char* at, int t) noexcept nogil
+    cdef void _answered(self, double intended, double answered, int64_t messages, const char* failure,
+                        int failure_len) noexcept nogil

@@ -9,6 +9,13 @@ Requests are templates encoded once; per request only two numbers are written in
     remoting (rmq): a SEND_MESSAGE_V2 / SEND_BATCH_MESSAGE frame
         [opaque_at, +D)   the header's "opaque" value, D digits (OPAQUE_BASE .. +SPAN: always D)
         [born_at, +13)    extFields "g", bornTimestamp in ms, once per burst
+    remoting (rmq): a PULL_MESSAGE frame of one queue, walked from offset 0 by maxMsgNums (= batch)
+        [opaque_at, +D)   as above
+        [offset_at, +1)   extFields "queueOffset": "0" in the template, replaced by the offset as
+                          Long.toString writes it (1-19 digits): the frame's total_length and
+                          header_length grow by the digits added. The next request of that queue
+                          asks for offset + batch, or 0 once offset + 2 * batch passes its limit
+                          (the queue's max offset: every pull then finds a full batch)
     RESP (Redis): *8 $4 XADD ... : sent as it is
 
 Answers read::
@@ -19,7 +26,9 @@ Answers read::
     4       4     serialize_type << 24 | header_length (JSON only)
     8       H     header          JSON: "code":-?\\d+ and "opaque":\\d+ found by scanning; an
                                   answer that starts {"code":0, is a success without a search
-    8+H     B     body            skipped
+    8+H     B     body            skipped; a pull's FOUND (code 0) answer: stored records back to
+                                  back, counted by walking their int32 totalSize (a size under 4
+                                  or past the body's end: the failure "records")
 
     RESP reply, one per command in order
     $<n>\\r\\n<n bytes>\\r\\n     bulk string (the XADD's entry id; $-1 has no payload): success
@@ -33,7 +42,7 @@ start + k * period (open loop), never recorded for a request due before ``t0`` (
 from cpython.bytes cimport PyBytes_AS_STRING
 from libc.errno cimport EAGAIN, EINTR, errno
 from libc.stdint cimport int64_t, uint64_t
-from libc.stdlib cimport free, malloc, realloc
+from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove
 from rmq._decimal cimport MAX_DECIMAL, put_decimal
 
@@ -89,6 +98,7 @@ cdef const char* SUCCESS_HEAD = b'{"code":0,'
 cdef const char* CODE_KEY = b'"code":'
 cdef const char* OPAQUE_KEY = b'"opaque":'
 cdef const char* ERROR_PREFIX = b"error:"
+cdef const char* BAD_RECORDS = b"records"
 
 
 cdef inline double monotonic() noexcept nogil:
@@ -113,6 +123,28 @@ cdef inline void write_digits(char* at, uint64_t value, int width) noexcept nogi
 cdef inline Py_ssize_t be32(const char* p) noexcept nogil:
     cdef const unsigned char* u = <const unsigned char*>p
     return (<Py_ssize_t>u[0] << 24) | (<Py_ssize_t>u[1] << 16) | (<Py_ssize_t>u[2] << 8) | <Py_ssize_t>u[3]
+
+
+cdef inline void put_be32(char* p, Py_ssize_t value) noexcept nogil:
+    cdef int i
+    for i in range(3, -1, -1):
+        p[i] = <char>(value & 0xFF)
+        value >>= 8
+
+
+cdef inline int64_t count_records(const char* p, Py_ssize_t size) noexcept nogil:
+    """The stored records back to back in ``p[:size]``; -1 when their sizes do not add up to it."""
+    cdef int64_t n = 0
+    cdef Py_ssize_t pos = 0, record
+    while pos < size:
+        if size - pos < RECORD_SIZE_FIELD:
+            return -1
+        record = be32(p + pos)
+        if record < RECORD_SIZE_FIELD or record > size - pos:
+            return -1
+        pos += record
+        n += 1
+    return n
 
 
 cdef inline int64_t number_at(const char* p, const char* end, bint* found) noexcept nogil:
@@ -161,11 +193,14 @@ cpdef Py_ssize_t bucket_index(int64_t value_us) noexcept nogil:
 cdef class Loop:
     """One worker's connection: ``fd`` (non-blocking, connected), its requests (``templates``, with
     where each one's opaque and born timestamp go; -1: nowhere), the load (``in_flight``, ``period``
-    seconds between requests, 0 for a closed loop) and the run's times (time.monotonic)."""
+    seconds between requests, 0 for a closed loop) and the run's times (time.monotonic). Pulls:
+    ``offset_at`` (where each template's queueOffset "0" is) and ``offset_limit`` (its queue's
+    max offset), one per template; ``batch`` is their maxMsgNums."""
 
     def __init__(self, int fd, int protocol, list templates, list opaque_at, list born_at, int in_flight,
                   double period, int batch, uint64_t first_seq, double t_warm, double t0, double end,
-                  double drain_timeout, int64_t[::1] counts, uint64_t opaque_base=0, uint64_t opaque_span=1):
+                  double drain_timeout, int64_t[::1] counts, uint64_t opaque_base=0, uint64_t opaque_span=1,
+                  list offset_at=None, list offset_limit=None):
         cdef Py_ssize_t i, offset = 0
         cdef uint64_t capacity = 1
         if self.out != NULL:
@@ -199,8 +234,18 @@ cdef class Loop:
         self.template_len = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
         self.opaque_at = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
         self.born_at = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
-        if not (self.template_at and self.template_len and self.opaque_at and self.born_at):
+        self.offset_at = <Py_ssize_t*>malloc(n * sizeof(Py_ssize_t))
+        self.cursor = <int64_t*>calloc(n, sizeof(int64_t))
+        self.offset_limit = <int64_t*>calloc(n, sizeof(int64_t))
+        if not (self.template_at and self.template_len and self.opaque_at and self.born_at and self.offset_at
+                and self.cursor and self.offset_limit):
             raise MemoryError()
+        self.walks = offset_at is not None
+        if self.walks and (protocol != PROTOCOL_REMOTING or offset_limit is None or len(offset_at) != n
+                           or len(offset_limit) != n):
+            raise ValueError(f"pulls: {len(offset_at)} offsets and "
+                             f"{'no' if offset_limit is None else len(offset_limit)} limits for {n} remoting "
+                             "templates: expected one of each per template")
         for i in range(n):
             size = len(templates[i])
             self.template_at[i], self.template_len[i] = offset, size
@@ -210,8 +255,21 @@ cdef class Loop:
                     raise ValueError(f"template {i}: a number at {at} does not fit its {size} bytes")
             if protocol == PROTOCOL_REMOTING and opaque_at[i] == -1:
                 raise ValueError(f"template {i}: a remoting request needs its opaque's offset")
+            self.offset_at[i] = -1
+            if self.walks:
+                at = offset_at[i]
+                header_end = FRAME_PREFIX_SIZE + (int.from_bytes(templates[i][4:8], "big") & HEADER_LENGTH_MASK)
+                if not FRAME_PREFIX_SIZE <= at < min(header_end, size) or templates[i][at:at + 1] != b"0":
+                    raise ValueError(f"template {i}: its queueOffset at {at} is not a \"0\" in its header")
+                if born_at[i] != -1:
+                    raise ValueError(f"template {i}: a pull has no born timestamp, expected -1 for it")
+                if offset_limit[i] < 0:
+                    raise ValueError(f"template {i}: max offset {offset_limit[i]}, expected >= 0")
+                self.offset_at[i], self.offset_limit[i] = at, offset_limit[i]
             offset += size
             self.max_template = max(self.max_template, size)
+        if self.walks:
+            self.max_template += MAX_DECIMAL - OFFSET_PLACEHOLDER_DIGITS
         self.out = <char*>malloc(self.max_template * in_flight)
         self.in_cap = READ_SIZE
         self.inbuf = <char*>malloc(self.in_cap)
@@ -232,6 +290,9 @@ cdef class Loop:
         free(self.template_len)
         free(self.opaque_at)
         free(self.born_at)
+        free(self.offset_at)
+        free(self.cursor)
+        free(self.offset_limit)
         free(self.out)
         free(self.inbuf)
         free(self.slot_opaque)
@@ -333,8 +394,11 @@ cdef class Loop:
             intended = self.next_due + k * self.period if self.period > 0 else now
             self.seq += 1
             t = <int>(self.seq % self.n_templates)
-            size = self.template_len[t]
-            memcpy(self.out + length, templates + self.template_at[t], size)
+            if self.offset_at[t] >= 0:
+                size = self._pull_frame(self.out + length, t)
+            else:
+                size = self.template_len[t]
+                memcpy(self.out + length, templates + self.template_at[t], size)
             if self.protocol == PROTOCOL_REMOTING:
                 while True:  # a slot still held by a request not answered yet: the next opaque
                     opaque = self.opaque_base + self.seq % self.opaque_span
@@ -344,7 +408,10 @@ cdef class Loop:
                     self.seq += 1
                 self.slot_opaque[slot] = opaque
                 self.slot_due[slot] = intended
-                write_digits(self.out + length + self.opaque_at[t], opaque, self.opaque_digits)
+                # a pull's offset grew the header in front of its opaque when it comes first
+                write_digits(self.out + length + self.opaque_at[t] + (
+                    size - self.template_len[t] if self.offset_at[t] >= 0 and self.opaque_at[t] > self.offset_at[t]
+                    else 0), opaque, self.opaque_digits)
             else:
                 self.slot_due[self.fifo_tail & self.mask] = intended
                 self.fifo_tail += 1
@@ -370,6 +437,21 @@ cdef class Loop:
         if now >= self.t0:
             self.sent += <int64_t>n * self.batch
         return 0
+
+    cdef Py_ssize_t _pull_frame(self, char* at, int t) noexcept nogil:
+        """Template ``t`` at ``at`` with its queue's next offset in it; its size. The walk moves on."""
+        cdef const char* template = self.templates + self.template_at[t]
+        cdef Py_ssize_t split = self.offset_at[t], size = self.template_len[t], grown
+        cdef int64_t offset = self.cursor[t]
+        cdef char* digits_end
+        self.cursor[t] = offset + self.batch if offset + 2 * self.batch <= self.offset_limit[t] else 0
+        memcpy(at, template, split)
+        digits_end = put_decimal(at + split, offset)
+        grown = (digits_end - (at + split)) - OFFSET_PLACEHOLDER_DIGITS
+        memcpy(digits_end, template + split + OFFSET_PLACEHOLDER_DIGITS, size - split - OFFSET_PLACEHOLDER_DIGITS)
+        put_be32(at, be32(template) + grown)
+        put_be32(at + 4, be32(template + 4) + grown)  # the header length's top byte (the serialize type) kept
+        return size + grown
 
     cdef int _read(self, double* answered) noexcept nogil:
         """What the connection has for us into ``inbuf``: its size, 0 for nothing yet, -1 when the
@@ -411,7 +493,7 @@ cdef class Loop:
         cdef Py_ssize_t pos = 0, total, header_len, frame_end
         cdef const char* header
         cdef const char* header_end
-        cdef int64_t code, opaque
+        cdef int64_t code, opaque, messages
         cdef uint64_t slot
         cdef char key[MAX_DECIMAL]
         cdef int key_len
@@ -436,11 +518,17 @@ cdef class Loop:
             if opaque <= 0 or self.slot_opaque[slot] != <uint64_t>opaque:
                 continue  # not a request of ours
             self.slot_opaque[slot] = 0
+            messages = self.batch
+            if code == 0 and self.walks:
+                messages = count_records(header_end, self.inbuf + frame_end - header_end)
+                if messages < 0:
+                    self._answered(self.slot_due[slot], answered, self.batch, BAD_RECORDS, 7)
+                    continue
             if code == 0:
-                self._answered(self.slot_due[slot], answered, NULL, 0)
+                self._answered(self.slot_due[slot], answered, messages, NULL, 0)
             else:
                 key_len = <int>(put_decimal(key, code) - key)
-                self._answered(self.slot_due[slot], answered, key, key_len)
+                self._answered(self.slot_due[slot], answered, self.batch, key, key_len)
         self._consumed(pos)
         return 0
 
@@ -480,30 +568,32 @@ cdef class Loop:
                 continue  # a reply to nothing we sent
             intended = self.slot_due[self.fifo_head & self.mask]
             self.fifo_head += 1
-            self._answered(intended, answered, key if key_len else NULL, key_len)
+            self._answered(intended, answered, self.batch, key if key_len else NULL, key_len)
         self._consumed(pos)
         return 0
 
-    cdef void _answered(self, double intended, double answered, const char* failure, int failure_len) noexcept nogil:
-        """One request answered: recorded unless it was sent in the warm-up (``failure`` NULL: a success)."""
+    cdef void _answered(self, double intended, double answered, int64_t messages, const char* failure,
+                        int failure_len) noexcept nogil:
+        """One request answered: recorded unless it was sent in the warm-up (``failure`` NULL: a
+        success of ``messages``; else the ``messages`` it failed)."""
         cdef int i
         self.outstanding -= 1
         if intended < self.t0:
             return
         if failure == NULL:
-            self.acked += self.batch
-            self.counts[bucket_index(<int64_t>((answered - intended) * 1e6))] += self.batch
+            self.acked += messages
+            self.counts[bucket_index(<int64_t>((answered - intended) * 1e6))] += messages
             return
         for i in range(self.n_failures):
             if self.failures[i].key_len == failure_len and memcmp(self.failures[i].key, failure, failure_len) == 0:
-                self.failures[i].count += self.batch
+                self.failures[i].count += messages
                 return
         if self.n_failures == MAX_FAILURE_KINDS:  # more kinds than anyone reads: with the last one
-            self.failures[MAX_FAILURE_KINDS - 1].count += self.batch
+            self.failures[MAX_FAILURE_KINDS - 1].count += messages
             return
         i = self.n_failures
         self.n_failures += 1
         memcpy(self.failures[i].key, failure, failure_len)
         self.failures[i].key_len = failure_len
-        self.failures[i].count = self.batch
+        self.failures[i].count = messages
 

@@ -20,6 +20,10 @@ A batch request's latency counts once per message in it, so a histogram's total 
 
 A protocol is a ``Driver``: it builds requests and parses answers (rmq's remoting frames here,
 Redis and NATS in ``rmq.perf.peers``); the loop, timing and reporting are the same for all.
+System ``rmq-pull`` pulls instead of sending: PULL_MESSAGE of ``batch`` messages walking each of
+``queues`` queues from offset 0 and back to it before the queue's max offset (``options``
+"max_offsets", one per queue) so that every pull finds a full batch; a message counts as acked
+when a FOUND answer carries it (its records counted in the body), the latency is the pull's.
 
 Two engines run that loop, one semantics: ``c`` (the default), ``rmq.perf._loadgen``, compiled,
 requests pre-encoded once and answers parsed in C without the GIL, for the drivers that hand it
@@ -47,14 +51,21 @@ from typing import Any
 
 import numpy as np
 
+from rmq.net.codec import encode
 from rmq.perf.histogram import N_BUCKETS, Histogram
 from rmq.perf.remoting import (
     BORN_MARK,
     OPAQUE_BASE,
     OPAQUE_SPAN,
     FrameTemplate,
+    answer_code,
+    answer_opaque,
+    marked_pull,
+    pull_request,
+    record_count,
     send_request,
     take_answers,
+    take_frames,
 )
 
 SATURATED_SHARE = 0.9
@@ -62,6 +73,8 @@ SATURATED_SHARE = 0.9
 DRAIN_TIMEOUT = 5.0
 FAIL_TIMEOUT = "timeout"
 FAIL_CONNECTION = "connection"
+# a pull answered FOUND whose body is not whole stored records (the compiled loop's BAD_RECORDS)
+FAIL_RECORDS = "records"
 # Codes a RocketMQ producer counts as "Send Failed" (no answer) rather than "Response Failed".
 SEND_FAILURES = (FAIL_TIMEOUT, FAIL_CONNECTION)
 ENGINE_C = "c"
@@ -152,7 +165,8 @@ class Driver:
     """A protocol: ``connect``, then ``requests(n)`` to send and ``feed(data)`` for what came back.
     ``keyed``: answers name their request (a key ``requests`` returned); otherwise they come in order.
     ``compiled``: the protocol the compiled loop speaks for it (``compiled_requests`` are its
-    requests), None when only the Python loop can drive it."""
+    requests, ``compiled_walk`` where pulls put their offsets), None when only the Python loop can
+    drive it."""
 
     keyed = False
     compiled: str | None = None
@@ -169,14 +183,19 @@ class Driver:
     def requests(self, n: int) -> tuple[bytes, list[int]]:
         raise NotImplementedError
 
-    def feed(self, data: bytes) -> list[tuple[int, str | None]]:
-        """The answers completed by ``data``: (key, None when it succeeded, else its failure code)."""
+    def feed(self, data: bytes) -> list[tuple[int, str | None, int]]:
+        """The answers completed by ``data``: (key, None when it succeeded, else its failure code,
+        the messages it carried or failed)."""
         raise NotImplementedError
 
     def compiled_requests(self) -> list[tuple[bytes, int, int]]:
         """The compiled loop's requests, sent in turn: (the encoded request, where its opaque's
         digits go, where its born timestamp's 13 digits go; -1: nowhere)."""
         raise NotImplementedError
+
+    def compiled_walk(self) -> tuple[list[int], list[int]] | None:
+        """Pulls: where each compiled request's queueOffset "0" is, and its queue's max offset."""
+        return None
 
 
 class RmqDriver(Driver):
@@ -213,18 +232,76 @@ class RmqDriver(Driver):
         self.seq = seq
         return b"".join(parts), keys
 
-    def feed(self, data: bytes) -> list[tuple[int, str | None]]:
+    def feed(self, data: bytes) -> list[tuple[int, str | None, int]]:
         self.buffer += data
-        return [(opaque, None if code == 0 else str(code)) for opaque, code in take_answers(self.buffer)]
+        batch = self.spec.batch
+        return [(opaque, None if code == 0 else str(code), batch) for opaque, code in take_answers(self.buffer)]
 
     def compiled_requests(self) -> list[tuple[bytes, int, int]]:
         # the same turn as ``requests``: the request after seq goes to queue (seq + 1) % queues
         return [t.marked() for t in self.templates]
 
 
+class RmqPullDriver(Driver):
+    """rmq's PULL_MESSAGE of ``batch`` messages over the topic's queues in turn, each queue walked
+    from 0 by ``batch`` and back to 0 before its max offset (``options["max_offsets"]``)."""
+
+    keyed = True
+    compiled = COMPILED_REMOTING
+
+    def __init__(self, spec: LoadSpec, worker: int):
+        super().__init__(spec, worker)
+        self.limits = list(spec.options["max_offsets"])
+        if len(self.limits) != spec.queues:
+            raise ValueError(f"{len(self.limits)} max offsets for {spec.queues} queues: expected one per queue")
+        self.cursors = [0] * spec.queues
+        self.seq = worker
+        self.buffer = bytearray()
+
+    def requests(self, n: int) -> tuple[bytes, list[int]]:
+        keys = []
+        frames = []
+        batch = self.spec.batch
+        for _ in range(n):
+            self.seq += 1
+            q = self.seq % self.spec.queues
+            offset = self.cursors[q]
+            self.cursors[q] = offset + batch if offset + 2 * batch <= self.limits[q] else 0
+            request = pull_request(self.spec.topic, q, offset, batch)
+            request.opaque = OPAQUE_BASE + self.seq % OPAQUE_SPAN
+            keys.append(request.opaque)
+            frames.append(encode(request))
+        return b"".join(frames), keys
+
+    def feed(self, data: bytes) -> list[tuple[int, str | None, int]]:
+        self.buffer += data
+        out: list[tuple[int, str | None, int]] = []
+        batch = self.spec.batch
+        for header, body in take_frames(self.buffer):
+            code, opaque = answer_code(header), answer_opaque(header)
+            found = record_count(body) if code == 0 else 0
+            if code != 0:
+                out.append((opaque, str(code), batch))
+            elif found < 0:
+                out.append((opaque, FAIL_RECORDS, batch))
+            else:
+                out.append((opaque, None, found))
+        return out
+
+    def compiled_requests(self) -> list[tuple[bytes, int, int]]:
+        marked = [marked_pull(pull_request(self.spec.topic, q, 0, self.spec.batch)) for q in range(self.spec.queues)]
+        return [(frame, opaque_at, -1) for frame, opaque_at, _offset_at in marked]
+
+    def compiled_walk(self) -> tuple[list[int], list[int]] | None:
+        marked = [marked_pull(pull_request(self.spec.topic, q, 0, self.spec.batch)) for q in range(self.spec.queues)]
+        return [offset_at for _frame, _opaque_at, offset_at in marked], self.limits
+
+
 def driver_class(system: str) -> type[Driver]:
     if system == "rmq":
         return RmqDriver
+    if system == "rmq-pull":
+        return RmqPullDriver
     from rmq.perf import peers  # the peers' drivers import this module
 
     return peers.driver_class(system)
@@ -281,6 +358,7 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
     next_due = t_warm  # open loop: when the next request is due
     index = 0  # the interval being recorded; -1 while warming up
     latencies: list[float] = []
+    weights: list[int] = []  # the messages each latency counts for
     sent = acked = 0
     failed: Counter[str] = Counter()
     cpu_mark = time.process_time()
@@ -288,16 +366,17 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
     late_max = 0.0
 
     def report(i: int) -> None:
-        nonlocal sent, acked, failed, latencies, cpu_mark, late_max
+        nonlocal sent, acked, failed, latencies, weights, cpu_mark, late_max
         h = Histogram()
         if latencies:
             us = (np.asarray(latencies) * 1e6).astype(np.int64)
-            h.record_us(np.repeat(us, batch) if batch > 1 else us)
+            h.record_us(np.repeat(us, weights))
         cpu_mark = _put_interval(reports, worker, i, sent, acked, failed, h, cpu_mark, late_max)
         late_max = 0.0
         sent = acked = 0
         failed = Counter()
         latencies = []
+        weights = []
 
     while True:
         now = time.monotonic()
@@ -357,16 +436,17 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
             outstanding = 0
             break
         answered = time.monotonic()
-        for key, failure in driver.feed(data):
+        for key, failure, messages in driver.feed(data):
             intended: float | None = pending_keyed.pop(key, None) if keyed else pending_fifo.popleft()
             outstanding -= 1
             if intended is None or intended < t0:
                 continue  # an answer to a warm-up request: not recorded
             if failure is None:
-                acked += batch
+                acked += messages
                 latencies.append(answered - intended)
+                weights.append(messages)
             else:
-                failed[failure] += batch
+                failed[failure] += messages
     if outstanding:
         failed[FAIL_TIMEOUT] += outstanding * batch
     report(index)
@@ -392,12 +472,13 @@ def _drive_compiled(
     t0 = t_warm + spec.warmup
     frames, opaque_at, born_at = zip(*driver.compiled_requests(), strict=True)
     protocol = {COMPILED_REMOTING: _loadgen.REMOTING, COMPILED_RESP: _loadgen.RESP}[driver.compiled or ""]
+    walk = driver.compiled_walk()
     counts = np.zeros(N_BUCKETS, dtype=np.int64)
     sock.setblocking(False)
     loop = _loadgen.Loop(
         sock.fileno(), protocol, list(frames), list(opaque_at), list(born_at),
         in_flight, spec.batch / rate if rate > 0 else 0.0, spec.batch, worker, t_warm, t0, t0 + spec.duration,
-        DRAIN_TIMEOUT, counts, OPAQUE_BASE, OPAQUE_SPAN,
+        DRAIN_TIMEOUT, counts, OPAQUE_BASE, OPAQUE_SPAN, *(walk or ()),
     )  # fmt: skip
     time.sleep(max(0.0, t_warm - time.monotonic()))
     cpu_mark = time.process_time()

@@ -103,7 +103,8 @@ def _bulk(data: bytes) -> bytes:
     return b"$%d\r\n%s\r\n" % (len(data), data)
 
 
-Answer = tuple[int, str | None]
+# (key, failure or None, messages): a peer's request carries one message
+Answer = tuple[int, str | None, int]
 
 
 class LineDriver(Driver):
@@ -155,9 +156,9 @@ class RedisDriver(LineDriver):
         if kind == b"$":
             length = int(buf[pos + 1 : eol])
             end = eol + 2 + max(length, 0) + (2 if length >= 0 else 0)
-            return (end, (0, None)) if len(buf) >= end else (-1, None)
+            return (end, (0, None, 1)) if len(buf) >= end else (-1, None)
         # "+OK", "-ERR ...", ":1": one line
-        return eol + 2, (0, None if kind != b"-" else "error:" + bytes(buf[pos + 1 : eol]).decode()[:40])
+        return eol + 2, (0, None if kind != b"-" else "error:" + bytes(buf[pos + 1 : eol]).decode()[:40], 1)
 
 
 def _nats_connect(port: int) -> socket.socket:
@@ -238,7 +239,7 @@ class NatsDriver(LineDriver):
                 return -1, None
             payload = bytes(buf[eol + 2 : eol + 2 + length])
             key = int(parts[1].rsplit(b".", 1)[1])
-            return end, (key, "error" if b'"error"' in payload else None)
+            return end, (key, "error" if b'"error"' in payload else None, 1)
         if line.startswith(b"PING") and self.sock is not None:
             self.sock.sendall(b"PONG\r\n")
         return eol + 2, None

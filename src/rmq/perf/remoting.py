@@ -34,6 +34,13 @@ _SUCCESS_HEAD = b'{"code":0,'
 
 # The producer group and unique key the frames carry: the broker stores them, nothing reads them.
 PRODUCER_GROUP = "rmq-perf-producer"
+# The group pulls are made for: they commit no offset, so nothing reads it either.
+PULL_GROUP = "rmq-perf-consumer"
+# PullMessageRequestHeader's sysFlag: FLAG_SUBSCRIPTION (the request carries its expression), and
+# no FLAG_SUSPEND: a pull past the end is answered at once, not parked
+PULL_SYS_FLAG = 4
+# a stored record opens with its int32 totalSize, which counts these 4 bytes too
+RECORD_SIZE_FIELD = 4
 _UNIQ_KEY = "0A00000100002A9F0000000000000000"
 
 
@@ -100,6 +107,52 @@ def send_request(
     one += total.to_bytes(4, "big") + bytes(8) + bytes(4) + len(body).to_bytes(4, "big") + body
     one += len(props).to_bytes(2, "big") + props
     return RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, bytes(one) * batch)
+
+
+def pull_request(topic: str, queue_id: int, offset: int, max_nums: int) -> RemotingCommand:
+    """PULL_MESSAGE of up to ``max_nums`` messages of every tag from ``offset``, as a RocketMQ push
+    consumer's first pull of a queue asks (no commit, not held when there is nothing to pull)."""
+    return RemotingCommand.request(
+        RequestCode.PULL_MESSAGE,
+        {
+            "consumerGroup": PULL_GROUP,
+            "topic": topic,
+            "queueId": str(queue_id),
+            "queueOffset": str(offset),
+            "maxMsgNums": str(max_nums),
+            "sysFlag": str(PULL_SYS_FLAG),
+            "commitOffset": "0",
+            "suspendTimeoutMillis": "0",
+            "subscription": "*",
+            "subVersion": "0",
+            "expressionType": "TAG",
+        },
+    )
+
+
+def marked_pull(request: RemotingCommand) -> tuple[bytes, int, int]:
+    """A pull of offset 0 encoded with OPAQUE_BASE, where its opaque's digits start and where its
+    queueOffset's "0" is: what the compiled loop writes each request's offset in place of."""
+    request.opaque = OPAQUE_BASE
+    data = encode(request)
+    offset_mark = b'"queueOffset":"0"'
+    if request.ext_fields.get("queueOffset") != "0" or data.count(offset_mark) != 1:
+        raise ValueError("marked_pull needs a pull of queueOffset 0")
+    opaque_at = data.index(_OPAQUE_MARK) + len(_OPAQUE_MARK) - 10
+    return data, opaque_at, data.index(offset_mark) + len(offset_mark) - 2
+
+
+def record_count(body: bytes) -> int:
+    """The stored records back to back in a pull's ``body``, by their totalSize; -1 when their sizes
+    do not add up to it."""
+    n = pos = 0
+    while pos < len(body):
+        size = int.from_bytes(body[pos : pos + RECORD_SIZE_FIELD], "big")
+        if len(body) - pos < RECORD_SIZE_FIELD or not RECORD_SIZE_FIELD <= size <= len(body) - pos:
+            return -1
+        pos += size
+        n += 1
+    return n
 
 
 def answer_code(header: bytes) -> int:

@@ -37,6 +37,7 @@ from rmq.store.services import (
     FlushConsumeQueueService,
     FlushRealTimeService,
     GroupCommitService,
+    PrefaultService,
 )
 from rmq.store.status import PutMessageStatus
 
@@ -136,7 +137,7 @@ class MessageStore(StoreCore):
                 self._services.append(GroupCommitService(self))
             else:
                 self._services.append(FlushRealTimeService(self))
-            self._services += [FlushConsumeQueueService(self), CleanCommitLogService(self)]
+            self._services += [PrefaultService(self), FlushConsumeQueueService(self), CleanCommitLogService(self)]
             for service in self._services:
                 service.start()
             self.set_running(True)
