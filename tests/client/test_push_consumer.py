@@ -233,3 +233,35 @@ def test_a_joining_consumer_gets_queues_when_the_broker_notifies_not_at_the_next
         wait_until(lambda: len(owned(first)) == 4, 20, "the leave was notified and the first took all 4 back")
     finally:
         first.shutdown()
+
+
+def test_a_slow_listener_runs_on_several_threads_at_once(cluster):
+    # The messages of one pull go to the listener threads as one task; a slow listener must still
+    # get them in parallel, as RocketMQ's one task per message does.
+    topic = cluster.create_topic("SlowListener", queues=1)
+    with Producer("pg-slow", cluster.namesrv_addr, instance_name="slow-p") as producer:
+        producer.send_batch([Message(topic, b"%d" % i) for i in range(12)])
+    lock = threading.Lock()
+    running, peak, bodies = [0], [0], []
+    crowded = threading.Event()
+
+    def slow(msgs):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            if running[0] >= 4:
+                crowded.set()
+        crowded.wait(1.0)  # alone, a call waits a second: slower than any spreading threshold
+        with lock:
+            running[0] -= 1
+            bodies.extend(m.body for m in msgs)
+
+    consumer = PushConsumer(
+        "cg-slow", cluster.namesrv_addr, instance_name="slow-c", consume_from_where="FIRST_OFFSET", **FAST
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(slow)
+    with consumer:
+        wait_until(lambda: len(bodies) >= 12, 30, "the twelve messages consumed")
+    assert peak[0] >= 4
+    assert sorted(bodies, key=int) == [b"%d" % i for i in range(12)]
