@@ -61,6 +61,7 @@ CONSUME_LATER_DELAY = 5.0
 ORDERLY_LOCK_RETRY_DELAY = 0.1
 # An orderly consumer gives up a queue's thread after consuming this long without a break.
 MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
+CONSUME_START_TIMESTAMP = MessageProperty.CONSUME_START_TIMESTAMP
 # A listener call longer than this spreads the rest of its pull's messages over the idle threads.
 SPREAD_AFTER = 0.002
 
@@ -95,7 +96,6 @@ class PushConsumer(ConsumerBase):
         self._executor: ConsumePool | None = None
         self._lock_timer: PeriodicHandle | None = None
         self._retry_topic = retry_topic(group)
-        self._start_stamp = (0, "0")  # CONSUME_START_TIMESTAMP: the last ms and its text
         self._listener_slow = False  # its last call took over SPREAD_AFTER: pulls are spread at once
 
     def register_listener(self, listener: Listener, orderly: bool = False) -> None:
@@ -186,15 +186,18 @@ class PushConsumer(ConsumerBase):
         # runs once per message with the default chunk of one
         done: list[MessageExt] = []
         listener, success, prepare = self.listener, ConsumeConcurrentlyStatus.CONSUME_SUCCESS, self._prepare
-        monotonic = time.monotonic
+        clock, stamp_ms, start = time.time, -1, ""
         if self._listener_slow and not pulled.spread:
             self._spread(mq, pq, pulled)
         try:
             for msgs in pulled.chunks:  # next() of a list iterator is atomic: helpers share it
                 if pq.dropped:
                     return
-                began = monotonic()
-                prepare(msgs)
+                began = clock()  # wall clock: CONSUME_START_TIMESTAMP's, and a slow call's
+                ms = int(began * 1000)
+                if ms != stamp_ms:
+                    stamp_ms, start = ms, str(ms)
+                prepare(msgs, start)
                 try:
                     status = listener(msgs)  # type: ignore[misc]  # start() refuses no listener
                 except Exception:
@@ -206,7 +209,7 @@ class PushConsumer(ConsumerBase):
                     if consumed is None:
                         return
                     done += consumed
-                slow = self._listener_slow = monotonic() - began > SPREAD_AFTER
+                slow = self._listener_slow = clock() - began > SPREAD_AFTER
                 if slow and not pulled.spread:
                     self._spread(mq, pq, pulled)
         finally:
@@ -225,20 +228,17 @@ class PushConsumer(ConsumerBase):
         if offset >= 0 and not pq.dropped:
             self.offset_store.update(mq, offset, increase_only=True)
 
-    def _prepare(self, msgs: Sequence[MessageExt]) -> None:
-        """Messages of the retry topic are shown with their original topic, as RocketMQ does."""
+    def _prepare(self, msgs: Sequence[MessageExt], start: str = "") -> None:
+        """Messages of the retry topic are shown with their original topic, as RocketMQ does;
+        ``start`` (now by default) is the listener call's CONSUME_START_TIMESTAMP."""
         group_retry = self._retry_topic
-        ms = now_ms()
-        stamp = self._start_stamp
-        if stamp[0] != ms:
-            stamp = self._start_stamp = (ms, str(ms))
-        start = stamp[1]
+        start = start or str(now_ms())
         for msg in msgs:
             if msg.topic == group_retry:
                 original = msg.properties.get(MessageProperty.RETRY_TOPIC)
                 if original:
                     msg.topic = original
-            msg.properties[MessageProperty.CONSUME_START_TIMESTAMP] = start
+            msg.properties[CONSUME_START_TIMESTAMP] = start
 
     def _listener_raised(self, msgs: list[MessageExt], failure: S) -> S:
         log.exception(
