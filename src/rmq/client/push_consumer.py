@@ -167,7 +167,10 @@ class PushConsumer(ConsumerBase):
                 self._submit(self._consume_orderly, mq, pq)
             return
         size = max(1, self.config.consume_message_batch_max_size)
-        chunks = [msgs] if len(msgs) <= size else [msgs[i : i + size] for i in range(0, len(msgs), size)]
+        if size == 1:  # RocketMQ's default
+            chunks = [[msg] for msg in msgs]
+        else:
+            chunks = [msgs[i : i + size] for i in range(0, len(msgs), size)]
         self._submit(self._consume_pulled, mq, pq, _Pulled(chunks))
 
     # -- concurrent consumption -----------------------------------------------------------------
