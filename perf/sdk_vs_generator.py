@@ -11,10 +11,12 @@ perf/bench_client.py's ``send`` (sync), ``send_async`` (64 in flight), ``send_ba
 PushConsumer and PullConsumer drains of ``--drain`` stored messages (the issue's "raw pull
 throughput" is the PullConsumer's: the same pulls and decode without the listener dispatch), each
 timed from its first message so the consumer's start-up is left out, with the consumer process's
-CPU per message beside; with ``--cpp-python`` (the virtual environment tests/compat installs
-PyPI ``rocketmq``, the C++ core client, into) a sync send loop of that client too. Printed: each figure's median over the rounds, and the issue's
-ratios (send_async / generator at 64, sync send / C++ client, push / pull drain), medians of the
-per-round ratios. 1 KiB bodies everywhere.
+CPU per message beside (an old tree runs this tree's perf/bench_client.py if copied into its
+perf/, else its own, timed from start()); with ``--cpp-python`` (the virtual environment
+tests/compat installs PyPI ``rocketmq``, the C++ core client, into) a sync send loop of that
+client too. The modes, and the trees, go in reverse order every other round. Printed: each
+figure's median over the rounds, and the issue's ratios (send_async / generator at 64, sync send
+/ C++ client, push / pull drain), medians of the per-round ratios. 1 KiB bodies everywhere.
 """
 
 from __future__ import annotations
@@ -127,12 +129,12 @@ def main() -> int:
                 spec = LoadSpec("rmq", "127.0.0.1", port, "GenT", in_flight=depth, duration=args.seconds,
                                 interval=args.seconds, warmup=0.3, engine="c")  # fmt: skip
                 record(f"c-gen-{depth}", run_load(spec, lambda *_: None).acked / args.seconds)
-            # push and pull swap places every round: neither always drains a colder page cache
+            # push and pull (and the trees) swap places every round: neither always goes first
             for mode in modes if n % 2 == 0 else modes[::-1]:
                 if mode == "sync" and args.cpp_python:
                     cpp = [str(args.cpp_python), "-c", CPP_SYNC, namesrv, "SdkT", str(args.seconds)]
                     record("cpp-sync", run_child(cpp))
-                for name, tree in trees.items():
+                for name, tree in list(trees.items())[:: 1 if n % 2 == 0 else -1]:  # each tree first in turn
                     env = dict(os.environ, PYTHONPATH=str(tree / "src"), RMQ_PERF_DIR=str(tree / "perf"))
                     topic, amount = ("DrainT", args.drain) if mode in ("push", "pull") else ("SdkT", args.seconds)
                     argv = [
