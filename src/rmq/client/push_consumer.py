@@ -225,10 +225,14 @@ class PushConsumer(ConsumerBase):
             self._submit(self._consume_pulled, mq, pq, pulled)
 
     def _consumed(self, mq: MessageQueue, pq: ProcessQueue, done: list[MessageExt]) -> None:
-        if not done or pq.dropped:
+        """Commit ``done``, messages whose listener returned while ``pq`` was still held. A queue
+        given up to another consumer meanwhile is not ours to move; at shutdown it is, as a
+        listener call per task would have committed them one by one (shutdown persists after the
+        pool ends)."""
+        if not done or (pq.dropped and self._running):
             return
         offset = pq.remove(done)
-        if offset >= 0 and not pq.dropped:
+        if offset >= 0 and not (pq.dropped and self._running):
             self.offset_store.update(mq, offset, increase_only=True)
 
     def _prepare(self, msgs: Sequence[MessageExt], start: str = "") -> None:
