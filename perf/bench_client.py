@@ -5,7 +5,8 @@
 
 - producer msgs/s: ``send`` (sync), ``send_async`` with 64 in flight, ``send_batch`` of 32;
 - consumer msgs/s: a PushConsumer, then a PullConsumer (``poll``), draining ``--drain`` messages
-  stored beforehand, each run with a fresh group reading from the first offset;
+  stored beforehand, each run with a fresh group reading from the first offset, timed from the
+  first message received (start-up, rebalance and the first pull left out);
 - end-to-end latency p50/p99 at a steady ``--rate``: a paced producer stamps ``perf_counter_ns`` in
   the body, a PushConsumer in the same process records when its listener sees it; the achieved
   send rate is printed too.
