@@ -83,3 +83,15 @@ def test_shutdown_while_a_thread_is_being_started(monkeypatch):
     pool.shutdown(5)  # raised "cannot join thread before it is started"
     submitter.join(5)
     assert not any(t.name.startswith("slow_") and t.is_alive() for t in threading.enumerate())
+
+
+def test_no_task_is_stranded_when_its_thread_goes_to_sleep():
+    # A task queued while the only awake thread ends its last one wakes nobody: that thread must
+    # find it before it sleeps. Each task is queued the moment the one before it is done, when its
+    # thread is on its way to sleep.
+    pool = ConsumePool(4, "race")
+    for i in range(2000):
+        ran = threading.Event()
+        pool.submit(ran.set)
+        assert ran.wait(5), f"task {i} was never run"
+    pool.shutdown(5)

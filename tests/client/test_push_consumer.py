@@ -15,8 +15,10 @@ from rmq.client import (
     Producer,
     PushConsumer,
 )
+from rmq.protocol.codes import RequestCode
 from rmq.protocol.message import retry_topic
 from tests.helpers import wait_until
+from tests.helpers.requests import offset_request
 
 FAST = {"rebalance_interval": 1.0, "persist_consumer_offset_interval": 0.5}
 
@@ -233,3 +235,59 @@ def test_a_joining_consumer_gets_queues_when_the_broker_notifies_not_at_the_next
         wait_until(lambda: len(owned(first)) == 4, 20, "the leave was notified and the first took all 4 back")
     finally:
         first.shutdown()
+
+
+def test_a_slow_listener_runs_on_several_threads_at_once(cluster):
+    # The messages of one pull go to the listener threads as one task; a slow listener must still
+    # get them in parallel, as RocketMQ's one task per message does.
+    topic = cluster.create_topic("SlowListener", queues=1)
+    with Producer("pg-slow", cluster.namesrv_addr, instance_name="slow-p") as producer:
+        producer.send_batch([Message(topic, b"%d" % i) for i in range(12)])
+    lock = threading.Lock()
+    running, peak, bodies = [0], [0], []
+    crowded = threading.Event()
+
+    def slow(msgs):
+        with lock:
+            running[0] += 1
+            peak[0] = max(peak[0], running[0])
+            if running[0] >= 4:
+                crowded.set()
+        crowded.wait(1.0)  # alone, a call waits a second: slower than any spreading threshold
+        with lock:
+            running[0] -= 1
+            bodies.extend(m.body for m in msgs)
+
+    consumer = PushConsumer(
+        "cg-slow", cluster.namesrv_addr, instance_name="slow-c", consume_from_where="FIRST_OFFSET", **FAST
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(slow)
+    with consumer:
+        wait_until(lambda: len(bodies) >= 12, 30, "the twelve messages consumed")
+    assert peak[0] >= 4
+    assert sorted(bodies, key=int) == [b"%d" % i for i in range(12)]
+
+
+def test_shutdown_in_the_middle_of_a_pull_commits_what_was_consumed(cluster):
+    # A pull's messages are one task for the listener threads; a shutdown during it must still
+    # commit the ones whose listener had returned, as a task per message committed them.
+    topic = cluster.create_topic("StopMidPull", queues=1)
+    with Producer("pg-stop", cluster.namesrv_addr, instance_name="stop-p") as producer:
+        producer.send_batch([Message(topic, b"%d" % i) for i in range(20)])
+    consumer = PushConsumer("cg-stop", cluster.namesrv_addr, instance_name="stop-c", consume_from_where="FIRST_OFFSET")
+    stopper = threading.Thread(target=consumer.shutdown)
+
+    def listener(msgs):
+        if msgs[0].body == b"9":  # the tenth: shut down under it, and finish it once its queue is given up
+            stopper.start()
+            wait_until(lambda: all(pq.dropped for pq in list(consumer.process_queues.values())), 10, "queue dropped")
+
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    consumer.start()
+    wait_until(lambda: stopper.ident is not None, 30, "the tenth message consumed")
+    stopper.join(30)
+    answer = cluster.call(offset_request(RequestCode.QUERY_CONSUMER_OFFSET, topic, 0, "cg-stop"))
+    # 0-8 done before the shutdown; the tenth's call ended after it, so it comes again
+    assert int(answer.ext_fields["offset"]) == 9

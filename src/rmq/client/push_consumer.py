@@ -61,6 +61,9 @@ CONSUME_LATER_DELAY = 5.0
 ORDERLY_LOCK_RETRY_DELAY = 0.1
 # An orderly consumer gives up a queue's thread after consuming this long without a break.
 MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
+CONSUME_START_TIMESTAMP = MessageProperty.CONSUME_START_TIMESTAMP
+# A listener call longer than this spreads the rest of its pull's messages over the idle threads.
+SPREAD_AFTER = 0.002
 
 Listener = Callable[[list[MessageExt]], Any]
 # a listener's outcome: ConsumeConcurrentlyStatus or ConsumeOrderlyStatus
@@ -92,6 +95,8 @@ class PushConsumer(ConsumerBase):
         self.orderly = False
         self._executor: ConsumePool | None = None
         self._lock_timer: PeriodicHandle | None = None
+        self._retry_topic = retry_topic(group)
+        self._listener_slow = False  # its last call took over SPREAD_AFTER: pulls are spread at once
 
     def register_listener(self, listener: Listener, orderly: bool = False) -> None:
         """``listener(msgs)`` returns a ConsumeConcurrentlyStatus (or, ``orderly``, a
@@ -162,35 +167,97 @@ class PushConsumer(ConsumerBase):
                 self._submit(self._consume_orderly, mq, pq)
             return
         size = max(1, self.config.consume_message_batch_max_size)
-        for i in range(0, len(msgs), size):
-            self._submit(self._consume_concurrently, mq, pq, msgs[i : i + size])
+        if size == 1:  # RocketMQ's default
+            chunks = [[msg] for msg in msgs]
+        else:
+            chunks = [msgs[i : i + size] for i in range(0, len(msgs), size)]
+        self._submit(self._consume_pulled, mq, pq, _Pulled(chunks))
 
     # -- concurrent consumption -----------------------------------------------------------------
+    #
+    # RocketMQ submits one ConsumeRequest per chunk of consume_message_batch_max_size messages (one
+    # by default): a thread woken per message, which cost a Python consumer most of its CPU (the
+    # loop thread's pool submit and the wake-ups, the ProcessQueue and offset locks per message).
+    # Here a pull's messages go to the pool as one task, a shared iterator over its chunks: the
+    # listener is still called once per chunk, and the offset moves once per task. A listener
+    # call slower than SPREAD_AFTER calls the idle threads in to share the rest of its pull, and
+    # while the listener stays slow every pull is shared from its start: slow listeners still run
+    # on every thread at once, RocketMQ's concurrency.
 
-    def _prepare(self, msgs: Sequence[MessageExt]) -> None:
-        """Messages of the retry topic are shown with their original topic, as RocketMQ does."""
-        group_retry = retry_topic(self.group)
-        start = str(now_ms())
-        for msg in msgs:
-            original = msg.get_property(MessageProperty.RETRY_TOPIC)
-            if original and msg.topic == group_retry:
-                msg.topic = original
-            msg.put_property(MessageProperty.CONSUME_START_TIMESTAMP, start)
-
-    def _call_listener(self, msgs: list[MessageExt], success: S, failure: S) -> S:
-        listener = self.listener
-        assert listener is not None, "start() refuses a consumer without a listener"
+    def _consume_pulled(self, mq: MessageQueue, pq: ProcessQueue, pulled: _Pulled) -> None:
+        # _consume_concurrently inlined for its common case (a listener that returns success): this loop
+        # runs once per message with the default chunk of one
+        done: list[MessageExt] = []
+        listener, success, prepare = self.listener, ConsumeConcurrentlyStatus.CONSUME_SUCCESS, self._prepare
+        clock, stamp_ms, start = time.time, -1, ""
+        if self._listener_slow and not pulled.spread:
+            self._spread(mq, pq, pulled)
         try:
-            status = listener(msgs)
-        except Exception:
-            log.exception(
-                "consumer %s: listener raised on %d message(s) (first %s); counted as %s",
-                self.group,
-                len(msgs),
-                msgs[0].msg_id,
-                failure.name,
-            )
-            return failure
+            for msgs in pulled.chunks:  # next() of a list iterator is atomic: helpers share it
+                if pq.dropped:
+                    return
+                began = clock()  # wall clock: CONSUME_START_TIMESTAMP's, and a slow call's
+                ms = int(began * 1000)
+                if ms != stamp_ms:
+                    stamp_ms, start = ms, str(ms)
+                prepare(msgs, start)
+                try:
+                    status = listener(msgs)  # type: ignore[misc]  # start() refuses no listener
+                except Exception:
+                    status = self._listener_raised(msgs, ConsumeConcurrentlyStatus.RECONSUME_LATER)
+                if (status is None or status is success) and not pq.dropped:
+                    done += msgs
+                else:
+                    consumed = self._after_listener(mq, pq, msgs, status)
+                    if consumed is None:
+                        return
+                    done += consumed
+                slow = self._listener_slow = clock() - began > SPREAD_AFTER
+                if slow and not pulled.spread:
+                    self._spread(mq, pq, pulled)
+        finally:
+            self._consumed(mq, pq, done)
+
+    def _spread(self, mq: MessageQueue, pq: ProcessQueue, pulled: _Pulled) -> None:
+        """Call the idle threads in to share the rest of ``pulled``."""
+        pulled.spread = True
+        for _ in range(self.config.consume_thread_max - 1):
+            self._submit(self._consume_pulled, mq, pq, pulled)
+
+    def _consumed(self, mq: MessageQueue, pq: ProcessQueue, done: list[MessageExt]) -> None:
+        """Commit ``done``, messages whose listener returned while ``pq`` was still held. A queue
+        given up to another consumer meanwhile is not ours to move; at shutdown it is, as a
+        listener call per task would have committed them one by one (shutdown persists after the
+        pool ends)."""
+        if not done or (pq.dropped and self._running):
+            return
+        offset = pq.remove(done)
+        if offset >= 0 and not (pq.dropped and self._running):
+            self.offset_store.update(mq, offset, increase_only=True)
+
+    def _prepare(self, msgs: Sequence[MessageExt], start: str = "") -> None:
+        """Messages of the retry topic are shown with their original topic, as RocketMQ does;
+        ``start`` (now by default) is the listener call's CONSUME_START_TIMESTAMP."""
+        group_retry = self._retry_topic
+        start = start or str(now_ms())
+        for msg in msgs:
+            if msg.topic == group_retry:
+                original = msg.properties.get(MessageProperty.RETRY_TOPIC)
+                if original:
+                    msg.topic = original
+            msg.properties[CONSUME_START_TIMESTAMP] = start
+
+    def _listener_raised(self, msgs: list[MessageExt], failure: S) -> S:
+        log.exception(
+            "consumer %s: listener raised on %d message(s) (first %s); counted as %s",
+            self.group,
+            len(msgs),
+            msgs[0].msg_id,
+            failure.name,
+        )
+        return failure
+
+    def _checked_status(self, status: Any, success: S, failure: S) -> S:
         if status is None:
             return success
         if not isinstance(status, type(success)):
@@ -204,16 +271,38 @@ class PushConsumer(ConsumerBase):
             return failure
         return status
 
+    def _call_listener(self, msgs: list[MessageExt], success: S, failure: S) -> S:
+        listener = self.listener
+        assert listener is not None, "start() refuses a consumer without a listener"
+        try:
+            status = listener(msgs)
+        except Exception:
+            return self._listener_raised(msgs, failure)
+        return self._checked_status(status, success, failure)
+
     def _consume_concurrently(self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt]) -> None:
+        """One chunk again (messages whose send-back failed), on its own."""
         if pq.dropped:
             return
         self._prepare(msgs)
         status = self._call_listener(
             msgs, ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeConcurrentlyStatus.RECONSUME_LATER
         )
+        consumed = self._after_listener(mq, pq, msgs, status)
+        if consumed is not None:
+            self._consumed(mq, pq, consumed)
+
+    def _after_listener(
+        self, mq: MessageQueue, pq: ProcessQueue, msgs: list[MessageExt], status: Any
+    ) -> list[MessageExt] | None:
+        """The messages done with after the listener's ``status`` (consumed, or sent back to the
+        retry topic); None when the queue was given up meanwhile (its offset must not move)."""
         if pq.dropped:
             log.info("consumer %s: %s was given up while consuming; its offset is not advanced", self.group, mq)
-            return
+            return None
+        status = self._checked_status(
+            status, ConsumeConcurrentlyStatus.CONSUME_SUCCESS, ConsumeConcurrentlyStatus.RECONSUME_LATER
+        )
         done = msgs
         if status is ConsumeConcurrentlyStatus.RECONSUME_LATER:
             if self.clustering:
@@ -230,9 +319,7 @@ class PushConsumer(ConsumerBase):
                     len(msgs),
                     msgs[0].msg_id,
                 )
-        offset = pq.remove(done)
-        if offset >= 0 and not pq.dropped:
-            self.offset_store.update(mq, offset, increase_only=True)
+        return done
 
     def _send_back(self, msg: MessageExt, delay_level: int | None = None) -> bool:
         """CONSUMER_SEND_MSG_BACK: the broker re-stores the message in the retry topic (or the DLQ)."""
@@ -355,3 +442,13 @@ class PushConsumer(ConsumerBase):
                 pq.rollback()
                 self._submit_later(self.config.suspend_current_queue_time, self._consume_orderly, mq, pq)
                 return
+
+
+class _Pulled:
+    """The chunks of one pull, taken in turn by the threads consuming them."""
+
+    __slots__ = ("chunks", "spread")
+
+    def __init__(self, chunks: list[list[MessageExt]]):
+        self.chunks = iter(chunks)
+        self.spread = False  # helpers were called in for a slow listener
