@@ -715,6 +715,9 @@ class Channel:
         self._sock.close()
         self._out.clear()
         self._backlog = []
+        # the lane's peer holds this channel's _queue_frames: a cycle the garbage collector would
+        # have to find, holding every closed connection's buffers until it runs
+        self._lane_peer = None
         self._account.connections -= 1
         pending, self._pending = self._pending, {}
         if pending:
