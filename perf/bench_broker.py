@@ -20,7 +20,8 @@ records in its answer. ``--engine python`` uses the older pipelined client on a 
 ``$RMQ_BENCH_GENERATOR_SRC`` (a ``src`` dir; perf/compare_revisions.py points it at its head
 build) or else this script's own checkout, never from the build under test: a revision from
 before the generator is measured with the same one. Each figure is the median of ``--repeat``
-runs. For scale: Redis Streams with fsync on every write and a 16-deep pipeline takes ~136,000 1 KiB
+runs, on a broker and store of its own (the previous figure's removed first), the pulls on one
+filled for them. For scale: Redis Streams with fsync on every write and a 16-deep pipeline takes ~136,000 1 KiB
 messages/s on the reference machine. ``--json`` prints the figures as one object for
 perf/compare_revisions.py (see perf/report.py).
 """
@@ -481,12 +482,15 @@ def main() -> int:
             compare_roles(args, report, args.roles.split(","), [d for d in depths if d > 1] or depths)
         return report.finish()
     for flush in args.flush.split(","):
-        with report.section(f"{flush} broker"), running_broker(flush) as (port, _namesrv_port):
+        with report.section(f"{flush} broker"):
             for batch in (False, True):
                 for depth in depths:
                     kind = f"batch {BATCH}" if batch else "single  "
                     name = f"{flush} send {kind.strip()} in flight {depth}"
-                    with report.section(name):
+                    # each figure on a fresh broker and store, the last one's files removed first: a
+                    # store grown by every figure before it measures the page cache (on this VM,
+                    # batches fell from ~500K to ~190K msgs/s once ~5 GB had been written), not the broker
+                    with report.section(name), running_broker(flush) as (port, _namesrv_port):
                         rounds_before, started = flush_rounds(port), time.perf_counter()
                         rates = [sends_per_second(port, depth, batch, args.seconds) for _ in range(args.repeat)]
                         rounds_after, elapsed = flush_rounds(port), time.perf_counter() - started
@@ -501,18 +505,21 @@ def main() -> int:
                                 f"{sum(rates) * args.seconds / rounds:.1f} msgs per flush)"
                             )
                         report.line(line)
-            max_offsets = []
-            for q in range(QUEUES):
-                answer = admin(
-                    port, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": str(q)})
-                )
-                max_offsets.append(int(answer["extFields"]["offset"]))
-            for depth in (1, 16):
-                name = f"{flush} pull 32 per request in flight {depth}"
-                with report.section(name):
-                    rate = median_of(args.repeat, pulls_per_second, port, depth, args.seconds, max_offsets)
-                    report.figure(name, rate, "msgs/s")
-                    report.line(f"{flush:11s} pull 32 per request in flight {depth:3d}: {rate:12,.0f} msgs/s")
+            with running_broker(flush) as (port, _namesrv_port):
+                # what the pulls read: batches for one run's length, as the send figures store them
+                sends_per_second(port, max(depths), True, args.seconds)
+                max_offsets = []
+                for q in range(QUEUES):
+                    answer = admin(
+                        port, RemotingCommand.request(RequestCode.GET_MAX_OFFSET, {"topic": TOPIC, "queueId": str(q)})
+                    )
+                    max_offsets.append(int(answer["extFields"]["offset"]))
+                for depth in (1, 16):
+                    name = f"{flush} pull 32 per request in flight {depth}"
+                    with report.section(name):
+                        rate = median_of(args.repeat, pulls_per_second, port, depth, args.seconds, max_offsets)
+                        report.figure(name, rate, "msgs/s")
+                        report.line(f"{flush:11s} pull 32 per request in flight {depth:3d}: {rate:12,.0f} msgs/s")
     return report.finish()
 
 
