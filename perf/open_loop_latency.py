@@ -2,7 +2,7 @@
 p99 <= 1 ms at half of it), measured with rmq-perf's compiled generator on one connection.
 
     PYTHONPATH=src python perf/open_loop_latency.py [--share 0.5] [--seconds 10] [--rounds 3]
-        [--base OTHER_CHECKOUT/src] [--json]
+        [--base OTHER_CHECKOUT/src] [--pin] [--json]
 
 Per round, on a fresh ASYNC_FLUSH broker (1 KiB messages): the saturation rate, the best of a
 closed loop at 16 and at 64 in flight; then an open loop at ``--share`` of it for ``--seconds``
@@ -28,7 +28,8 @@ import sys
 import tempfile
 from collections.abc import Iterator
 
-from bench_broker import BODY, QUEUES, TOPIC, create_topic, exit_on_signal, wait_for_port
+import bench_broker
+from bench_broker import BODY, PIN_HELP, QUEUES, TOPIC, create_topic, exit_on_signal, pin_master, wait_for_port
 from report import JSON_HELP, Report
 
 from rmq.perf.cluster import free_port, stop_process
@@ -60,6 +61,8 @@ def broker(src: str | None) -> Iterator[int]:
         args += ["--set", f"{key}={value}"]
     proc = subprocess.Popen(args, env=env, stderr=subprocess.DEVNULL)
     try:
+        if bench_broker.PIN is not None:  # before its threads start: they inherit it
+            os.sched_setaffinity(proc.pid, bench_broker.PIN[0])
         wait_for_port(port, proc)
         create_topic(port, TOPIC)
         yield port
@@ -88,8 +91,11 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0, help="length of the open-loop run")
     parser.add_argument("--rounds", type=int, default=3, help="rounds (the medians are printed at the end)")
     parser.add_argument("--base", help="the src dir of another build, measured in every round too")
+    parser.add_argument("--pin", action="store_true", help=PIN_HELP)
     parser.add_argument("--json", action="store_true", help=JSON_HELP)
     args = parser.parse_args()
+    if args.pin:
+        pin_master(parser)
     report = Report(args.json)
     sides = {"this build": None, **({"base": args.base} if args.base else {})}
     figures: dict[tuple[str, str], list[float]] = {}
