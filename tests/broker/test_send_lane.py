@@ -25,7 +25,14 @@ from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
 from tests.helpers import wait_until
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import RawConnection, raw_frame
-from tests.helpers.lanes import Twin, header_bytes, header_mutations, needs_lane
+from tests.helpers.lanes import (
+    Twin,
+    assert_scanner_reads_as_decoder,
+    close_twins,
+    header_bytes,
+    needs_lane,
+    start_twin_brokers,
+)
 
 _TOPICS = {"Lane": 4, "Wide": 8}
 
@@ -123,19 +130,14 @@ def _decoded_header(header: bytes) -> dict | None:
 @settings(max_examples=400, deadline=None)
 @given(header=_header_bytes)
 def test_the_scanner_reads_what_send_header_reads(header):
-    scanned = scan_send_header(header)
-    if scanned is not None:
-        assert scanned == _decoded_header(header)
+    assert_scanner_reads_as_decoder(scan_send_header, _decoded_header, header)
 
 
 @settings(max_examples=400, deadline=None)
 @given(header=_header_bytes, data=st.data())
 def test_the_scanner_takes_any_bytes(header, data):
     """Cut, spliced or flipped, a header is read the way send_header reads it, or left to it."""
-    for changed in header_mutations(header, data):
-        scanned = scan_send_header(changed)
-        if scanned is not None:
-            assert scanned == _decoded_header(changed)
+    assert_scanner_reads_as_decoder(scan_send_header, _decoded_header, header, data)
 
 
 def test_the_scanner_reads_both_spellings_and_leaves_the_unusual():
@@ -164,9 +166,7 @@ def _answer(command) -> tuple:
 
 
 def _start_twins(start_broker, tmp_path: Path, twin=Twin, topics=_TOPICS, **settings: str):
-    lane = start_broker(storePathRootDir=str(tmp_path / "lane"), **settings)
-    python = start_broker(storePathRootDir=str(tmp_path / "python"), fastLaneEnable="false", **settings)
-    assert lane.send_lane is not None and python.send_lane is None
+    lane, python = start_twin_brokers(start_broker, tmp_path, **settings)
     for broker in (lane, python):
         for topic, queues in topics.items():
             create_topic(broker, topic, queues)
@@ -178,8 +178,7 @@ def _start_twins(start_broker, tmp_path: Path, twin=Twin, topics=_TOPICS, **sett
 def twins(start_broker, tmp_path: Path):
     pair = _start_twins(start_broker, tmp_path)
     yield pair
-    for twin in pair:
-        twin.connection.close()
+    close_twins(pair)
 
 
 # batches at maxMessageSize's edges, in frames a test sends quickly (and a CommitLog file holds)
@@ -190,8 +189,7 @@ _BATCH_MAX_MESSAGE_SIZE = 64 * 1024
 def batch_twins(start_broker, tmp_path: Path):
     pair = _start_twins(start_broker, tmp_path, maxMessageSize=str(_BATCH_MAX_MESSAGE_SIZE))
     yield pair
-    for twin in pair:
-        twin.connection.close()
+    close_twins(pair)
 
 
 def _assert_twins_agree(twins, frames: list[bytes]) -> None:
@@ -488,8 +486,7 @@ def _start_sync_twins(start_broker, tmp_path: Path, **settings: str):
 def sync_twins(start_broker, tmp_path: Path):
     pair = _start_sync_twins(start_broker, tmp_path)
     yield pair
-    for twin in pair:
-        twin.connection.close()
+    close_twins(pair)
 
 
 def _plain(queue: int, opaque: int, **ext) -> bytes:

@@ -132,3 +132,25 @@ class Twin:
                     entries[start : start + 8] = bytes(8)
             out[(cq.topic, cq.queue_id)] = bytes(entries)
         return out
+
+
+def start_twin_brokers(start_broker, root, **settings: str) -> tuple:
+    """Two brokers alike but for the lane: (with it, without it), stores under ``root``."""
+    lane = start_broker(storePathRootDir=str(root / "lane"), **settings)
+    python = start_broker(storePathRootDir=str(root / "python"), fastLaneEnable="false", **settings)
+    assert lane.send_lane is not None and python.send_lane is None
+    return lane, python
+
+
+def close_twins(pair) -> None:
+    for twin in pair:
+        twin.connection.close()
+
+
+def assert_scanner_reads_as_decoder(scan, decode, header: bytes, data=None) -> None:
+    """A lane's header scanner reads ``header`` (and, given Hypothesis ``data``, its cut, spliced and
+    flipped variants) exactly as the Python decoder does, or leaves it to the processor (None)."""
+    for changed in [header] if data is None else header_mutations(header, data):
+        scanned = scan(changed)
+        if scanned is not None:
+            assert scanned == decode(changed)
