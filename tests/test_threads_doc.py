@@ -15,6 +15,7 @@ in the code is ``rmq-client-<instance>`` in the document; a pool's threads add `
 from __future__ import annotations
 
 import ast
+import functools
 import re
 from pathlib import Path
 
@@ -56,8 +57,9 @@ def _module(path: Path) -> str:
     return ".".join(path.relative_to(SRC).with_suffix("").parts).removesuffix(".__init__")
 
 
+@functools.cache
 def scan_sources() -> tuple[dict[str, set[str]], set[str]]:
-    """({module: what it calls to start threads}, thread names the code gives)."""
+    """({module: what it calls to start threads}, thread names the code gives); read once per session."""
     starters: dict[str, set[str]] = {}
     names: set[str] = set()
     for path in sorted(SRC.rglob("*.py")):
