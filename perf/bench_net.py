@@ -4,7 +4,7 @@ over loopback from one client to a real ``rmq-namesrv`` process, with 1 and with
     PYTHONPATH=src python perf/bench_net.py [--seconds 2] [--repeat 5]
 
 Each figure is the median of ``--repeat`` runs. A broker registration (one topic, 4 queues) is sent
-first, so every request assembles and encodes the ~300-byte route of SPEC.md section 3.
+first, so every request assembles and encodes the ~300-byte route of docs/nameserver.md#routes.
 """
 
 from __future__ import annotations

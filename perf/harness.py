@@ -1,5 +1,5 @@
 """Real ``rmq-namesrv`` and ``rmq-broker`` processes on loopback, the requests a RocketMQ client
-sends (built by hand from SPEC.md section 4, not with the SDK), and a failover pair of brokers: what
+sends (built by hand from docs/protocol.md#sends, not with the SDK), and a failover pair of brokers: what
 the operations scripts (``fuzz_broker.py``, ``soak_crash.py``, ``power_loss.py``) and the test suite
 share.
 

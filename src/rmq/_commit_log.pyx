@@ -1,5 +1,5 @@
 # cython: cdivision=True, auto_pickle=False
-# The CommitLog (SPEC.md section 5): every topic's records appended back to back, sequential writes
+# The CommitLog (docs/store-format.md#commitlog-record): every topic's records appended back to back, sequential writes
 # only, into mapped files of mappedFileSizeCommitLog bytes. A record is rmq.protocol._record's.
 #
 #   CommitLog file k: S bytes, named by its start offset kS as 20 digits

@@ -1,6 +1,6 @@
 # cython: cdivision=True, auto_pickle=False
 # The ConsumeQueue (per topic and queue id, an index into the CommitLog) and the checkpoint file
-# (SPEC.md section 5). Named offsets are in _consume_queue.pxd; rmq.store.layout mirrors them.
+# (docs/store-format.md#consumequeue-entry). Named offsets are in _consume_queue.pxd; rmq.store.layout mirrors them.
 #
 #   ConsumeQueue entry n, at byte 20 n of the queue's log (big-endian, 20 bytes)
 #   +--------------------------+--------------+--------------------------+

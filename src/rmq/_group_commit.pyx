@@ -1,5 +1,5 @@
 # cython: cdivision=True, auto_pickle=False
-# The group commit (SPEC.md section 6): one completion mechanism for the puts that wait, whether for
+# The group commit (docs/store-format.md#flush): one completion mechanism for the puts that wait, whether for
 # the disk (SYNC_FLUSH: every such put joins the next flush round, and one msync serves them all) or
 # for a slave (SYNC_MASTER: the HA service publishes the best slave ack). A waiting put completes
 # once every watermark it needs has passed its end. The flush thread is C only: it never takes the GIL.

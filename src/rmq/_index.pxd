@@ -4,7 +4,7 @@
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
 
-# Byte layout of an IndexFile (SPEC.md section 5; the drawing is at the top of _index.pyx).
+# Byte layout of an IndexFile (docs/store-format.md#indexfile; the drawing is at the top of _index.pyx).
 # Mirrored once in Python by rmq.store.index; tests/store/test_index.py checks the two agree.
 cdef enum:
     INDEX_HEADER_SIZE = 40

@@ -1,5 +1,5 @@
 # cython: auto_pickle=False
-"""The IndexFile: query messages by key (SPEC.md section 5), byte for byte as RocketMQ 4.x writes it.
+"""The IndexFile: query messages by key (docs/store-format.md#indexfile), byte for byte as RocketMQ 4.x writes it.
 
 One file, all integers big-endian, S = hash slots (default 5,000,000), N = entries (20,000,000):
 

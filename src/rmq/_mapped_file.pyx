@@ -1,5 +1,5 @@
 # cython: cdivision=True, auto_pickle=False
-# Mapped files (SPEC.md section 5): a log is a run of fixed-size files, contiguous by start offset,
+# Mapped files (docs/store-format.md#mapped-files): a log is a run of fixed-size files, contiguous by start offset,
 # each named by that offset as 20 digits and mapped read-write. CommitLog files are allocated on disk
 # whole when made (a SYNC_FLUSH put must not wait for block allocation); ConsumeQueue files are sparse,
 # allocated page by page ahead of the writer (a queue that holds one message costs a page, not 6 MB).

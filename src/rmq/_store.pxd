@@ -1,4 +1,4 @@
-# The compiled store's facade (SPEC.md section 5): StoreCore ties the rooms together, and the
+# The compiled store's facade (docs/store-format.md): StoreCore ties the rooms together, and the
 # results of its puts and gets. The rooms, each with its own .pxd:
 #
 #   rmq.protocol._record   the CommitLog record codec (layout, writers, checks, msgIds)

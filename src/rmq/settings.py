@@ -497,7 +497,7 @@ _section(
     Setting("mappedFileSizeTimerLog", Size(4096), 100 * MiB, "bytes of one timer log file"),
 )
 
-# Replication (RocketMQ keeps these in MessageStoreConfig too; SPEC.md section 6).
+# Replication (RocketMQ keeps these in MessageStoreConfig too; docs/replication.md).
 _section(
     "store",
     Setting("haMasterAddress", Text(optional=True, validate=_address, expected="host:port"), None,

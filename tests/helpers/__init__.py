@@ -2,7 +2,7 @@
 other test modules or conftests (tests/test_tree.py checks it).
 
     tests.helpers            loopback ports and bounded waits (this module)
-    tests.helpers.golden     golden bytes built from SPEC.md with nothing from rmq
+    tests.helpers.golden     golden bytes built from docs/store-format.md with nothing from rmq
     tests.helpers.requests   requests a RocketMQ client sends, built by hand; stored records of a pull
     tests.helpers.frames     raw remoting frames and a blocking socket that reads them
     tests.helpers.store      small store files, for tests that open a MessageStore

@@ -1,4 +1,4 @@
-"""Remoting frames built by hand (SPEC.md section 2), independently of the codec under test, and a
+"""Remoting frames built by hand (docs/protocol.md#frame), independently of the codec under test, and a
 blocking socket that reads whole frames."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from tests.helpers import LOOPBACK
 
 
 def route_body() -> bytes:
-    """A GET_ROUTEINFO_BY_TOPIC answer body as SPEC.md section 3 shows it (~300 bytes)."""
+    """A GET_ROUTEINFO_BY_TOPIC answer body as docs/nameserver.md#routes shows it (~300 bytes)."""
     return (
         b'{"brokerDatas":[{"brokerAddrs":{"0":"127.0.0.1:10911"},"brokerName":"broker-a",'
         b'"cluster":"DefaultCluster"}],"filterServerTable":{},"queueDatas":[{"brokerName":"broker-a",'
@@ -28,7 +28,7 @@ def answer_route(channel, request):
 
 
 def raw_frame(header: bytes, body: bytes = b"", serialize_type: int = 0) -> bytes:
-    """A frame built by hand, independently of the codec under test (SPEC.md section 2)."""
+    """A frame built by hand, independently of the codec under test (docs/protocol.md#frame)."""
     return struct.pack(">ii", 4 + len(header) + len(body), (serialize_type << 24) | len(header)) + header + body
 
 

@@ -1,4 +1,4 @@
-"""Golden bytes: records laid out from SPEC.md field by field, with nothing from rmq."""
+"""Golden bytes: records laid out from docs/store-format.md field by field, with nothing from rmq."""
 
 from __future__ import annotations
 
@@ -26,7 +26,7 @@ def spec_record(
     reconsume: int = 0,
     prepared: int = 0,
 ) -> bytes:
-    """A stored CommitLog record laid out from SPEC.md section 5, field by field, with nothing from rmq."""
+    """A stored CommitLog record laid out from docs/store-format.md, field by field, with nothing from rmq."""
     topic_b = topic.encode()
     total = 4 + 4 + 4 + 4 + 4 + 8 + 8 + 4 + 8 + 8 + 8 + 8 + 4 + 8 + 4 + len(body) + 1 + len(topic_b) + 2 + len(props)
     out = b"".join(

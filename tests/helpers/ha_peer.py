@@ -1,4 +1,4 @@
-"""A slave on the HA port built by hand (SPEC.md section 6 and ``rmq.protocol.ha``'s authentication):
+"""A slave on the HA port built by hand (docs/replication.md#the-stream and ``rmq.protocol.ha``'s authentication):
 it copies nothing and acks what it is sent, the fake that cluster authentication keeps out."""
 
 from __future__ import annotations

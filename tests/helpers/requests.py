@@ -1,4 +1,4 @@
-"""Requests a RocketMQ client (or a broker, to a name server) sends, built by hand from SPEC.md
+"""Requests a RocketMQ client (or a broker, to a name server) sends, built by hand from docs/protocol.md
 section 4 rather than with the SDK under test, and the stored records a pull answers with."""
 
 from __future__ import annotations

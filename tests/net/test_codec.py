@@ -1,4 +1,4 @@
-"""Golden frames (bytes built here with struct and literal JSON, SPEC.md section 2), both directions,
+"""Golden frames (bytes built here with struct and literal JSON, docs/protocol.md#frame), both directions,
 against both codec implementations."""
 
 from __future__ import annotations

@@ -40,7 +40,7 @@ JSON_VALUES = st.recursive(
 
 @st.composite
 def records(draw):
-    """A stored record laid out from SPEC.md, with the fields it was built from."""
+    """A stored record laid out from docs/store-format.md, with the fields it was built from."""
     fields = dict(
         topic=draw(NAMES.filter(lambda t: len(t.encode()) <= 127)),
         body=draw(st.binary(max_size=300)),

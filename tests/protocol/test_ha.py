@@ -1,4 +1,4 @@
-"""The HA wire format (rmq.protocol.ha) against golden bytes written from SPEC.md section 6 and the
+"""The HA wire format (rmq.protocol.ha) against golden bytes written from docs/replication.md and the
 module's layout table of cluster authentication."""
 
 from __future__ import annotations

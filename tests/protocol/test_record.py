@@ -1,5 +1,5 @@
 """The record codec, both twins (compiled ``_record`` and pure ``record_py``): check outcomes,
-msgIds and decoding of records built byte by byte from SPEC.md section 5."""
+msgIds and decoding of records built byte by byte from docs/store-format.md#commitlog-record."""
 
 from __future__ import annotations
 

@@ -71,7 +71,7 @@ def test_python_layout_mirrors_the_pxd():
 
 
 def test_golden_bytes_header_slots_and_chained_entries(service, index_dir):
-    # SPEC.md section 5, built here with struct only
+    # docs/store-format.md#indexfile, built here with struct only
     h1 = abs(java_string_hash("TopicA#k1"))
     h2 = abs(java_string_hash("TopicA#order-7"))
     assert h1 % SLOTS != h2 % SLOTS

@@ -1,4 +1,4 @@
-"""Golden bytes: what the store writes equals records built independently from SPEC.md section 5."""
+"""Golden bytes: what the store writes equals records built independently from docs/store-format.md#commitlog-record."""
 
 from __future__ import annotations
 

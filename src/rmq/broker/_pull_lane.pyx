@@ -6,7 +6,7 @@ the answer, and commits the consumer offset, the processor would (the differenti
 ``tests/broker/test_pull_lane.py`` holds them together). The send lane, the one lane the frame
 decoder offers every frame, hands it the frames of code PULL_MESSAGE.
 
-The frame it reads (SPEC.md section 4; the header a JSON object, the long names only)::
+The frame it reads (docs/protocol.md#pulls; the header a JSON object, the long names only)::
 
     offset  size  field
     0       4     total_length, 4       header_length (serialize type 0: JSON), both read by the decoder

@@ -5,7 +5,7 @@ serve goes to ``rmq.broker.processor.send`` unchanged, and the two are one seman
 lane serves gets the answer, and leaves the stored bytes, the processor would (the differential test
 ``tests/broker/test_send_lane.py`` holds them together).
 
-The frame it reads (SPEC.md section 2; the header a JSON object)::
+The frame it reads (docs/protocol.md#frame; the header a JSON object)::
 
     offset  size  field
     0       4     total_length, 4       header_length (serialize type 0: JSON), both read by the decoder

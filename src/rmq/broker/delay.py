@@ -2,7 +2,7 @@
 
 ``messageDelayLevel`` lists the delays of levels 1, 2, ...: ``"1s 5s 10s 30s 1m ... 2h"`` (units
 s, m, h, d). A message of level L waits in queue L-1 of SCHEDULE_TOPIC_XXXX with its deliver time
-as tagsCode (SPEC.md section 8). The offset up to which each level's queue has been re-put is
+as tagsCode (docs/messaging.md#delayed-messages). The offset up to which each level's queue has been re-put is
 kept in ``config/delayOffset.json``:
 
     {"offsetTable": {"<level>": <next offset of queue level-1>}}

@@ -1,5 +1,5 @@
 """The broker's requests to name servers (RocketMQ's BrokerOuterAPI): REGISTER_BROKER (103) and
-UNREGISTER_BROKER (104), exactly as SPEC.md section 3 lays them out, so that an rmq broker registers
+UNREGISTER_BROKER (104), exactly as docs/nameserver.md#registration lays them out, so that an rmq broker registers
 with an Apache name server as well as with rmq's.
 
     REGISTER_BROKER extFields: brokerName, brokerAddr, clusterName, haServerAddr, brokerId,

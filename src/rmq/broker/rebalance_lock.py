@@ -1,5 +1,5 @@
 """Queue locks for orderly consumption (RocketMQ's RebalanceLockManager): LOCK_BATCH_MQ (41) and
-UNLOCK_BATCH_MQ (42), SPEC.md section 4.
+UNLOCK_BATCH_MQ (42), docs/protocol.md#clients-and-groups.
 
 Within a consumer group a queue is held by at most one clientId. A lock lapses when its holder has
 not renewed it for ``lock_max_live_ms`` (60 s; orderly consumers renew every 20 s), and then any

@@ -1,4 +1,4 @@
-"""ScheduleMessageService: delivers delayed messages when their time comes (SPEC.md section 8).
+"""ScheduleMessageService: delivers delayed messages when their time comes (docs/messaging.md#delayed-messages).
 
 A message with DELAY = L waits in queue L-1 of SCHEDULE_TOPIC_XXXX; the store wrote its deliver
 time (store time + the level's delay) as the entry's tags code. Entries of one level are in deliver

@@ -4,7 +4,7 @@
                                       "topicFilterType": "SINGLE_TAG", "topicSysFlag", "order"}},
      "dataVersion": {"timestamp", "counter"}}
 
-The same object is the ``topicConfigSerializeWrapper`` of REGISTER_BROKER (SPEC.md section 3);
+The same object is the ``topicConfigSerializeWrapper`` of REGISTER_BROKER (docs/nameserver.md#registration);
 ``dataVersion`` moves on every change so name servers know to re-read the table.
 """
 
@@ -42,7 +42,7 @@ SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
 BENCHMARK_TOPIC = "BenchmarkTest"
 OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
 REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
-# One queue per delay level (SPEC.md section 8).
+# One queue per delay level (docs/messaging.md#delayed-messages).
 SCHEDULE_TOPIC_QUEUE_NUMS = 18
 # TopicConfig's defaults in RocketMQ, used by the system topics that do not set their own.
 DEFAULT_QUEUE_NUMS = 16

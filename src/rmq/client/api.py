@@ -1,5 +1,5 @@
 """Requests a client sends to brokers and name servers, and how their answers are read
-(RocketMQ's MQClientAPIImpl). Field names are those of SPEC.md sections 3-4.
+(RocketMQ's MQClientAPIImpl). Field names are those of docs/nameserver.md and docs/protocol.md.
 
 Every method takes the address to ask; choosing it (master, name server rotation) is the
 instance's business. Answers other than the expected codes raise ``ResponseError`` carrying the

@@ -1,10 +1,10 @@
-"""Latency fault tolerance: steer sends away from brokers that were slow or failed (SPEC.md section 9).
+"""Latency fault tolerance: steer sends away from brokers that were slow or failed (docs/clients.md#producers).
 
 After each send the producer reports the broker's latency; a latency at or above a threshold makes
 the broker unavailable for the matching duration (a failed send counts as an isolating 30 s
 latency). Queue selection skips unavailable brokers while any other will do, and otherwise picks
 one of the better half of the faulty ones. Thresholds follow RocketMQ's MQFaultStrategy, except
-that SPEC.md section 9 sets 3 s (Java: 30 s) for the 550 ms step.
+that rmq sets 3 s (Java: 30 s) for the 550 ms step (docs/clients.md#producers).
 
 Beyond RocketMQ, a send still waiting counts too: a broker with a send outstanding for longer than
 the first threshold that sets a broker aside (550 ms) is passed over by the next sends. A broker

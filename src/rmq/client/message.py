@@ -1,6 +1,6 @@
 """Messages as a client sees them: ``Message`` to send, ``MessageExt`` as consumed.
 
-A PULL_MESSAGE body is stored CommitLog records back to back (SPEC.md section 5), decoded with
+A PULL_MESSAGE body is stored CommitLog records back to back (docs/store-format.md#commitlog-record), decoded with
 ``rmq.protocol.record``, the one reader of that layout; a SEND_BATCH_MESSAGE body is
 ``rmq.protocol.batch``'s. Bodies are compressed and restored by ``rmq.client.compression``; a
 pulled message whose body cannot be restored is logged and not handed on.

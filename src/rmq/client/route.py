@@ -1,6 +1,6 @@
 """Topic routes from the name server, and the queue lists producers and consumers derive from them.
 
-A GET_ROUTEINFO_BY_TOPIC body (SPEC.md section 3)::
+A GET_ROUTEINFO_BY_TOPIC body (docs/nameserver.md#routes)::
 
     {"brokerDatas": [{"brokerAddrs": {"0": "127.0.0.1:10911"}, "brokerName": "broker-a",
                       "cluster": "DefaultCluster"}],

@@ -2,7 +2,7 @@
 pure-Python twin of ``rmq.client._send_wire`` (one API, the same tests; ``rmq.client.send_wire``
 picks one).
 
-A SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE frame (rmq.net.codec's layout, SPEC.md section 2)::
+A SEND_MESSAGE_V2 or SEND_BATCH_MESSAGE frame (rmq.net.codec's layout, docs/protocol.md#sends)::
 
     offset  size  field
     0       4     total_length     int32, big-endian = 4 + H + B

@@ -1,4 +1,4 @@
-"""Answers the name server's requests (SPEC.md section 3), as RocketMQ's DefaultRequestProcessor does.
+"""Answers the name server's requests (docs/nameserver.md), as RocketMQ's DefaultRequestProcessor does.
 
 Each handler takes (channel, request) and returns the response; a header field or body that cannot
 be used is refused with SYSTEM_ERROR naming it (``rmq.protocol.fields``). Bodies are JSON; every

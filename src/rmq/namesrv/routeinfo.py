@@ -1,4 +1,4 @@
-"""The name server's routing tables (SPEC.md section 3), as RocketMQ's RouteInfoManager keeps them.
+"""The name server's routing tables (docs/nameserver.md#tables), as RocketMQ's RouteInfoManager keeps them.
 
     topic_queue_table   topic -> {brokerName: QueueData}
     broker_addr_table   brokerName -> BrokerData{cluster, brokerName, brokerAddrs{id: "ip:port"}}
@@ -352,7 +352,7 @@ class RouteInfoManager:
     # -- reads ----------------------------------------------------------------------------------
 
     def pickup_topic_route(self, topic: str) -> dict[str, Any] | None:
-        """The route JSON object of SPEC.md section 3, or None when the topic has no live broker."""
+        """The route JSON object of docs/nameserver.md#routes, or None when the topic has no live broker."""
         with self._lock:
             queues = self.topic_queue_table.get(topic)
             if not queues:

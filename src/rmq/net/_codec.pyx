@@ -1,7 +1,7 @@
 # cython: boundscheck=False, wraparound=False, cdivision=True, auto_pickle=False
 """Remoting frame codec, compiled: the twin of ``rmq.net.codec_py`` (one API, same tests).
 
-Frame layout (SPEC.md section 2; every integer big-endian)::
+Frame layout (docs/protocol.md#frame; every integer big-endian)::
 
     offset  size  field
     0       4     total_length    int32 = 4 + header_length + body_length (does not count itself)

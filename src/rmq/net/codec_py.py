@@ -1,6 +1,6 @@
 """Remoting frame codec, pure Python: the twin of the compiled ``rmq.net._codec`` (one API).
 
-Frame layout (SPEC.md section 2; every integer big-endian)::
+Frame layout (docs/protocol.md#frame; every integer big-endian)::
 
     offset  size  field
     0       4     total_length    int32 = 4 + header_length + body_length (does not count itself)

@@ -1,4 +1,4 @@
-"""Constants of the remoting frame itself (SPEC.md section 2): flag bits, serialize types, the
+"""Constants of the remoting frame itself (docs/protocol.md#frame): flag bits, serialize types, the
 language and version rmq writes in headers, the default frame size limit. The request and response
 codes a frame carries are ``rmq.protocol.codes``'.
 """

@@ -20,7 +20,7 @@ Requests are templates encoded once; per request only two numbers are written in
 
 Answers read::
 
-    remoting frame (SPEC.md section 2, big-endian)
+    remoting frame (docs/protocol.md#frame, big-endian)
     offset  size  field
     0       4     total_length    = 4 + header_length + body_length
     4       4     serialize_type << 24 | header_length (JSON only)

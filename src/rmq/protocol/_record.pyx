@@ -1,6 +1,6 @@
 # cython: cdivision=True
 # The CommitLog record codec, compiled: the twin of rmq.protocol.record_py (one API, the same tests)
-# and the codec the store writes with (rmq._store cimports _record.pxd). SPEC.md section 5.
+# and the codec the store writes with (rmq._store cimports _record.pxd). docs/store-format.md#commitlog-record.
 #
 #   CommitLog record (v1, IPv4, big-endian; 91 bytes + body + topic + properties)
 #   +------+------+------+------+------+----------+----------+------+----------+---------+

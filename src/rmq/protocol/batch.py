@@ -1,5 +1,5 @@
 """The SEND_BATCH_MESSAGE body (code 320, or 310 with ``m=true``): RocketMQ's
-``MessageDecoder.encodeMessages``, one record per message, back to back, big-endian (SPEC.md section 4)::
+``MessageDecoder.encodeMessages``, one record per message, back to back, big-endian (docs/protocol.md#sends)::
 
     offset  size  field
     0       4     total     int32 = 20 + bodyLen + 2 + propsLen (counts itself)

@@ -1,4 +1,4 @@
-"""Every remoting request code and response code (SPEC.md section 2), defined once.
+"""Every remoting request code and response code (docs/protocol.md#request-codes), defined once.
 
 Use these names everywhere; no literal code numbers elsewhere in rmq. The frame's own constants
 (flag bits, serialize types, the version rmq reports) are ``rmq.net.frame``'s.
@@ -99,7 +99,7 @@ class ResponseCode(IntEnum):
     CONTROLLER_FENCED_MASTER_EPOCH = 2000
 
 
-# A producer treats these as "stored, but degraded" (SPEC.md section 2).
+# A producer treats these as "stored, but degraded" (docs/protocol.md#response-codes).
 DEGRADED_SEND_CODES = frozenset(
     {ResponseCode.FLUSH_DISK_TIMEOUT, ResponseCode.SLAVE_NOT_AVAILABLE, ResponseCode.FLUSH_SLAVE_TIMEOUT}
 )

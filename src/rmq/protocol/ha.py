@@ -1,4 +1,4 @@
-"""The HA wire format: master -> slave CommitLog replication over a raw TCP connection (SPEC.md §6).
+"""The HA wire format: master -> slave CommitLog replication over a raw TCP connection (docs/replication.md#the-stream).
 
 No remoting frames: the slave connects to the master's haListenPort and both sides write bare
 big-endian integers.

@@ -1,4 +1,4 @@
-"""HEART_BEAT (34) bodies (SPEC.md section 4) parsed into typed data.
+"""HEART_BEAT (34) bodies (docs/protocol.md#clients-and-groups) parsed into typed data.
 
     {"clientID": "...",
      "consumerDataSet": [{"groupName", "consumeType", "messageModel", "consumeFromWhere",

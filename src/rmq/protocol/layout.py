@@ -1,5 +1,5 @@
 """Byte layouts of a stored CommitLog record and of a broker msgId, mirrored once from the compiled
-record codec's ``.pxd`` for Python code (SPEC.md section 5). Clients decode pulled records with
+record codec's ``.pxd`` for Python code (docs/store-format.md#commitlog-record). Clients decode pulled records with
 them, the store writes them, admin tools read msgIds: one layout for all.
 
     CommitLog record (v1, IPv4, big-endian), fixed overhead 91 bytes

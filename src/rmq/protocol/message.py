@@ -1,7 +1,7 @@
 """Message constants shared by store, broker and clients: property keys, sysFlag bits, system
 topics, name rules and size limits.
 
-Stored properties are ``key\\x01value\\x02`` repeated (SPEC.md section 5). The compiled store scans
+Stored properties are ``key\\x01value\\x02`` repeated (docs/store-format.md#properties). The compiled store scans
 them in C on the hot path (its ``.pxd`` repeats the few keys and limits it needs, and a test checks
 they agree); this module is the single definition of the keys and limits and the pure-Python
 encode/decode everyone else uses.

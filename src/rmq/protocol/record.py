@@ -1,5 +1,5 @@
 """Stored CommitLog records and broker msgIds, as the store writes them and clients, brokers and
-admin tools read them (SPEC.md section 5; layout in ``rmq.protocol.layout``).
+admin tools read them (docs/store-format.md#commitlog-record; layout in ``rmq.protocol.layout``).
 
 The codec is the compiled ``rmq.protocol._record`` unless it is not built or ``RMQ_NO_EXTENSIONS=1``
 asks for the pure-Python twin ``rmq.protocol.record_py`` (same API, same tests, as aiokafka does).

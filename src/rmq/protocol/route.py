@@ -1,4 +1,4 @@
-"""A topic's route as name servers answer GET_ROUTEINFO_BY_TOPIC (SPEC.md section 3): which brokers
+"""A topic's route as name servers answer GET_ROUTEINFO_BY_TOPIC (docs/nameserver.md#routes): which brokers
 serve it (BrokerData: cluster, name, addresses by broker id) and with how many queues (QueueData)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Transactional messages as producers and brokers share them (SPEC.md section 8; RocketMQ 4.x's
+"""Transactional messages as producers and brokers share them (docs/messaging.md#transactions; RocketMQ 4.x's
 EndTransactionRequestHeader, CheckTransactionStateRequestHeader and TransactionalMessageUtil).
 
     END_TRANSACTION (37), producer -> broker, oneway        CHECK_TRANSACTION_STATE (39), broker -> producer, oneway

@@ -1,4 +1,4 @@
-"""The message store: CommitLog, ConsumeQueues and IndexFile on disk (SPEC.md sections 5-7).
+"""The message store: CommitLog, ConsumeQueues and IndexFile on disk (docs/store-format.md).
 
     from rmq.store import MessageStore, MessageStoreConfig
     with MessageStore(MessageStoreConfig(store_path_root_dir="/tmp/store")) as store:

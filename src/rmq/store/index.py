@@ -1,4 +1,4 @@
-"""Query messages by key: the IndexFile of SPEC.md section 5, as RocketMQ 4.x lays it out.
+"""Query messages by key: the IndexFile of docs/store-format.md#indexfile, as RocketMQ 4.x lays it out.
 
 The work is done by the compiled ``rmq._index`` (its module docstring draws the layout); this
 module is its public face and the one Python copy of the layout constants of ``_index.pxd``

@@ -1,5 +1,5 @@
 """SEND_MESSAGE, SEND_MESSAGE_V2 and SEND_BATCH_MESSAGE through a live broker, as RocketMQ clients send
-them (SPEC.md section 4). A send with something wrong gets a clear code and remark, nothing is
+them (docs/protocol.md#sends). A send with something wrong gets a clear code and remark, nothing is
 stored wrongly, and the connection and the broker go on."""
 
 from __future__ import annotations

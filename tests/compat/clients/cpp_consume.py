@@ -3,7 +3,7 @@
 usage: python cpp_consume.py NAMESRV TOPIC GROUP SUB_EXPRESSION COUNT IDLE_SECONDS
 One JSON line per message. The C++ push consumer of a new group starts from the last offset, so
 messages sent before its first start are delivered only thanks to the broker's "offset 0 for a new
-group" answer (SPEC.md section 4).
+group" answer (docs/protocol.md#consumer-offsets-and-queue-queries).
 """
 
 import json

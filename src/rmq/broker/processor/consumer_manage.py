@@ -1,7 +1,7 @@
 """Consumer offsets and group membership: QUERY_CONSUMER_OFFSET (14), UPDATE_CONSUMER_OFFSET (15),
 GET_CONSUMER_LIST_BY_GROUP (38), as RocketMQ's ConsumerManageProcessor serves them.
 
-QUERY_CONSUMER_OFFSET's rule for a group that never committed (SPEC.md section 4): while the queue
+QUERY_CONSUMER_OFFSET's rule for a group that never committed (docs/protocol.md): while the queue
 still holds offset 0 (its min offset is 0), answer SUCCESS with "0" rather than QUERY_NOT_FOUND, or
 clients that start "from the last offset" would skip everything sent before they started.
 """

@@ -1,4 +1,4 @@
-"""PULL_MESSAGE (11), as RocketMQ's PullMessageProcessor serves it (SPEC.md section 4).
+"""PULL_MESSAGE (11), as RocketMQ's PullMessageProcessor serves it (docs/protocol.md#pulls).
 
 Request fields: consumerGroup, topic, queueId, queueOffset, maxMsgNums, sysFlag, commitOffset,
 suspendTimeoutMillis, subscription ("*", "TagA || TagB" or an SQL92 expression), subVersion,

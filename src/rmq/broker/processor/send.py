@@ -1,5 +1,5 @@
 """SEND_MESSAGE (10), SEND_MESSAGE_V2 (310) and SEND_BATCH_MESSAGE (320), as RocketMQ's
-SendMessageProcessor serves them (SPEC.md section 4).
+SendMessageProcessor serves them (docs/protocol.md#sends).
 
 Header fields (V2 short key / long name)::
 

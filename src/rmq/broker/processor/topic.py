@@ -1,5 +1,5 @@
 """UPDATE_AND_CREATE_TOPIC (17): create or change a topic, then register with every name server at
-once so the route is visible without waiting for the 30 s tick (SPEC.md section 4).
+once so the route is visible without waiting for the 30 s tick (docs/protocol.md#topics).
 
 Fields: topic, readQueueNums, writeQueueNums, perm, topicFilterType, topicSysFlag, order. An illegal
 name or setting, or a system topic, is refused with MESSAGE_ILLEGAL and the reason.

@@ -153,7 +153,7 @@ class Workload:
 
 
 def record_bytes(size: int, topic: str, properties: Mapping[str, str]) -> int:
-    """Bytes of one CommitLog record (SPEC.md section 5; rmq.protocol.layout)."""
+    """Bytes of one CommitLog record (docs/store-format.md#commitlog-record; rmq.protocol.layout)."""
     return REC_FIXED_OVERHEAD + size + len(topic.encode()) + len(encode_properties(dict(properties)))
 
 
