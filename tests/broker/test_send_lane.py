@@ -572,7 +572,7 @@ def test_sync_flush_twins_agree_on_fuzzed_sends(sync_twins):
 def test_sync_flush_twins_agree_when_the_loop_makes_the_rounds(start_broker, tmp_path: Path):
     """syncFlushInlineMaxMicros above any msync here: once the first rounds were fast, the event loop
     makes the rounds itself and answers at once, in the same order, with the same bytes stored."""
-    twins = _start_sync_twins(start_broker, tmp_path, syncFlushInlineMaxMicros="100000")
+    twins = _start_sync_twins(start_broker, tmp_path, syncFlushInlineMaxMicros="10000000")
     try:
         _assert_twins_agree(twins, [_plain(0, 900 + n) for n in range(10)])  # 20 rounds each, with the probes
         loop_rounds = [twin.broker.store.group_commit_inline_rounds for twin in twins]
