@@ -25,6 +25,10 @@
 # the GIL. The completer (the broker's event loop, or a store thread) polls ``event_fd`` and
 # completes the waiting puts (rmq._store.StoreCore.complete_commits).
 #
+# The completer may make a round itself instead (``inline_round``: the broker's loop when nothing
+# else is ready, syncFlushInlineMaxMicros), only while the flush thread sleeps unasked and the
+# last INLINE_AFTER_FAST_ROUNDS rounds were fast; the flush thread stays out until it is done.
+#
 # The flush thread msyncs through raw pointers to the mappings of the newest CommitLog files
 # (``files``), republished under the mutex whenever the files change: it only flushes above its
 # watermark, far from the oldest files that retention deletes.

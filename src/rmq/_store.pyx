@@ -72,7 +72,7 @@ cdef enum:
     TAG_FILTER_MAX_CODES = 32
     # complete_round_here leaves a round of more waiting puts to the flush thread: while its msync
     # runs, the loop reads and puts the next requests of a deep pipeline, so rounds stay big (made
-    # inline, each read got its own round: 0.67x the sends at 64 in flight, docs/sync-flush.md)
+    # inline, each read got its own round: 0.67x the sends at 64 in flight on tmpfs, docs/sync-flush.md)
     INLINE_ROUND_MAX_PUTS = 16
 
 # rmq._store's Python API is older than its rooms: what they export is re-exported here. (A class

@@ -1,6 +1,6 @@
 """SYNC_FLUSH rounds made by the event loop itself (syncFlushInlineMaxMicros) or by the flush thread:
 the same answers either way, and a slow msync sends the rounds back to the flush thread, where a
-stalled disk cannot stop the loop (docs/sync-flush.md, "The adaptive flush")."""
+stalled disk cannot stop the loop (docs/sync-flush.md, the adaptive flush)."""
 
 from __future__ import annotations
 

@@ -105,7 +105,7 @@ class FlushRoundKicker:
     With syncFlushInlineMaxMicros, a round asked for when nothing else is ready at the iteration's
     very end is made by the loop itself and answered at once: the hand-off to the flush thread and
     back is two cross-CPU wake-ups, which dominate a round where the flush itself is cheap
-    (docs/sync-flush.md, "The adaptive flush"). The store keeps the msync on the flush thread while
+    (docs/sync-flush.md, its last sections). The store keeps the msync on the flush thread while
     recent ones were slow, so that a slow disk cannot stall a pull or a heartbeat arriving meanwhile."""
 
     def __init__(self, store, loop):
