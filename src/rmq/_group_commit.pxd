@@ -14,6 +14,9 @@ cdef extern from "<pthread.h>" nogil:
 cdef enum:
     # CommitLog files the flush thread can see: the newest ones (a flush never lags further behind)
     COMMIT_FILE_REFS = 8
+    # rounds in a row whose msync was fast before the completer may make one itself again: a slow
+    # disk keeps the msync on the flush thread, off the loop every connection waits on
+    INLINE_AFTER_FAST_ROUNDS = 16
 
 cdef struct CommitFileRef:
     unsigned char* base
@@ -36,6 +39,13 @@ cdef struct GroupCommitState:
     bint idle                           # the flush thread is waiting on ``wake``
     bint stopping
     int event_fd                        # counts flush rounds: the completer polls it
+    # rounds the completer made itself (``inline_round``), while the flush thread stayed asleep
+    int64_t inline_rounds
+    bint inline_running                 # the completer is making a round: the flush thread stays out
+    # a round's msync slower than this (ns) sends the next INLINE_AFTER_FAST_ROUNDS back to the
+    # flush thread (0: the completer never makes a round)
+    int64_t inline_max_ns
+    int64_t fast_rounds                 # rounds in a row whose msync took at most inline_max_ns
     # the last round's stages, CLOCK_MONOTONIC ns (perf/trace_sync_send.py): when a put asked the
     # idle flush thread for it, when that thread ran, when its msync returned
     int64_t asked_ns
@@ -53,6 +63,7 @@ cdef class GroupCommit:
     cdef void publish_put(self, int64_t next_offset, int64_t store_timestamp, bint wait) noexcept
     cdef void publish_files(self, list files)
     cdef void kick(self) noexcept
+    cdef int inline_round(self) noexcept
     cdef void stop(self) noexcept
     cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp, int64_t* replicated) noexcept
     cdef bint slave_in_sync(self, int64_t end, int64_t max_gap) noexcept

@@ -25,6 +25,10 @@
 # the GIL. The completer (the broker's event loop, or a store thread) polls ``event_fd`` and
 # completes the waiting puts (rmq._store.StoreCore.complete_commits).
 #
+# The completer may make a round itself instead (``inline_round``: the broker's loop when nothing
+# else is ready, syncFlushInlineMaxMicros), only while the flush thread sleeps unasked and the
+# last INLINE_AFTER_FAST_ROUNDS rounds were fast; the flush thread stays out until it is done.
+#
 # The flush thread msyncs through raw pointers to the mappings of the newest CommitLog files
 # (``files``), republished under the mutex whenever the files change: it only flushes above its
 # watermark, far from the oldest files that retention deletes.
@@ -111,9 +115,38 @@ cdef int flush_range(CommitFileRef* files, int n_files, int64_t start, int64_t e
     return 0
 
 
+cdef inline int begin_round(GroupCommitState* gc, CommitFileRef* files, int64_t* start, int64_t* target,
+                            int64_t* target_timestamp) noexcept nogil:
+    """A round starts (``gc.mutex`` held): what it flushes, and a copy of the mappings to flush it
+    through, taken under the mutex; returns how many."""
+    gc.woke_ns = now_ns()
+    start[0] = gc.flushed
+    target[0] = gc.written
+    target_timestamp[0] = gc.written_timestamp
+    memcpy(files, gc.files, gc.n_files * sizeof(CommitFileRef))
+    return gc.n_files
+
+
+cdef inline void end_round(GroupCommitState* gc, int rc, int64_t target, int64_t target_timestamp) noexcept nogil:
+    """A round's msync returned ``rc`` (``gc.mutex`` held, ``gc.woke_ns`` its start): publish
+    what it made durable, and whether it was fast enough for the completer to make the next."""
+    gc.synced_ns = now_ns()
+    if rc == 0:
+        if target > gc.flushed:     # a round of the other side may have passed it meanwhile
+            gc.flushed = target
+            gc.flushed_timestamp = target_timestamp
+        gc.flush_count += 1
+    else:
+        gc.error = rc
+    if rc == 0 and gc.synced_ns - gc.woke_ns <= gc.inline_max_ns:
+        gc.fast_rounds += 1
+    else:
+        gc.fast_rounds = 0
+
+
 cdef void run_flusher(GroupCommitState* gc, double interval) noexcept nogil:
     """Flush rounds until ``gc.stopping``: at once when a put waits, else every ``interval`` s
-    (puts that do not wait are durable within it)."""
+    (puts that do not wait are durable within it); never while the completer makes one."""
     cdef timespec until
     cdef CommitFileRef files[COMMIT_FILE_REFS]
     cdef int n_files, rc
@@ -121,29 +154,18 @@ cdef void run_flusher(GroupCommitState* gc, double interval) noexcept nogil:
     cdef uint64_t one = 1
     pthread_mutex_lock(&gc.mutex)
     while not gc.stopping:
-        if gc.requested <= gc.flushed or gc.error:
+        if gc.requested <= gc.flushed or gc.error or gc.inline_running:
             deadline_after(&until, interval)
             gc.idle = True
             pthread_cond_timedwait(&gc.wake, &gc.mutex, &until)
             gc.idle = False
-            if gc.stopping or gc.error or gc.written <= gc.flushed:
+            if gc.stopping or gc.error or gc.inline_running or gc.written <= gc.flushed:
                 continue
-        gc.woke_ns = now_ns()
-        start = gc.flushed
-        target = gc.written
-        target_timestamp = gc.written_timestamp
-        n_files = gc.n_files
-        memcpy(files, gc.files, n_files * sizeof(CommitFileRef))
+        n_files = begin_round(gc, files, &start, &target, &target_timestamp)
         pthread_mutex_unlock(&gc.mutex)
         rc = flush_range(files, n_files, start, target)
         pthread_mutex_lock(&gc.mutex)
-        gc.synced_ns = now_ns()
-        if rc == 0:
-            gc.flushed = target
-            gc.flushed_timestamp = target_timestamp
-            gc.flush_count += 1
-        else:
-            gc.error = rc
+        end_round(gc, rc, target, target_timestamp)
         pthread_mutex_unlock(&gc.mutex)
         c_write(gc.event_fd, &one, sizeof(one))
         pthread_mutex_lock(&gc.mutex)
@@ -280,6 +302,53 @@ cdef class GroupCommit:
         pthread_mutex_unlock(&self.state.mutex)
         if signal:
             pthread_cond_signal(&self.state.wake)
+
+    cdef int inline_round(self) noexcept:
+        """Make the round a ``kick`` would ask for on the calling thread (the completer, which then
+        completes it without ``event_fd``): -1 when it may not (inline rounds off, a recent round
+        slow or failed, the flush thread busy or asked, an error not yet taken, nothing to flush),
+        else 0 or the msync's errno, published as the flush thread publishes its rounds'."""
+        cdef GroupCommitState* gc = self.state
+        cdef CommitFileRef files[COMMIT_FILE_REFS]
+        cdef int n_files, rc
+        cdef int64_t start, target, target_timestamp
+        cdef bint signal
+        pthread_mutex_lock(&gc.mutex)
+        if (gc.inline_max_ns <= 0 or gc.fast_rounds < INLINE_AFTER_FAST_ROUNDS or not gc.idle
+                or gc.requested > gc.flushed or gc.error or gc.stopping or gc.written <= gc.flushed):
+            pthread_mutex_unlock(&gc.mutex)
+            return -1
+        gc.inline_running = True
+        gc.requested = gc.written
+        n_files = begin_round(gc, files, &start, &target, &target_timestamp)
+        gc.asked_ns = gc.woke_ns
+        pthread_mutex_unlock(&gc.mutex)
+        with nogil:
+            rc = flush_range(files, n_files, start, target)
+        pthread_mutex_lock(&gc.mutex)
+        end_round(gc, rc, target, target_timestamp)
+        gc.inline_rounds += 1
+        gc.inline_running = False
+        # another thread's put asked for a round meanwhile: the flush thread stayed out, wake it
+        signal = gc.requested > gc.flushed and gc.idle
+        if signal:
+            gc.idle = False
+        pthread_mutex_unlock(&gc.mutex)
+        if signal:
+            pthread_cond_signal(&gc.wake)
+        return rc
+
+    def allow_inline_rounds(self, double max_msync_seconds):
+        """Let ``inline_round`` make rounds while the last INLINE_AFTER_FAST_ROUNDS rounds' msyncs
+        each took at most ``max_msync_seconds`` (0: never)."""
+        pthread_mutex_lock(&self.state.mutex)
+        self.state.inline_max_ns = <int64_t>(max_msync_seconds * 1e9)
+        pthread_mutex_unlock(&self.state.mutex)
+
+    @property
+    def inline_rounds(self):
+        """Rounds ``inline_round`` made (the rest of ``flush_count`` the flush thread made)."""
+        return self.state.inline_rounds
 
     cdef void stop(self) noexcept:
         """Make ``run`` return after its current round."""

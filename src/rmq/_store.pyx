@@ -70,6 +70,10 @@ cdef enum:
     MAX_FILTER_SCAN_ENTRIES = 800
     # entries of a TagFilter compared in C; more fall back to a Python set
     TAG_FILTER_MAX_CODES = 32
+    # complete_round_here leaves a round of more waiting puts to the flush thread: while its msync
+    # runs, the loop reads and puts the next requests of a deep pipeline, so rounds stay big (made
+    # inline, each read got its own round: 0.67x the sends at 64 in flight on tmpfs, docs/sync-flush.md)
+    INLINE_ROUND_MAX_PUTS = 16
 
 # rmq._store's Python API is older than its rooms: what they export is re-exported here. (A class
 # cimported from a room is a C-level name here, so its Python name is bound through globals().)
@@ -910,16 +914,34 @@ cdef class StoreCore:
         """Make ``run_group_commit`` return after its current round."""
         self._group_commit.stop()
 
-    def kick_rounds_myself(self):
+    def kick_rounds_myself(self, double inline_max_msync=0.0):
         """Puts that wait for the disk no longer start a flush round themselves: the caller calls
-        ``kick_group_commit`` after each batch of puts (the broker: once per event-loop
-        iteration), so one round covers the whole batch instead of its first put."""
+        ``kick_group_commit`` (or first ``complete_round_here``) after each batch of puts (the
+        broker: once per event-loop iteration), so one round covers the whole batch instead of its
+        first put. ``inline_max_msync`` > 0: ``complete_round_here`` may make rounds while recent
+        msyncs took at most that many seconds."""
         self._kicks_rounds = True
+        self._group_commit.allow_inline_rounds(inline_max_msync)
 
     def kick_group_commit(self):
         """Ask for a flush round covering every put so far (if some of them wait for the disk)."""
         if self._commit_requests or self._deferred_len:
             self._group_commit.kick()
+
+    def complete_round_here(self):
+        """Make the flush round the puts so far wait for on this thread, the completer's, and
+        complete them at once: no hand-off to the flush thread and back (two cross-CPU wake-ups a
+        round). For a caller with nothing else to do meanwhile (the broker's loop when no other
+        work is ready). False when it may not (SYNC_MASTER: the puts wait for a slave anyway;
+        nothing or more than INLINE_ROUND_MAX_PUTS puts wait; ``GroupCommit.inline_round``'s
+        reasons, a slow disk among them): then ``kick_group_commit``."""
+        cdef Py_ssize_t waiting = len(self._commit_requests) + self._deferred_len
+        if self.sync_master or waiting == 0 or waiting > INLINE_ROUND_MAX_PUTS:
+            return False
+        if self._group_commit.inline_round() < 0:
+            return False
+        self.complete_commits()
+        return True
 
     def commit_files_changed(self):
         """CommitLog files were deleted or truncated: the flush thread must not keep their mappings."""
@@ -940,6 +962,11 @@ cdef class StoreCore:
     def group_commit_flushes(self):
         """Flush rounds made by the group commit (benchmarks report fsyncs per second)."""
         return self._group_commit.state.flush_count
+
+    @property
+    def group_commit_inline_rounds(self):
+        """Of ``group_commit_flushes``, the rounds ``complete_round_here`` made."""
+        return self._group_commit.state.inline_rounds
 
     @property
     def commit_queue_size(self):

@@ -465,6 +465,13 @@ _section(
     Setting("flushIntervalConsumeQueue", _POSITIVE_MS, 1000, "ms between ConsumeQueue and index flushes"),
     Setting("syncFlushTimeout", Int(0), 5000,
             "ms a SYNC_FLUSH send waits for its group commit before FLUSH_DISK_TIMEOUT"),
+    # rmq's key (RocketMQ always hands a round to its GroupCommitService): docs/sync-flush.md
+    Setting("syncFlushInlineMaxMicros", Int(0), 0,
+            "SYNC_FLUSH: while each of the last 16 flush rounds' msyncs took at most this many us, the "
+            "broker's event loop makes a round of up to 16 sends itself when nothing else is ready, "
+            "saving the hand-off to the flush thread and back; a slower round sends the next ones back "
+            "to the flush thread (0, the default: always the flush thread; it pays only where a flush "
+            "costs less than the hand-off, docs/sync-flush.md)"),
     Setting("osPageCacheBusyTimeOutMills", _POSITIVE_MS, 1000,
             "ms the oldest send may wait for the disk before new sends are answered SYSTEM_BUSY "
             "[PCBUSY_CLEAN_QUEUE]"),

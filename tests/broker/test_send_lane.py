@@ -566,3 +566,18 @@ def test_sync_flush_twins_agree_when_every_round_is_late(start_broker, tmp_path:
 @needs_lane
 def test_sync_flush_twins_agree_on_fuzzed_sends(sync_twins):
     fuzz_twins(sync_twins, 30, one_read=True)
+
+
+@needs_lane
+def test_sync_flush_twins_agree_when_the_loop_makes_the_rounds(start_broker, tmp_path: Path):
+    """syncFlushInlineMaxMicros above any msync here: once the first rounds were fast, the event loop
+    makes the rounds itself and answers at once, in the same order, with the same bytes stored."""
+    twins = _start_sync_twins(start_broker, tmp_path, syncFlushInlineMaxMicros="10000000")
+    try:
+        _assert_twins_agree(twins, [_plain(0, 900 + n) for n in range(10)])  # 20 rounds each, with the probes
+        loop_rounds = [twin.broker.store.group_commit_inline_rounds for twin in twins]
+        _assert_twins_agree(twins, _SENDS)
+        for twin, before in zip(twins, loop_rounds, strict=True):
+            assert twin.broker.store.group_commit_inline_rounds > before
+    finally:
+        close_twins(twins)

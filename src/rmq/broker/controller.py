@@ -100,15 +100,24 @@ NO_FAST_LANE_ENV = "RMQ_NO_FAST_LANE"
 class FlushRoundKicker:
     """After the event-loop iteration's last put: SYNC_FLUSH asks for one flush round, so that a
     pipelined burst of sends shares one msync (the store's own rounds would start at the burst's
-    first put and split it); SYNC_MASTER tells its HA service that new bytes are there to replicate."""
+    first put and split it); SYNC_MASTER tells its HA service that new bytes are there to replicate.
+
+    With syncFlushInlineMaxMicros, a round asked for when nothing else is ready at the iteration's
+    very end is made by the loop itself and answered at once: the hand-off to the flush thread and
+    back is two cross-CPU wake-ups, which dominate a round where the flush itself is cheap
+    (docs/sync-flush.md, its last sections). The store keeps the msync on the flush thread while
+    recent ones were slow, so that a slow disk cannot stall a pull or a heartbeat arriving meanwhile."""
 
     def __init__(self, store, loop):
         self.store = store
         self.loop = loop
         self.scheduled = False
         self.sync_flush = store.sync_flush
+        self.inline = False
         if self.sync_flush:
-            store.kick_rounds_myself()
+            inline_max_micros = store.config.sync_flush_inline_max_micros
+            self.inline = inline_max_micros > 0
+            store.kick_rounds_myself(inline_max_micros / 1e6)
 
     def request(self) -> None:
         """After a put (loop thread only)."""
@@ -118,11 +127,18 @@ class FlushRoundKicker:
 
     def _flush(self) -> None:  # the loop's end-of-iteration hook
         self.scheduled = False
-        if self.sync_flush:
+        if self.inline:
+            self.loop.call_last(self._round_here_or_kick)
+        elif self.sync_flush:
             self.store.kick_group_commit()
         ha_service = self.store.ha_service
         if ha_service is not None:
             ha_service.notify_new_data()
+
+    def _round_here_or_kick(self) -> None:
+        # after every other flush of the iteration, so that no answer waits behind the msync
+        if not (self.loop.nothing_ready() and self.store.complete_round_here()):
+            self.store.kick_group_commit()
 
 
 class BrokerController:

@@ -37,6 +37,7 @@ class EventLoop:
         self._timers = TimerQueue()
         self._ready: deque = deque()
         self._dirty: list = []  # objects with a _flush() to call at the end of this iteration
+        self._last: deque = deque()  # calls after those flushes (call_last)
         # descriptors ready in this iteration (readers share the pass: rmq.net.channel.SHARED_RECV_SIZE)
         self.events_ready = 0
         self._wakeup_fd = os.eventfd(0, os.EFD_NONBLOCK | os.EFD_CLOEXEC)
@@ -130,6 +131,21 @@ class EventLoop:
         """Have ``obj._flush()`` called once at the end of this iteration (batched writes)."""
         self._dirty.append(obj)
 
+    def call_last(self, fn: Callable[[], object]) -> None:  # loop thread only
+        """Call ``fn()`` at the end of this iteration, after every ``_flush()``; what it leaves to
+        flush is flushed in the same iteration."""
+        self._last.append((fn, ()))
+
+    def nothing_ready(self) -> bool:  # loop thread only
+        """No descriptor ready, no call queued, no timer due: a call made now delays nobody
+        (until a descriptor turns ready meanwhile)."""
+        if self._ready or self._dirty:
+            return False
+        due = self._timers.next_due()
+        if due is not None and due <= time.monotonic():
+            return False
+        return not self._epoll.poll(0)
+
     def _timer_cancelled(self) -> None:  # a TimerHandle's cancel(), from any thread
         if not self._closed:
             self._call_in_loop(self._timers.cancelled_one)
@@ -199,7 +215,7 @@ class EventLoop:
 
     def _run_once(self) -> None:
         timers = self._timers
-        if self._ready or self._dirty:
+        if self._ready or self._dirty or self._last:
             timeout = 0.0
         else:
             due = timers.next_due()
@@ -222,9 +238,16 @@ class EventLoop:
         if self._ready:
             run_callbacks(self._ready, self.name)
         if self._dirty:
-            dirty, self._dirty = self._dirty, []
-            for obj in dirty:
-                try:
-                    obj._flush()
-                except Exception:
-                    log.exception("flush of %r failed", obj)
+            self._flush_dirty()
+        if self._last:
+            run_callbacks(self._last, self.name)
+            if self._dirty:
+                self._flush_dirty()
+
+    def _flush_dirty(self) -> None:
+        dirty, self._dirty = self._dirty, []
+        for obj in dirty:
+            try:
+                obj._flush()
+            except Exception:
+                log.exception("flush of %r failed", obj)

@@ -25,6 +25,7 @@ class MessageStoreConfig(SettingsView):
     flush_commit_log_thorough_interval: int = setting("flushCommitLogThoroughInterval")
     flush_interval_consume_queue: int = setting("flushIntervalConsumeQueue")
     sync_flush_timeout: int = setting("syncFlushTimeout")
+    sync_flush_inline_max_micros: int = setting("syncFlushInlineMaxMicros")
     os_page_cache_busy_time_out_mills: int = setting("osPageCacheBusyTimeOutMills")
     file_reserved_time: int = setting("fileReservedTime")
     delete_when: str = setting("deleteWhen")

@@ -134,6 +134,10 @@ class AdminBrokerProcessor(Processor):
                 store.group_commit_flushes if store.sync_flush else store.commit_log.flush_count  # type: ignore[attr-defined]
             ),
         }
+        if store.sync_flush:  # of those rounds, the loop's own and the flush thread's (rmq's keys)
+            inline_rounds = store.group_commit_inline_rounds
+            table["flushInlineRounds"] = inline_rounds
+            table["flushThreadRounds"] = store.group_commit_flushes - inline_rounds
         table.update(c.runtime_stats.table())
         if c.send_lane is not None:  # frames the compiled send lane served and left to the processors (rmq's keys)
             table["sendLaneServed"] = c.send_lane.served
