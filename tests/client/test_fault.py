@@ -71,3 +71,17 @@ def test_a_send_waiting_longer_than_550_ms_sets_its_broker_aside_until_it_ends()
     fault.send_ended("broker-a", second)
     assert fault.is_available("broker-a")
     fault.send_ended("broker-a", second)  # twice is harmless
+
+
+def test_send_done_ends_the_send_and_records_its_latency():
+    clock = Clock()
+    fault = LatencyFaultTolerance(clock=clock)
+    token = fault.send_started("broker-a")
+    clock.now += 0.6
+    assert not fault.is_available("broker-a")  # still waiting after 600 ms
+    fault.send_done("broker-a", token, 100)
+    assert fault.is_available("broker-a")  # ended, and answered fast enough
+    failed = fault.send_started("broker-a")
+    fault.send_done("broker-a", failed, 5, isolation=True)
+    clock.now += 60
+    assert not fault.is_available("broker-a")  # a failure isolates it

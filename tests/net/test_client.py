@@ -118,8 +118,10 @@ def test_pre_encoded_requests_of_a_thread_reach_the_server_in_order(server, clie
 def test_pre_encoded_requests_time_out_in_order_and_out_of_order(server, client):
     server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: None)  # never answers
     client.invoke_sync(server.address, route_request(), timeout=3.0)
-    longer = invoke_encoded(client, server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), 0.4)
-    shorter = invoke_encoded(client, server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), 0.1)
+    # not waited for: a waited-for one would hold its sender, reading, until its own deadline
+    pull = RequestCode.PULL_MESSAGE
+    longer = invoke_encoded(client, server.address, RemotingCommand.request(pull), 0.4, waited=False)
+    shorter = invoke_encoded(client, server.address, RemotingCommand.request(pull), 0.1, waited=False)
     wait_until(lambda: shorter, 3, "the shorter timeout reported")
     assert not longer  # the one sent first, with the longer timeout, still waits
     wait_until(lambda: longer, 3, "the longer timeout reported")
@@ -190,3 +192,107 @@ def test_shutdown_fails_pending_and_refuses_new_requests(server):
     with pytest.raises(RemotingError, match="shut down"):
         client.invoke_sync(server.address, route_request(), timeout=1.0)
     assert not [t for t in threading.enumerate() if t.name == "rmq-client"]
+
+
+def held_answers(server) -> list:
+    """(channel, request) of each PULL_MESSAGE the server got, answered only when the test says."""
+    held: list = []
+    server.register_processor(RequestCode.PULL_MESSAGE, lambda channel, request: held.append((channel, request)))
+    return held
+
+
+def answer(held_entry, code: int = ResponseCode.SUCCESS) -> None:
+    channel, request = held_entry
+    channel.send_response(RemotingCommand.response_to(request, code))
+
+
+def test_a_waited_for_request_is_answered_to_its_sender_before_the_call_returns(server, client):
+    client.invoke_sync(server.address, route_request(), timeout=3.0)  # the connection is up
+    request = RemotingCommand.request(RequestCode.GET_ROUTEINFO_BY_TOPIC, {"topic": "TopicTest"})
+    callers = []
+    outcome: list = []
+    client.invoke_frame(
+        server.address,
+        request.opaque,
+        request.code,
+        encode(request),
+        3.0,
+        lambda *args: (outcome.append(args), callers.append(threading.get_ident())),
+        waited=True,
+    )
+    # the sender read its answer itself: no hop to the loop thread and back
+    assert callers == [threading.get_ident()]
+    response, error = outcome[0]
+    assert error is None and response.opaque == request.opaque and response.body == route_body()
+
+
+def test_a_sender_reading_its_answer_passes_others_answers_and_server_requests_to_the_loop(server, client):
+    held = held_answers(server)
+    notified = threading.Event()
+    client.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, lambda channel, request: notified.set())
+    client.invoke_sync(server.address, route_request(), timeout=3.0)
+    mine = RemotingCommand.request(RequestCode.PULL_MESSAGE)
+    sender_outcome: list = []
+    sender = threading.Thread(
+        target=lambda: sender_outcome.extend(invoke_encoded(client, server.address, mine, 10.0)), name="sender"
+    )
+    sender.start()
+    try:
+        wait_until(lambda: held, 5, "the sender's request reached the server")
+        # meanwhile: another thread's request, answered first, and a request of the server's
+        other = client.invoke_async(server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), timeout=10.0)
+        wait_until(lambda: len(held) == 2, 5, "the other request reached the server")
+        answer(held[1])
+        assert other.result(5.0).opaque == held[1][1].opaque
+        held[0][0].send_oneway(RemotingCommand.request(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, {"consumerGroup": "g"}))
+        assert notified.wait(5.0)
+        assert sender.is_alive() and not sender_outcome  # still reading, for its own
+        answer(held[0])
+    finally:
+        sender.join(10.0)
+    response, error = sender_outcome[0]
+    assert error is None and response.opaque == mine.opaque
+    # the loop reads the connection again
+    assert client.invoke_sync(server.address, route_request(), timeout=3.0).code == ResponseCode.SUCCESS
+
+
+def test_a_sender_reading_its_answer_gets_the_timeout_and_the_connection_serves_on(server, client):
+    held = held_answers(server)
+    client.invoke_sync(server.address, route_request(), timeout=3.0)
+    outcome = invoke_encoded(client, server.address, RemotingCommand.request(RequestCode.PULL_MESSAGE), 0.2)
+    wait_until(lambda: outcome, 3, "the timeout reported")
+    response, error = outcome[0]
+    assert response is None and isinstance(error, RemotingTimeoutError) and server.address in str(error)
+    answer(held[0])  # too late: dropped
+    # read by the loop again, the late answer and the next request's
+    assert client.invoke_sync(server.address, route_request(), timeout=3.0).code == ResponseCode.SUCCESS
+    outcome = invoke_encoded(client, server.address, route_request(), 3.0)
+    assert outcome and outcome[0][1] is None
+
+
+@pytest.mark.parametrize("closer", ["server", "client"])
+def test_a_sender_reading_its_answer_learns_of_a_closed_connection_at_once(server, client, closer):
+    held = held_answers(server)
+    client.invoke_sync(server.address, route_request(), timeout=3.0)
+    outcomes: list = []
+    request = RemotingCommand.request(RequestCode.PULL_MESSAGE)
+    sender = threading.Thread(
+        target=lambda: outcomes.append(invoke_encoded(client, server.address, request, 30.0)), name="sender"
+    )
+    sender.start()
+    try:
+        wait_until(lambda: held, 5, "the sender's request reached the server")
+        if closer == "server":
+            held[0][0].close()
+        else:
+            client.close_channel(server.address)
+        sender.join(10.0)  # far before its 30 s deadline
+        assert not sender.is_alive()
+    finally:
+        if sender.is_alive():
+            answer(held[0])
+            sender.join(10.0)
+    wait_until(lambda: outcomes[0], 5, "the failure reported")  # by the loop, which closed it
+    response, error = outcomes[0][0]
+    assert response is None and isinstance(error, RemotingSendError)
+    assert client.invoke_sync(server.address, route_request(), timeout=3.0).code == ResponseCode.SUCCESS

@@ -67,14 +67,29 @@ class LatencyFaultTolerance:
 
     def update(self, broker_name: str, latency_ms: float, isolation: bool = False) -> None:
         """Record a send's latency (``isolation``: it failed)."""
+        item = self._item(broker_name, latency_ms, isolation)
+        with self._lock:
+            self._items[broker_name] = item
+
+    def send_done(self, broker_name: str, token: int, latency_ms: float, isolation: bool = False) -> None:
+        """``send_ended`` and ``update`` under one hold of the lock (once per answer)."""
+        item = self._item(broker_name, latency_ms, isolation)
+        with self._lock:
+            self._items[broker_name] = item
+            sends = self._outstanding.get(broker_name)
+            if sends is not None:
+                sends.pop(token, None)
+                if not sends:
+                    del self._outstanding[broker_name]
+
+    def _item(self, broker_name: str, latency_ms: float, isolation: bool) -> FaultItem:
         if isolation:
             latency_ms = max(latency_ms, ISOLATION_LATENCY_MS)
         duration = 0
         # (below the first threshold that sets a broker aside, every step's duration is 0)
         if self._stall_ms is not None and latency_ms >= self._stall_ms:
             duration = not_available_duration_ms(latency_ms, self.steps)
-        with self._lock:
-            self._items[broker_name] = FaultItem(broker_name, latency_ms, self._clock() + duration / 1000)
+        return FaultItem(broker_name, latency_ms, self._clock() + duration / 1000)
 
     def send_started(self, broker_name: str) -> int:
         """A send to ``broker_name`` is under way; the token to hand ``send_ended``."""

@@ -138,7 +138,7 @@ class _SendJob:
     last_broker: str | None = None
     errors: list[str] = field(default_factory=list)
     last_error: BaseException | None = None
-    started: float = field(default_factory=time.monotonic)
+    started: float = 0.0  # monotonic, when the send began (set by _new_job)
     fields: bytes | None = None
     # a thread waits for the outcome (send, send_batch, send_orderly): written by that thread
     waited: bool = False
@@ -371,7 +371,10 @@ class Producer(InstanceMember):
     ) -> _SendJob:
         timeout = self.config.send_msg_timeout if timeout is None else timeout
         info = self._publish_info(topic)
-        return _SendJob(topic, code, body, ext, msg_id, info, time.monotonic() + timeout, max_attempts, LightFuture())
+        now = time.monotonic()
+        job = _SendJob(topic, code, body, ext, msg_id, info, now + timeout, max_attempts, LightFuture())
+        job.started = now
+        return job
 
     def _publish_info(self, topic: str) -> TopicPublishInfo:
         info = self._publish.get(topic)
@@ -434,7 +437,8 @@ class Producer(InstanceMember):
         """Start the job's next try (any thread: nothing here blocks), or end it."""
         instance = self.instance
         while True:
-            remaining = job.deadline - time.monotonic()
+            now = time.monotonic()
+            remaining = job.deadline - now
             if job.attempt >= job.max_attempts or remaining <= 0:
                 self._fail(job, remaining <= 0)
                 return
@@ -450,7 +454,7 @@ class Producer(InstanceMember):
                 job.last_broker = mq.broker_name
                 continue
             token = self.fault.send_started(mq.broker_name)
-            on_answer = functools.partial(self._on_answer, job, mq, addr, time.monotonic(), token)
+            on_answer = functools.partial(self._on_answer, job, mq, addr, now, token)
             remoting = instance.remoting
             if job.fields is None:
                 remoting.invoke_callback(addr, self._request(job, mq), remaining, on_answer)
@@ -476,11 +480,11 @@ class Producer(InstanceMember):
         error: BaseException | None,
     ) -> None:
         latency_ms = (time.monotonic() - began) * 1000
-        self.fault.send_ended(mq.broker_name, token)
+        status = None if response is None else _SEND_STATUS.get(response.code)
+        # a send that got no send status isolates its broker for a while
+        self.fault.send_done(mq.broker_name, token, latency_ms, isolation=status is None)
         if response is not None:
-            status = _SEND_STATUS.get(response.code)
             if status is not None:
-                self.fault.update(mq.broker_name, latency_ms)
                 try:
                     result = self._result(job, mq, addr, response, status)
                 except ResponseError as exc:
@@ -499,10 +503,8 @@ class Producer(InstanceMember):
                 return
             error = ResponseError(response.code, response.remark, addr)
             if response.code not in RETRY_RESPONSE_CODES:
-                self.fault.update(mq.broker_name, latency_ms, isolation=True)
                 job.future.set_exception(error)
                 return
-        self.fault.update(mq.broker_name, latency_ms, isolation=True)
         log.warning("send to %s (%s) failed, try %d of %d: %s", addr, mq, job.attempt, job.max_attempts, error)
         job.errors.append(f"{addr}: {error}")
         job.last_error = error

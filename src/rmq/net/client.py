@@ -17,6 +17,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import errno
+import math
+import select
 import socket
 import ssl
 import threading
@@ -24,10 +26,12 @@ import time
 from collections import deque
 from typing import Any
 
-from rmq.errors import RemotingConnectError, RemotingError, RemotingTimeoutError
+from rmq.errors import ProtocolError, RemotingConnectError, RemotingError, RemotingSendError, RemotingTimeoutError
 from rmq.net.channel import (
     _ACTIVE,
+    _EPOLLIN,
     MAX_PENDING_OUTPUT_DEFAULT,
+    RECV_SIZE,
     Channel,
     Endpoint,
     ResponseCallback,
@@ -35,7 +39,7 @@ from rmq.net.channel import (
 )
 from rmq.net.codec import RemotingCommand
 from rmq.net.codec_py import ext_fields_for_wire
-from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
+from rmq.net.frame import FLAG_RESPONSE, MAX_FRAME_SIZE_DEFAULT
 from rmq.net.loop import EventLoop
 from rmq.net.tls import TlsChannel, client_context
 from rmq.protocol.acl import SessionCredentials
@@ -177,9 +181,10 @@ class RemotingClient(Endpoint):
         ``opaque`` and ``code`` are the frame's), or to ``frame`` and then ``body`` (a big body
         written from where it is). Not for a client with ``credentials``: the signature is
         computed over the fields, which a frame no longer has apart. ``waited``: the caller waits
-        for the answer (a sync send): written from this thread when nothing is in flight before
-        it (``ClientChannel.submit_frame``); otherwise the loop thread writes it, with the others
-        of its iteration in one burst."""
+        for the answer (a sync send): when nothing is in flight before it, written from this
+        thread, and its answer read here too, ``callback`` run before this returns (at the
+        latest by the deadline: ``ClientChannel.submit_frame``); otherwise the loop thread writes
+        it, with the others of its iteration in one burst."""
         self._check_usable()
         if self.credentials is not None:
             raise RemotingError("a signed request cannot be sent pre-encoded: use invoke_callback")
@@ -323,7 +328,8 @@ class RemotingClient(Endpoint):
 
 class ClientChannel(Channel):
     """A client's plain connection, to which a thread sending a pre-encoded request
-    (``submit_frame``: a producer's send) writes it itself when nothing is in flight on it.
+    (``submit_frame``: a producer's send) writes it itself when nothing is in flight on it, and
+    whose answer that thread then reads itself.
 
     A sync send that waited for the loop to wake, write it and go back to epoll paid two thread
     switches more per round trip: here the sender registers the request and writes it at once,
@@ -332,7 +338,15 @@ class ClientChannel(Channel):
     go to the loop as before: written there in one burst per iteration, while the sender, which
     holds the GIL most of the time, builds the next (measured: written by the sender, each
     ``send_async`` cost it 2-3 us more of CPU, a loopback send's TCP work included, and
-    throughput fell). Answers are read and completed on the loop thread.
+    throughput fell).
+
+    The answer to such a send is read by its sender too (``_read_own``): the loop waking on it,
+    decoding it and waking the sender was the other half of the hops. While a sender reads, the
+    loop does not (EPOLLIN is off for the connection, and the loop's read checks under the lock
+    who reads); whatever else the sender reads (answers to requests other threads sent meanwhile,
+    requests of the server) it hands to the loop, which handles it as if it had read it. The
+    sender stops at its answer, at its deadline (the sweep reports the timeout, as for any
+    request), or when the connection fails or closes (the loop finds it, and fails what waits).
 
     A deadline sweep, not a timer per request, reports the pre-encoded requests that got no
     answer in time (a TimerHandle made and cancelled per request was a tenth of the loop's work
@@ -344,18 +358,31 @@ class ClientChannel(Channel):
         # (deadline, opaque, code, timeout) of pre-encoded requests, deadlines in order
         self._deadlines: deque[tuple[float, int, int, float]] = deque()
         self._sweep_armed = False
+        # the thread that reads its own answer now (``_read_own``), None while the loop reads
+        self._reader: int | None = None
+        self._poller: select.poll | None = None
+        # what the loop's read decoded while holding the lock, handled after it
+        self._deferred: list[RemotingCommand] | None = None
+        # what a sender read that was not its answer, for the loop, in the order read
+        self._forwarded: list[RemotingCommand] = []
 
     def submit_frame(
         self, opaque: int, code: int, frame: bytes, timeout: float, callback: ResponseCallback, body: bytes = b""
     ) -> bool:
         """``invoke_frame`` from any thread when nothing is in flight or queued on the connection;
-        False (nothing done) otherwise, or when it is not active: then the loop thread's path takes it."""
+        False (nothing done) otherwise, or when it is not active: then the loop thread's path takes it.
+        Off the loop thread the caller then reads the answer itself and runs ``callback`` before
+        this returns."""
         if self._pending:
             return False
         with self._lock:
             if self._pending or self._out.size or self._flush_scheduled or not self.is_active:
                 return False
             self._register(opaque, code, timeout, callback)
+            # the read is taken from the loop before the request leaves: its answer can be fast
+            reads = self._reader is None and self._reading and not self._loop.in_loop_thread()
+            if reads:
+                self._take_read()
             try:
                 written = self._sock.sendmsg((frame, body)) if body else self._sock.send(frame)
             except (BlockingIOError, InterruptedError):
@@ -364,14 +391,115 @@ class ClientChannel(Channel):
                 written = 0  # the loop's flush meets the error again and closes the connection
             if written == len(frame) + len(body):
                 self.last_active = time.monotonic()
-                return True
-            _append_rest(self._out, frame, body, written)
-            self._flush_scheduled = True
-            if self._loop.in_loop_thread():
-                self._loop.mark_dirty(self)
             else:
-                self._loop.call_soon_threadsafe(self._flush)
+                if reads:  # the rest waits for the loop's flush: so does the answer
+                    self._give_read()
+                    reads = False
+                _append_rest(self._out, frame, body, written)
+                self._flush_scheduled = True
+                if self._loop.in_loop_thread():
+                    self._loop.mark_dirty(self)
+                else:
+                    self._loop.call_soon_threadsafe(self._flush)
+        if reads:
+            self._read_own(opaque, time.monotonic() + timeout)
         return True
+
+    def _take_read(self) -> None:
+        """Under the lock: this thread reads the connection, the loop no longer."""
+        self._reader = threading.get_ident()
+        events = self._events & ~_EPOLLIN
+        if events != self._events:
+            self._events = events
+            self._loop.update_handler(self._fd, events)
+
+    def _give_read(self) -> None:
+        """Under the lock: the loop reads the connection again."""
+        self._reader = None
+        if self._state is _ACTIVE and self._reading and not self._events & _EPOLLIN:
+            self._events |= _EPOLLIN
+            self._loop.update_handler(self._fd, self._events)
+
+    def _read_own(self, opaque: int, deadline: float) -> None:
+        """The sender's read of the answer to ``opaque`` (it holds the read): its callback runs here
+        once it is read; anything else read goes to the loop."""
+        entry = None
+        answer = None
+        try:
+            poller = self._poller
+            if poller is None:
+                poller = self._poller = select.poll()
+                poller.register(self._fd, select.POLLIN)
+            while answer is None and opaque in self._pending:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0 or not poller.poll(math.ceil(remaining * 1000)):
+                    return  # the deadline sweep reports it
+                with self._lock:
+                    if self._state is not _ACTIVE:
+                        return  # closed meanwhile: the close failed the request
+                    try:
+                        data = self._sock.recv(RECV_SIZE)
+                    except (BlockingIOError, InterruptedError):
+                        continue
+                    except OSError:
+                        return  # the loop's read meets the error again and closes the connection
+                    if not data:
+                        return  # the same: the end of the stream stays readable
+                    self.last_active = self.read_at = time.monotonic()
+                    try:
+                        commands = self._decoder.feed(data)
+                    except ProtocolError as exc:
+                        self._loop.call_soon_threadsafe(
+                            self._close,
+                            RemotingSendError(f"connection to {self.remote_address} sent a bad frame: {exc}"),
+                        )
+                        return
+                    others = []
+                    for cmd in commands:
+                        if answer is None and cmd.opaque == opaque and cmd.flag & FLAG_RESPONSE:
+                            entry = self._pending.pop(opaque, None)
+                            answer = cmd
+                        else:
+                            others.append(cmd)
+                    if others:
+                        if not self._forwarded:
+                            self._loop.call_soon_threadsafe(self._handle_forwarded)
+                        self._forwarded.extend(others)
+        finally:
+            with self._lock:
+                self._give_read()
+        if entry is not None:
+            if entry[1] is not None:
+                entry[1].cancel()
+            _run_callback(entry[0], answer, None)
+
+    def _read(self) -> None:
+        """The loop's read, unless a sender reads its own answer now; what it decodes is handled
+        after the lock is let go (callbacks may send, or block)."""
+        with self._lock:
+            if self._reader is not None:
+                return
+            # what a sender read before goes first
+            self._deferred, self._forwarded = self._forwarded, []
+            try:
+                super()._read()
+            finally:
+                commands, self._deferred = self._deferred, None
+        if commands:
+            super()._handle(commands)
+
+    def _handle_forwarded(self) -> None:
+        with self._lock:
+            commands, self._forwarded = self._forwarded, []
+        if commands:
+            super()._handle(commands)
+
+    def _handle(self, commands: list[RemotingCommand]) -> None:
+        deferred = self._deferred
+        if deferred is not None:
+            deferred.extend(commands)
+        else:
+            super()._handle(commands)
 
     def invoke_frame(self, *args: Any, **kwargs: Any) -> None:
         """Loop thread: ``Channel.invoke_frame``, its timeout reported by the deadline sweep."""
@@ -435,6 +563,9 @@ class ClientChannel(Channel):
     def _flush(self) -> None:
         with self._lock:
             super()._flush()
+            if self._reader is not None and self._events & _EPOLLIN:  # a sender reads: keep it so
+                self._events &= ~_EPOLLIN
+                self._loop.update_handler(self._fd, self._events)
 
     def invoke_async(self, request: RemotingCommand, timeout: float | None, callback: ResponseCallback) -> None:
         with self._lock:
@@ -442,6 +573,11 @@ class ClientChannel(Channel):
 
     def _close(self, reason: RemotingError | None) -> None:
         with self._lock:
+            if self._reader is not None and self._state is _ACTIVE:
+                try:  # wakes the sender polling the socket (closing it would not)
+                    self._sock.shutdown(socket.SHUT_RDWR)
+                except OSError:
+                    pass
             super()._close(reason)
 
 
