@@ -25,7 +25,7 @@ from rmq.protocol.transaction import TRANSACTION_CHECK_GROUP, EndTransactionHead
 from tests.helpers import wait_until
 from tests.helpers.processes import BrokerPair
 from tests.helpers.requests import offset_request
-from tests.helpers.transaction import FAST_CHECKS, Checks, bodies, start_tx_cluster
+from tests.helpers.transaction import FAST_CHECKS, Checks, bodies, start_tx_cluster, wait_checker_past
 
 COMMIT, ROLLBACK, UNKNOWN = LocalTransactionState.COMMIT, LocalTransactionState.ROLLBACK, LocalTransactionState.UNKNOWN
 CLIENT_TIMERS = {"heartbeat_broker_interval": 1.0, "poll_name_server_interval": 1.0}
@@ -52,9 +52,10 @@ def test_commit_is_delivered_once_rollback_never(tx_cluster):
             )
         assert {b: r.local_transaction_state for b, r in results.items()} == outcomes
         wait_until(lambda: sorted(received) == [b"c1", b"c2"], 20, lambda: f"the commits consumed: {received}")
-        time.sleep(2.5)  # a few check rounds: nothing ended is checked, nothing more is delivered
-        assert sorted(received) == [b"c1", b"c2"]
+        # the checker went through all four: each was ended (none checked), nothing more committed
+        wait_checker_past(tx_cluster)
         assert checks.asked == []
+        assert sorted(received) == [b"c1", b"c2"]
     assert bodies(tx_cluster, topic) == [b"c1", b"c2"]
     assert bodies(tx_cluster, TRANS_HALF_TOPIC) == sorted(outcomes)
     assert len(tx_cluster.messages(TRANS_OP_HALF_TOPIC)) == 4
@@ -98,7 +99,9 @@ def test_unknown_is_checked_back_then_committed_or_rolled_back(tx_cluster):
         wait_until(lambda: bodies(tx_cluster, topic) == [b"later-commit"], 20, "the checked commit stored")
         # an exception in execute is UNKNOWN: it is checked too (the check says UNKNOWN: asked again)
         wait_until(lambda: checks.bodies().count(b"raises") >= 2, 20, "the failed one checked twice")
-        time.sleep(1.5)
+        # a round after each answered check reached its copy: ended, or it would be asked again
+        answered = [m.queue_offset for m in checks.asked_messages() if m.body != b"raises"]
+        wait_checker_past(tx_cluster, max(answered))
     assert bodies(tx_cluster, topic) == [b"later-commit"]
     asked = {m.body: m for _, m in checks.asked}
     assert set(asked) == {b"later-commit", b"later-rollback", b"raises"}
@@ -137,7 +140,8 @@ def test_past_transaction_check_max_it_goes_to_trans_check_max_time_topic(spawn,
         ) as producer:
             result = producer.send_message_in_transaction(Message(topic, b"undecided", keys="k-undecided"))
             wait_until(lambda: tx_cluster.messages(TRANS_CHECK_MAX_TIME_TOPIC), 30, "the message given up")
-            time.sleep(1.5)
+            # and not put back: a copy would hold the checker short of the end of the half queue
+            wait_checker_past(tx_cluster)
             assert checks.bodies() == [b"undecided", b"undecided"]  # transactionCheckMax checks, no more
         [given_up] = tx_cluster.messages(TRANS_CHECK_MAX_TIME_TOPIC)
         assert given_up.body == b"undecided" and given_up.uniq_key == result.msg_id
@@ -172,7 +176,8 @@ def test_broker_sigkilled_between_half_and_end_recovers_the_outcome(tx_cluster):
             lambda: f"the open commit recovered by a check: {bodies(tx_cluster, topic)}",
         )
         wait_until(lambda: b"open-rollback" in checks.bodies(), 10, "the open rollback checked")
-        time.sleep(2)  # more check rounds change nothing
+        # a round after both answers reached their copies: ended, or they would be asked again
+        wait_checker_past(tx_cluster, max(m.queue_offset for m in checks.asked_messages()))
     assert bodies(tx_cluster, topic) == [b"done-before", b"open-commit"]
     assert b"done-before" not in checks.bodies() and b"dropped-before" not in checks.bodies()
     # the checker's progress is the consumer offsets of RocketMQ's system group

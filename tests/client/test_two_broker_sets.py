@@ -28,6 +28,8 @@ QUEUES = 4  # per master
 CLEAN_COUNT = 80
 # The bound: a killed master's sends are on the other master within 5 s.
 MOVE_BOUND = 5.0
+# Sends answered after the move that must all be broker-b's (at 5 ms apart: about a second of them).
+SENDS_AFTER_MOVE = 100
 TIMERS = {"persist_consumer_offset_interval": 0.5, "heartbeat_broker_interval": 1.0, "poll_name_server_interval": 1.0}
 
 
@@ -121,7 +123,19 @@ def test_two_broker_sets_share_a_topic_and_survive_a_master_kill(spawn, tmp_path
                 return [body for rows in received.values() for body, _ in rows]
 
         wait_until(lambda: len(all_bodies()) >= CLEAN_COUNT, 20, "the clean run consumed")
-        time.sleep(1.0)  # anything delivered twice would show by now
+        # a message delivered twice is an offset pulled twice; once the group's offsets on both
+        # masters are at the end of every queue, each queue owned once, no such pull is left to come
+        with AdminClient(namesrv) as admin:
+
+            def caught_up() -> bool:
+                rows = admin.consume_progress(GROUP, TOPIC)
+                return len(rows) == 2 * QUEUES and all(r.lag == 0 and r.broker_offset > 0 for r in rows)
+
+            wait_until(
+                caught_up,
+                20,
+                lambda: f"the group's offsets at the end of each queue: {admin.consume_progress(GROUP, TOPIC)}",
+            )
         counts = collections.Counter(all_bodies())
         assert counts == {f"clean-{i}": 1 for i in range(CLEAN_COUNT)}
         with lock:  # each consumer had messages (4 queues each: RocketMQ's average allocation)
@@ -160,7 +174,12 @@ def test_two_broker_sets_share_a_topic_and_survive_a_master_kill(spawn, tmp_path
                 "a send after the kill answered by broker-b",
             )
             moved = min(answered for issued, answered, broker, _ in acked if issued > killed and broker == "broker-b")
-            time.sleep(1.0)
+            # the stream goes on after the move: what follows holds over these sends at least
+            wait_until(
+                lambda: sum(issued > moved for issued, *_ in acked) >= SENDS_AFTER_MOVE,
+                20,
+                lambda: f"{SENDS_AFTER_MOVE} sends answered after the move (failed: {failed[:3]})",
+            )
         finally:
             stop.set()
             sender.join(10)

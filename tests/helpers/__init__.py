@@ -14,7 +14,7 @@ other test modules or conftests (tests/test_tree.py checks it).
     tests.helpers.overload   a flood of sends and pulls (a process of its own), a broker's memory,
                              a disk whose msync stalls (msync_stall.c, preloaded)
     tests.helpers.threads    what the leak checks look at: rmq threads, open descriptors
-    tests.helpers.compat     third-party RocketMQ clients: installs, families, a runner of their scripts
+    tests.helpers.compat     third-party RocketMQ clients: where .ci/install-peers put them, families, a runner
     tests.helpers.twins      which twin of a codec (compiled or pure Python) a module picks
     tests.helpers.perf_logs  perf logs made for tests: hand-made cells, the synthetic spark/samples
 """

@@ -1,17 +1,17 @@
-"""Real third-party RocketMQ clients, installed by the tests themselves into a cache in the checkout,
-and a runner of their scripts (``tests/compat/clients``).
+"""Real third-party RocketMQ clients, found where ``.ci/install-peers`` put them, and a runner of their
+scripts (``tests/compat/clients``).
 
 - npm ``ali-ons@3.12.0``: the pure JavaScript 4.x client (SEND_MESSAGE_V2, needs topics to exist).
 - PyPI ``rocketmq==0.4.4``: a Python wrapper over the C++ client (SEND_MESSAGE, falls back to TBW102
-  for unknown topics). It installs a top-level package named ``rocketmq`` and writes logs under
-  ``$HOME/logs``, so it lives in its own virtual environment and runs with HOME pointed at a temp dir.
-  Its C API has no transactional producer; ``clients/cpp_transaction_shim.cpp`` (built with g++)
-  reaches the one inside its librocketmq.so.
+  for unknown topics). It lives in its own virtual environment and writes logs under ``$HOME/logs``,
+  so it runs with HOME pointed at a temp dir. Its C API has no transactional producer;
+  ``clients/cpp_transaction_shim.cpp`` (built here with g++) reaches the one inside its librocketmq.so.
 - Debian's ``liblz4-java`` and ``libzstd-jni-java``: the Java libraries RocketMQ 5.x's LZ4 and ZSTD
-  body codecs stream through, run by ``JavaCodecs.java`` with the machine's JDK (apt-get installs them).
+  body codecs stream through, run by ``JavaCodecs.java`` with the machine's JDK.
 
-Both are installed once per cache (``.cache/compat`` in the checkout, git-ignored) and reused.
-A missing ``npm`` or an unreachable registry fails these tests with the reason: they are not skipped.
+``.ci/run`` installs them all before the tests (versions and places are the script's); a local run
+that finds one missing runs the script for it. A peer that cannot be installed (no ``npm``, a
+registry out of reach) fails its tests with the script's reason: they are not skipped.
 """
 
 from __future__ import annotations
@@ -19,9 +19,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import shutil
 import subprocess
-import venv
+import sys
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,64 +28,64 @@ from pathlib import Path
 
 import pytest
 
-ALI_ONS_VERSION = "3.12.0"
-ROCKETMQ_PY_VERSION = "0.4.4"
 CHECKOUT = Path(__file__).resolve().parents[2]
 SCRIPTS = CHECKOUT / "tests" / "compat" / "clients"
 CACHE = CHECKOUT / ".cache" / "compat"
-INSTALL_TIMEOUT = 600
+INSTALL_PEERS = CHECKOUT / ".ci" / "install-peers"
+PEERS_MANIFEST = CACHE / "peers.json"
+INSTALL_TIMEOUT = 900
 
 
-def _run_install(args: list[str], what: str, **kwargs) -> None:
+def _installed(name: str) -> dict | None:
+    """The manifest's entry of ``name``, if the script as it is now installed it and it is still there."""
     try:
-        done = subprocess.run(args, capture_output=True, text=True, timeout=INSTALL_TIMEOUT, **kwargs)
-    except FileNotFoundError as e:
-        pytest.fail(f"cannot install {what}: {e.filename} is not installed")
-    if done.returncode != 0:
-        pytest.fail(f"installing {what} failed ({' '.join(args)}):\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}")
+        entry = json.loads(PEERS_MANIFEST.read_text()).get(name)
+    except (FileNotFoundError, ValueError):
+        return None
+    digest = hashlib.sha256(INSTALL_PEERS.read_bytes()).hexdigest()[:16]
+    if entry is None or entry.get("installed_by") != digest or not all(map(os.path.exists, entry["paths"])):
+        return None
+    return entry
+
+
+def peer(name: str) -> dict:
+    """Where ``.ci/install-peers`` put peer ``name`` (its manifest entry); not there, the script is
+    run for it now, and fails the test with its output when it cannot install it."""
+    entry = _installed(name)
+    if entry is not None:
+        return entry
+    command = [sys.executable, str(INSTALL_PEERS), name]
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+    except subprocess.TimeoutExpired:
+        pytest.fail(f"{' '.join(command)} took more than {INSTALL_TIMEOUT} s")
+    entry = _installed(name)
+    if entry is None:
+        pytest.fail(f"{name} is not installed: {' '.join(command)} exited {done.returncode}:\n{done.stderr[-4000:]}")
+    return entry
 
 
 def install_ali_ons() -> Path:
     """A directory whose node_modules holds ali-ons (node scripts run with NODE_PATH set to it)."""
-    prefix = CACHE / f"ali-ons-{ALI_ONS_VERSION}"
-    package_json = prefix / "node_modules" / "ali-ons" / "package.json"
-    if not package_json.exists() or json.loads(package_json.read_text())["version"] != ALI_ONS_VERSION:
-        prefix.mkdir(parents=True, exist_ok=True)
-        _run_install(
-            ["npm", "install", "--no-audit", "--no-fund", "--prefix", str(prefix), f"ali-ons@{ALI_ONS_VERSION}"],
-            f"ali-ons@{ALI_ONS_VERSION}",
-        )
-    return prefix / "node_modules"
-
-
-JAVA_CODEC_JARS = (Path("/usr/share/java/lz4-java.jar"), Path("/usr/share/java/zstd-jni.jar"))
-JAVA_NATIVE_LIBS = "/usr/lib/x86_64-linux-gnu/jni:/usr/lib/x86_64-linux-gnu"
+    return Path(peer("ali-ons")["node_path"])
 
 
 def install_java_codecs() -> list[str]:
     """The command prefix that runs ``JavaCodecs.java`` (RocketMQ 5.x's LZ4/ZSTD streams)."""
-    if not all(jar.exists() for jar in JAVA_CODEC_JARS):
-        env = dict(os.environ, DEBIAN_FRONTEND="noninteractive")
-        _run_install(["apt-get", "update", "-qq"], "Debian's package lists", env=env)
-        _run_install(["apt-get", "install", "-y", "-qq", "liblz4-java", "libzstd-jni-java"], "lz4/zstd Java", env=env)
-    classpath = ":".join(str(jar) for jar in JAVA_CODEC_JARS)
-    return ["java", f"-Djava.library.path={JAVA_NATIVE_LIBS}", "-cp", classpath, str(SCRIPTS / "JavaCodecs.java")]
+    codecs = peer("java-codecs")
+    classpath = ":".join(codecs["jars"])
+    return [
+        codecs["java"],
+        f"-Djava.library.path={codecs['library_path']}",
+        "-cp",
+        classpath,
+        str(SCRIPTS / "JavaCodecs.java"),
+    ]
 
 
 def install_rocketmq_python() -> Path:
     """The python executable of a virtual environment holding rocketmq==0.4.4."""
-    env_dir = CACHE / f"venv-rocketmq-{ROCKETMQ_PY_VERSION}"
-    python = env_dir / "bin" / "python"
-    marker = env_dir / "installed"
-    if not marker.exists():
-        shutil.rmtree(env_dir, ignore_errors=True)
-        venv.EnvBuilder(with_pip=True).create(env_dir)
-        _run_install(
-            [str(python), "-m", "pip", "install", "--quiet", f"rocketmq=={ROCKETMQ_PY_VERSION}"],
-            f"rocketmq=={ROCKETMQ_PY_VERSION}",
-        )
-        marker.write_text(ROCKETMQ_PY_VERSION)
-    return python
+    return Path(peer("rocketmq-python")["python"])
 
 
 def build_cpp_transaction_shim(python: Path) -> Path:
@@ -95,16 +94,20 @@ def build_cpp_transaction_shim(python: Path) -> Path:
     source = SCRIPTS / "cpp_transaction_shim.cpp"
     library = next((python.parent.parent / "lib").glob("python*/site-packages/rocketmq/librocketmq.so"), None)
     if library is None:
-        pytest.fail(f"no librocketmq.so in the rocketmq=={ROCKETMQ_PY_VERSION} environment {python.parent.parent}")
+        pytest.fail(f"no librocketmq.so in the rocketmq environment {python.parent.parent}")
     digest = hashlib.sha256(source.read_bytes() + library.read_bytes()).hexdigest()[:16]
     shim = CACHE / f"cpp-transaction-shim-{digest}.so"
     if not shim.exists():
         lib_dir = str(library.parent)
-        _run_install(
-            ["g++", "-O1", "-shared", "-fPIC", "-D_GLIBCXX_USE_CXX11_ABI=0", str(source), "-L", lib_dir,
-             "-lrocketmq", f"-Wl,-rpath,{lib_dir}", "-o", str(shim)],
-            "the C++ client's transactional producer shim (g++)",
-        )  # fmt: skip
+        args = [
+            "g++", "-O1", "-shared", "-fPIC", "-D_GLIBCXX_USE_CXX11_ABI=0", str(source), "-L", lib_dir,
+            "-lrocketmq", f"-Wl,-rpath,{lib_dir}", "-o", str(shim),
+        ]  # fmt: skip
+        try:
+            done = subprocess.run(args, capture_output=True, text=True, timeout=INSTALL_TIMEOUT)
+        except FileNotFoundError:
+            pytest.fail("g++ is needed to build the C++ client's transactional producer shim")
+        assert done.returncode == 0, f"building the C++ transaction shim failed:\n{done.stderr[-3000:]}"
     return shim
 
 

@@ -4,7 +4,6 @@ answers the others, and plain_acl.yml edited under it."""
 from __future__ import annotations
 
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -55,6 +54,13 @@ accounts:
 AUDITOR = ("auditor-key", "auditor-secret")
 # How soon an edit of plain_acl.yml must be in force.
 RELOAD_WITHIN = 2.0
+# An account an edit adds so that its reload shows: the edit is in force once this key signs in.
+RELOAD_PROBE = ("reload-probe-key", "reload-probe-secret")
+PROBE_ACCOUNT = f"""\
+  - accessKey: {RELOAD_PROBE[0]}
+    secretKey: {RELOAD_PROBE[1]}
+    defaultTopicPerm: PUB
+"""
 
 
 @pytest.fixture
@@ -196,8 +202,13 @@ def test_edits_take_effect_within_two_seconds_and_a_broken_file_keeps_the_last_r
 
 def test_white_addresses_let_unsigned_requests_through_from_loopback_only_when_listed(acl_cluster):
     topic = acl_cluster.create_topic("Orders", queues=1)
-    write_acl_rules(acl_cluster.store, "globalWhiteRemoteAddresses: [10.10.103.*]\n" + RULES)
-    time.sleep(RELOAD_WITHIN)  # in force by now; 127.0.0.1 is not in the list
+    write_acl_rules(acl_cluster.store, "globalWhiteRemoteAddresses: [10.10.103.*]\n" + RULES + PROBE_ACCOUNT)
+    wait_until(
+        lambda: answer(acl_cluster, send_request(topic, b"x"), RELOAD_PROBE).code == ResponseCode.SUCCESS,
+        RELOAD_WITHIN,
+        "the edit in force (its new account signs in)",
+    )
+    # refused before the edit too: only with the edit in force does this say 127.0.0.1 is not listed
     assert "No accessKey is configured" in refused(acl_cluster, send_request(topic, b"x"))
 
     write_acl_rules(acl_cluster.store, "globalWhiteRemoteAddresses: [127.0.0.*]\n" + RULES)
