@@ -197,7 +197,13 @@ class ConsumerBase(InstanceMember):
             self._offset_store = LocalFileOffsetStore(self.group, self.config.offset_store_dir, instance.client_id)
         self._on_start()
         self._running = True
+        # %RETRY%<group> is created by the brokers on this consumer's first heartbeat (as RocketMQ's
+        # heartbeat does), so a new group's has no route before it: the user's topics are routed
+        # first, the heartbeat goes to their brokers, and the retry topic is left to the rebalance.
+        retry_topics = [topic for topic in self.subscriptions if topic.startswith(RETRY_GROUP_TOPIC_PREFIX)]
         for topic in list(self.subscriptions):
+            if topic in retry_topics:
+                continue
             try:
                 if instance.update_route(topic) is None:
                     log.warning("consumer %s: topic %s has no route yet", self.group, topic)
