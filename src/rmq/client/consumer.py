@@ -54,14 +54,14 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmq.client")
 
-# Delays of the pull loop (RocketMQ's PULL_TIME_DELAY_MILLS_*), seconds.
-PULL_DELAY_WHEN_FLOW_CONTROL = 0.05
 # A topic a producer has just created (autoCreateTopicEnable) reaches the name servers with its
 # broker's registration, which goes out as the send is answered, on another thread: a consumer
 # started right after the send may ask first. A topic not routed is asked again this long, this
 # often, before the consumer starts without it and says so.
 NEW_TOPIC_ROUTE_GRACE = 1.0
 NEW_TOPIC_ROUTE_POLL = 0.05
+# Delays of the pull loop (RocketMQ's PULL_TIME_DELAY_MILLS_*), seconds.
+PULL_DELAY_WHEN_FLOW_CONTROL = 0.05
 PULL_DELAY_WHEN_EXCEPTION = 3.0
 PULL_DELAY_WHEN_NOT_LOCKED = 3.0
 # A retry answer that did not move the offset (a slave asked beyond what it holds) waits this long.
