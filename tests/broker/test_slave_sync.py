@@ -9,9 +9,16 @@ from pathlib import Path
 
 import pytest
 
+from rmq.client.admin_client import AdminClient
 from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.helpers import wait_until
-from tests.helpers.processes import SLAVE_SYNC_INTERVAL, BrokerPair, wait_registered
+from tests.helpers.processes import (
+    SLAVE_SYNC_INTERVAL,
+    BrokerPair,
+    start_broker_process,
+    start_namesrv,
+    wait_registered,
+)
 from tests.helpers.requests import pull_request, send_request, update_topic_request
 
 TOPIC = "TopicSync"
@@ -95,3 +102,38 @@ def test_offsets_committed_on_the_slave_survive_the_masters_return(pair):
         lambda: pair.committed(slave, TOPIC, 1, GROUP) == 2, WITHIN_ONE_PERIOD, "the master's lower offset copied"
     )
     assert pair.committed(slave, TOPIC, 0, GROUP) == 10
+
+
+# Issue 26: a master and its slave started together replicated after ~30 s (the slave's next
+# registration), its log silent meanwhile.
+MASTER_FOUND_WITHIN = 5.0
+
+
+@pytest.mark.slow
+def test_slave_started_before_its_master_replicates_as_soon_as_the_master_is_routed(spawn, tmp_path: Path):
+    pair = BrokerPair(spawn, tmp_path, master={"brokerRole": "SYNC_MASTER"})
+    pair.client.start()
+    try:
+        pair.namesrv_addr = start_namesrv(spawn)[1]
+        # INFO: the waiting line is what a user sees at the default level
+        pair.slave_proc, pair.slave_addr = start_broker_process(spawn, pair.slave_settings, pair.namesrv_addr)
+        slave_log = Path(pair.slave_settings["storePathRootDir"]) / "logs" / "broker.log"
+        broker_name = "broker-a"
+        wait_until(
+            lambda: f"waiting for a master of {broker_name}: name servers {pair.namesrv_addr}" in slave_log.read_text(),
+            MASTER_FOUND_WITHIN,
+            lambda: f"the slave's log says what it waits for (it has: {slave_log.read_text()[-2000:]})",
+        )
+        pair.start_master()  # routed once this returns
+
+        def slaves_connected() -> list:
+            with AdminClient(pair.namesrv_addr, timeout=2.0) as admin:
+                return admin.ha_status(broker_name)[1].slaves
+
+        wait_until(slaves_connected, MASTER_FOUND_WITHIN, "the slave's HA connection to its master")
+        # a SYNC_MASTER send is answered once the slave holds it: replication works, not just a socket
+        topic = pair.create_topic(TOPIC, 1)
+        answer = pair.call(pair.master_addr, send_request(topic, b"replicated"))
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+    finally:
+        pair.close()

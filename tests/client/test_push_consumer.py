@@ -4,6 +4,7 @@ broadcasting, orderly listeners (broadcasting, and clustering on broker locks), 
 from __future__ import annotations
 
 import collections
+import logging
 import threading
 import time
 
@@ -291,3 +292,21 @@ def test_shutdown_in_the_middle_of_a_pull_commits_what_was_consumed(cluster):
     answer = cluster.call(offset_request(RequestCode.QUERY_CONSUMER_OFFSET, topic, 0, "cg-stop"))
     # 0-8 done before the shutdown; the tenth's call ended after it, so it comes again
     assert int(answer.ext_fields["offset"]) == 9
+
+
+def test_a_consumer_started_as_its_topic_is_created_consumes_it_with_no_warning(cluster, caplog):
+    # issue 26: a topic a send auto-creates reaches the name server a moment after the send is
+    # answered, so a consumer started right after it warned that the topic had no route; here the
+    # topic comes 0.3 s after the consumer starts
+    topic, received = "JustCreated", Received()
+    caplog.set_level(logging.WARNING, logger="rmq.client")
+    creator = threading.Timer(0.3, cluster.create_topic, args=(topic, 2))
+    creator.start()
+    try:
+        consumer = push_consumer(cluster, "cg-new", "c-new", received, topic, consume_from_where="FIRST_OFFSET")
+    finally:
+        creator.join()
+    with consumer, Producer("pg-just-created", cluster.namesrv_addr, instance_name="p-new") as producer:
+        assert producer.send(Message(topic, b"first")).ok
+        wait_until(lambda: received.bodies() == [b"first"], 10, "the message consumed")
+    assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []

@@ -9,6 +9,7 @@ from rmq.client.route import (
     TopicRouteData,
     master_addr,
     subscribe_queues,
+    why_unwritable,
 )
 from rmq.errors import ClientError
 
@@ -60,3 +61,19 @@ def test_round_robin_avoids_the_broker_that_failed():
 def test_malformed_route_is_a_client_error():
     with pytest.raises(ClientError, match="malformed topic route"):
         TopicRouteData.from_json(b'{"queueDatas":[{"perm":6}]}')
+
+
+def test_why_a_routed_topic_takes_no_send_names_each_broker_set():
+    # broker-a's master is gone (its slave still routed), broker-b's queues are read-only
+    route = TopicRouteData.from_json(
+        JAVA_ROUTE.replace(b'0:"127.0.0.1:10911",', b"").replace(
+            b'"brokerName":"broker-b","perm":6', b'"brokerName":"broker-b","perm":4'
+        )
+    )
+    assert not TopicPublishInfo.from_route("T", route).ok
+    assert why_unwritable(route) == (
+        "broker 'broker-a' has no master alive (slaves: 1 at 127.0.0.1:10921; sends resume when its master is "
+        "back or a slave is promoted); broker 'broker-b' takes no writes of it (perm R--); "
+        "broker 'broker-c' has no master alive (slaves: 1 at 127.0.0.1:10941; sends resume when its master is "
+        "back or a slave is promoted)"
+    )

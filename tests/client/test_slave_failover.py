@@ -1,7 +1,8 @@
 """Acceptance (issue 11, item 3), real processes: a master and its replicating slave; the master is
 SIGKILLed while our SDK's push consumer reads; it goes on consuming from the slave with no message
 skipped, and the offsets it committed meanwhile (to the slave) are on the master once it returns.
-(tests/compat/test_slave_failover.py tells the same with ali-ons.)"""
+(tests/compat/test_slave_failover.py tells the same with ali-ons.) A send meanwhile fails saying the
+master is down, not that the topic is unknown."""
 
 from __future__ import annotations
 
@@ -11,6 +12,8 @@ from pathlib import Path
 import pytest
 
 from rmq.client import Message, Producer, PushConsumer
+from rmq.client.admin_client import AdminClient
+from rmq.errors import ClientError
 from tests.helpers import wait_until
 from tests.helpers.processes import BrokerPair
 
@@ -62,5 +65,24 @@ def test_consumers_read_on_from_the_slave_while_the_master_is_down(spawn, tmp_pa
         # the consumer committed to the slave while the master was away; the master returns from its
         # SIGKILL with whatever offsets it had written (up to 5 s old) and gets the slave's
         pair.master_returns_with(TOPIC, GROUP, ends)
+    finally:
+        pair.close()
+
+
+@pytest.mark.slow
+def test_a_send_while_the_only_master_is_down_says_so(spawn, tmp_path: Path):
+    # issue 26: it said "no route for topic ... create the topic first", of a topic that exists
+    pair = BrokerPair(spawn, tmp_path).start()
+    try:
+        pair.create_topic(TOPIC, 2)
+        pair.kill_master()
+        with AdminClient(pair.namesrv_addr, timeout=2.0) as admin:
+            wait_until(lambda: not admin.master_addrs(), 10, "the name server forgets the killed master")
+        with Producer("pg-master-down", pair.namesrv_addr, instance_name="master-down") as producer:
+            with pytest.raises(ClientError) as info:
+                producer.send(Message(TOPIC, b"x"))
+        text = str(info.value)
+        assert f"cannot send to topic {TOPIC!r}" in text and "broker 'broker-a' has no master alive" in text
+        assert pair.slave_addr in text and "create the topic" not in text
     finally:
         pair.close()

@@ -52,7 +52,7 @@ from rmq.broker.rebalance_lock import RebalanceLockManager
 from rmq.broker.role import RoleSwitch
 from rmq.broker.runtime_stats import SAMPLE_INTERVAL, RuntimeStats
 from rmq.broker.schedule import ScheduleMessageService
-from rmq.broker.slave_sync import SlaveSynchronize
+from rmq.broker.slave_sync import MASTER_LOOKUP_INTERVAL, SlaveSynchronize
 from rmq.broker.stats_log import GetCounts, StatsLog
 from rmq.broker.subscription_filter import SubscriptionFilters
 from rmq.broker.subscription_group import SubscriptionGroupManager
@@ -327,6 +327,7 @@ class BrokerController:
             self.scheduler.schedule_periodic(config.stats_log_interval / 1000, self.stats_log.log_once)
         if self.is_slave:
             self.scheduler.schedule_periodic(config.slave_sync_interval / 1000, self.slave_sync.sync_all)
+            self.scheduler.schedule_periodic(MASTER_LOOKUP_INTERVAL, self.slave_sync.look_for_master, initial_delay=0)
         self.scheduler.start()
         log.info(
             "broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",

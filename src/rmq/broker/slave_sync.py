@@ -12,8 +12,12 @@ and takes what it answers: topics and groups when their DataVersion differs from
 delay offsets as they are, the consumer offsets with the rule of ``rmq.broker.consumer_offset``
 (commits taken on the slave while the master was away are handed to the master, never dropped).
 
-The master's address comes from the name servers' REGISTER_BROKER answers (``masterAddr``), as in
-RocketMQ: re-learned at every registration, gone when the master is no longer registered. The work
+The master's address comes from the name servers' REGISTER_BROKER answers (``masterAddr``, and
+``haServerAddr`` for replication), as in RocketMQ: re-learned at every registration, gone when the
+master is no longer registered. A slave that knows no master (one started before or with its
+master, or whose master went) registers again every MASTER_LOOKUP_INTERVAL rather than at the
+registerNameServerPeriod cycle (30 s), so it replicates within a second or two of its master being
+routed, and logs what it waits for (``look_for_master``). The work
 runs on the broker's Scheduler thread (it waits on the network); requests go out on the broker's
 name-server client, whose loop is idle between registrations.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -38,6 +43,11 @@ if TYPE_CHECKING:
 log = logging.getLogger("rmq.broker")
 
 SLAVE_SYNC_TIMEOUT = 3.0
+# A registration is one small request per name server: once a second costs them nothing, and a
+# master started with its slave is replicated to about a second after it is routed.
+MASTER_LOOKUP_INTERVAL = 1.0
+# How often a slave still without a master says so again.
+MASTER_WAIT_LOG_INTERVAL = 30.0
 
 
 class SlaveSynchronize:
@@ -60,6 +70,9 @@ class SlaveSynchronize:
         self._answers: dict[str, str | None] = {}
         self._master_addr: str | None = None
         self._failing = False
+        # since when this slave knows no master (monotonic), and when it last said so
+        self._waiting_since: float | None = None
+        self._waiting_logged = 0.0
 
     @property
     def master_addr(self) -> str | None:
@@ -83,6 +96,42 @@ class SlaveSynchronize:
         log.info("master of %s is %s: syncing metadata from it", self.controller.config.broker_name, master)
         self._failing = False
         self._run_soon(self.sync_all)
+
+    def master_known(self) -> bool:
+        """A name server named this slave's master, and its HA address unless haMasterAddress says it."""
+        ha_client = self.controller.store.ha_client
+        return self._master_addr is not None and (ha_client is None or bool(ha_client.master_address))
+
+    def look_for_master(self) -> None:
+        """While no name server names this slave's master: say so, and register again (Scheduler
+        thread, every MASTER_LOOKUP_INTERVAL); the answers carry the master's addresses."""
+        controller = self.controller
+        if not controller.is_slave or self.master_known():
+            self._waiting_since = None
+            return
+        now = time.monotonic()
+        if self._waiting_since is None:
+            self._waiting_since = self._waiting_logged = now
+            log.info(
+                "slave %s (brokerId %d): waiting for a master of %s: name servers %s route none yet; "
+                "asking them every %g s",
+                controller.config.broker_name,
+                controller.config.broker_id,
+                controller.config.broker_name,
+                ";".join(controller.namesrv_addrs),
+                MASTER_LOOKUP_INTERVAL,
+            )
+        elif now - self._waiting_logged >= MASTER_WAIT_LOG_INTERVAL:
+            self._waiting_logged = now
+            log.warning(
+                "slave %s (brokerId %d): still no master of %s routed by name servers %s after %.0f s",
+                controller.config.broker_name,
+                controller.config.broker_id,
+                controller.config.broker_name,
+                ";".join(controller.namesrv_addrs),
+                now - self._waiting_since,
+            )
+        controller.register_broker_all()
 
     # -- one round ------------------------------------------------------------------------------
 

@@ -54,6 +54,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmq.client")
 
+# A topic a producer has just created (autoCreateTopicEnable) reaches the name servers with its
+# broker's registration, which goes out as the send is answered, on another thread: a consumer
+# started right after the send may ask first. A topic not routed is asked again this long, this
+# often, before the consumer starts without it and says so.
+NEW_TOPIC_ROUTE_GRACE = 1.0
+NEW_TOPIC_ROUTE_POLL = 0.05
 # Delays of the pull loop (RocketMQ's PULL_TIME_DELAY_MILLS_*), seconds.
 PULL_DELAY_WHEN_FLOW_CONTROL = 0.05
 PULL_DELAY_WHEN_EXCEPTION = 3.0
@@ -197,12 +203,18 @@ class ConsumerBase(InstanceMember):
             self._offset_store = LocalFileOffsetStore(self.group, self.config.offset_store_dir, instance.client_id)
         self._on_start()
         self._running = True
-        for topic in list(self.subscriptions):
-            try:
-                if instance.update_route(topic) is None:
-                    log.warning("consumer %s: topic %s has no route yet", self.group, topic)
-            except RemotingError as exc:
-                log.warning("consumer %s: route of %s: %s", self.group, topic, exc)
+        # %RETRY%<group> is created by the brokers on this consumer's first heartbeat (as RocketMQ's
+        # heartbeat does), so a new group's has no route before it: the user's topics are routed
+        # first, the heartbeat goes to their brokers, and the retry topic is left to the rebalance.
+        unrouted = [topic for topic in self.subscriptions if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX)]
+        deadline = time.monotonic() + NEW_TOPIC_ROUTE_GRACE
+        while True:
+            unrouted = [topic for topic in unrouted if not self._route_at_start(topic)]
+            if not unrouted or time.monotonic() >= deadline:
+                break
+            time.sleep(NEW_TOPIC_ROUTE_POLL)
+        for topic in unrouted:
+            log.warning("consumer %s: topic %s has no route yet", self.group, topic)
         try:
             self._check_client_in_brokers()
         except ClientError:
@@ -216,6 +228,14 @@ class ConsumerBase(InstanceMember):
             "consumer %s (%s) started in client %s", self.group, self.config.message_model.name, instance.client_id
         )
         return self
+
+    def _route_at_start(self, topic: str) -> bool:
+        """Whether ``topic`` is routed (or its route cannot be asked: that is said and not asked again)."""
+        try:
+            return self.instance.update_route(topic) is not None
+        except RemotingError as exc:
+            log.warning("consumer %s: route of %s: %s", self.group, topic, exc)
+            return True
 
     def _on_start(self) -> None:
         """Subclass hook, before the first rebalance."""

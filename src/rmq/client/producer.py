@@ -53,7 +53,7 @@ from rmq.client.message import (
 )
 from rmq.client.msg_id import create_uniq_id
 from rmq.client.results import SendResult, SendStatus
-from rmq.client.route import TopicPublishInfo, TopicRouteData
+from rmq.client.route import TopicPublishInfo, TopicRouteData, why_unwritable
 from rmq.errors import ClientError, RemotingError, RemotingTimeoutError, ResponseError
 from rmq.net import RemotingCommand
 from rmq.net.channel import COPY_LIMIT
@@ -398,6 +398,12 @@ class Producer(InstanceMember):
                         self.config.create_topic_key,
                     )
                     return info
+        if route is not None:
+            # the topic exists: its brokers are down or closed to writes, and creating it would not help
+            raise ClientError(
+                f"cannot send to topic {topic!r}: name server {self.config.namesrv_addr} routes it, but "
+                f"{why_unwritable(route)}"
+            )
         raise ClientError(
             f"no route for topic {topic!r} from name server {self.config.namesrv_addr}: "
             "create the topic first (or enable autoCreateTopicEnable on the broker)"

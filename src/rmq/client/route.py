@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from rmq.errors import ClientError
 from rmq.protocol.java_json import loads_java_json
 from rmq.protocol.message_queue import MessageQueue
-from rmq.protocol.perm import is_readable, is_writeable
+from rmq.protocol.perm import is_readable, is_writeable, perm_to_string
 from rmq.protocol.route import MASTER_ID, BrokerData, QueueData
 
 
@@ -109,6 +109,26 @@ class TopicPublishInfo:
 
     def write_queue_nums(self, broker_name: str) -> int:
         return sum(1 for mq in self.message_queues if mq.broker_name == broker_name)
+
+
+def why_unwritable(route: TopicRouteData) -> str:
+    """Why ``from_route`` found no queue to send to in a route that has the topic: per broker
+    name, no master registered (it died or stopped; its slaves may still be routed) or queues
+    that do not take writes."""
+    reasons = []
+    for qd in sorted(route.queue_datas, key=lambda q: q.broker_name):
+        broker = route.broker(qd.broker_name)
+        if broker is None or master_addr(broker) is None:
+            slaves = ", ".join(f"{i} at {a}" for i, a in sorted(broker.broker_addrs.items())) if broker else ""
+            reason = f"broker {qd.broker_name!r} has no master alive"
+            if slaves:
+                reason += f" (slaves: {slaves}; sends resume when its master is back or a slave is promoted)"
+            reasons.append(reason)
+        elif not is_writeable(qd.perm):
+            reasons.append(f"broker {qd.broker_name!r} takes no writes of it (perm {perm_to_string(qd.perm)})")
+        elif qd.write_queue_nums <= 0:
+            reasons.append(f"broker {qd.broker_name!r} has 0 write queues of it")
+    return "; ".join(reasons) or "the route lists no queue"
 
 
 def subscribe_queues(topic: str, route: TopicRouteData) -> list[MessageQueue]:
