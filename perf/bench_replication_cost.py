@@ -38,7 +38,10 @@ a change, each against its own standalone broker.
 
 ``--catch-up MB`` measures the stream alone instead: a master store holding MB of CommitLog, a new
 slave store in a process of its own copying all of it, plain and over TLS (with cluster
-authentication) in alternating rounds; MB/s of each and TLS/plain.
+authentication) in alternating rounds; MB/s of each and TLS/plain, and the CPU the master's thread
+that sends spent per MB (``rmq-store-ha-stream`` for the plain slave, the HA loop ``rmq-store-ha``
+for the TLS one: on loopback it includes the slave's TCP receive, which the kernel runs on the
+sender's CPU).
 """
 
 from __future__ import annotations
@@ -57,6 +60,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 
@@ -244,8 +248,12 @@ def catch_up(megabytes: int, repeat: int) -> None:
                 master.put("BenchTopic", CATCH_UP_BODY, i % 8, wait=False)
             end = master.commit_log.get_max_offset()
             rates: dict[str, list[float]] = {"plain": [], "tls": []}
+            costs: dict[str, list[float]] = {"plain": [], "tls": []}  # the sender's CPU ms per MB
+            senders = {"plain": "rmq-store-ha-stream", "tls": "rmq-store-ha"}
             for round_ in range(repeat):
                 for side in rates:
+                    sender = next(t.native_id for t in threading.enumerate() if t.name == senders[side])
+                    spent = thread_cpu(os.getpid())[sender]
                     receive, send = multiprocessing.Pipe(duplex=False)
                     root = f"{directory}/slave-{side}-{round_}"
                     args = (root, f"127.0.0.1:{port}", end, cert if side == "tls" else None, send)
@@ -255,11 +263,15 @@ def catch_up(megabytes: int, repeat: int) -> None:
                         proc.terminate()
                         raise TimeoutError(f"the {side} slave did not copy {megabytes} MB in {CATCH_UP_TIMEOUT} s")
                     seconds = receive.recv()
+                    costs[side].append((thread_cpu(os.getpid())[sender] - spent) * 1e3 / (end / 1e6))
                     proc.join(30)
                     shutil.rmtree(root, ignore_errors=True)
                     rates[side].append(end / seconds / 1e6)
             for side, values in rates.items():
-                print(f"catch-up {megabytes} MB  {side:5s} {statistics.median(values):8.1f} MB/s  (rounds {values})")
+                print(
+                    f"catch-up {megabytes} MB  {side:5s} {statistics.median(values):8.1f} MB/s  (rounds {values});"
+                    f" {senders[side]} {statistics.median(costs[side]):.3f} ms CPU/MB"
+                )
             ratio = statistics.median(t / p for t, p in zip(rates["tls"], rates["plain"], strict=True))
             print(f"catch-up TLS/plain per round: {ratio:.2f}x", flush=True)
         finally:
