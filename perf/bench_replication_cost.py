@@ -20,6 +20,7 @@ bench_broker.py's Python pipeliner), so that on a pinned run the load's CPU is n
 
     PYTHONPATH=src python perf/bench_replication_cost.py [--seconds 3] [--repeat 5] [--in-flight 16,64] [--tls] [--pin]
         [--cpu] [--threads] [--rate MSGS] [--no-null-slave] [--base OTHER_CHECKOUT/src]
+    PYTHONPATH=src python perf/bench_replication_cost.py --catch-up MB [--frame-kib 32] [--repeat 5]
 
 ``--pin`` runs each master (and the standalone broker) alone on the first CPU, its slave (real or
 null) and the load on the others: the master's own cost of replicating, as on a host of its own.
@@ -38,7 +39,11 @@ a change, each against its own standalone broker.
 
 ``--catch-up MB`` measures the stream alone instead: a master store holding MB of CommitLog, a new
 slave store in a process of its own copying all of it, plain and over TLS (with cluster
-authentication) in alternating rounds; MB/s of each and TLS/plain.
+authentication) in alternating rounds (``--frame-kib``: haTransferBatchSize on both sides, 32 by
+default); MB/s of each and TLS/plain, and the CPU the master's thread
+that sends spent per MB (``rmq-store-ha-stream`` for the plain slave, the HA loop ``rmq-store-ha``
+for the TLS one: on loopback it includes the slave's TCP receive, which the kernel runs on the
+sender's CPU).
 """
 
 from __future__ import annotations
@@ -57,6 +62,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterator
 
@@ -203,7 +209,7 @@ def running_null_slave_master() -> Iterator[int]:
         shutil.rmtree(root, ignore_errors=True)
 
 
-def copy_all(root: str, master_address: str, end: int, cert: str | None, result) -> None:  # type: ignore[no-untyped-def]
+def copy_all(root: str, master_address: str, end: int, cert: str | None, frame: int, result) -> None:  # type: ignore[no-untyped-def]
     """A slave store (its own process) copying a master's whole CommitLog: seconds it took."""
     security = HASecurity()
     if cert is not None:
@@ -211,7 +217,11 @@ def copy_all(root: str, master_address: str, end: int, cert: str | None, result)
         context.check_hostname = False
         security = HASecurity(CREDENTIALS, client_tls=context)
     config = MessageStoreConfig(
-        store_path_root_dir=root, broker_role="SLAVE", ha_master_address=master_address, **CATCH_UP_FILES
+        store_path_root_dir=root,
+        broker_role="SLAVE",
+        ha_master_address=master_address,
+        ha_transfer_batch_size=frame,
+        **CATCH_UP_FILES,
     )
     slave = MessageStore(config).start()
     try:
@@ -228,14 +238,19 @@ def copy_all(root: str, master_address: str, end: int, cert: str | None, result)
 CATCH_UP_FILES = {"mapped_file_size_commit_log": 1 << 30, "mapped_file_size_consume_queue": 20 * 300_000}
 
 
-def catch_up(megabytes: int, repeat: int) -> None:
+def catch_up(megabytes: int, repeat: int, frame: int) -> None:
     directory = tempfile.mkdtemp(prefix="rmq-bench-catch-up-")
     try:
         cert, key = certificate(directory)
         server = TlsServerOptions(server_context(cert, key), TlsMode.PERMISSIVE)
         port = free_port()
         master = MessageStore(
-            MessageStoreConfig(store_path_root_dir=f"{directory}/master", ha_listen_port=port, **CATCH_UP_FILES)
+            MessageStoreConfig(
+                store_path_root_dir=f"{directory}/master",
+                ha_listen_port=port,
+                ha_transfer_batch_size=frame,
+                **CATCH_UP_FILES,
+            )
         ).start()
         try:
             # permissive: the plain slave (no credentials) is served too
@@ -244,22 +259,30 @@ def catch_up(megabytes: int, repeat: int) -> None:
                 master.put("BenchTopic", CATCH_UP_BODY, i % 8, wait=False)
             end = master.commit_log.get_max_offset()
             rates: dict[str, list[float]] = {"plain": [], "tls": []}
+            costs: dict[str, list[float]] = {"plain": [], "tls": []}  # the sender's CPU ms per MB
+            senders = {"plain": "rmq-store-ha-stream", "tls": "rmq-store-ha"}
             for round_ in range(repeat):
                 for side in rates:
+                    sender = next(t.native_id for t in threading.enumerate() if t.name == senders[side])
+                    spent = thread_cpu(os.getpid())[sender]
                     receive, send = multiprocessing.Pipe(duplex=False)
                     root = f"{directory}/slave-{side}-{round_}"
-                    args = (root, f"127.0.0.1:{port}", end, cert if side == "tls" else None, send)
+                    args = (root, f"127.0.0.1:{port}", end, cert if side == "tls" else None, frame, send)
                     proc = multiprocessing.Process(target=copy_all, args=args)
                     proc.start()
                     if not receive.poll(CATCH_UP_TIMEOUT):
                         proc.terminate()
                         raise TimeoutError(f"the {side} slave did not copy {megabytes} MB in {CATCH_UP_TIMEOUT} s")
                     seconds = receive.recv()
+                    costs[side].append((thread_cpu(os.getpid())[sender] - spent) * 1e3 / (end / 1e6))
                     proc.join(30)
                     shutil.rmtree(root, ignore_errors=True)
                     rates[side].append(end / seconds / 1e6)
             for side, values in rates.items():
-                print(f"catch-up {megabytes} MB  {side:5s} {statistics.median(values):8.1f} MB/s  (rounds {values})")
+                print(
+                    f"catch-up {megabytes} MB  {side:5s} {statistics.median(values):8.1f} MB/s  (rounds {values});"
+                    f" {senders[side]} {statistics.median(costs[side]):.3f} ms CPU/MB"
+                )
             ratio = statistics.median(t / p for t, p in zip(rates["tls"], rates["plain"], strict=True))
             print(f"catch-up TLS/plain per round: {ratio:.2f}x", flush=True)
         finally:
@@ -275,6 +298,10 @@ def main() -> int:
     parser.add_argument("--in-flight", default="16,64")
     parser.add_argument("--tls", action="store_true", help="also a slave replicating over TLS, authenticated")
     parser.add_argument("--catch-up", type=int, metavar="MB", help="the stream alone: a new slave copying MB")
+    parser.add_argument(
+        "--frame-kib", type=int, default=32,
+        help="--catch-up: haTransferBatchSize of master and slave, in KiB (the most data a frame carries)",
+    )  # fmt: skip
     parser.add_argument("--pin", action="store_true", help=PIN_HELP + " (the null slave with the load)")
     parser.add_argument("--cpu", action="store_true", help="also each broker's CPU time per message")
     parser.add_argument(
@@ -295,7 +322,7 @@ def main() -> int:
     if args.pin:
         pin_master(parser)
     if args.catch_up:
-        catch_up(args.catch_up, args.repeat)
+        catch_up(args.catch_up, args.repeat, args.frame_kib * 1024)
         return 0
     depths = [int(d) for d in args.in_flight.split(",")]
     sides = ["standalone"] + ([] if args.no_null_slave else ["null slave"]) + ["real slave"]
