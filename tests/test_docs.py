@@ -161,8 +161,8 @@ def test_send_header_letters_are_send_message_v2s():
 
 
 def test_frame_and_pull_flags_are_the_codes():
-    from rmq.broker.processor.pull import PullSysFlag
     from rmq.net.frame import FLAG_ONEWAY, FLAG_RESPONSE, MAX_FRAME_SIZE_DEFAULT
+    from rmq.protocol.request_flags import PullSysFlag
 
     frame = prose("protocol.md", "## Frame")
     assert f"bit 0 (`{FLAG_RESPONSE:#x}`): this frame is a response" in frame

@@ -31,11 +31,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rmq._clock import now_ms
 from rmq._service import PeriodicHandle
 from rmq.client import allocate
-from rmq.client.api import (
-    PULL_FLAG_COMMIT_OFFSET,
-    PULL_FLAG_SUBSCRIPTION,
-    PULL_FLAG_SUSPEND,
-)
 from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
 from rmq.client.message import MessageExt
 from rmq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
@@ -46,6 +41,7 @@ from rmq.errors import ClientError, RemotingConnectError, RemotingError, Request
 from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, topic_error
 from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.request_flags import PullSysFlag
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import SUB_ALL, ExpressionType, SubscriptionData, build_subscription_data
 
@@ -446,9 +442,9 @@ class ConsumerBase(InstanceMember):
         addr, slave = found
         offset = self.next_offsets[mq]
         commit_offset = self.offset_store.read_memory(mq) if self.clustering else -1
-        sys_flag = PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION
+        sys_flag = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION
         if commit_offset > 0 and not slave:  # a slave does not take commits with pulls
-            sys_flag |= PULL_FLAG_COMMIT_OFFSET
+            sys_flag |= PullSysFlag.COMMIT_OFFSET
         ext = {
             "consumerGroup": self.group,
             "topic": mq.topic,
