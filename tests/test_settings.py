@@ -42,6 +42,13 @@ def test_a_name_server_and_a_broker_share_the_server_keys_but_not_listen_port():
         assert NAMESRV_SETTINGS[key].default == SETTINGS[key].default
 
 
+def test_clients_look_for_a_name_server_where_one_listens_by_default():
+    from rmq.client.admin_client import DEFAULT_NAMESRV
+    from rmq.client.instance import ClientConfig
+
+    assert ClientConfig().namesrv_addr == DEFAULT_NAMESRV == f"127.0.0.1:{NAMESRV_SETTINGS['listenPort'].default}"
+
+
 def test_the_default_server_limits_are_the_settings_defaults():
     # rmq.net cannot read settings (it sits below them): what a bare RemotingServer allows is checked here
     assert BrokerConfig().connection_limits() == ConnectionLimits()

@@ -41,8 +41,9 @@ from rmq.protocol.replica import (
     RangeDigest,
 )
 from rmq.protocol.route import MASTER_ID
+from rmq.settings import DEFAULT_NAMESRV_ADDR
 
-DEFAULT_NAMESRV = "127.0.0.1:9876"
+DEFAULT_NAMESRV = DEFAULT_NAMESRV_ADDR
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_QUEUE_NUMS = 8
 INT64_MAX = 2**63 - 1

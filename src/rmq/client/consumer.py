@@ -44,6 +44,7 @@ from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.request_flags import PullSysFlag
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import SUB_ALL, ExpressionType, SubscriptionData, build_subscription_data
+from rmq.settings import DEFAULT_NAMESRV_ADDR
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self from Python 3.11
@@ -127,7 +128,7 @@ class ConsumerBase(InstanceMember):
     config_class: type[ConsumerConfig] = ConsumerConfig
     config: ConsumerConfig
 
-    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
+    def __init__(self, group: str, namesrv_addr: str = DEFAULT_NAMESRV_ADDR, **options: Any):
         check_group(group)
         self.group = group
         self.config = option_fields(self.config_class, dict(options, namesrv_addr=namesrv_addr))
