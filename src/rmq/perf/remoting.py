@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from rmq.net.codec import RemotingCommand, encode
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.message import encode_properties
+from rmq.protocol.message import MessageProperty, encode_properties
 from rmq.protocol.request_flags import PullSysFlag
 
 # Opaques of template frames: every one has 10 digits, so a frame's length never changes.
@@ -94,9 +94,9 @@ def send_request(
         "k": "false",
         "m": "false",
     }
-    fields = {"UNIQ_KEY": _UNIQ_KEY, "WAIT": "true"}
+    fields = {MessageProperty.UNIQ_KEY: _UNIQ_KEY, MessageProperty.WAIT_STORE_MSG_OK: "true"}
     if tags:
-        fields["TAGS"] = tags
+        fields[MessageProperty.TAGS] = tags
     props = encode_properties(fields)
     if batch <= 1:
         ext["i"] = props.decode()
