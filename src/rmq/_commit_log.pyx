@@ -21,7 +21,7 @@ from rmq._group_commit cimport GroupCommit
 from rmq._ha_stream cimport HAStream
 from rmq._mapped_file cimport MappedFile, MappedFileQueue
 
-from rmq._mapped_file import MADE_AHEAD_SUFFIX, file_name_of
+from rmq import _mapped_file
 from rmq.protocol._record cimport (END_FILE_MIN_BLANK_LENGTH, MESSAGE_MAGIC_CODE, REC_FIXED_OVERHEAD, REC_MAGIC,
                                    REC_STORETIMESTAMP, REC_TOTALSIZE, write_end_of_file)
 
@@ -103,7 +103,7 @@ cdef class CommitLog(MappedFileQueue):
         read around 8 MiB of the new file). It carries a suffix until then, so a crash or a stop
         leaves no empty file in the log (``MappedFileQueue.load`` removes it)."""
         cdef MappedFile made
-        path = os.path.join(self.store_path, file_name_of(offset)) + MADE_AHEAD_SUFFIX
+        path = os.path.join(self.store_path, _mapped_file.file_name_of(offset)) + _mapped_file.MADE_AHEAD_SUFFIX
         try:
             made = MappedFile(path, offset, self.mapped_file_size, True, False)
         except OSError as e:  # the disk is full, say: the writer's roll-over reports it if it still is
@@ -123,7 +123,7 @@ cdef class CommitLog(MappedFileQueue):
         if made.file_from_offset != offset:
             made.destroy()
             return None
-        path = made.path[: -len(MADE_AHEAD_SUFFIX)]
+        path = made.path[: -len(_mapped_file.MADE_AHEAD_SUFFIX)]
         try:
             os.rename(made.path, path)
         except OSError as e:
