@@ -11,8 +11,10 @@ went out, so that a broker that stalls is charged for every request that should 
 meanwhile (no coordinated omission). That latency holds the generator's own lateness too: a
 request the generator sends late (it was not run: a shared machine) is charged from its due time
 like one the broker answered late. So beside p50 / p99 / p999 each round prints the generator's
-send delay (how long after its due time each request went out) at p99 and p999, and its latest
-wake-up: a latency percentile no larger than the send delay's is the generator's, not the broker's.
+send delay (how long after it could go out each request went out: after it fell due and a slot
+of the in-flight window was free, a broker's stall that fills the window stays the broker's) at p99
+and p999, and its latest wake-up: a latency percentile no larger than the send delay's is the
+generator's, not the broker's.
 Medians over rounds at the end.
 ``--base SRC`` runs a broker of another build (its ``src`` dir, built in place) in every round
 too, right after this one's, with this build's generator and the same rates. ``--floor`` adds

@@ -37,8 +37,11 @@ Answers read::
 
 Latency, as in the Python loop: from the send (closed loop) or from the request's due time
 start + k * period (open loop), never recorded for a request due before ``t0`` (the warm-up).
-In an open loop ``delay_counts`` (when given) gets, per request, how long after its due time it
-went out: the generator's own lateness, inside the latency, told apart from the server's.
+In an open loop ``delay_counts`` (when given) gets, per request, how long after it could go out
+it went out: from its due time, or from the answer that freed a slot of the full in-flight window
+after it (a server that stalls holds requests back there: that wait stays the server's). What is
+left is the generator's own lateness, inside the latency, told apart from the server's; an answer
+the generator read late still counts as the server's.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING
@@ -400,7 +403,7 @@ cdef class Loop:
         for k in range(n):
             intended = self.next_due + k * self.period if self.period > 0 else now
             if self.delay_counts != NULL and self.period > 0 and intended >= self.t0:
-                self.delay_counts[bucket_index(<int64_t>((now - intended) * 1e6))] += self.batch
+                self.delay_counts[bucket_index(<int64_t>((now - max(intended, self.freed_at)) * 1e6))] += self.batch
             self.seq += 1
             t = <int>(self.seq % self.n_templates)
             if self.offset_at[t] >= 0:
@@ -586,6 +589,8 @@ cdef class Loop:
         """One request answered: recorded unless it was sent in the warm-up (``failure`` NULL: a
         success of ``messages``; else the ``messages`` it failed)."""
         cdef int i
+        if self.outstanding == self.in_flight:  # a request held back by the full window may go now
+            self.freed_at = answered
         self.outstanding -= 1
         if intended < self.t0:
             return

@@ -150,8 +150,9 @@ class IntervalReport:
     cpu_s: float = 0.0
     reports: int = 0
     wake_late_max_s: float = 0.0
-    # open loop: how long after its due time each message's request went out (the generator's
-    # lateness, a part of ``histogram``'s latency that is not the broker's)
+    # open loop: how long after it could go out (due, and a slot of the in-flight window free) each
+    # message's request went out: the generator's lateness, a part of ``histogram``'s latency that
+    # is not the broker's
     send_delay: Histogram = dataclasses.field(default_factory=Histogram)
 
     def merge(self, other: IntervalReport) -> None:
@@ -364,6 +365,7 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
     latencies: list[float] = []
     weights: list[int] = []  # the messages each latency counts for
     delays: list[float] = []  # open loop: how late each request due since t0 went out
+    freed_at = 0.0  # when an answer last freed a slot of the full in-flight window
     sent = acked = 0
     failed: Counter[str] = Counter()
     cpu_mark = time.process_time()
@@ -406,7 +408,7 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
                 if period:
                     due_times = [next_due + k * period for k in range(n)]
                     next_due += n * period
-                    delays += [now - due for due in due_times if due >= t0]
+                    delays += [now - max(due, freed_at) for due in due_times if due >= t0]
                 else:
                     due_times = [now] * n
                 if keyed:
@@ -448,6 +450,8 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
         answered = time.monotonic()
         for key, failure, messages in driver.feed(data):
             intended: float | None = pending_keyed.pop(key, None) if keyed else pending_fifo.popleft()
+            if outstanding == in_flight:  # a request held back by the full window may go now
+                freed_at = answered
             outstanding -= 1
             if intended is None or intended < t0:
                 continue  # an answer to a warm-up request: not recorded
