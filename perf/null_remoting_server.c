@@ -9,6 +9,7 @@
  * with {"code":0,"opaque":N,"flag":1}, N copied from the request's header, and the answers of one
  * read go out with one send. Stops on SIGTERM.
  */
+#define _GNU_SOURCE /* memmem */
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>

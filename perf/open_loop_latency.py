@@ -176,7 +176,7 @@ def main() -> int:
             late99, late999 = (got[f"generator's send delay {p}"][0] for p in ("p99", "p999"))
             rate = r.acked / args.seconds
             report.line(
-                f"round {round_} {side:10s}: saturation {saturated:,.0f} msgs/s, open loop {rate:,.0f}"
+                f"round {round_} {side:10s}: saturation {got['saturation'][0]:,.0f} msgs/s, open loop {rate:,.0f}"
                 f" msgs/s, p50 / p99 / p999 {p50:.3f} / {p99:.3f} / {p999:.3f} ms, failed {sum(r.failed.values())},"
                 f" generator sent p99 / p999 {late99:.3f} / {late999:.3f} ms late,"
                 f" woke up to {r.wake_late_max_s * 1000:.1f} ms late"

@@ -38,7 +38,7 @@ cdef class CommitLog(MappedFileQueue):
     cdef void publish_files(self)
     cdef void _hand_prefault(self, MappedFile mf) noexcept
     cdef int _make_ahead(self, int64_t offset, Py_ssize_t chunks) except -1
-    cdef MappedFile _take_made_ahead(self, int64_t offset)
+    cdef MappedFile take_made_ahead(self, int64_t offset)
     cdef object look_message(self, int64_t phy_offset, Py_ssize_t size)
     cdef int64_t store_timestamp_at(self, int64_t phy_offset)
 

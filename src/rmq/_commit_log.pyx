@@ -54,7 +54,7 @@ cdef class CommitLog(MappedFileQueue):
             if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size:
                 return mf
             # create the next file before marking this one full: if the disk is full, nothing changes
-            next_file = self._take_made_ahead(mf.file_from_offset + mf.file_size)
+            next_file = self.take_made_ahead(mf.file_from_offset + mf.file_size)
             if next_file is None:
                 next_file = self.create_file(mf.file_from_offset + mf.file_size)
         except OSError as e:
@@ -98,7 +98,7 @@ cdef class CommitLog(MappedFileQueue):
     cdef int _make_ahead(self, int64_t offset, Py_ssize_t chunks) except -1:
         """RocketMQ's AllocateMappedFileService: the file that starts at ``offset`` made (fallocated,
         mapped) and its first chunks populated on this thread, not the writer's; at the roll-over
-        the writer renames it in (``_take_made_ahead``). Made in the writer's own roll-over it cost
+        the writer renames it in (``take_made_ahead``). Made in the writer's own roll-over it cost
         the broker's event loop 3-6 ms per 1 GiB file (fallocate, mmap, then a first write that
         read around 8 MiB of the new file). It carries a suffix until then, so a crash or a stop
         leaves no empty file in the log (``MappedFileQueue.load`` removes it)."""
@@ -113,7 +113,7 @@ cdef class CommitLog(MappedFileQueue):
         self.made_ahead = made
         return 0
 
-    cdef MappedFile _take_made_ahead(self, int64_t offset):
+    cdef MappedFile take_made_ahead(self, int64_t offset):
         """The file made ahead, renamed to its place in the log, if it starts at ``offset``; None
         (and it is removed) otherwise: the log was cut back, or the writer rolled over first."""
         cdef MappedFile made = self.made_ahead
