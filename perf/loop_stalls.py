@@ -147,6 +147,7 @@ def main() -> int:
     open_loop_latency.add_open_loop_arguments(parser, seconds=6.0)
     parser.add_argument("--rate", type=float, help="open-loop rate in msgs/s (instead of measuring saturation)")
     parser.add_argument("--top", type=int, default=12, help="longest iterations printed")
+    parser.add_argument("--broker-src", help="the src dir of the broker's build (default: this one)")
     parser.add_argument("--perf", metavar="FILE", help="also `perf record -g` the broker over the open loop into FILE")
     args = parser.parse_args()
     if args.pin:
@@ -162,7 +163,7 @@ def main() -> int:
             "    import loop_stalls\n"
             f"    loop_stalls._install(os.environ[{TRACE_ENV!r}])\n"
         )
-    src = os.environ.get("PYTHONPATH", "")
+    src = args.broker_src or os.environ.get("PYTHONPATH", "")
     os.environ[TRACE_ENV] = trace
     with open_loop_latency.broker(hook_dir + (os.pathsep + src if src else "")) as port:
         proc = open_loop_latency.RUNNING[port]
@@ -197,6 +198,13 @@ def main() -> int:
             b = int(bucket)
             low = 0 if b == 0 else 1 << (b - 1)
             report.line(f"  [{low:>7,} us, {1 << b:>7,} us): {hist[bucket]:>9,}")
+        rows = record["iterations"][name]
+        report.line(
+            f"  longest {len(rows)}: busy {sum(r[0] for r in rows) * 1000:.1f} ms, on the CPU"
+            f" {sum(r[5] for r in rows) * 1000:.1f} ms (in the kernel {sum(r[6] for r in rows) * 1000:.1f} ms),"
+            f" major faults {sum(r[8] for r in rows)}, switched out waiting {sum(r[9] for r in rows)}"
+            f" / preempted {sum(r[10] for r in rows)} times"
+        )
         report.line(
             f"  longest {args.top}: busy ms | at s | epoll ms | events | cpu ms (sys) | minflt majflt | vcsw ivcsw"
         )
