@@ -4,7 +4,7 @@
  *
  *     cc -O2 -o null_remoting_server perf/null_remoting_server.c && ./null_remoting_server PORT
  *
- * On 127.0.0.1:PORT, one connection at a time; per read, every complete frame (SPEC.md section 2:
+ * On 127.0.0.1:PORT, one connection at a time; per read, every complete frame (docs/protocol.md#frame:
  * int32 total_length, int32 serialize_type << 24 | header_length, JSON header, body) is answered
  * with {"code":0,"opaque":N,"flag":1}, N copied from the request's header, and the answers of one
  * read go out with one send. Stops on SIGTERM.
