@@ -12,6 +12,7 @@ from rmq.client.admin_client import AdminClient
 from tests.helpers import LOOPBACK, free_port, harness, wait_for_port, wait_until
 from tests.helpers.frames import RawConnection, route_request_frame
 from tests.helpers.processes import start_namesrv
+from tests.helpers.settings import print_config_rows
 
 
 def test_sigterm_exits_cleanly(spawn):
@@ -72,12 +73,7 @@ def print_config(*args: str) -> dict[str, tuple[str, str]]:
     """``rmq-namesrv ARGS -p`` as {key: (value, where it came from)}."""
     result = subprocess.run([*NAMESRV, *args, "-p"], capture_output=True, text=True, timeout=30)
     assert result.returncode == 0, result.stderr
-    rows = {}
-    for line in result.stdout.splitlines():
-        setting, _, source = line.partition("  # ")
-        key, _, value = setting.rstrip().partition("=")
-        rows[key] = (value, source)
-    return rows
+    return print_config_rows(result.stdout)
 
 
 def test_print_config_shows_the_name_servers_settings_and_where_they_came_from(tmp_path):
