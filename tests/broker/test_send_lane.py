@@ -285,6 +285,41 @@ def test_a_producer_whose_reads_end_mid_frame_is_not_taken_for_a_stalled_one(sta
     assert broker.send_lane.served - served > 20
 
 
+@needs_lane
+def test_a_producer_that_reads_slowly_gets_every_answer_in_the_order_it_sent(start_broker):
+    """The answers to a read the lane serves whole go to the socket at once, and what it does not
+    take waits in the output: answers to the processors' requests among them, queued behind it,
+    keep their place, and no later read's answers overtake them."""
+    broker = start_broker()
+    create_topic(broker, "Lane")
+    ext = {"b": "Lane", "e": "0", "g": "1"}
+    info = b'{"code":%d,"opaque":%%d,"flag":0,"extFields":{}}' % RequestCode.GET_BROKER_RUNTIME_INFO
+    writes, expected = [], []
+    opaque = 0
+    # lane sends alone, then with a request for a processor and a delayed send (the processor's) among them
+    for kinds in (["lane"] * 12000, ["lane"] * 400 + ["info", "delay"] + ["lane"] * 400, ["lane"] * 12000):
+        frames = []
+        for kind in kinds:
+            opaque += 1
+            if kind == "info":
+                frames.append(raw_frame(info % opaque))
+            else:
+                props = {"i": "DELAY\x012\x02"} if kind == "delay" else {}
+                frames.append(_send_frame(RequestCode.SEND_MESSAGE_V2, ext | props, b"m", opaque=opaque))
+            expected.append(opaque)
+        writes.append(b"".join(frames))
+    # a small window: the broker's sends of a read's answers stop part way
+    with RawConnection(broker.config.listen_port, receive_buffer=4096) as connection:
+        connection.send(_send_frame(RequestCode.SEND_MESSAGE_V2, ext, opaque=0))  # the processor checks the topic
+        connection.read_commands(1)
+        for data in writes:
+            connection.send(data)
+        answers = connection.read_commands(len(expected), timeout=20)
+    assert [a.opaque for a in answers] == expected
+    assert {a.code for a in answers} == {ResponseCode.SUCCESS}
+    assert broker.send_lane.served > 24000
+
+
 # -- batches -------------------------------------------------------------------------------------
 
 _BATCH_PROPERTIES = [
