@@ -52,6 +52,7 @@ from report import JSON_HELP, Report
 
 from rmq.net.codec import RemotingCommand, encode
 from rmq.perf.cluster import free_port, stop_process
+from rmq.protocol.codes import ResponseCode
 
 try:
     from rmq.protocol.codes import RequestCode
@@ -185,7 +186,7 @@ def pulls_per_second(port: int, in_flight: int, seconds: float, max_offsets: lis
 
     def on_answer(header: bytes, body: bytes) -> int:
         nonlocal record_size
-        if b'"code":0,' not in header or not body:
+        if b'"code":%d,' % ResponseCode.SUCCESS not in header or not body:
             return 0
         if record_size is None:
             record_size = int.from_bytes(body[:4], "big")

@@ -35,11 +35,11 @@ from pathlib import Path
 import orjson
 from bench_broker import PULL_BATCH, QUEUES, TOPIC, start_broker, stop_process
 
-from rmq.broker.processor.pull import PullSysFlag
 from rmq.net.codec import RemotingCommand, encode
 from rmq.perf.load import ENGINE_C, LoadSpec, run_load
 from rmq.perf.remoting import Pipeline
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.request_flags import PullSysFlag
 
 SHIM_SOURCE = Path(__file__).with_name("slow_msync_shim.c")
 

@@ -23,7 +23,7 @@ from bench_broker import QUEUES, TOPIC, start_broker
 
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.perf.remoting import send_request
-from rmq.protocol.codes import RequestCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 
 BODY = b"x" * 1024
 PULL_BATCH = 32
@@ -72,7 +72,7 @@ def sends(client: RemotingClient, addr: str, in_flight: int, seconds: float) -> 
         turn[0] += 1
         return send_request(TOPIC, turn[0] % QUEUES, BODY)
 
-    return pipelined(client, addr, make, in_flight, seconds, lambda a: 1 if a.code == 0 else 0)
+    return pipelined(client, addr, make, in_flight, seconds, lambda a: 1 if a.code == ResponseCode.SUCCESS else 0)
 
 
 def pulls(client: RemotingClient, addr: str, in_flight: int, seconds: float, ends: int) -> float:
@@ -89,7 +89,7 @@ def pulls(client: RemotingClient, addr: str, in_flight: int, seconds: float, end
 
     def count(answer: RemotingCommand) -> int:
         body = answer.body
-        return len(body) // int.from_bytes(body[:4], "big") if answer.code == 0 and body else 0
+        return len(body) // int.from_bytes(body[:4], "big") if answer.code == ResponseCode.SUCCESS and body else 0
 
     return pipelined(client, addr, make, in_flight, seconds, count)
 

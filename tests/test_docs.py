@@ -6,8 +6,8 @@ files the repository has.
   document nobody can open sends its reader nowhere.
 - The tables of docs/protocol.md, docs/store-format.md and docs/replication.md state codes, offsets and
   sizes the code defines: each is read back and compared with its definition.
-- docs/defaults.md is generated from the settings' declarations, the SDK's and the name server's
-  config classes and the fixed timers: ``PYTHONPATH=src python -m tests.test_docs --write`` rewrites it.
+- docs/defaults.md is generated from the settings' declarations (the broker's and the name server's),
+  the SDK's config classes and the fixed timers: ``PYTHONPATH=src python -m tests.test_docs --write`` rewrites it.
 """
 
 from __future__ import annotations
@@ -161,8 +161,8 @@ def test_send_header_letters_are_send_message_v2s():
 
 
 def test_frame_and_pull_flags_are_the_codes():
-    from rmq.broker.processor.pull import PullSysFlag
     from rmq.net.frame import FLAG_ONEWAY, FLAG_RESPONSE, MAX_FRAME_SIZE_DEFAULT
+    from rmq.protocol.request_flags import PullSysFlag
 
     frame = prose("protocol.md", "## Frame")
     assert f"bit 0 (`{FLAG_RESPONSE:#x}`): this frame is a response" in frame
@@ -249,8 +249,6 @@ GENERATED_END = "<!-- end of generated tables -->"
 
 # Fixed timers and limits: (what, module, constant, unit). Only what has no setting of its own.
 FIXED = (
-    ("name server: a broker silent this long is dropped", "rmq.namesrv.routeinfo",
-     "DEFAULT_BROKER_CHANNEL_EXPIRED_MS", "ms"),
     ("broker: a client silent this long is forgotten", "rmq.broker.client_channel", "CHANNEL_EXPIRED_MS", "ms"),
     ("broker: scan for silent clients every", "rmq.broker.controller", "CLIENT_SCAN_INTERVAL", "s"),
     ("broker: disk space check every", "rmq.broker.controller", "DISK_CHECK_INTERVAL", "s"),
@@ -297,11 +295,11 @@ def _plain_default(value: Any) -> str:
 
 
 def _settings_table(section_name: str) -> list[str]:
-    from rmq.settings import SETTINGS
+    from rmq.settings import NAMESRV_SETTINGS, SETTINGS
 
     home = os.path.expanduser("~")
     lines = ["| key | default | value | what |", "|---|---|---|---|"]
-    for s in SETTINGS.values():
+    for s in (NAMESRV_SETTINGS if section_name == "namesrv" else SETTINGS).values():
         if s.section != section_name:
             continue
         if s.default is None:
@@ -334,8 +332,8 @@ def _config_table(module: str, name: str) -> list[str]:
 
 def render_defaults() -> str:
     out = ["", "## Broker", "", *_settings_table("broker"), "", "## Store", "", *_settings_table("store")]
-    out += ["", "## Name server", "", "`rmq.namesrv.NamesrvConfig` (`rmq-namesrv --help` for its options):", ""]
-    out += _config_table("rmq.namesrv", "NamesrvConfig")
+    out += ["", "## Name server", "", "`rmq-namesrv -c namesrv.conf --set key=value` (`-p` prints them):", ""]
+    out += _settings_table("namesrv")
     out += ["", "## Client SDK", "", "Keyword options of `rmq.client`'s classes (seconds, not ms).", ""]
     for module, name, who in CLIENT_CONFIGS:
         out += [f"### {name}: {who}", "", *_config_table(module, name), ""]

@@ -8,7 +8,9 @@ import pytest
 
 from rmq.broker.config import BrokerConfig
 from rmq.errors import ConfigError
-from rmq.settings import SETTINGS, load_settings, lookup
+from rmq.namesrv import NamesrvConfig, NamesrvSettings
+from rmq.net.server import ConnectionLimits
+from rmq.settings import NAMESRV_SETTINGS, SETTINGS, load_settings, lookup
 from rmq.store import FlushDiskType, MessageStoreConfig
 
 CONFIGS = (BrokerConfig, MessageStoreConfig)
@@ -23,6 +25,34 @@ def test_every_declared_setting_is_a_field_and_every_field_is_declared():
             assert field.name == declared.attr, f"{config.__name__}.{field.name} should be {declared.attr}"
             used.add(declared.key)
     assert used == set(SETTINGS), f"declared but used by no config: {set(SETTINGS) - used}"
+
+
+def test_every_name_server_setting_is_a_field_of_its_settings_and_back():
+    fields = {f.metadata["setting"].key: f for f in NamesrvSettings.settings_fields()}
+    assert set(fields) == set(NAMESRV_SETTINGS)
+    for key, field in fields.items():
+        assert field.metadata["setting"] is NAMESRV_SETTINGS[key] and field.name == NAMESRV_SETTINGS[key].attr
+        assert NAMESRV_SETTINGS[key].check(NAMESRV_SETTINGS[key].default) == NAMESRV_SETTINGS[key].default
+
+
+def test_a_name_server_and_a_broker_share_the_server_keys_but_not_listen_port():
+    assert NAMESRV_SETTINGS["listenPort"].default == SETTINGS["namesrvListenPort"].default == 9876
+    assert SETTINGS["listenPort"].default == 10911
+    for key in ("serverChannelMaxIdleTimeSeconds", "serverSocketBacklog", "serverFrameTimeoutSeconds"):
+        assert NAMESRV_SETTINGS[key].default == SETTINGS[key].default
+
+
+def test_clients_look_for_a_name_server_where_one_listens_by_default():
+    from rmq.client.admin_client import DEFAULT_NAMESRV
+    from rmq.client.instance import ClientConfig
+
+    assert ClientConfig().namesrv_addr == DEFAULT_NAMESRV == f"127.0.0.1:{NAMESRV_SETTINGS['listenPort'].default}"
+
+
+def test_the_default_server_limits_are_the_settings_defaults():
+    # rmq.net cannot read settings (it sits below them): what a bare RemotingServer allows is checked here
+    assert BrokerConfig().connection_limits() == ConnectionLimits()
+    assert NamesrvSettings().namesrv_config() == NamesrvConfig()
 
 
 @pytest.mark.parametrize("key", sorted(SETTINGS))

@@ -349,13 +349,48 @@ class Setting:
         return "" if value is None else self.kind.format(value)
 
 
-SETTINGS: dict[str, Setting] = {}
+class SettingsTable(dict[str, Setting]):
+    """The settings one command reads (``rmq-broker``'s, ``rmq-namesrv``'s), by key. A key means one
+    thing within a table; two tables may give it different defaults (RocketMQ's ``listenPort`` is
+    10911 for a broker and 9876 for a name server)."""
+
+    def __init__(self, command: str):
+        super().__init__()
+        #: the command whose ``--print-config`` lists the table, for "is not a setting" errors
+        self.command = command
+        self._by_attr: dict[str, Setting] = {}
+
+    def declare(self, section: str, *settings: Setting) -> None:
+        for s in settings:
+            assert s.key not in self, f"setting {s.key} declared twice for {self.command}"
+            self[s.key] = dataclasses.replace(s, section=section)
+            self._by_attr[s.attr] = self[s.key]
+
+    def lookup(self, key: str, source: str = "") -> Setting:
+        """The setting named ``key`` (RocketMQ's camelCase or the snake_case attribute), or a
+        ConfigError with a "did you mean" for a misspelt one."""
+        found = self.get(key) or self._by_attr.get(key)
+        if found is not None:
+            return found
+        where = f" (from {source})" if source else ""
+        by_lower = {k.lower(): k for k in self}
+        close = difflib.get_close_matches(key.lower().replace("_", ""), list(by_lower), n=1, cutoff=0.75)
+        hint = f"did you mean {by_lower[close[0]]}?" if close else f"{self.command} --print-config lists every setting"
+        raise ConfigError(f"{key} is not a setting{where}: {hint}")
+
+
+#: the broker's and its store's settings (rmq-broker)
+SETTINGS = SettingsTable("rmq-broker")
+#: the name server's settings (rmq-namesrv), declared after the broker's: it shares several
+NAMESRV_SETTINGS = SettingsTable("rmq-namesrv")
+# RocketMQ's name server port (NamesrvStartup's listenPort), where clients and brokers look by default
+DEFAULT_NAMESRV_PORT = 9876
+#: where the SDK and rmq-admin look for a name server when given no address
+DEFAULT_NAMESRV_ADDR = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
 
 
 def _section(name: str, *settings: Setting) -> None:
-    for s in settings:
-        assert s.key not in SETTINGS, f"setting {s.key} declared twice"
-        SETTINGS[s.key] = dataclasses.replace(s, section=name)
+    SETTINGS.declare(name, *settings)
 
 
 # The declarations read as a table, one setting a line or two: ruff format leaves them as written.
@@ -376,7 +411,7 @@ _section(
     Setting("namesrvAddr", Text(optional=True, validate=_addresses, expected="host:port;host:port"), None,
             "name servers, 'host:port;host:port'; unset: the broker runs one embedded"),
     Setting("listenPort", _PORT, 10911, "the port clients connect to"),
-    Setting("namesrvListenPort", _PORT, 9876,
+    Setting("namesrvListenPort", _PORT, DEFAULT_NAMESRV_PORT,
             "the port of the embedded name server (rmq only; used when namesrvAddr is unset)"),
     # None until BrokerConfig.resolve(): 127.0.0.1 with an embedded name server, else the host's
     # first non-loopback IPv4 (RocketMQ's only default).
@@ -603,22 +638,43 @@ _section(
     Setting("metricsPromExporterPort", _PORT, 5557, "the port of the Prometheus endpoint (GET /metrics)"),
 )
 
-# fmt: on
+# The name server's (rmq-namesrv -c namesrv.conf, --set): RocketMQ's NamesrvConfig and NettyServerConfig
+# keys. What it serves connections with, TLS and the cluster account are the broker's keys, meaning the
+# same; a broker's embedded name server takes its broker's values of those.
+NAMESRV_SETTINGS.declare(
+    "namesrv",
+    Setting("listenPort", _PORT, DEFAULT_NAMESRV_PORT, "the port brokers and clients connect to (0: a free one)"),
+    Setting("bindAddress", Text(expected="a host name or IP address"), "0.0.0.0",
+            "the address listenPort binds to (0.0.0.0: every interface)"),
+    Setting("scanNotActiveBrokerInterval", _POSITIVE_MS, 10_000,
+            "ms between scans for brokers that stopped sending heartbeats"),
+    # RocketMQ's is a constant (RouteInfoManager's BROKER_CHANNEL_EXPIRED_TIME); brokers heartbeat
+    # every registerNameServerPeriod (30 s)
+    Setting("brokerChannelExpiredTime", _POSITIVE_MS, 120_000,
+            "ms of silence after which a broker is dropped from the routes (rmq's key)"),
+    *(SETTINGS[key] for key in (
+        "serverChannelMaxIdleTimeSeconds", "serverMaxConnections", "serverSocketBacklog",
+        "serverFrameTimeoutSeconds", "serverMaxPendingWriteBytes")),
+    dataclasses.replace(SETTINGS["tlsEnable"], help="serve TLS on listenPort"),
+    dataclasses.replace(SETTINGS["tlsServerMode"], help="permissive: TLS and plain clients on one port; "
+                        "enforcing: TLS only"),
+    SETTINGS["tlsServerCertPath"],
+    SETTINGS["tlsServerKeyPath"],
+    dataclasses.replace(SETTINGS["clusterAccessKey"],
+                        help="the cluster account (the brokers' clusterAccessKey): registrations, "
+                        "unregistrations and topic deletions must be signed by it (plain ACL); reads stay open"),
+    SETTINGS["clusterSecretKey"],
+    dataclasses.replace(SETTINGS["clusterAuthMode"],
+                        help="with clusterAccessKey: enforcing refuses unsigned writes; permissive takes them "
+                        "and logs who sent them (the upgrade path)"),
+)
 
-_BY_ATTR = {s.attr: s for s in SETTINGS.values()}
+# fmt: on
 
 
 def lookup(key: str, source: str = "") -> Setting:
-    """The setting named ``key`` (RocketMQ's camelCase or the snake_case attribute), or a
-    ConfigError with a "did you mean" for a misspelt one."""
-    found = SETTINGS.get(key) or _BY_ATTR.get(key)
-    if found is not None:
-        return found
-    where = f" (from {source})" if source else ""
-    by_lower = {k.lower(): k for k in SETTINGS}
-    close = difflib.get_close_matches(key.lower().replace("_", ""), list(by_lower), n=1, cutoff=0.75)
-    hint = f"did you mean {by_lower[close[0]]}?" if close else "rmq-broker --print-config lists every setting"
-    raise ConfigError(f"{key} is not a setting{where}: {hint}")
+    """The broker's setting named ``key`` (``SettingsTable.lookup``)."""
+    return SETTINGS.lookup(key, source)
 
 
 # -- loading -------------------------------------------------------------------------------------------
@@ -630,9 +686,11 @@ class LoadedSettings:
 
     values: dict[str, Any] = dataclasses.field(default_factory=dict)
     sources: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: the settings the values are of (the broker's unless said)
+    table: SettingsTable = dataclasses.field(default_factory=lambda: SETTINGS, repr=False)
 
     def value(self, key: str) -> Any:
-        return self.values[key] if key in self.values else SETTINGS[key].default
+        return self.values[key] if key in self.values else self.table[key].default
 
     def source(self, key: str) -> str:
         return self.sources.get(key, DEFAULT_SOURCE)
@@ -641,7 +699,7 @@ class LoadedSettings:
         """Check ``properties`` (text or typed values) and lay them over what is loaded.
         A None value (an unset command-line option) keeps what was there."""
         for key, value in properties.items():
-            setting = lookup(key, source)
+            setting = self.table.lookup(key, source)
             if value is None:
                 continue
             self.values[setting.key] = setting.check(value, source)
@@ -649,11 +707,14 @@ class LoadedSettings:
 
 
 def load_settings(
-    config_file: str | os.PathLike[str] | None = None, layers: Iterable[tuple[str, Mapping[str, Any]]] = ()
+    config_file: str | os.PathLike[str] | None = None,
+    layers: Iterable[tuple[str, Mapping[str, Any]]] = (),
+    table: SettingsTable = SETTINGS,
 ) -> LoadedSettings:
     """Read ``config_file`` (Java properties, RocketMQ's broker.conf) if given, then each
-    ``(source, properties)`` layer over it (``--set``, ``-n``), checking every key and value."""
-    loaded = LoadedSettings()
+    ``(source, properties)`` layer over it (``--set``, ``-n``), checking every key and value
+    against ``table``."""
+    loaded = LoadedSettings(table=table)
     if config_file is not None:
         loaded.apply(f"file {config_file}", read_properties_file(config_file))
     for source, properties in layers:
@@ -688,9 +749,9 @@ def parse_set_options(options: Iterable[str]) -> dict[str, str]:
 # -- the config classes' base ---------------------------------------------------------------------------
 
 
-def setting(key: str) -> Any:
-    """A dataclass field of a SettingsView: the declared setting ``key``, with its default."""
-    declared = SETTINGS[key]
+def setting(key: str, table: SettingsTable = SETTINGS) -> Any:
+    """A dataclass field of a SettingsView: the setting ``key`` of ``table``, with its default."""
+    declared = table[key]
     # a secret stays out of the config's repr, and so out of any log line or traceback showing it
     return dataclasses.field(default=declared.default, metadata={"setting": declared}, repr=not declared.secret)
 
@@ -699,10 +760,12 @@ _View = TypeVar("_View", bound="SettingsView")
 
 
 class SettingsView:
-    """Base of the config dataclasses (BrokerConfig, MessageStoreConfig): fields made with
-    ``setting(KEY)`` are checked on construction, however the config was made."""
+    """Base of the config dataclasses (BrokerConfig, MessageStoreConfig, NamesrvSettings): fields
+    made with ``setting(KEY)`` are checked on construction, however the config was made."""
 
     __dataclass_fields__: ClassVar[dict[str, dataclasses.Field[Any]]]
+    #: the table the fields' settings are declared in
+    settings_table: ClassVar[SettingsTable] = SETTINGS
 
     def __post_init__(self) -> None:
         for field in self.settings_fields():
@@ -723,7 +786,7 @@ class SettingsView:
     @classmethod
     def from_properties(cls: type[_View], properties: Mapping[str, Any]) -> _View:
         """This config from ``{key: value}`` (text or typed); every key must be a setting."""
-        return cls.from_settings(load_settings(layers=[("properties", properties)]))
+        return cls.from_settings(load_settings(layers=[("properties", properties)], table=cls.settings_table))
 
     def to_properties(self) -> dict[str, str]:
         """Every setting of this config that has a value, as ``{key: text}``."""

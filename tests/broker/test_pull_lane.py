@@ -22,6 +22,7 @@ from rmq.net.codec import decode_frames, encode
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import PULL_KEYS, pull_header
 from rmq.protocol.record import decode_record
+from rmq.protocol.request_flags import PullSysFlag
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import RawConnection, raw_frame
 from tests.helpers.lanes import (
@@ -43,8 +44,8 @@ _GROUPS = ("G1", "G2")
 # queue 0: 40 small tagged messages; 1: three; 2: none; 3: big ones (the 256 KiB transfer bound)
 _QUEUES = 4
 _BORN = 1_700_000_000_000
-_SUBSCRIBED = 0x4  # PullSysFlag.SUBSCRIPTION
-_COMMIT = 0x1
+_SUBSCRIBED = PullSysFlag.SUBSCRIPTION
+_COMMIT = PullSysFlag.COMMIT_OFFSET
 
 
 def _store_messages(broker) -> None:

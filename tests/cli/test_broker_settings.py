@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from rmq.broker.config import BrokerRole, load_broker_config
+from tests.helpers.settings import print_config_rows
 
 BROKER = [sys.executable, "-m", "rmq.cli.broker"]
 
@@ -85,11 +86,7 @@ def test_print_config_shows_every_setting_and_where_it_came_from(tmp_path):
     conf.write_text("brokerName=broker-b\nflushDiskType=SYNC_FLUSH\nmappedFileSizeCommitLog=64m\n")
     result = run_broker("-c", str(conf), "--set", "listenPort=20911", "-n", "127.0.0.1:9876", "-p", home=tmp_path)
     assert result.returncode == 0, result.stderr
-    rows = {}
-    for line in result.stdout.splitlines():
-        setting, _, source = line.partition("  # ")
-        key, _, value = setting.rstrip().partition("=")
-        rows[key] = (value, source)
+    rows = print_config_rows(result.stdout)
     assert rows["brokerName"] == ("broker-b", f"file {conf}")
     assert rows["flushDiskType"] == ("SYNC_FLUSH", f"file {conf}")
     assert rows["mappedFileSizeCommitLog"] == (str(64 << 20), f"file {conf}")

@@ -17,9 +17,8 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from rmq.errors import ConfigError
-from rmq.net.server import ConnectionLimits
-from rmq.net.tls import TlsServerOptions, server_context
-from rmq.protocol.acl import ClusterAuthMode, SessionCredentials
+from rmq.net.server_config import ServerConfig
+from rmq.protocol.acl import ClusterAuthMode
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.tls import TlsMode
 from rmq.settings import BrokerRole, LoadedSettings, MetricsExporterType, SettingsView, load_settings, setting
@@ -34,8 +33,9 @@ __all__ = ["BrokerConfig", "BrokerRole", "MetricsExporterType", "load_broker_con
 
 
 @dataclasses.dataclass
-class BrokerConfig(SettingsView):
-    """The broker's settings (``rmq.settings`` declares each one's type, default and help)."""
+class BrokerConfig(SettingsView, ServerConfig):
+    """The broker's settings (``rmq.settings`` declares each one's type, default and help). The
+    server part (limits, TLS, cluster account) also serves the name server it may embed."""
 
     broker_cluster_name: str = setting("brokerClusterName")
     broker_name: str = setting("brokerName")
@@ -97,10 +97,7 @@ class BrokerConfig(SettingsView):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if bool(self.cluster_access_key) != bool(self.cluster_secret_key):
-            raise ConfigError("clusterAccessKey and clusterSecretKey go together: set both, or neither")
-        if self.tls_enable and not (self.tls_server_cert_path and self.tls_server_key_path):
-            raise ConfigError("tlsEnable=true needs tlsServerCertPath and tlsServerKeyPath (PEM files)")
+        self.check_server_config()
         # RocketMQ silently forces a master's id to 0; a slave id under a master role is almost
         # always a forgotten brokerRole=SLAVE, and silently turning it into a second master is worse.
         if self.broker_role is BrokerRole.SLAVE and self.broker_id == MASTER_ID:
@@ -110,28 +107,6 @@ class BrokerConfig(SettingsView):
                 f"brokerId={self.broker_id} with brokerRole={self.broker_role.value}: "
                 "a master's brokerId is 0; set brokerRole=SLAVE for a slave"
             )
-
-    def server_tls(self) -> TlsServerOptions | None:
-        """What the remoting servers (the broker's, the embedded name server's) serve TLS with, or
-        None without tlsEnable; ConfigError when the certificate or key cannot be loaded."""
-        if not self.tls_enable:
-            return None
-        assert self.tls_server_cert_path and self.tls_server_key_path, "checked in __post_init__"
-        try:
-            context = server_context(self.tls_server_cert_path, self.tls_server_key_path)
-        except (OSError, ssl.SSLError) as exc:
-            raise ConfigError(
-                f"cannot load tlsServerCertPath={self.tls_server_cert_path} with tlsServerKeyPath="
-                f"{self.tls_server_key_path}: {exc}"
-            ) from None
-        return TlsServerOptions(context, TlsMode(self.tls_server_mode.value))
-
-    def cluster_credentials(self) -> SessionCredentials | None:
-        """The cluster account (clusterAccessKey / clusterSecretKey) its name-server writes are
-        signed with, or None."""
-        if not (self.cluster_access_key and self.cluster_secret_key):
-            return None
-        return SessionCredentials(self.cluster_access_key, self.cluster_secret_key)
 
     def client_tls(self) -> ssl.SSLContext | None:
         """What a slave connects to its master's HA port with (tlsEnable), or None; ConfigError when
@@ -154,16 +129,6 @@ class BrokerConfig(SettingsView):
         """The cluster credentials and TLS of the HA port (a master) or of the connection to it (a slave)."""
         # both sides whatever the role: a promoted slave serves the HA port with these
         return HASecurity(self.cluster_credentials(), self.cluster_auth_mode, self.server_tls(), self.client_tls())
-
-    def connection_limits(self) -> ConnectionLimits:
-        """What the remoting servers (the broker's, the embedded name server's) allow a connection."""
-        return ConnectionLimits(
-            idle_timeout=self.server_channel_max_idle_time_seconds,
-            max_connections=self.server_max_connections,
-            frame_timeout=self.server_frame_timeout_seconds,
-            backlog=self.server_socket_backlog,
-            max_pending_output_total=self.server_max_pending_write_bytes or None,
-        )
 
     @property
     def embedded_namesrv(self) -> bool:

@@ -32,6 +32,7 @@ from rmq.client.admin_client import (
 )
 from rmq.errors import AdminError, ConfigError, NotFound, RemotingError, ResponseError
 from rmq.protocol.codes import ResponseCode
+from rmq.protocol.message import MessageProperty
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, perm_to_string
 from rmq.protocol.record import StoredMessage
 from rmq.protocol.replica import DEFAULT_RANGE_SIZE
@@ -82,7 +83,7 @@ def message_json(m: StoredMessage) -> dict[str, Any]:
         "topic": m.topic,
         "tags": m.tags,
         "keys": m.keys,
-        "uniqKey": m.properties.get("UNIQ_KEY"),
+        "uniqKey": m.properties.get(MessageProperty.UNIQ_KEY),
         "queueId": m.queue_id,
         "queueOffset": m.queue_offset,
         "commitLogOffset": m.physical_offset,

@@ -27,10 +27,12 @@ import click
 
 from rmq.broker.config import BrokerConfig, load_broker_settings
 from rmq.broker.controller import BrokerController
+from rmq.cli.settings_options import SettingsRefused, print_config, settings_options
 from rmq.errors import ConfigError, RmqError
-from rmq.namesrv import ClusterAuth, NameServer, NamesrvConfig
+from rmq.namesrv import NameServer, NamesrvConfig
+from rmq.namesrv.config import cluster_auth
 from rmq.protocol.tls import TlsMode
-from rmq.settings import SETTINGS, LoadedSettings, parse_set_options
+from rmq.settings import parse_set_options
 from rmq.store import MessageStoreConfig
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
@@ -78,7 +80,7 @@ class BrokerStartup:
                 listen_port=config.namesrv_listen_port,
                 tls=tls,
                 limits=config.connection_limits(),
-                cluster_auth=embedded_cluster_auth(config),
+                cluster_auth=cluster_auth(config),
             )
             self.namesrv = NameServer(namesrv_config).start()
             config.namesrv_addr = self.namesrv.address
@@ -103,58 +105,9 @@ class BrokerStartup:
         self.shutdown()
 
 
-def embedded_cluster_auth(config: BrokerConfig) -> ClusterAuth | None:
-    """The embedded name server checks writes with its broker's cluster account, if it has one."""
-    credentials = config.cluster_credentials()
-    if credentials is None:
-        return None
-    return ClusterAuth(credentials.access_key, credentials.secret_key, config.cluster_auth_mode)
-
-
-class SettingsRefused(click.ClickException):
-    """A setting that cannot be used: one line, exit code 2 (a usage error), no traceback."""
-
-    exit_code = 2
-
-
-def print_config(loaded: LoadedSettings, configs: tuple[BrokerConfig, MessageStoreConfig]) -> None:
-    """Every setting as ``key=value``, with where its value came from (RocketMQ's ``mqbroker -p``)."""
-    effective: dict[str, str] = {}
-    for config in configs:
-        effective.update(config.to_properties())
-    rows = []
-    for key, declared in SETTINGS.items():
-        value = effective.get(key, declared.format(declared.default))
-        source = loaded.source(key)
-        if declared.secret and value:
-            value = "******"
-        if key not in loaded.values and value != declared.format(declared.default):
-            source = "derived"  # brokerIP1 from the host or the embedded name server
-        rows.append((f"{key}={value}", source))
-    width = max(len(line) for line, _ in rows)
-    for line, source in rows:
-        click.echo(f"{line:<{width}}  # {source}")
-
-
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option(
-    "-c", "--config", "config_file", metavar="FILE", help="broker.conf (Java properties, RocketMQ's key names)."
-)
+@settings_options(example="listenPort=20911")
 @click.option("-n", "--namesrv-addr", help='Name servers, "host:port;host:port". Absent: run an embedded one.')
-@click.option(
-    "--set",
-    "settings",
-    multiple=True,
-    metavar="KEY=VALUE",
-    help="Override one setting (repeatable), e.g. --set listenPort=20911.",
-)
-@click.option(
-    "-p",
-    "--print-config",
-    "print_only",
-    is_flag=True,
-    help="Print every effective setting and where it came from (default, file, --set, -n), then exit.",
-)
 @click.option(
     "--log-level",
     default="INFO",

@@ -1,80 +1,87 @@
-"""``rmq-namesrv``: run a name server in the foreground until SIGTERM or SIGINT."""
+"""``rmq-namesrv``: run a name server in the foreground until SIGTERM or SIGINT.
+
+    rmq-namesrv                                     # on 9876, every interface
+    rmq-namesrv -c namesrv.conf --set listenPort=9877
+    rmq-namesrv -c namesrv.conf -p                  # every effective setting and where it came from
+
+Settings are RocketMQ's name server keys (listenPort, bindAddress, scanNotActiveBrokerInterval,
+serverChannelMaxIdleTimeSeconds ...), declared in ``rmq.settings.NAMESRV_SETTINGS`` and read as strictly
+as ``rmq-broker`` reads its own: an unknown key (with a "did you mean"), a bad value or an unreadable
+``-c`` file stops the command with exit code 2 and one line saying what was expected. The options
+below (``--port``, ``--tls-cert`` ...) are shortcuts for keys and win over the file and ``--set``.
+"""
 
 from __future__ import annotations
 
 import logging
 import signal
-import ssl
 import threading
+from typing import Any
 
 import click
 
-from rmq.namesrv import ClusterAuth, NameServer, NamesrvConfig
-from rmq.net.server import LISTEN_BACKLOG, ConnectionLimits
-from rmq.net.tls import TlsServerOptions, server_context
+from rmq.cli.settings_options import SettingsRefused, print_config, settings_options
+from rmq.errors import ConfigError
+from rmq.namesrv import NameServer
+from rmq.namesrv.config import NamesrvSettings, load_namesrv_settings
 from rmq.protocol.acl import ClusterAuthMode
 from rmq.protocol.tls import TlsMode
+from rmq.settings import parse_set_options
+
+
+def _ms(seconds: float | None) -> int | None:
+    return None if seconds is None else round(seconds * 1000)
 
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--host", default="0.0.0.0", show_default=True, help="Address to listen on.")
+@settings_options(example="listenPort=9877")
+@click.option("--host", default=None, help="Address to listen on (bindAddress; default every interface).")
 @click.option(
-    "--port",
-    "-p",
-    default=9876,
-    show_default=True,
-    type=click.IntRange(0, 65535),
-    help="Port to listen on (0 picks a free one).",
+    "--port", default=None, type=click.IntRange(0, 65535), help="Port to listen on (listenPort; 0 picks a free one)."
 )
 @click.option(
     "--scan-interval",
-    default=10.0,
-    show_default=True,
-    type=click.FloatRange(min=0.01),
-    help="Seconds between scans for silent brokers.",
+    default=None,
+    type=click.FloatRange(min=0.001),
+    help="Seconds between scans for silent brokers (scanNotActiveBrokerInterval, in ms).",
 )
 @click.option(
     "--broker-expired",
-    default=120.0,
-    show_default=True,
-    type=click.FloatRange(min=0.01),
-    help="Seconds of silence after which a broker is dropped.",
+    default=None,
+    type=click.FloatRange(min=0.001),
+    help="Seconds of silence after which a broker is dropped (brokerChannelExpiredTime, in ms).",
 )
 @click.option(
     "--idle-timeout",
-    default=120,
-    show_default=True,
+    default=None,
     type=click.IntRange(min=0),
-    help="Seconds a connection may stay silent before it is closed (0: never).",
+    help="Seconds a connection may stay silent before it is closed, 0: never (serverChannelMaxIdleTimeSeconds).",
 )
 @click.option(
     "--max-connections",
     default=None,
     type=click.IntRange(min=1),
-    help="Connections served at once; one more is closed at once. Default: the open-file limit less 256.",
+    help="Connections served at once; one more is closed at once (serverMaxConnections).",
 )
 @click.option(
     "--frame-timeout",
-    default=60,
-    show_default=True,
+    default=None,
     type=click.IntRange(min=0),
-    help="Seconds a frame or TLS handshake may take from its first byte to its last (0: never).",
+    help="Seconds a frame or TLS handshake may take from its first byte to its last (serverFrameTimeoutSeconds).",
 )
 @click.option(
     "--backlog",
-    default=LISTEN_BACKLOG,
-    show_default=True,
+    default=None,
     type=click.IntRange(min=1),
-    help="Connections the kernel queues for accept (listen()'s backlog, capped by net.core.somaxconn).",
+    help="Connections the kernel queues for accept (serverSocketBacklog).",
 )
 @click.option("--tls-cert", default=None, help="Serve TLS with this certificate chain (PEM); needs --tls-key.")
 @click.option("--tls-key", default=None, help="The private key of --tls-cert (PEM, unencrypted).")
 @click.option(
     "--tls-mode",
-    default=TlsMode.PERMISSIVE.value,
-    show_default=True,
+    default=None,
     type=click.Choice([m.value for m in TlsMode]),
-    help="permissive: TLS and plain clients on one port; enforcing: TLS only.",
+    help="permissive: TLS and plain clients on one port; enforcing: TLS only (tlsServerMode).",
 )
 @click.option(
     "--cluster-access-key",
@@ -90,11 +97,10 @@ from rmq.protocol.tls import TlsMode
 )
 @click.option(
     "--cluster-auth-mode",
-    default=ClusterAuthMode.ENFORCING.value,
-    show_default=True,
+    default=None,
     type=click.Choice([m.value for m in ClusterAuthMode]),
     help="With --cluster-access-key: enforcing refuses unsigned writes; permissive takes them and logs "
-    "who sent them (an upgrade: give every broker and rmq-admin the credentials, then enforce).",
+    "who sent them (clusterAuthMode).",
 )
 @click.option(
     "--log-level",
@@ -103,53 +109,62 @@ from rmq.protocol.tls import TlsMode
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
 )
 def main(
-    host: str,
-    port: int,
-    scan_interval: float,
-    broker_expired: float,
-    idle_timeout: int,
+    config_file: str | None,
+    settings: tuple[str, ...],
+    print_only: bool,
+    host: str | None,
+    port: int | None,
+    scan_interval: float | None,
+    broker_expired: float | None,
+    idle_timeout: int | None,
     max_connections: int | None,
-    frame_timeout: int,
-    backlog: int,
+    frame_timeout: int | None,
+    backlog: int | None,
     tls_cert: str | None,
     tls_key: str | None,
-    tls_mode: str,
+    tls_mode: str | None,
     cluster_access_key: str | None,
     cluster_secret_key: str | None,
-    cluster_auth_mode: str,
+    cluster_auth_mode: str | None,
     log_level: str,
 ) -> None:
     """Run an rmq name server: brokers register here and clients ask it for topic routes."""
-    tls = None
-    if tls_cert or tls_key:
-        if not (tls_cert and tls_key):
-            raise click.UsageError("--tls-cert and --tls-key go together")
-        try:
-            tls = TlsServerOptions(server_context(tls_cert, tls_key), TlsMode(tls_mode))
-        except (OSError, ssl.SSLError) as exc:
-            raise click.UsageError(f"cannot load --tls-cert {tls_cert} with --tls-key {tls_key}: {exc}") from None
-    cluster_auth = None
-    if cluster_access_key or cluster_secret_key:
-        if not (cluster_access_key and cluster_secret_key):
-            raise click.UsageError(
-                "--cluster-access-key and --cluster-secret-key (or RMQ_CLUSTER_SECRET_KEY) go together"
-            )
-        cluster_auth = ClusterAuth(cluster_access_key, cluster_secret_key, ClusterAuthMode(cluster_auth_mode))
+    if bool(tls_cert) != bool(tls_key):
+        raise click.UsageError("--tls-cert and --tls-key go together")
+    if bool(cluster_access_key) != bool(cluster_secret_key):
+        raise click.UsageError("--cluster-access-key and --cluster-secret-key (or RMQ_CLUSTER_SECRET_KEY) go together")
+    options: dict[str, Any] = {
+        "bindAddress": host,
+        "listenPort": port,
+        "scanNotActiveBrokerInterval": _ms(scan_interval),
+        "brokerChannelExpiredTime": _ms(broker_expired),
+        "serverChannelMaxIdleTimeSeconds": idle_timeout,
+        "serverMaxConnections": max_connections,
+        "serverFrameTimeoutSeconds": frame_timeout,
+        "serverSocketBacklog": backlog,
+        "tlsEnable": True if tls_cert else None,
+        "tlsServerCertPath": tls_cert,
+        "tlsServerKeyPath": tls_key,
+        "tlsServerMode": tls_mode,
+        "clusterAccessKey": cluster_access_key,
+        "clusterSecretKey": cluster_secret_key,
+        "clusterAuthMode": cluster_auth_mode,
+    }
+    try:
+        loaded = load_namesrv_settings(config_file, [("--set", parse_set_options(settings)), ("option", options)])
+        namesrv_settings = NamesrvSettings.from_settings(loaded)
+        if print_only:
+            print_config(loaded, [namesrv_settings])
+            return
+        config = namesrv_settings.namesrv_config()
+    except ConfigError as e:
+        raise SettingsRefused(str(e)) from None
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    config = NamesrvConfig(
-        listen_host=host,
-        listen_port=port,
-        scan_not_active_broker_interval=scan_interval,
-        broker_channel_expired_ms=int(broker_expired * 1000),
-        tls=tls,
-        limits=ConnectionLimits(idle_timeout, max_connections, frame_timeout, backlog),
-        cluster_auth=cluster_auth,
-    )
     server = NameServer(config).start()
-    click.echo(f"rmq-namesrv listening on {host}:{server.port}", err=True)
+    click.echo(f"rmq-namesrv listening on {config.listen_host}:{server.port}", err=True)
     while not stop.wait(3600):
         pass
     server.shutdown()

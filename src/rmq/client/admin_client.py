@@ -28,6 +28,7 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_java_json, loads_mq_tables
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
+    MessageProperty,
     retry_topic,
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
@@ -41,8 +42,9 @@ from rmq.protocol.replica import (
     RangeDigest,
 )
 from rmq.protocol.route import MASTER_ID
+from rmq.settings import DEFAULT_NAMESRV_ADDR
 
-DEFAULT_NAMESRV = "127.0.0.1:9876"
+DEFAULT_NAMESRV = DEFAULT_NAMESRV_ADDR
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_QUEUE_NUMS = 8
 INT64_MAX = 2**63 - 1
@@ -423,7 +425,7 @@ class AdminClient:
         (a client id decodes to an address nobody listens on)."""
         if topic is None:
             return self.view_message(msg_id)
-        found = [m for m in self.query_by_key(topic, msg_id) if m.properties.get("UNIQ_KEY") == msg_id]
+        found = [m for m in self.query_by_key(topic, msg_id) if m.properties.get(MessageProperty.UNIQ_KEY) == msg_id]
         if found:
             return found[0]
         missing = AdminError(f"no message of topic {topic} has client message id {msg_id}")

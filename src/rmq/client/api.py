@@ -24,12 +24,6 @@ from rmq.protocol.message_queue import MessageQueue
 
 log = logging.getLogger("rmq.client")
 
-# PULL_MESSAGE sysFlag bits (PullSysFlag).
-PULL_FLAG_COMMIT_OFFSET = 0x1
-PULL_FLAG_SUSPEND = 0x2
-PULL_FLAG_SUBSCRIPTION = 0x4
-PULL_FLAG_CLASS_FILTER = 0x8
-
 _PULL_STATUS: dict[int, PullStatus] = {
     ResponseCode.SUCCESS: PullStatus.FOUND,
     ResponseCode.PULL_NOT_FOUND: PullStatus.NO_NEW_MSG,

@@ -31,11 +31,6 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from rmq._clock import now_ms
 from rmq._service import PeriodicHandle
 from rmq.client import allocate
-from rmq.client.api import (
-    PULL_FLAG_COMMIT_OFFSET,
-    PULL_FLAG_SUBSCRIPTION,
-    PULL_FLAG_SUSPEND,
-)
 from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
 from rmq.client.message import MessageExt
 from rmq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOffsetStore
@@ -46,8 +41,10 @@ from rmq.errors import ClientError, RemotingConnectError, RemotingError, Request
 from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, topic_error
 from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.request_flags import PullSysFlag
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import SUB_ALL, ExpressionType, SubscriptionData, build_subscription_data
+from rmq.settings import DEFAULT_NAMESRV_ADDR
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self from Python 3.11
@@ -131,7 +128,7 @@ class ConsumerBase(InstanceMember):
     config_class: type[ConsumerConfig] = ConsumerConfig
     config: ConsumerConfig
 
-    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
+    def __init__(self, group: str, namesrv_addr: str = DEFAULT_NAMESRV_ADDR, **options: Any):
         check_group(group)
         self.group = group
         self.config = option_fields(self.config_class, dict(options, namesrv_addr=namesrv_addr))
@@ -446,9 +443,9 @@ class ConsumerBase(InstanceMember):
         addr, slave = found
         offset = self.next_offsets[mq]
         commit_offset = self.offset_store.read_memory(mq) if self.clustering else -1
-        sys_flag = PULL_FLAG_SUSPEND | PULL_FLAG_SUBSCRIPTION
+        sys_flag = PullSysFlag.SUSPEND | PullSysFlag.SUBSCRIPTION
         if commit_offset > 0 and not slave:  # a slave does not take commits with pulls
-            sys_flag |= PULL_FLAG_COMMIT_OFFSET
+            sys_flag |= PullSysFlag.COMMIT_OFFSET
         ext = {
             "consumerGroup": self.group,
             "topic": mq.topic,

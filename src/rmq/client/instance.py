@@ -41,6 +41,7 @@ from rmq.protocol.message import MAX_MESSAGE_SIZE, MessageProperty, group_error
 from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.transaction import CheckTransactionStateHeader
+from rmq.settings import DEFAULT_NAMESRV_ADDR
 
 if TYPE_CHECKING:
     from typing_extensions import Self  # typing.Self from Python 3.11
@@ -60,7 +61,7 @@ R = TypeVar("R")
 class ClientConfig:
     """Settings every producer and consumer has (RocketMQ's ClientConfig); seconds, not ms."""
 
-    namesrv_addr: str = "127.0.0.1:9876"
+    namesrv_addr: str = DEFAULT_NAMESRV_ADDR
     # Processes (or clients of one process meant to be distinct group members) differ by this.
     instance_name: str = field(default_factory=lambda: str(os.getpid()))
     client_ip: str = field(default_factory=lambda: ".".join(str(b) for b in local_ipv4()))

@@ -68,6 +68,7 @@ from rmq.protocol.message import (
 )
 from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.send_header import V2
+from rmq.settings import DEFAULT_NAMESRV_ADDR
 
 log = logging.getLogger("rmq.client")
 
@@ -150,7 +151,7 @@ class Producer(InstanceMember):
 
     kind = "producer"
 
-    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
+    def __init__(self, group: str, namesrv_addr: str = DEFAULT_NAMESRV_ADDR, **options: Any):
         check_group(group)
         self.group = group
         self.config: ProducerConfig = option_fields(ProducerConfig, dict(options, namesrv_addr=namesrv_addr))

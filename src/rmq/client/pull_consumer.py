@@ -32,6 +32,7 @@ from rmq.client.route import subscribe_queues
 from rmq.errors import ClientError
 from rmq.protocol.heartbeat import ConsumeType
 from rmq.protocol.message_queue import MessageQueue
+from rmq.settings import DEFAULT_NAMESRV_ADDR
 
 log = logging.getLogger("rmq.client")
 
@@ -55,7 +56,7 @@ class PullConsumer(ConsumerBase):
     config_class = PullConsumerConfig
     config: PullConsumerConfig
 
-    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
+    def __init__(self, group: str, namesrv_addr: str = DEFAULT_NAMESRV_ADDR, **options: Any):
         super().__init__(group, namesrv_addr, **options)
         self._buffer: queue.Queue[tuple[MessageQueue, ProcessQueue, list[MessageExt]]] = queue.Queue()
         self._assigned: list[MessageQueue] | None = None

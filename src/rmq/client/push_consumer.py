@@ -50,6 +50,7 @@ from rmq.client.results import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from rmq.errors import ClientError, RemotingError, ResponseError
 from rmq.protocol.message import MessageProperty, retry_topic
 from rmq.protocol.message_queue import MessageQueue
+from rmq.settings import DEFAULT_NAMESRV_ADDR
 
 log = logging.getLogger("rmq.client")
 
@@ -89,7 +90,7 @@ class PushConsumer(ConsumerBase):
     config_class = PushConsumerConfig
     config: PushConsumerConfig
 
-    def __init__(self, group: str, namesrv_addr: str = "127.0.0.1:9876", **options: Any):
+    def __init__(self, group: str, namesrv_addr: str = DEFAULT_NAMESRV_ADDR, **options: Any):
         super().__init__(group, namesrv_addr, **options)
         self.listener: Listener | None = None
         self.orderly = False

@@ -46,6 +46,7 @@ from rmq.protocol.codes import RequestCode
 from rmq.protocol.message import MessageProperty
 from rmq.protocol.record import decode_msg_id
 from rmq.protocol.transaction import CheckTransactionStateHeader, EndTransactionHeader, TransactionState
+from rmq.settings import DEFAULT_NAMESRV_ADDR
 
 log = logging.getLogger("rmq.client")
 
@@ -80,7 +81,7 @@ class TransactionProducer(Producer):
     def __init__(
         self,
         group: str,
-        namesrv_addr: str = "127.0.0.1:9876",
+        namesrv_addr: str = DEFAULT_NAMESRV_ADDR,
         *,
         execute: Execute | None = None,
         check: Check | None = None,

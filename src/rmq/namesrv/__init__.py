@@ -8,32 +8,16 @@ name server address is configured.
 from __future__ import annotations
 
 import logging
-from dataclasses import dataclass
 
 from rmq.namesrv.auth import ClusterAuth
+from rmq.namesrv.config import NamesrvConfig, NamesrvSettings
 from rmq.namesrv.processor import NamesrvProcessor
-from rmq.namesrv.routeinfo import DEFAULT_BROKER_CHANNEL_EXPIRED_MS, RouteInfoManager
-from rmq.net.server import ConnectionLimits, RemotingServer
-from rmq.net.tls import TlsServerOptions
+from rmq.namesrv.routeinfo import RouteInfoManager
+from rmq.net.server import RemotingServer
 
 log = logging.getLogger("rmq.namesrv")
 
-__all__ = ["ClusterAuth", "NameServer", "NamesrvConfig", "RouteInfoManager"]
-
-
-@dataclass
-class NamesrvConfig:
-    listen_host: str = "0.0.0.0"
-    listen_port: int = 9876
-    # RocketMQ scans every 10 s and drops a broker silent for 120 s.
-    scan_not_active_broker_interval: float = 10.0
-    broker_channel_expired_ms: int = DEFAULT_BROKER_CHANNEL_EXPIRED_MS
-    # TLS on the listening port (rmq.net.tls), permissive or enforcing; None: plain only
-    tls: TlsServerOptions | None = None
-    # idle and frame timeouts, maximum connections (an embedded one takes its broker's settings)
-    limits: ConnectionLimits = ConnectionLimits()
-    # the cluster account that signs writes (rmq.namesrv.auth); None: writes are taken unsigned
-    cluster_auth: ClusterAuth | None = None
+__all__ = ["ClusterAuth", "NameServer", "NamesrvConfig", "NamesrvSettings", "RouteInfoManager"]
 
 
 class NameServer:

@@ -24,10 +24,11 @@ from rmq._log import RateLimitedLog
 from rmq.namesrv.auth import REFUSAL_LOG_INTERVAL
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.route import MASTER_ID, BrokerData, QueueData
+from rmq.settings import NAMESRV_SETTINGS
 
 log = logging.getLogger("rmq.namesrv")
 
-DEFAULT_BROKER_CHANNEL_EXPIRED_MS = 120_000
+DEFAULT_BROKER_CHANNEL_EXPIRED_MS: int = NAMESRV_SETTINGS["brokerChannelExpiredTime"].default
 
 
 @dataclass

@@ -135,7 +135,9 @@ class ConnectionRefusals:
 
 @dataclasses.dataclass(frozen=True)
 class ConnectionLimits:
-    """What a server allows its connections; 0 turns a timeout off."""
+    """What a server allows its connections; 0 turns a timeout off. The defaults are those of the
+    settings (serverChannelMaxIdleTimeSeconds ...), which this layer cannot read: tests/test_settings.py
+    holds them equal."""
 
     #: seconds without a byte read or written (RocketMQ's serverChannelMaxIdleTimeSeconds)
     idle_timeout: float = 120.0

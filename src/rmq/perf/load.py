@@ -67,6 +67,7 @@ from rmq.perf.remoting import (
     take_answers,
     take_frames,
 )
+from rmq.protocol.codes import ResponseCode
 
 SATURATED_SHARE = 0.9
 # An answer still missing this long after the last send counts as failed with "timeout".
@@ -240,7 +241,10 @@ class RmqDriver(Driver):
     def feed(self, data: bytes) -> list[tuple[int, str | None, int]]:
         self.buffer += data
         batch = self.spec.batch
-        return [(opaque, None if code == 0 else str(code), batch) for opaque, code in take_answers(self.buffer)]
+        return [
+            (opaque, None if code == ResponseCode.SUCCESS else str(code), batch)
+            for opaque, code in take_answers(self.buffer)
+        ]
 
     def compiled_requests(self) -> list[tuple[bytes, int, int]]:
         # the same turn as ``requests``: the request after seq goes to queue (seq + 1) % queues
@@ -284,8 +288,8 @@ class RmqPullDriver(Driver):
         batch = self.spec.batch
         for header, body in take_frames(self.buffer):
             code, opaque = answer_code(header), answer_opaque(header)
-            found = record_count(body) if code == 0 else 0
-            if code != 0:
+            found = record_count(body) if code == ResponseCode.SUCCESS else 0
+            if code != ResponseCode.SUCCESS:
                 out.append((opaque, str(code), batch))
             elif found < 0:
                 out.append((opaque, FAIL_RECORDS, batch))

@@ -15,8 +15,9 @@ import time
 from collections.abc import Callable
 
 from rmq.net.codec import RemotingCommand, encode
-from rmq.protocol.codes import RequestCode
-from rmq.protocol.message import encode_properties
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.message import MessageProperty, encode_properties
+from rmq.protocol.request_flags import PullSysFlag
 
 # Opaques of template frames: every one has 10 digits, so a frame's length never changes.
 OPAQUE_BASE = 1_000_000_000
@@ -28,17 +29,17 @@ _CODE = re.compile(rb'"code":(-?\d+)')
 _OPAQUE = re.compile(rb'"opaque":(\d+)')
 _OPAQUE_KEY = b'"opaque":'
 _DIGITS = re.compile(rb"\d+")
-_SUCCESS = 0
-_SUCCESS_HEAD = b'{"code":0,'
+_SUCCESS = int(ResponseCode.SUCCESS)
+_SUCCESS_HEAD = b'{"code":%d,' % _SUCCESS
 
 
 # The producer group and unique key the frames carry: the broker stores them, nothing reads them.
 PRODUCER_GROUP = "rmq-perf-producer"
 # The group pulls are made for: they commit no offset, so nothing reads it either.
 PULL_GROUP = "rmq-perf-consumer"
-# PullMessageRequestHeader's sysFlag: FLAG_SUBSCRIPTION (the request carries its expression), and
-# no FLAG_SUSPEND: a pull past the end is answered at once, not parked
-PULL_SYS_FLAG = 4
+# PullMessageRequestHeader's sysFlag: SUBSCRIPTION (the request carries its expression), and no
+# SUSPEND: a pull past the end is answered at once, not parked
+PULL_SYS_FLAG = PullSysFlag.SUBSCRIPTION
 # a stored record opens with its int32 totalSize, which counts these 4 bytes too
 RECORD_SIZE_FIELD = 4
 _UNIQ_KEY = "0A00000100002A9F0000000000000000"
@@ -93,9 +94,9 @@ def send_request(
         "k": "false",
         "m": "false",
     }
-    fields = {"UNIQ_KEY": _UNIQ_KEY, "WAIT": "true"}
+    fields = {MessageProperty.UNIQ_KEY: _UNIQ_KEY, MessageProperty.WAIT_STORE_MSG_OK: "true"}
     if tags:
-        fields["TAGS"] = tags
+        fields[MessageProperty.TAGS] = tags
     props = encode_properties(fields)
     if batch <= 1:
         ext["i"] = props.decode()

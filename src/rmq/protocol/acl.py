@@ -25,12 +25,13 @@ import hashlib
 import hmac
 from collections.abc import Iterable, Mapping
 
+from rmq.protocol.request_flags import UNIQUE_MSG_QUERY_FLAG
+
 ACCESS_KEY = "AccessKey"
 SECRET_KEY = "SecretKey"
 SIGNATURE = "Signature"
 SECURITY_TOKEN = "SecurityToken"
-# A field of QUERY_MESSAGE that the broker leaves out of the content (RocketMQ's UNIQUE_MSG_QUERY_FLAG).
-UNIQUE_MSG_QUERY_FLAG = "_UNIQUE_KEY_QUERY"
+# QUERY_MESSAGE's unique-key flag is left out of the content, as the broker's PlainAccessValidator does.
 _NOT_SIGNED = frozenset({SIGNATURE, UNIQUE_MSG_QUERY_FLAG})
 
 Buffer = bytes | bytearray | memoryview

@@ -29,7 +29,6 @@ import functools
 from collections.abc import Callable
 from typing import Any, Protocol, TypeVar, cast
 
-from rmq.protocol.acl import UNIQUE_MSG_QUERY_FLAG
 from rmq.protocol.codes import RequestCode
 from rmq.protocol.fields import (
     INT32_MAX,
@@ -43,6 +42,7 @@ from rmq.protocol.fields import (
 )
 from rmq.protocol.heartbeat import HeartbeatData, parse_heartbeat
 from rmq.protocol.message_queue import LockBatchRequest, parse_lock_batch_body
+from rmq.protocol.request_flags import UNIQUE_MSG_QUERY_FLAG
 from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
 
 H = TypeVar("H")

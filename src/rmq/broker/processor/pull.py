@@ -60,6 +60,7 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import DEFAULT_PULL_MAX_MSG_NUMS, pull_header
 from rmq.protocol.layout import REC_PHYSICALOFFSET
 from rmq.protocol.perm import is_readable
+from rmq.protocol.request_flags import PullSysFlag
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import ExpressionType
 from rmq.store import GetMessageStatus
@@ -71,13 +72,6 @@ if TYPE_CHECKING:
     from rmq.store import TagFilter
 
 log = logging.getLogger("rmq.broker")
-
-
-class PullSysFlag:
-    COMMIT_OFFSET = 0x1
-    SUSPEND = 0x2
-    SUBSCRIPTION = 0x4
-    CLASS_FILTER = 0x8
 
 
 # RocketMQ's maxTransferCountOnMessageInMemory / maxTransferBytesOnMessageInMemory.
