@@ -7,7 +7,8 @@ import socket
 import time
 
 from rmq.client.admin_client import AdminClient
-from tests.helpers import LOOPBACK, free_port, harness, wait_until
+from rmq.perf import procs
+from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.frames import RawConnection, route_request_frame
 from tests.helpers.processes import start_namesrv
 
@@ -25,7 +26,7 @@ def test_a_port_taken_before_the_name_server_binds_it_is_replaced(spawn, monkeyp
         taken = squatter.getsockname()[1]
         ports = iter([taken])
         # the first port handed out is one someone else took meanwhile
-        monkeypatch.setattr(harness, "free_port", lambda: next(ports, None) or free_port())
+        monkeypatch.setattr(procs, "free_port", lambda: next(ports, None) or free_port())
         proc, addr = start_namesrv(spawn)
         assert proc.poll() is None and addr != f"{LOOPBACK}:{taken}"
         with AdminClient(addr, timeout=2.0) as admin:
