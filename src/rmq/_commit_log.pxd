@@ -30,10 +30,15 @@ cdef class CommitLog(MappedFileQueue):
     # the store's prefault thread's wakeup, handed to every file made from now on (None: the
     # writer populates each next chunk itself)
     cdef object prefault_waker
+    # the next file, made by the prefault thread before the writer needs it (named with
+    # MADE_AHEAD_SUFFIX until the writer's roll-over takes it); None when there is none yet
+    cdef MappedFile made_ahead
 
     cdef MappedFile writable_file(self, Py_ssize_t size, int* status)
     cdef void publish_files(self)
     cdef void _hand_prefault(self, MappedFile mf) noexcept
+    cdef int _make_ahead(self, int64_t offset, Py_ssize_t chunks) except -1
+    cdef MappedFile take_made_ahead(self, int64_t offset)
     cdef object look_message(self, int64_t phy_offset, Py_ssize_t size)
     cdef int64_t store_timestamp_at(self, int64_t phy_offset)
 

@@ -35,7 +35,10 @@ cdef class MappedFile:
     # (prefault_to); a writer entering a chunk calls prefault_waker instead of prefault when set
     cdef readonly Py_ssize_t prefaulted_position
     cdef public object prefault_waker
+    # page faults read around (MADV_NORMAL); off (MADV_RANDOM) while a file made here is written
+    cdef bint read_around
 
+    cdef void read_around_on(self) noexcept
     cdef int allocate_to(self, Py_ssize_t position) except -1
     cdef void prefault(self, Py_ssize_t position) noexcept
     cdef int prefault_to(self, Py_ssize_t position) except -1

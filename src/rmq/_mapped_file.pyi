@@ -4,6 +4,8 @@ from collections.abc import Callable
 
 from typing_extensions import disjoint_base
 
+MADE_AHEAD_SUFFIX: str
+
 def file_name_of(offset: int) -> str: ...
 
 @disjoint_base

@@ -59,11 +59,17 @@ cdef extern from *:
     int MADV_POPULATE_WRITE
 
 
-cdef inline void populate(void* at, size_t n) noexcept nogil:
+cdef inline void populate(void* at, size_t n, bint read_around) noexcept nogil:
     """Fault [at, at + n) in for writing with read-around off for the time of it (``prefault``)."""
-    madvise(at, n, MADV_RANDOM)
+    if read_around:
+        madvise(at, n, MADV_RANDOM)
     madvise(at, n, MADV_POPULATE_WRITE)
-    madvise(at, n, MADV_NORMAL)
+    if read_around:
+        madvise(at, n, MADV_NORMAL)
+
+
+# a CommitLog file made ahead of its writer carries this until the writer's roll-over renames it
+MADE_AHEAD_SUFFIX = ".ahead"
 
 
 def file_name_of(int64_t offset):
@@ -114,6 +120,16 @@ cdef class MappedFile:
         self._has_buffer = True
         self.base = <unsigned char*>self._buffer.buf
         self._view = memoryview(self._mmap)
+        if create:
+            # No read-around while it is written: a fault of its writer, the broker's event loop,
+            # would read 8 MiB (read_ahead_kb here) of zeros around it into the page cache, a new
+            # ConsumeQueue whole (~2.3 ms per roll-over, a topic's queues rolling together), a
+            # CommitLog chunk the prefault thread has not reached yet 15-20 ms. Read-around comes
+            # back for its readers when the writer moves on (``read_around_on``).
+            madvise(self.base, file_size, MADV_RANDOM)
+            self.read_around = False
+        else:
+            self.read_around = True
 
     def __dealloc__(self):
         self._release()
@@ -123,6 +139,12 @@ cdef class MappedFile:
             PyBuffer_Release(&self._buffer)
             self._has_buffer = False
         self.base = NULL
+
+    cdef void read_around_on(self) noexcept:
+        """Its writer moved on to the next file: page faults read around again, for its readers."""
+        if not self.read_around and self.base != NULL:
+            madvise(self.base, self.file_size, MADV_NORMAL)
+            self.read_around = True
 
     cdef int allocate_to(self, Py_ssize_t position) except -1:
         """Give [allocated_position, ``position``) blocks on disk, rounded up to whole pages, so
@@ -171,7 +193,7 @@ cdef class MappedFile:
         if start + n > self.file_size:
             n = self.file_size - start
         with nogil:
-            populate(self.base + start, n)
+            populate(self.base + start, n, self.read_around)
 
     cdef int prefault_to(self, Py_ssize_t position) except -1:
         """``prefault``'s work for every chunk from the writer's up to ``position``, on a thread
@@ -192,7 +214,7 @@ cdef class MappedFile:
             while start < end:
                 n = min(<Py_ssize_t>PREFAULT_CHUNK, end - start)
                 with nogil:
-                    populate(base + start, n)
+                    populate(base + start, n, self.read_around)
                 start += n
                 self.prefaulted_position = start
         finally:
@@ -310,6 +332,8 @@ cdef class MappedFileQueue:
         for name in os.listdir(self.store_path):
             if len(name) == 20 and name.isdigit():
                 offsets.append(int(name))
+            elif name.endswith(MADE_AHEAD_SUFFIX) and name[:20].isdigit():
+                os.unlink(os.path.join(self.store_path, name))  # made ahead, never written
             else:
                 log.warning("ignoring %s in %s: not a store file name", name, self.store_path)
         offsets.sort()
@@ -336,11 +360,14 @@ cdef class MappedFileQueue:
         return <MappedFile>self.files[n - 1] if n else None
 
     cdef MappedFile create_file(self, int64_t start_offset):
+        cdef MappedFile previous = self.last_file()
         os.makedirs(self.store_path, exist_ok=True)
         mf = MappedFile(os.path.join(self.store_path, file_name_of(start_offset)), start_offset,
                         self.mapped_file_size, True, self.sparse)
         if not self.files:
             self.flushed_where = start_offset
+        else:
+            previous.read_around_on()
         self.files.append(mf)
         return mf
 

@@ -1200,7 +1200,7 @@ cdef class StoreCore:
         ConsumeQueue and the index. A record cut at the end waits for the next append. Returns the
         new end; raises StoreError (nothing written) for bytes that do not continue this log."""
         cdef Py_buffer buf
-        cdef MappedFile mf
+        cdef MappedFile mf, made
         cdef int64_t end
         cdef bint created = False
         PyObject_GetBuffer(data, &buf, PyBUF_SIMPLE)
@@ -1218,7 +1218,9 @@ cdef class StoreCore:
             if buf.len == 0:
                 return end
             if mf is None or mf.wrote_position == mf.file_size:
-                mf = self.commit_log.create_file(end)
+                # the file the prefault thread made ahead, as a master's roll-over takes it
+                made = self.commit_log.take_made_ahead(end) if mf is not None else None
+                mf = made if made is not None else self.commit_log.create_file(end)
                 created = True
             if mf.wrote_position + buf.len > mf.file_size:
                 raise StoreError(f"replica bytes [{offset}, {offset + buf.len}) cross the end of CommitLog "

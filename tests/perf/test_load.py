@@ -39,6 +39,8 @@ def test_a_rate_the_broker_cannot_meet_shows_latency_growing_with_the_backlog(cl
     assert total.acked < 200_000, "the broker met the rate: the test needs a rate it cannot meet"
     # request k is due at k / rate; sent at (k / capacity): half a second behind after half a second
     assert first > 200_000 and second > first + 500_000, (first, second)
+    # that wait was for the window (the broker's answers), not for the generator: not a send delay
+    assert total.send_delay.percentile(50) < 50_000, total.send_delay.percentile(50)
 
 
 def test_a_rate_the_broker_meets_is_held_with_latencies_of_a_round_trip(cluster, engine):
@@ -53,8 +55,9 @@ def test_a_rate_the_broker_meets_is_held_with_latencies_of_a_round_trip(cluster,
 
 def test_a_generator_the_machine_does_not_run_says_how_late_it_woke(cluster, engine):
     cluster.create_topic(TOPIC)
+    # room in flight for every request due while it is frozen: none waits for the window
     spec = LoadSpec(
-        "rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=4, rate=500, duration=2, engine=engine
+        "rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=256, rate=500, duration=2, engine=engine
     )
 
     def freeze_the_worker() -> None:  # as a machine busy with other work would, for 400 ms
@@ -69,5 +72,9 @@ def test_a_generator_the_machine_does_not_run_says_how_late_it_woke(cluster, eng
     total = run_load(spec, lambda report, t_start, t_end: intervals.append(report), freeze_the_worker)
     # the requests due while it was frozen waited for it: the latency tail is the generator's own
     assert total.histogram.max_us() >= 300_000 and total.wake_late_max_s >= 0.3, total.wake_late_max_s
+    # and its send delay tells it apart from the broker's: requests went out that late after they
+    # could, the latency's p99 is the send delay's (the broker answered each within 50 ms)
+    p99, sent_p99 = total.histogram.percentile(99), total.send_delay.percentile(99)
+    assert total.send_delay.max_us() >= 300_000 and abs(p99 - sent_p99) < 50_000, (p99, sent_p99)
     # the second interval ran undisturbed: its worst wake-up was far below the stall
     assert intervals[1].wake_late_max_s < 0.2, [r.wake_late_max_s for r in intervals]

@@ -3,6 +3,8 @@ messages' tags codes, views that outlive the store; queue files that take disk o
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
 from pathlib import Path
 
@@ -118,3 +120,34 @@ def test_a_queue_file_allocated_whole_gives_back_its_unwritten_pages_when_loaded
     assert queue_file.stat().st_blocks * 512 <= 4096
     assert store.put("TopicA", b"m0003").queue_offset == 3
     assert body_heads(store) == [b"m0000", b"m0001", b"m0002", b"m0003"]
+
+
+def page_cache_pages(path: Path) -> int:
+    """Pages of the file at ``path`` in the page cache (mincore over a mapping of it)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mmap.restype = ctypes.c_void_p
+    libc.mmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_int, ctypes.c_int, ctypes.c_long]
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    libc.munmap.argtypes = [ctypes.c_void_p, ctypes.c_size_t]
+    size = path.stat().st_size
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        at = libc.mmap(None, size, mmap.PROT_READ, mmap.MAP_SHARED, fd, 0)
+        assert at != ctypes.c_void_p(-1).value, os.strerror(ctypes.get_errno())
+        try:
+            pages = (ctypes.c_ubyte * ((size + mmap.PAGESIZE - 1) // mmap.PAGESIZE))()
+            assert libc.mincore(at, size, pages) == 0, os.strerror(ctypes.get_errno())
+            return sum(page & 1 for page in pages)
+        finally:
+            libc.munmap(at, size)
+    finally:
+        os.close(fd)
+
+
+def test_a_new_queue_file_is_not_read_around_by_its_first_write(open_store, store_dir):
+    # the writer is the broker's event loop: a first write that read the new 6 MB file around it
+    # (read_ahead_kb, 8 MiB here) zeroed all of it into the page cache, ~2.3 ms per queue's roll-over
+    store = open_store(mapped_file_size_consume_queue=300_000 * 20)
+    store.put("TopicA", b"x")
+    queue_file = store_dir / "consumequeue" / "TopicA" / "0" / f"{0:020d}"
+    assert page_cache_pages(queue_file) <= 16

@@ -85,6 +85,11 @@ cdef class Loop:
     # this interval
     cdef int64_t[::1] _counts
     cdef int64_t* counts
+    # open loop: how late each request went out after it fell due, by message (NULL: not kept)
+    cdef int64_t[::1] _delay_counts
+    cdef int64_t* delay_counts
+    # when an answer last freed a slot of the full in-flight window
+    cdef double freed_at
     cdef int64_t sent
     cdef int64_t acked
     cdef int64_t lost

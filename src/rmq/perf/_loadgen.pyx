@@ -37,6 +37,11 @@ Answers read::
 
 Latency, as in the Python loop: from the send (closed loop) or from the request's due time
 start + k * period (open loop), never recorded for a request due before ``t0`` (the warm-up).
+In an open loop ``delay_counts`` (when given) gets, per request, how long after it could go out
+it went out: from its due time, or from the answer that freed a slot of the full in-flight window
+after it (a server that stalls holds requests back there: that wait stays the server's). What is
+left is the generator's own lateness, inside the latency, told apart from the server's; an answer
+the generator read late still counts as the server's.
 """
 
 from cpython.bytes cimport PyBytes_AS_STRING
@@ -200,7 +205,7 @@ cdef class Loop:
     def __init__(self, int fd, int protocol, list templates, list opaque_at, list born_at, int in_flight,
                   double period, int batch, uint64_t first_seq, double t_warm, double t0, double end,
                   double drain_timeout, int64_t[::1] counts, uint64_t opaque_base=0, uint64_t opaque_span=1,
-                  list offset_at=None, list offset_limit=None):
+                  list offset_at=None, list offset_limit=None, int64_t[::1] delay_counts=None):
         cdef Py_ssize_t i, offset = 0
         cdef uint64_t capacity = 1
         if self.out != NULL:
@@ -224,6 +229,11 @@ cdef class Loop:
         self.opaque_base, self.opaque_span, self.seq = opaque_base, opaque_span, first_seq
         self._counts = counts
         self.counts = &counts[0]
+        if delay_counts is not None:
+            if delay_counts.shape[0] != N_BUCKETS:
+                raise ValueError(f"delay_counts of {delay_counts.shape[0]} buckets, expected {N_BUCKETS}")
+            self._delay_counts = delay_counts
+            self.delay_counts = &delay_counts[0]
         self.next_due = t_warm
         self.wake_by = t_warm
         self.n_templates = len(templates)
@@ -392,6 +402,8 @@ cdef class Loop:
                 return 0
         for k in range(n):
             intended = self.next_due + k * self.period if self.period > 0 else now
+            if self.delay_counts != NULL and self.period > 0 and intended >= self.t0:
+                self.delay_counts[bucket_index(<int64_t>((now - max(intended, self.freed_at)) * 1e6))] += self.batch
             self.seq += 1
             t = <int>(self.seq % self.n_templates)
             if self.offset_at[t] >= 0:
@@ -577,6 +589,8 @@ cdef class Loop:
         """One request answered: recorded unless it was sent in the warm-up (``failure`` NULL: a
         success of ``messages``; else the ``messages`` it failed)."""
         cdef int i
+        if self.outstanding == self.in_flight:  # a request held back by the full window may go now
+            self.freed_at = answered
         self.outstanding -= 1
         if intended < self.t0:
             return

@@ -150,9 +150,14 @@ class IntervalReport:
     cpu_s: float = 0.0
     reports: int = 0
     wake_late_max_s: float = 0.0
+    # open loop: how long after it could go out (due, and a slot of the in-flight window free) each
+    # message's request went out: the generator's lateness, a part of ``histogram``'s latency that
+    # is not the broker's
+    send_delay: Histogram = dataclasses.field(default_factory=Histogram)
 
     def merge(self, other: IntervalReport) -> None:
         self.wake_late_max_s = max(self.wake_late_max_s, other.wake_late_max_s)
+        self.send_delay.merge(other.send_delay)
         self.sent += other.sent
         self.acked += other.acked
         self.failed.update(other.failed)
@@ -359,6 +364,8 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
     index = 0  # the interval being recorded; -1 while warming up
     latencies: list[float] = []
     weights: list[int] = []  # the messages each latency counts for
+    delays: list[float] = []  # open loop: how late each request due since t0 went out
+    freed_at = 0.0  # when an answer last freed a slot of the full in-flight window
     sent = acked = 0
     failed: Counter[str] = Counter()
     cpu_mark = time.process_time()
@@ -366,17 +373,21 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
     late_max = 0.0
 
     def report(i: int) -> None:
-        nonlocal sent, acked, failed, latencies, weights, cpu_mark, late_max
+        nonlocal sent, acked, failed, latencies, weights, delays, cpu_mark, late_max
         h = Histogram()
         if latencies:
             us = (np.asarray(latencies) * 1e6).astype(np.int64)
             h.record_us(np.repeat(us, weights))
-        cpu_mark = _put_interval(reports, worker, i, sent, acked, failed, h, cpu_mark, late_max)
+        delay = Histogram()
+        if delays:
+            delay.record_us(np.repeat((np.asarray(delays) * 1e6).astype(np.int64), batch))
+        cpu_mark = _put_interval(reports, worker, i, sent, acked, failed, h, cpu_mark, late_max, delay)
         late_max = 0.0
         sent = acked = 0
         failed = Counter()
         latencies = []
         weights = []
+        delays = []
 
     while True:
         now = time.monotonic()
@@ -397,6 +408,7 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
                 if period:
                     due_times = [next_due + k * period for k in range(n)]
                     next_due += n * period
+                    delays += [now - max(due, freed_at) for due in due_times if due >= t0]
                 else:
                     due_times = [now] * n
                 if keyed:
@@ -438,6 +450,8 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
         answered = time.monotonic()
         for key, failure, messages in driver.feed(data):
             intended: float | None = pending_keyed.pop(key, None) if keyed else pending_fifo.popleft()
+            if outstanding == in_flight:  # a request held back by the full window may go now
+                freed_at = answered
             outstanding -= 1
             if intended is None or intended < t0:
                 continue  # an answer to a warm-up request: not recorded
@@ -454,11 +468,12 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
 
 def _put_interval(
     reports: Any, worker: int, i: int, sent: int, acked: int, failed: Counter[str], h: Histogram, cpu_mark: float,
-    late_max: float,
+    late_max: float, delay: Histogram,
 ) -> float:  # fmt: skip
     """Hand interval ``i`` to the parent, with the CPU used since ``cpu_mark``; the new mark."""
     cpu = time.process_time()
-    reports.put(("interval", worker, (i, sent, acked, dict(failed), h.to_json(), cpu - cpu_mark, late_max)))
+    payload = (i, sent, acked, dict(failed), h.to_json(), cpu - cpu_mark, late_max, delay.to_json())
+    reports.put(("interval", worker, payload))
     return cpu
 
 
@@ -474,11 +489,13 @@ def _drive_compiled(
     protocol = {COMPILED_REMOTING: _loadgen.REMOTING, COMPILED_RESP: _loadgen.RESP}[driver.compiled or ""]
     walk = driver.compiled_walk()
     counts = np.zeros(N_BUCKETS, dtype=np.int64)
+    delay_counts = np.zeros(N_BUCKETS, dtype=np.int64)
     sock.setblocking(False)
     loop = _loadgen.Loop(
         sock.fileno(), protocol, list(frames), list(opaque_at), list(born_at),
         in_flight, spec.batch / rate if rate > 0 else 0.0, spec.batch, worker, t_warm, t0, t0 + spec.duration,
-        DRAIN_TIMEOUT, counts, OPAQUE_BASE, OPAQUE_SPAN, *(walk or ()),
+        DRAIN_TIMEOUT, counts, OPAQUE_BASE, OPAQUE_SPAN, walk[0] if walk else None, walk[1] if walk else None,
+        delay_counts,
     )  # fmt: skip
     time.sleep(max(0.0, t_warm - time.monotonic()))
     cpu_mark = time.process_time()
@@ -493,7 +510,9 @@ def _drive_compiled(
             failed[FAIL_TIMEOUT] += timed_out
         h = Histogram(counts.copy())
         counts[:] = 0
-        cpu_mark = _put_interval(reports, worker, i, sent, acked, failed, h, cpu_mark, late_max)
+        delay = Histogram(delay_counts.copy())
+        delay_counts[:] = 0
+        cpu_mark = _put_interval(reports, worker, i, sent, acked, failed, h, cpu_mark, late_max, delay)
 
     index = 0
     while True:
@@ -570,8 +589,11 @@ def run_load(
             if kind == "done":
                 done += 1
                 continue
-            i, sent, acked, failed, histogram, cpu_s, late_s = payload
-            part = IntervalReport(i, sent, acked, Counter(failed), Histogram.from_json(histogram), cpu_s, 1, late_s)
+            i, sent, acked, failed, histogram, cpu_s, late_s, delay = payload
+            part = IntervalReport(
+                i, sent, acked, Counter(failed), Histogram.from_json(histogram), cpu_s, 1, late_s,
+                Histogram.from_json(delay),
+            )  # fmt: skip
             merged.setdefault(i, IntervalReport(i)).merge(part)
             while emitted in merged and merged[emitted].reports == len(workers):
                 r = merged.pop(emitted)
