@@ -9,7 +9,7 @@ other test modules or conftests (tests/test_tree.py checks it).
     tests.helpers.store      small store files, for tests that open a MessageStore
     tests.helpers.disk       a tiny tmpfs mounted for a test, and files that fill it up
     tests.helpers.broker     an in-process broker: start it, put into its store, read its queues
-    tests.helpers.processes  real rmq-namesrv / rmq-broker processes, and a Cluster of both
+    tests.helpers.processes  a Cluster (name server + broker processes) and a BrokerPair (master + slave)
     tests.helpers.acl        a broker process with aclEnable, its plain_acl.yml rewritten under it
     tests.helpers.failover   two broker processes swapping roles by SIGKILL, promotion and rejoin
     tests.helpers.overload   a flood of sends and pulls (a process of its own), a broker's memory,

@@ -1,8 +1,7 @@
-"""Real ``rmq-namesrv`` and ``rmq-broker`` processes on loopback, and a Cluster of both for the
-end-to-end tests.
-
-A broker process counts as up once the name server routes to it, not when its port opens: the port
-opens before its first registration ends.
+"""The end-to-end tests' processes: a Cluster (an ``rmq-namesrv`` and an ``rmq-broker``) and a
+BrokerPair (a master and its slave), started with ``rmq.perf.procs`` (the starters rmq-perf and
+perf/ use too, imported here for the tests that start processes of their own), and what
+perf/harness.py has for them (floods, a steady sender).
 """
 
 from __future__ import annotations
