@@ -285,6 +285,36 @@ def test_a_producer_whose_reads_end_mid_frame_is_not_taken_for_a_stalled_one(sta
     assert broker.send_lane.served - served > 20
 
 
+@needs_lane
+def test_a_producer_that_reads_slowly_gets_every_answer_in_the_order_it_sent(start_broker):
+    """The answers to a read the lane serves whole go to the socket at once, and what it does not
+    take waits in the output: answers to the processors' requests among them, queued behind it,
+    keep their place, and no later read's answers overtake them."""
+    broker = start_broker()
+    create_topic(broker, "Lane")
+    ext = {"b": "Lane", "e": "0", "g": "1"}
+    info = b'{"code":%d,"opaque":%%d,"flag":0,"extFields":{}}' % RequestCode.GET_BROKER_RUNTIME_INFO
+    # lane sends, then a request for a processor and a delayed send (the processor's), then more:
+    # ~5 MB of answers, past what the kernel buffers for a peer that does not read
+    kinds = ["lane"] * 12000 + ["info", "delay"] + ["lane"] * 12000
+    frames = []
+    for opaque, kind in enumerate(kinds, start=1):
+        if kind == "info":
+            frames.append(raw_frame(info % opaque))
+        else:
+            props = {"i": "DELAY\x012\x02"} if kind == "delay" else {}
+            frames.append(_send_frame(RequestCode.SEND_MESSAGE_V2, ext | props, b"m", opaque=opaque))
+    with RawConnection(broker.config.listen_port, receive_buffer=4096) as connection:
+        connection.send(_send_frame(RequestCode.SEND_MESSAGE_V2, ext, opaque=0))  # the processor checks the topic
+        connection.read_commands(1)
+        for start in range(0, len(frames), 50):  # small writes: reads whose answers go at once
+            connection.send(b"".join(frames[start : start + 50]))
+        answers = connection.read_commands(len(frames), timeout=20)
+    assert [a.opaque for a in answers] == list(range(1, len(frames) + 1))
+    assert {a.code for a in answers} == {ResponseCode.SUCCESS}
+    assert broker.send_lane.served > 12000
+
+
 # -- batches -------------------------------------------------------------------------------------
 
 _BATCH_PROPERTIES = [

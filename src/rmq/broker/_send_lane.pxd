@@ -84,6 +84,10 @@ cdef inline Py_ssize_t _scan_string(const unsigned char* p, Py_ssize_t i, Py_ssi
     span.escaped = False
     while i < n:
         c = p[i]
+        # one unsigned compare for the plain run (0x20..0x7F but quote and backslash)
+        if <unsigned char>(c - 0x20) < 0x60 and c != c'"' and c != c'\\':
+            i += 1
+            continue
         if c == c'"':
             span.length = (p + i) - span.start
             return i + 1
@@ -149,10 +153,20 @@ cdef inline Py_ssize_t _skip_literal(const unsigned char* p, Py_ssize_t i, Py_ss
     return -1
 
 
+cdef inline bint _same(const unsigned char* a, const char* b, Py_ssize_t n) noexcept nogil:
+    """``a[:n] == b[:n]``, compared here: the names are a few bytes (V2's are one), where a call of
+    memcmp per candidate cost more than the whole header's scan besides (~80 calls per send)."""
+    cdef Py_ssize_t i
+    for i in range(n):
+        if a[i] != <unsigned char>b[i]:
+            return False
+    return True
+
+
 cdef inline int _key_index(const Span* key, const char** names, const Py_ssize_t* lengths, int count) noexcept nogil:
     cdef int k
     for k in range(count):
-        if key.length == lengths[k] and memcmp(key.start, names[k], key.length) == 0:
+        if key.length == lengths[k] and _same(key.start, names[k], key.length):
             return k
     return -1
 
@@ -229,19 +243,21 @@ cdef enum:
 
 
 cdef inline int _top_key(const Span* key) noexcept nogil:
-    if key.length == 4 and memcmp(key.start, b"code", 4) == 0:
+    cdef const unsigned char* k = key.start
+    cdef Py_ssize_t n = key.length
+    if n == 4 and _same(k, b"code", 4):
         return TOP_CODE
-    if key.length == 6 and memcmp(key.start, b"opaque", 6) == 0:
+    if n == 6 and _same(k, b"opaque", 6):
         return TOP_OPAQUE
-    if key.length == 4 and memcmp(key.start, b"flag", 4) == 0:
+    if n == 4 and _same(k, b"flag", 4):
         return TOP_FLAG
-    if key.length == 7 and memcmp(key.start, b"version", 7) == 0:
+    if n == 7 and _same(k, b"version", 7):
         return TOP_VERSION
-    if key.length == 8 and memcmp(key.start, b"language", 8) == 0:
+    if n == 8 and _same(k, b"language", 8):
         return TOP_LANGUAGE
-    if key.length == 6 and memcmp(key.start, b"remark", 6) == 0:
+    if n == 6 and _same(k, b"remark", 6):
         return TOP_REMARK
-    if key.length == 9 and memcmp(key.start, b"extFields", 9) == 0:
+    if n == 9 and _same(k, b"extFields", 9):
         return TOP_EXT
     return -1
 

@@ -129,9 +129,10 @@ cdef int FLAG_RESPONSE = _frame.FLAG_RESPONSE
 cdef Py_ssize_t PROPERTIES_MAX = _message.PROPERTIES_MAX_LENGTH
 cdef int DEFAULT_QUEUE_NUMS = _headers.DEFAULT_TOPIC_QUEUE_NUMS
 
-# The names the lane compares raw key bytes with (kept alive here, read through C pointers).
-cdef list _NAMES = [name.encode("ascii") for name in _send_header.LONG_KEYS + _send_header.SHORT_KEYS]
-cdef const char* FIELD_NAMES[2 * N_FIELDS]  # the long names, then the V2 letters
+# The names the lane compares raw key bytes with (kept alive here, read through C pointers). The V2
+# letters first: every key of a V2 header is one, and each key is looked for from the start.
+cdef list _NAMES = [name.encode("ascii") for name in _send_header.SHORT_KEYS + _send_header.LONG_KEYS]
+cdef const char* FIELD_NAMES[2 * N_FIELDS]  # the V2 letters, then the long names
 cdef Py_ssize_t FIELD_LENGTHS[2 * N_FIELDS]
 
 
@@ -204,8 +205,8 @@ cdef int _scan_header(const unsigned char* p, Py_ssize_t n, SendFields* f) noexc
     f.code = head.code
     f.opaque = head.opaque
     f.flag = head.flag
-    memcpy(f.long_fields, spans, N_FIELDS * sizeof(Span))
-    memcpy(f.short_fields, spans + N_FIELDS, N_FIELDS * sizeof(Span))
+    memcpy(f.short_fields, spans, N_FIELDS * sizeof(Span))
+    memcpy(f.long_fields, spans + N_FIELDS, N_FIELDS * sizeof(Span))
     return 1
 
 

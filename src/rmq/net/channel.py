@@ -195,13 +195,13 @@ class OutputBuffer:
         self.size += len(frames)
         self._account.total += len(frames)
 
-    def take_frames(self, frames: bytearray) -> None:
-        """Whole frames already encoded, and big (a fast lane's pull answers): kept by reference,
-        no longer the caller's. A memoryview, so that a partial write slices it instead of moving
-        the rest of it to a new buffer."""
-        self._parts.append(memoryview(frames))
-        self.size += len(frames)
-        self._account.total += len(frames)
+    def take_frames(self, frames: bytearray, start: int = 0) -> None:
+        """Whole frames already encoded, and big (a fast lane's pull answers), from ``start`` on:
+        kept by reference, no longer the caller's. A memoryview, so that a partial write slices it
+        instead of moving the rest of it to a new buffer."""
+        self._parts.append(memoryview(frames)[start:])
+        self.size += len(frames) - start
+        self._account.total += len(frames) - start
 
     def clear(self) -> None:
         self._parts.clear()
@@ -612,19 +612,42 @@ class Channel:
         # past either bound the processors would hold the rest back: so does the lane
         room = min(self._max_pending_output - out.size, account.limit - account.total, sys.maxsize)
         try:
-            return self._decoder.feed(data, lane, self._lane_peer, answers, max(room, 0))
-        finally:
+            commands = self._decoder.feed(data, lane, self._lane_peer, answers, max(room, 0))
+        except BaseException:
             if answers:
-                if len(answers) > COPY_LIMIT:
-                    # handed over, not copied (a pull lane's answers carry their messages)
-                    out.take_frames(answers)
-                    self._lane_answers = bytearray()
-                else:
-                    out.append_frames(answers)
+                self._queue_lane_answers(answers, 0)
+            raise
+        if answers:
+            sent = 0
+            if not commands and not out.size and len(answers) <= COPY_LIMIT and type(self._sock) is socket.socket:
+                # The read's every frame was the lane's and nothing was queued before its answers:
+                # they go now, one send, instead of through the output at the end of the iteration.
+                # Plain sockets only (a TLS channel's _flush also pushes the records left behind);
+                # small answers only: a pull lane's (a bytearray of hundreds of KiB) went out this
+                # way at a third of its rate (2.3M -> 0.5-0.9M msgs/s, pulls of 32 at 16 in flight),
+                # its buffer emptied and grown again every read, where the output takes it whole.
+                try:
+                    sent = self._sock.send(answers)
+                except OSError:
+                    pass  # full (the output takes the rest), or broken: _flush meets it and closes
+                if sent == len(answers):
                     answers.clear()
-                if not self._flush_scheduled:
-                    self._flush_scheduled = True
-                    self._loop.mark_dirty(self)
+                    return commands
+            self._queue_lane_answers(answers, sent)
+        return commands
+
+    def _queue_lane_answers(self, answers: bytearray, sent: int) -> None:
+        """The lane's answers from ``sent`` on into the output, ``answers`` left empty."""
+        if len(answers) - sent > COPY_LIMIT:
+            # handed over, not copied (a pull lane's answers carry their messages)
+            self._out.take_frames(answers, sent)
+            self._lane_answers = bytearray()
+        else:
+            self._out.append_frames(answers[sent:] if sent else answers)
+            answers.clear()
+        if not self._flush_scheduled:
+            self._flush_scheduled = True
+            self._loop.mark_dirty(self)
 
     def _handle(self, commands: list[RemotingCommand]) -> None:
         endpoint = self._endpoint
