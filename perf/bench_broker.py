@@ -45,19 +45,18 @@ import tempfile
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import numpy as np
 import orjson
 from report import JSON_HELP, Report
 
 from rmq.net.codec import RemotingCommand, encode
-from rmq.perf.cluster import free_port, stop_process
-from rmq.protocol.codes import ResponseCode
 
 try:
-    from rmq.protocol.codes import RequestCode
+    from rmq.protocol.codes import RequestCode, ResponseCode
 except ImportError:  # a build from before rmq.protocol (e78e7a7), as perf/compare_revisions.py may measure
-    from rmq.net.codes import RequestCode
+    from rmq.net.codes import RequestCode, ResponseCode
 
 # the src dir the load generator and its frame templates come from (see the docstring)
 GENERATOR_ENV = "RMQ_BENCH_GENERATOR_SRC"
@@ -88,6 +87,9 @@ def _generator_module(name: str, filename: str | None = None):
 
 _remoting = _generator_module("remoting", "remoting.py")
 _loadgen = _generator_module("_loadgen")
+# the process harness of the same tree: it starts the brokers of builds older than it too
+procs = _generator_module("procs", "procs.py")
+free_port, stop_process, wait_for_port = procs.free_port, procs.stop_process, procs.wait_for_port
 Pipeline, send_request, pull_request = _remoting.Pipeline, _remoting.send_request, _remoting.pull_request
 # which one measures: --engine, or what a script importing sends_per_second gets
 ENGINE = ENGINE_C if _loadgen is not None else ENGINE_PYTHON
@@ -99,19 +101,6 @@ QUEUES = 4
 BODY = b"x" * 1024
 BATCH = 32
 PULL_BATCH = 32
-
-
-def wait_for_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"broker exited with {proc.returncode}")
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"broker did not listen on {port}")
 
 
 def send_frame(queue_id: int, batch: bool) -> bytes:
@@ -264,33 +253,34 @@ def pin_master(parser: argparse.ArgumentParser) -> None:
     os.sched_setaffinity(0, PIN[1])
 
 
-def start_broker(store: str, flush: str, **more: str) -> tuple[subprocess.Popen, int, int]:
-    """An ``rmq-broker`` process (embedded name server) holding TOPIC: (process, port, name server port)."""
-    port, namesrv_port = free_port(), free_port()
-    settings = {
-        "brokerIP1": "127.0.0.1",
-        "listenPort": port,
-        "namesrvListenPort": namesrv_port,
-        "storePathRootDir": store,
-        "flushDiskType": flush,
-        "haListenPort": free_port(),
-        **more,
-    }
-    args = [sys.executable, "-m", "rmq.cli.broker", "--log-level", "WARNING"]
-    for key, value in settings.items():
-        args += ["--set", f"{key}={value}"]
-    proc = subprocess.Popen(args, env=dict(os.environ))
-    PROCESSES[port] = proc
+def start_broker(
+    store: str, flush: str, env: dict[str, str] | None = None, stderr=None, **more: str
+) -> tuple[subprocess.Popen, int, int]:
+    """An ``rmq-broker`` process (embedded name server) holding TOPIC, once routed: (process, port,
+    name server port). ``more``: its settings; ``env``: what its environment has besides ours
+    (``PYTHONPATH`` of another build); ``stderr``: where its stderr goes (default: ours)."""
+    settings = procs.broker_settings(Path(store), small_files=False, **{"flushDiskType": flush, **more})
+    cpus = None if PIN is None else PIN[1] if more.get("brokerRole") == "SLAVE" else PIN[0]
+    processes = procs.Processes()
+
+    def spawn(*args: str, **popen) -> subprocess.Popen:
+        proc = processes.spawn(*args, **popen)
+        if cpus is not None:  # before its threads start: they inherit it
+            os.sched_setaffinity(proc.pid, cpus)
+        return proc
+
     try:
-        if PIN is not None:
-            os.sched_setaffinity(proc.pid, PIN[1] if more.get("brokerRole") == "SLAVE" else PIN[0])
-        wait_for_port(port, proc)
+        proc, _addr = procs.start_broker_process(
+            spawn, settings, extra_args=("--log-level", "WARNING"), env=env, stderr=stderr
+        )
+        port = int(settings["listenPort"])
+        PROCESSES[port] = proc
         if more.get("brokerRole") != "SLAVE":
             create_topic(port, TOPIC)
     except BaseException:  # a signal while it starts, too: the caller has no process to stop yet
-        stop_process(proc)
+        processes.stop_all()
         raise
-    return proc, port, namesrv_port
+    return proc, port, int(settings["namesrvListenPort"])
 
 
 def max_phy_offset(port: int) -> int:

@@ -20,18 +20,15 @@ import tempfile
 from pathlib import Path
 
 from harness import (
-    Processes,
     SteadySender,
-    broker_settings,
     flood_connections,
     raise_open_file_limit,
-    start_broker_process,
-    wait_until,
 )
 from report import JSON_HELP, Report
 
 from rmq.net import RemotingClient
 from rmq.net.server import RESERVED_DESCRIPTORS
+from rmq.perf.procs import Processes, broker_settings, start_broker_process, wait_until
 
 TOPIC = "FloodTopic"
 SEND_TIMEOUT = 3.0

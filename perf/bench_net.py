@@ -11,17 +11,14 @@ from __future__ import annotations
 
 import argparse
 import json
-import socket
 import statistics
-import subprocess
-import sys
 import threading
 import time
 
-from rmq.errors import RemotingError
 from rmq.net import _codec, codec_py
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
+from rmq.perf.procs import Processes, start_namesrv
 from rmq.protocol.codes import RequestCode, ResponseCode
 
 ROUTE_BODY = (
@@ -31,12 +28,6 @@ ROUTE_BODY = (
 )
 FRAMES_PER_BATCH = 64
 TOPIC = "BenchTopic"
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def register_broker(client: RemotingClient, addr: str) -> None:
@@ -148,28 +139,16 @@ def main() -> None:
         rate = median_of(args.repeat, codec_frames_per_second, impl, args.seconds)
         print(f"codec {impl.__name__:16s} decode+encode: {rate:12,.0f} frames/s")
 
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "rmq.cli.namesrv", "--host", "127.0.0.1", "--port", str(port), "--log-level", "WARNING"]
-    )
+    processes = Processes()
     try:
-        addr = f"127.0.0.1:{port}"
+        _, addr = start_namesrv(processes.spawn, "--log-level", "WARNING")
         with RemotingClient() as client:
-            deadline = time.monotonic() + 10
-            while True:
-                try:
-                    register_broker(client, addr)
-                    break
-                except RemotingError:
-                    if time.monotonic() > deadline:
-                        raise
-                    time.sleep(0.05)
+            register_broker(client, addr)
             for in_flight in (1, 64):
                 rate = median_of(args.repeat, round_trips_per_second, client, addr, in_flight, args.seconds)
                 print(f"GET_ROUTEINFO round trips, {in_flight:2d} in flight: {rate:12,.0f} requests/s")
     finally:
-        proc.terminate()
-        proc.wait(10)
+        processes.stop_all()
 
 
 if __name__ == "__main__":

@@ -72,6 +72,7 @@ from bench_broker import (
     PROCESSES,
     QUEUES,
     TOPIC,
+    free_port,
     pin_master,
     running_role,
     sends_per_second,
@@ -80,7 +81,6 @@ from bench_broker import (
 from bench_tls import certificate
 
 from rmq.net.tls import TlsServerOptions, server_context
-from rmq.perf.cluster import free_port
 from rmq.perf.load import ENGINE_C, LoadSpec, run_load
 from rmq.protocol import ha as wire
 from rmq.protocol.acl import ClusterAuthMode, SessionCredentials

@@ -15,10 +15,11 @@ import argparse
 import json
 import random
 import shutil
-import socket
 import sys
 import tempfile
 import time
+
+from bench_broker import free_port
 
 from rmq._clock import now_ms
 from rmq.broker.config import load_broker_config
@@ -27,12 +28,6 @@ from rmq.protocol.message import MessageProperty, encode_properties
 
 TOPIC = "BenchTimer"
 BODY = b"x" * 100
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def memory() -> dict[str, int]:

@@ -20,17 +20,13 @@ import tempfile
 from pathlib import Path
 
 from harness import (
-    Processes,
-    broker_settings,
     hold_forged_registration,
-    start_broker_process,
-    start_namesrv,
     update_topic_request,
-    wait_until,
 )
 
 from rmq.net import RemotingClient
 from rmq.net.codec import RemotingCommand
+from rmq.perf.procs import Processes, broker_settings, start_broker_process, start_namesrv, wait_until
 from rmq.protocol.codes import RequestCode, ResponseCode
 
 TOPIC = "ForgeryTopic"

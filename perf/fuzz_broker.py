@@ -71,21 +71,18 @@ import zlib
 from pathlib import Path
 
 from harness import (
-    LOOPBACK,
-    Processes,
     bodies_in,
-    broker_settings,
     offset_request,
     pull_request,
     records,
     send_request,
-    start_broker_process,
     update_topic_request,
 )
 
 from rmq.net import RemotingClient
 from rmq.net.codec import FrameDecoder, RemotingCommand
 from rmq.net.frame import MAX_FRAME_SIZE_DEFAULT
+from rmq.perf.procs import LOOPBACK, Processes, broker_settings, start_broker_process
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_java_json
 from rmq.protocol.send_header import V2

@@ -1,21 +1,17 @@
-"""Real ``rmq-namesrv`` and ``rmq-broker`` processes on loopback, the requests a RocketMQ client
-sends (built by hand from docs/protocol.md#sends, not with the SDK), and a failover pair of brokers: what
-the operations scripts (``fuzz_broker.py``, ``soak_crash.py``, ``power_loss.py``) and the test suite
-share.
+"""What the operations scripts (``fuzz_broker.py``, ``soak_crash.py``, ``power_loss.py``,
+``bench_connections.py``, ``forge_registration.py``) and the test suite share beyond starting
+processes (that is ``rmq.perf.procs``, which rmq-perf uses too): floods of connections, the
+requests a RocketMQ client sends (built by hand from docs/protocol.md#sends, not with the SDK), a
+failover pair of brokers and a forged name-server registration.
 
 It lives here, beside the scripts, and imports nothing but the standard library and rmq, so that a
 script runs from a checkout or an installed rmq without the test tree; ``tests/helpers`` loads this
 file by its path and re-exports its names, so that the suite and the scripts run one copy of the
-process and failover logic.
+failover logic.
 
-    procs = Processes()
-    _, namesrv = start_namesrv(procs.spawn)
-    proc, addr = start_broker_process(procs.spawn, broker_settings(store), namesrv)
-    pair = FailoverPair(procs.spawn, root).start()   # SYNC_MASTER + SLAVE
+    procs = Processes()                                 # rmq.perf.procs
+    pair = FailoverPair(procs.spawn, root).start()      # SYNC_MASTER + SLAVE
     report = pair.round()        # kill, check, promote, rejoin, converge; roles swapped after it
-
-A broker process counts as up once the name server routes to it, not when its port opens: the port
-opens before its first registration ends.
 """
 
 from __future__ import annotations
@@ -30,12 +26,10 @@ import select
 import signal
 import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TypeVar
 
 import orjson
 
@@ -43,7 +37,14 @@ from rmq.client.admin_client import AdminClient
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.net.codec_py import encode
 from rmq.net.frame import FLAG_ONEWAY
-from rmq.perf.cluster import free_port
+from rmq.perf.procs import (
+    BROKER_PORT_KEYS,
+    LOOPBACK,
+    broker_settings,
+    start_broker_process,
+    start_namesrv,
+    wait_until,
+)
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
 from rmq.protocol.crc import crc32
 from rmq.protocol.message import encode_properties
@@ -51,38 +52,6 @@ from rmq.protocol.record import StoredMessage, decode_records
 from rmq.protocol.replica import REGISTER_EPOCH
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.send_header import V2
-
-T = TypeVar("T")
-
-LOOPBACK = "127.0.0.1"
-
-
-def wait_until(predicate: Callable[[], T], timeout: float, what: str | Callable[[], str], interval: float = 0.01) -> T:
-    """Poll ``predicate`` until it returns something true, and return that; fail naming ``what``
-    (what should have happened; a callable is asked only then) once ``timeout`` seconds passed."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() >= deadline:
-            raise AssertionError(f"{what() if callable(what) else what}: not within {timeout:g} s")
-        time.sleep(interval)
-
-
-def wait_for_port(port: int, timeout: float = 20.0, proc: subprocess.Popen | None = None) -> None:
-    """Until something accepts on 127.0.0.1:port; fails when ``proc`` exits first."""
-
-    def accepting() -> bool:
-        if proc is not None and proc.poll() is not None:
-            raise AssertionError(f"process exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection((LOOPBACK, port), timeout=0.5):
-                return True
-        except OSError:
-            return False
-
-    wait_until(accepting, timeout, f"something listening on {LOOPBACK}:{port}", interval=0.02)
 
 
 def open_connections(port: int, count: int, timeout: float, greeting: bytes = b"") -> list[socket.socket]:
@@ -196,176 +165,6 @@ def flood_connections(pid: int, port: int, count: int, timeout: float = 60.0) ->
     return FloodReport(count, accept_seconds, before, peak, process_status(pid))
 
 
-START_TIMEOUT = 30.0
-
-
-class Processes:
-    """``python ARGS`` processes of one test; ``stop_all`` terminates each (then kills it)."""
-
-    def __init__(self) -> None:
-        self.procs: list[subprocess.Popen] = []
-
-    def spawn(self, *args: str, env: dict | None = None, **kwargs) -> subprocess.Popen:
-        proc = subprocess.Popen([sys.executable, *args], env={**os.environ, **(env or {})}, **kwargs)
-        self.procs.append(proc)
-        return proc
-
-    def stop_all(self) -> None:
-        for proc in self.procs:
-            if proc.poll() is None:
-                proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            try:
-                proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait(timeout=10)
-
-
-# A port free_port() handed out can be taken by another process before ours binds it (tests running
-# in parallel draw from the same kernel range): a process that dies of EADDRINUSE is started again
-# on fresh ports, up to this many starts in all.
-PORT_ATTEMPTS = 3
-ADDRESS_IN_USE = os.strerror(errno.EADDRINUSE)  # "Address already in use", as a broker logs it
-# The ports of a broker process; each is picked anew after a clash.
-BROKER_PORT_KEYS = ("listenPort", "namesrvListenPort", "haListenPort")
-
-
-def port_in_use(port: int) -> bool:
-    """Whether something listens on ``port`` (of 127.0.0.1 or of every address) right now."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        try:
-            s.bind((LOOPBACK, port))
-        except OSError as e:
-            return e.errno == errno.EADDRINUSE
-        return False
-
-
-def _listening_inodes(port: int) -> set[str]:
-    """Socket inodes listening on TCP ``port`` (any address), from /proc/net/tcp and tcp6."""
-    inodes = set()
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            with open(table) as f:
-                next(f)
-                for line in f:
-                    fields = line.split()
-                    if fields[3] == "0A" and int(fields[1].rsplit(":", 1)[1], 16) == port:  # 0A: LISTEN
-                        inodes.add(fields[9])
-        except FileNotFoundError:
-            continue
-    return inodes
-
-
-def listens_on(pid: int, port: int) -> bool:
-    """Whether process ``pid`` itself holds a socket listening on ``port``: a connection that
-    succeeds proves only that something listens, maybe the process that took the port first."""
-    inodes = _listening_inodes(port)
-    if not inodes:
-        return False
-    try:
-        fds = os.listdir(f"/proc/{pid}/fd")
-    except FileNotFoundError:
-        return False
-    for fd in fds:
-        try:
-            target = os.readlink(f"/proc/{pid}/fd/{fd}")
-        except OSError:
-            continue
-        if target.startswith("socket:[") and target[8:-1] in inodes:
-            return True
-    return False
-
-
-def wait_listening(proc: subprocess.Popen, port: int, timeout: float = START_TIMEOUT) -> None:
-    """Until ``proc`` listens on ``port``; fails when it exits first."""
-
-    def listening() -> bool:
-        if proc.poll() is not None:
-            raise AssertionError(f"process exited with {proc.returncode} before listening on {port}")
-        return listens_on(proc.pid, port)
-
-    wait_until(listening, timeout, f"process {proc.pid} listening on {port}", interval=0.02)
-
-
-def start_namesrv(spawn, *args: str, **popen) -> tuple[subprocess.Popen, str]:
-    """``rmq-namesrv`` on a free port; (process, address) once it accepts connections. A name server
-    that exits before listening while something else listens on its port is started again on
-    another port (its stderr may be the test's, so the port is asked, not a log). ``popen``: more
-    arguments of the process (``stderr=``, ``env=``)."""
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        port = free_port()
-        proc = spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port), *args, **popen)
-        try:
-            wait_listening(proc, port)
-        except AssertionError:
-            if proc.poll() is None or attempt == PORT_ATTEMPTS or not port_in_use(port):
-                raise
-            print(f"rmq-namesrv: port {port} taken before it bound it; starting it again", file=sys.stderr)
-            continue
-        return proc, f"{LOOPBACK}:{port}"
-    raise AssertionError("unreachable")
-
-
-def _logged_since(path: Path, start: int) -> str:
-    try:
-        with open(path, "rb") as f:
-            f.seek(start)
-            return f.read().decode(errors="replace")
-    except FileNotFoundError:
-        return ""
-
-
-def start_broker_process(
-    spawn, settings: dict[str, str], namesrv: str | None = None, extra_args: tuple[str, ...] = (), **popen
-) -> tuple[subprocess.Popen, str]:
-    """``rmq-broker`` with ``--set`` settings, registering with ``namesrv`` (``-n``) or, without
-    one, with the name server it embeds on namesrvListenPort; (process, address) once routed.
-    ``popen``: more arguments of the process (``stderr=``). A broker whose ``logs/broker.log`` says
-    it died of EADDRINUSE is started again with fresh ports, written into ``settings``."""
-    log_path = Path(settings["storePathRootDir"]) / "logs" / "broker.log"
-    for attempt in range(1, PORT_ATTEMPTS + 1):
-        argv = ["-m", "rmq.cli.broker", *(["-n", namesrv] if namesrv else []), *extra_args]
-        for key, value in settings.items():
-            argv += ["--set", f"{key}={value}"]
-        log_start = log_path.stat().st_size if log_path.exists() else 0
-        proc = spawn(*argv, **popen)
-        try:
-            wait_listening(proc, int(settings["listenPort"]))
-            break
-        except AssertionError:
-            if (
-                proc.poll() is None
-                or attempt == PORT_ATTEMPTS
-                or ADDRESS_IN_USE not in _logged_since(log_path, log_start)
-            ):
-                raise
-            for key in BROKER_PORT_KEYS:
-                if key in settings:
-                    settings[key] = str(free_port())
-            print(f"rmq-broker: a port was taken before it bound it; starting it again on {settings}", file=sys.stderr)
-    addr = f"{LOOPBACK}:{settings['listenPort']}"
-    wait_registered(namesrv or f"{LOOPBACK}:{settings['namesrvListenPort']}", addr, proc)
-    return proc, addr
-
-
-def wait_registered(namesrv: str, broker_addr: str, proc: subprocess.Popen, timeout: float = START_TIMEOUT) -> None:
-    """Until ``namesrv`` lists ``broker_addr`` in its cluster table; fails when ``proc`` exits first."""
-    with AdminClient(namesrv, timeout=2.0) as admin:
-
-        def registered() -> bool:
-            if proc.poll() is not None:
-                raise AssertionError(f"broker exited with {proc.returncode} before registering")
-            try:
-                tables = admin.cluster_info().get("brokerAddrTable") or {}
-            except Exception:
-                return False
-            return any(broker_addr in (data.get("brokerAddrs") or {}).values() for data in tables.values())
-
-        wait_until(registered, timeout, f"{broker_addr} registered with {namesrv}", interval=0.02)
-
-
 # Small files, fast delay levels and a slave that copies its master's metadata every 2 s: tests
 # write little and should not wait minutes for a retry or tens of seconds for a slave's copy.
 SLAVE_SYNC_INTERVAL = 2.0
@@ -375,31 +174,6 @@ CLUSTER_BROKER_SETTINGS = {
     "messageDelayLevel": "1s 1s 1s 1s 1s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s 2s",
     "slaveSyncInterval": str(int(SLAVE_SYNC_INTERVAL * 1000)),
 }
-
-
-# Small files: tests write little, and sparse 1 GiB files are still work for the file system.
-SMALL_FILES = {
-    "mappedFileSizeCommitLog": str(4 * 1024 * 1024),
-    "mappedFileSizeConsumeQueue": str(20 * 3000),
-    "maxHashSlotNum": "1024",
-    "maxIndexNum": "4096",
-}
-
-
-def broker_settings(store_dir: Path, **overrides: str) -> dict[str, str]:
-    """``--set`` style settings of a test broker, in-process or a process: loopback only, free ports
-    (its own, its HA port and its embedded name server's), small files."""
-    settings = {
-        "brokerIP1": LOOPBACK,
-        "listenPort": str(free_port()),
-        "namesrvListenPort": str(free_port()),
-        # not the default listenPort + 1: free ports come in sequence, and that one may be taken
-        "haListenPort": str(free_port()),
-        "storePathRootDir": str(store_dir),
-        **SMALL_FILES,
-    }
-    settings.update({k: str(v) for k, v in overrides.items()})
-    return settings
 
 
 TIMEOUT = 5.0

@@ -36,10 +36,20 @@ import tempfile
 from collections.abc import Iterator
 
 import bench_broker
-from bench_broker import BODY, PIN_HELP, QUEUES, TOPIC, create_topic, exit_on_signal, pin_master, wait_for_port
+from bench_broker import (
+    BODY,
+    PIN_HELP,
+    QUEUES,
+    TOPIC,
+    exit_on_signal,
+    free_port,
+    pin_master,
+    start_broker,
+    stop_process,
+    wait_for_port,
+)
 from report import JSON_HELP, Report
 
-from rmq.perf.cluster import free_port, stop_process
 from rmq.perf.load import ENGINE_C, IntervalReport, LoadSpec, run_load
 
 SATURATION_DEPTHS = (16, 64)
@@ -54,31 +64,17 @@ def broker(src: str | None) -> Iterator[int]:
     """An ASYNC_FLUSH ``rmq-broker`` of the build in ``src`` (None: this one) on a temporary store,
     holding TOPIC: its port."""
     root = tempfile.mkdtemp(prefix="rmq-open-loop-")
-    port = free_port()
-    env = dict(os.environ)
-    if src is not None:
-        env["PYTHONPATH"] = src
-    args = [sys.executable, "-m", "rmq.cli.broker", "--log-level", "WARNING"]
-    for key, value in {
-        "brokerIP1": "127.0.0.1",
-        "listenPort": port,
-        "namesrvListenPort": free_port(),
-        "haListenPort": free_port(),
-        "storePathRootDir": root,
-        "flushDiskType": "ASYNC_FLUSH",
-    }.items():
-        args += ["--set", f"{key}={value}"]
-    proc = subprocess.Popen(args, env=env, stderr=subprocess.DEVNULL)
-    RUNNING[port] = proc
     try:
-        if bench_broker.PIN is not None:  # before its threads start: they inherit it
-            os.sched_setaffinity(proc.pid, bench_broker.PIN[0])
-        wait_for_port(port, proc)
-        create_topic(port, TOPIC)
-        yield port
+        proc, port, _namesrv_port = start_broker(
+            root, "ASYNC_FLUSH", env=None if src is None else {"PYTHONPATH": src}, stderr=subprocess.DEVNULL
+        )
+        RUNNING[port] = proc
+        try:
+            yield port
+        finally:
+            RUNNING.pop(port, None)
+            stop_process(proc)
     finally:
-        RUNNING.pop(port, None)
-        stop_process(proc)
         shutil.rmtree(root, ignore_errors=True)
 
 

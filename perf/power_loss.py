@@ -57,16 +57,13 @@ from pathlib import Path
 from harness import (
     QUEUES,
     TOPIC,
-    Processes,
     Sender,
     bodies_in,
-    broker_settings,
-    start_broker_process,
     update_topic_request,
-    wait_until,
 )
 
 from rmq.net import RemotingClient
+from rmq.perf.procs import Processes, broker_settings, start_broker_process, wait_until
 from rmq.protocol.codes import ResponseCode
 
 SHIM_SOURCE = Path(__file__).resolve().parent / "power_loss_shim.c"

@@ -51,20 +51,17 @@ from harness import (
     TOPIC,
     ClientThread,
     FailoverPair,
-    Processes,
     Sender,
     bodies_in,
-    broker_settings,
     offset_request,
     pull_request,
     records,
-    start_broker_process,
     update_topic_request,
-    wait_until,
 )
 
 from rmq.errors import RecordError
 from rmq.net import RemotingClient
+from rmq.perf.procs import Processes, broker_settings, start_broker_process, wait_until
 from rmq.protocol.codes import RequestCode, ResponseCode
 
 GROUP = "soak-consumers"

@@ -11,7 +11,8 @@ from pathlib import Path
 import pytest
 
 from rmq.net import RemotingClient
-from tests.helpers.processes import Cluster, Processes
+from rmq.perf.procs import Processes
+from tests.helpers.processes import Cluster
 from tests.helpers.threads import wait_for_threads_to_end
 from tests.helpers.transaction import start_tx_cluster
 

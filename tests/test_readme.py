@@ -16,9 +16,10 @@ from pathlib import Path
 import pytest
 
 import rmq
+from rmq.perf.procs import Processes
 from tests.helpers import LOOPBACK
 from tests.helpers.broker import broker_settings
-from tests.helpers.processes import Processes, start_broker_process
+from tests.helpers.processes import start_broker_process
 from tests.helpers.tls import make_certificate
 
 README = Path(__file__).resolve().parents[1] / "README.md"

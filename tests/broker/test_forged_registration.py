@@ -14,6 +14,7 @@ import pytest
 
 from rmq.client.admin_client import AdminClient
 from rmq.net.codec import RemotingCommand
+from rmq.perf.procs import wait_listening
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.route import MASTER_ID
 from tests.helpers import harness, wait_until
@@ -97,7 +98,7 @@ def test_a_master_never_fences_itself_on_an_answer_it_cannot_verify(spawn, clien
     log = tmp_path / "broker.log"
     with open(log, "wb") as stderr:
         proc = spawn(*argv, stderr=stderr)
-    harness.wait_listening(proc, int(settings["listenPort"]))
+    wait_listening(proc, int(settings["listenPort"]))
     addr = f"127.0.0.1:{settings['listenPort']}"
     wait_until(lambda: "not fencing" in log.read_text(errors="replace"), 10, "the unproven fencing answer logged")
     assert client.invoke_sync(addr, update_topic_request(TOPIC), 3.0).code == ResponseCode.SUCCESS

@@ -17,6 +17,7 @@ import pytest
 
 from rmq.net import RemotingClient, RemotingCommand, _codec, codec
 from rmq.perf.cluster import ProcessSampler
+from rmq.perf.procs import Processes
 from rmq.protocol import ha as wire
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.replica import HAStatus
@@ -25,7 +26,7 @@ from tests.helpers import free_port, wait_until
 from tests.helpers.broker import broker_settings, create_topic
 from tests.helpers.frames import RawConnection, raw_frame, refused
 from tests.helpers.ha_peer import FakeSlave
-from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, Processes, start_broker_process, start_namesrv
+from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, start_broker_process, start_namesrv
 from tests.helpers.requests import call, route_request, send_request
 from tests.helpers.tls import make_certificate
 

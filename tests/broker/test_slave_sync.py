@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from rmq.client.admin_client import AdminClient
+from rmq.perf.procs import wait_registered
 from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.helpers import wait_until
 from tests.helpers.processes import (
@@ -17,7 +18,6 @@ from tests.helpers.processes import (
     BrokerPair,
     start_broker_process,
     start_namesrv,
-    wait_registered,
 )
 from tests.helpers.requests import pull_request, send_request, update_topic_request
 

@@ -9,7 +9,8 @@ import sys
 import time
 
 from rmq.client.admin_client import AdminClient
-from tests.helpers import LOOPBACK, free_port, harness, wait_for_port, wait_until
+from rmq.perf import procs
+from tests.helpers import LOOPBACK, free_port, wait_for_port, wait_until
 from tests.helpers.frames import RawConnection, route_request_frame
 from tests.helpers.processes import start_namesrv
 from tests.helpers.settings import print_config_rows
@@ -28,7 +29,7 @@ def test_a_port_taken_before_the_name_server_binds_it_is_replaced(spawn, monkeyp
         taken = squatter.getsockname()[1]
         ports = iter([taken])
         # the first port handed out is one someone else took meanwhile
-        monkeypatch.setattr(harness, "free_port", lambda: next(ports, None) or free_port())
+        monkeypatch.setattr(procs, "free_port", lambda: next(ports, None) or free_port())
         proc, addr = start_namesrv(spawn)
         assert proc.poll() is None and addr != f"{LOOPBACK}:{taken}"
         with AdminClient(addr, timeout=2.0) as admin:
@@ -91,7 +92,7 @@ def test_print_config_shows_the_name_servers_settings_and_where_they_came_from(t
 def test_set_listen_port_is_where_it_listens(spawn):
     port = free_port()
     proc = spawn("-m", "rmq.cli.namesrv", "--set", f"listenPort={port}", "--set", f"bindAddress={LOOPBACK}")
-    wait_for_port(port, 20.0, proc)
+    wait_for_port(port, proc, timeout=20.0)
     with AdminClient(f"{LOOPBACK}:{port}", timeout=2.0) as admin:
         assert admin.cluster_info() is not None
 

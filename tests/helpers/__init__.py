@@ -1,14 +1,15 @@
 """What many tests need and no test module owns. Tests and conftests import from here, never from
 other test modules or conftests (tests/test_tree.py checks it).
 
-    tests.helpers            loopback ports and bounded waits (this module)
+    tests.helpers            loopback ports and bounded waits (rmq.perf.procs's, which rmq-perf and
+                             the scripts in perf/ use too), and perf/harness.py loaded (this module)
     tests.helpers.golden     golden bytes built from docs/store-format.md with nothing from rmq
     tests.helpers.requests   requests a RocketMQ client sends, built by hand; stored records of a pull
     tests.helpers.frames     raw remoting frames and a blocking socket that reads them
     tests.helpers.store      small store files, for tests that open a MessageStore
     tests.helpers.disk       a tiny tmpfs mounted for a test, and files that fill it up
     tests.helpers.broker     an in-process broker: start it, put into its store, read its queues
-    tests.helpers.processes  real rmq-namesrv / rmq-broker processes, and a Cluster of both
+    tests.helpers.processes  a Cluster (name server + broker processes) and a BrokerPair (master + slave)
     tests.helpers.acl        a broker process with aclEnable, its plain_acl.yml rewritten under it
     tests.helpers.failover   two broker processes swapping roles by SIGKILL, promotion and rejoin
     tests.helpers.overload   a flood of sends and pulls (a process of its own), a broker's memory,
@@ -25,8 +26,12 @@ import importlib.util
 import sys
 from pathlib import Path
 
-# The process starters, hand-built requests and the failover pair are perf/harness.py's: the
-# operations scripts beside it run without the test tree, and the suite runs the same copy.
+from rmq.perf.procs import LOOPBACK, free_port, wait_for_port, wait_until
+
+__all__ = ["LOOPBACK", "free_port", "harness", "wait_for_port", "wait_until"]
+
+# Hand-built requests, floods and the failover pair are perf/harness.py's: the operations scripts
+# beside it run without the test tree, and the suite runs the same copy.
 _HARNESS_PATH = Path(__file__).resolve().parents[2] / "perf" / "harness.py"
 
 
@@ -40,7 +45,3 @@ def _load_harness():
 
 
 harness = sys.modules.get("harness") or _load_harness()
-LOOPBACK = harness.LOOPBACK
-free_port = harness.free_port
-wait_until = harness.wait_until
-wait_for_port = harness.wait_for_port

@@ -11,14 +11,11 @@ from rmq.broker.controller import BrokerController
 from rmq.broker.topic_config import TopicConfig
 from rmq.cli.broker import BrokerStartup
 from rmq.net import RemotingClient
+from rmq.perf.procs import broker_settings, wait_until
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.record import StoredMessage, decode_record
 from rmq.store import PutMessageResult
-from tests.helpers import harness, wait_until
 from tests.helpers.requests import call, send_request
-
-SMALL_FILES = harness.SMALL_FILES
-broker_settings = harness.broker_settings
 
 
 def new_startup(store_dir: Path, **overrides: str) -> BrokerStartup:

@@ -1,8 +1,7 @@
-"""Real ``rmq-namesrv`` and ``rmq-broker`` processes on loopback, and a Cluster of both for the
-end-to-end tests.
-
-A broker process counts as up once the name server routes to it, not when its port opens: the port
-opens before its first registration ends.
+"""The end-to-end tests' processes: a Cluster (an ``rmq-namesrv`` and an ``rmq-broker``) and a
+BrokerPair (a master and its slave), started with ``rmq.perf.procs`` (the starters rmq-perf and
+perf/ use too, imported here for the tests that start processes of their own), and what
+perf/harness.py has for them (floods, a steady sender).
 """
 
 from __future__ import annotations
@@ -13,19 +12,20 @@ import subprocess
 from pathlib import Path
 
 from rmq.net import RemotingClient, RemotingCommand
+from rmq.perf.procs import (
+    LOOPBACK,
+    broker_settings,
+    start_broker_process,
+    start_namesrv,
+    wait_until,
+)
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_mq_tables
 from rmq.protocol.message import retry_topic
 from rmq.protocol.record import StoredMessage
-from tests.helpers import LOOPBACK, harness, wait_until
-from tests.helpers.broker import broker_settings
+from tests.helpers import harness
 from tests.helpers.requests import call, offset_request, pull_request, records, update_topic_request
 
-START_TIMEOUT = harness.START_TIMEOUT
-Processes = harness.Processes
-start_namesrv = harness.start_namesrv
-start_broker_process = harness.start_broker_process
-wait_registered = harness.wait_registered
 raise_open_file_limit = harness.raise_open_file_limit
 flood_connections = harness.flood_connections
 process_status = harness.process_status

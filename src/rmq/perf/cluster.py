@@ -16,12 +16,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
-import random
 import shutil
-import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -29,78 +25,22 @@ from typing import Any
 
 from rmq.client.admin_client import AdminClient
 from rmq.errors import RmqError
+from rmq.perf.procs import (
+    START_TIMEOUT,
+    STOP_TIMEOUT,
+    Processes,
+    broker_settings,
+    start_broker_process,
+    start_namesrv,
+    wait_until,
+)
 
-LOOPBACK = "127.0.0.1"
-START_TIMEOUT = 30.0
-STOP_TIMEOUT = 30.0
 BROKER_NAME = "perf-broker"
 _TICKS = os.sysconf("SC_CLK_TCK")
 
 ROLES = ("standalone", "async_master", "sync_master")
 # brokerRole of the master of each matrix role; "standalone" is a master without a slave
 MASTER_ROLE = {"standalone": "ASYNC_MASTER", "async_master": "ASYNC_MASTER", "sync_master": "SYNC_MASTER"}
-
-
-# Ports handed out come from below the kernel's ephemeral range (32768-60999 by default), where no
-# outgoing connection is ever given a local port: a port picked with bind(0) is an ephemeral one,
-# and a client connecting meanwhile could take it before the broker binds it ("Address already in
-# use"). Each with the next one free too: a broker listens for slaves on listenPort + 1.
-_PORT_RANGE = (20000, 32000)
-_handed_out: set[int] = set()
-
-
-def free_port() -> int:
-    """A TCP port on 127.0.0.1 that nothing listens on, nor on the port after it, right now, and that
-    this process has not handed out before."""
-    low, high = _PORT_RANGE
-    for _ in range(1000):
-        port = random.randrange(low, high)
-        if port in _handed_out or not (_bindable(port) and _bindable(port + 1)):
-            continue
-        _handed_out.add(port)
-        return port
-    raise RuntimeError(f"no free port pair found between {low} and {high}")
-
-
-def _bindable(port: int) -> bool:
-    with socket.socket() as s:
-        try:
-            s.bind((LOOPBACK, port))
-        except OSError:
-            return False
-        return True
-
-
-def wait_for_port(port: int, proc: subprocess.Popen[bytes], what: str, timeout: float = START_TIMEOUT) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"{what} exited with {proc.returncode} before listening on {port}")
-        try:
-            with socket.create_connection((LOOPBACK, port), timeout=0.5):
-                return
-        except OSError:
-            time.sleep(0.05)
-    raise TimeoutError(f"{what} did not listen on {port} within {timeout:.0f} s")
-
-
-def stop_process(proc: subprocess.Popen[bytes]) -> None:
-    """SIGTERM, then SIGKILL when it does not exit in time."""
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-    try:
-        proc.wait(STOP_TIMEOUT)
-    except subprocess.TimeoutExpired:
-        proc.kill()
-        proc.wait(STOP_TIMEOUT)
-
-
-def wait_until(predicate: Any, timeout: float, what: str, interval: float = 0.05) -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise TimeoutError(f"gave up waiting {timeout:.0f} s for {what}")
-        time.sleep(interval)
 
 
 class RmqCell(contextlib.AbstractContextManager["RmqCell"]):
@@ -111,63 +51,48 @@ class RmqCell(contextlib.AbstractContextManager["RmqCell"]):
             raise ValueError(f"role {role!r}, expected one of {', '.join(ROLES)}")
         self.flush, self.role, self.topic, self.queues = flush, role, topic, queues
         self.settings = settings or {}
-        self.procs: list[subprocess.Popen[bytes]] = []
+        self.processes = Processes()
         self.root = Path(tempfile.mkdtemp(prefix="rmq-perf-"))
         self.namesrv_addr = ""
         self.master_addr = ""
         self.master: subprocess.Popen[bytes] | None = None
         self.slave: subprocess.Popen[bytes] | None = None
 
-    def _spawn(self, *args: str) -> subprocess.Popen[bytes]:
-        proc = subprocess.Popen(
-            [sys.executable, *args], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=dict(os.environ)
-        )
-        self.procs.append(proc)
+    def _broker(self, store: str, **settings: str) -> subprocess.Popen[bytes]:
+        """A broker of the cell, once routed."""
+        chosen = {"brokerName": BROKER_NAME, "flushDiskType": self.flush, **self.settings, **settings}
+        merged = broker_settings(self.root / store, small_files=False, **chosen)
+        del merged["namesrvListenPort"]  # registers with the cell's name server: nothing embedded
+        # its stderr in a file, read when it fails to start: a pipe nobody reads fills and stalls it
+        with open(self.root / f"{store}.stderr", "ab") as stderr:
+            proc, addr = start_broker_process(
+                self.processes.spawn,
+                merged,
+                self.namesrv_addr,
+                ("--log-level", "WARNING"),
+                stdout=subprocess.DEVNULL,
+                stderr=stderr,
+            )
+        if settings.get("brokerRole") != "SLAVE":
+            self.master_addr = addr
         return proc
-
-    def _broker(self, store: str, **settings: str) -> tuple[subprocess.Popen[bytes], int]:
-        port = free_port()
-        merged = {
-            "brokerIP1": LOOPBACK,
-            "brokerName": BROKER_NAME,
-            "listenPort": str(port),
-            "haListenPort": str(free_port()),
-            "storePathRootDir": str(self.root / store),
-            "flushDiskType": self.flush,
-            **self.settings,
-            **settings,
-        }
-        argv = ["-m", "rmq.cli.broker", "-n", self.namesrv_addr, "--log-level", "WARNING"]
-        for key, value in merged.items():
-            argv += ["--set", f"{key}={value}"]
-        proc = self._spawn(*argv)
-        wait_for_port(port, proc, f"rmq-broker ({store})")
-        return proc, port
 
     def start(self) -> RmqCell:
         try:
-            port = free_port()
-            namesrv = self._spawn("-m", "rmq.cli.namesrv", "--host", LOOPBACK, "--port", str(port))
-            wait_for_port(port, namesrv, "rmq-namesrv")
-            self.namesrv_addr = f"{LOOPBACK}:{port}"
-            self.master, master_port = self._broker("master", brokerRole=MASTER_ROLE[self.role])
-            self.master_addr = f"{LOOPBACK}:{master_port}"
+            with open(self.root / "namesrv.stderr", "ab") as log:
+                _, self.namesrv_addr = start_namesrv(
+                    self.processes.spawn, "--log-level", "WARNING", stdout=subprocess.DEVNULL, stderr=log
+                )
+            self.master = self._broker("master", brokerRole=MASTER_ROLE[self.role])
             with AdminClient(self.namesrv_addr, timeout=3.0) as admin:
-                wait_until(lambda: self._registered(admin), START_TIMEOUT, "the master to register")
                 admin.update_topic(self.topic, self.queues, self.queues, broker_addr=self.master_addr)
                 if self.role != "standalone":
-                    self.slave, _ = self._broker("slave", brokerRole="SLAVE", brokerId="1")
+                    self.slave = self._broker("slave", brokerRole="SLAVE", brokerId="1")
                     wait_until(lambda: self._slave_connected(admin), START_TIMEOUT, "the slave to connect")
         except BaseException:
             self.close()
             raise
         return self
-
-    def _registered(self, admin: AdminClient) -> bool:
-        try:
-            return self.master_addr in admin.master_addrs().values()
-        except RmqError:
-            return False
 
     def _slave_connected(self, admin: AdminClient) -> bool:
         try:
@@ -176,11 +101,7 @@ class RmqCell(contextlib.AbstractContextManager["RmqCell"]):
             return False
 
     def close(self) -> None:
-        for proc in reversed(self.procs):
-            stop_process(proc)
-            if proc.stderr is not None:
-                proc.stderr.close()
-        self.procs.clear()
+        self.processes.stop_all(STOP_TIMEOUT)
         shutil.rmtree(self.root, ignore_errors=True)
 
     def __enter__(self) -> RmqCell:

@@ -29,8 +29,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from rmq.perf.cluster import LOOPBACK, ProcessSampler, free_port, stop_process, wait_for_port
+from rmq.perf.cluster import ProcessSampler
 from rmq.perf.load import COMPILED_RESP, Driver, LoadSpec
+from rmq.perf.procs import LOOPBACK, free_port, stop_process, wait_for_port
 
 PEERS = ("redis", "nats")
 SERVER = {"redis": "redis-server", "nats": "nats-server"}
