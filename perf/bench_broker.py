@@ -85,6 +85,20 @@ def _generator_module(name: str, filename: str | None = None):
     return module
 
 
+def _protocol_module_of_generator_tree(name: str) -> None:
+    """``rmq.protocol.<name>`` from GENERATOR_SRC when the build measured has none (older than it),
+    so that the generator tree's modules, which import it, load against that build."""
+    try:
+        importlib.import_module(f"rmq.protocol.{name}")
+    except ImportError:
+        path = os.path.join(GENERATOR_SRC, "rmq", "protocol", f"{name}.py")
+        spec = importlib.util.spec_from_file_location(f"rmq.protocol.{name}", path)
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[spec.name] = module
+        spec.loader.exec_module(module)
+
+
+_protocol_module_of_generator_tree("request_flags")  # rmq.perf.remoting's pull flags (since constants26)
 _remoting = _generator_module("remoting", "remoting.py")
 _loadgen = _generator_module("_loadgen")
 # the process harness of the same tree: it starts the brokers of builds older than it too
