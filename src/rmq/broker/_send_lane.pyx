@@ -62,12 +62,12 @@ from libc.stdint cimport INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint32
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 
-from rmq._commit_log cimport PUT_OK
-from rmq._endian cimport load_be16, load_be32, store_be32, store_be64
-from rmq._store cimport BatchRecord, CommitSink, PutPlace, StoreCore
+from rmq.store._commit_log cimport PUT_OK
+from rmq.includes.endian cimport load_be16, load_be32, store_be32, store_be64
+from rmq.store._store cimport BatchRecord, CommitSink, PutPlace, StoreCore
 from rmq.net._codec cimport FastLane
 from rmq.protocol._record cimport MSGID_BYTES, TOPIC_MAX_BYTES
-from rmq._decimal cimport MAX_DECIMAL, put_decimal
+from rmq.includes.decimal cimport MAX_DECIMAL, put_decimal
 
 from rmq.broker.processor.send import put_reply as _put_reply
 from rmq.net import frame as _frame

@@ -6,19 +6,19 @@
 #   put_message(topic, queue_id, body, properties)
 #     |  check limits, BODYCRC                             rmq.protocol._record
 #     |  ---------------------------------------- put lock ----------------------------------------
-#     |  ConsumeQueue.reserve (files exist first)          rmq._consume_queue
-#     |  CommitLog.writable_file (roll over: EOF marker)   rmq._commit_log  over  rmq._mapped_file
-#     |  write_record at the file's end, record_appended     rmq._commit_log
-#     |  dispatch: ConsumeQueue.put_entry, IndexService.build_index        rmq._index
+#     |  ConsumeQueue.reserve (files exist first)          rmq.store._consume_queue
+#     |  CommitLog.writable_file (roll over: EOF marker)   rmq.store._commit_log  over  rmq.store._mapped_file
+#     |  write_record at the file's end, record_appended     rmq.store._commit_log
+#     |  dispatch: ConsumeQueue.put_entry, IndexService.build_index        rmq.store._index
 #     |  ---------------------------------------- put lock ----------------------------------------
-#     v  SYNC_FLUSH: GroupCommit.publish_put               rmq._group_commit
+#     v  SYNC_FLUSH: GroupCommit.publish_put               rmq.store._group_commit
 #        PutMessageResult (pending until complete_commits calls its callback)
 #
 # Concurrency: one put lock serialises writers (puts, truncation, file deletion) and readers that
 # walk mapped memory (gets). Flush threads never take it: the ASYNC_FLUSH one reads positions under
 # the GIL and releases the GIL only around msync; the SYNC_FLUSH group commit's never holds the GIL
-# and sees only what the put path publishes under a C mutex (rmq._group_commit). Mapped memory
-# stays valid while any memoryview handed out still references its mmap object (rmq._mapped_file).
+# and sees only what the put path publishes under a C mutex (rmq.store._group_commit). Mapped memory
+# stays valid while any memoryview handed out still references its mmap object (rmq.store._mapped_file).
 import logging
 from collections import deque
 import os
@@ -36,24 +36,25 @@ from libc.string cimport memcmp, memcpy, memmove, memset, strerror
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport usleep
 
-from rmq._endian cimport load_be32, load_be64
-from rmq._hash cimport java_string_hash
-from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, MESSAGE_ILLEGAL,
+from rmq.includes.endian cimport load_be32, load_be64
+from rmq.includes.hash cimport java_string_hash
+from rmq.store._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, MESSAGE_ILLEGAL,
                               PROPERTIES_SIZE_EXCEEDED,
                               PUT_OK, SERVICE_NOT_AVAILABLE, SLAVE_NOT_AVAILABLE, CommitLog, record_appended)
-from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
-from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
-from rmq._group_commit cimport GroupCommit, GroupCommitState
-from rmq._ha_stream cimport HAStream, wake_on_put
-from rmq._index cimport IndexService, index_entries_bound
-from rmq._mapped_file cimport MappedFile
+from rmq.store._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
+from rmq.store._consume_queue cimport ConsumeQueue, StoreCheckpoint
+from rmq.store._group_commit cimport GroupCommit, GroupCommitState
+from rmq.store._ha_stream cimport HAStream, wake_on_put
+from rmq.store._index cimport IndexService, index_entries_bound
+from rmq.store._mapped_file cimport MappedFile
 from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_BAD_MAGIC, CHECK_BAD_OFFSET, CHECK_EMPTY, CHECK_END_OF_FILE,
                                    END_FILE_MIN_BLANK_LENGTH,
                                    MESSAGE_MAGIC_CODE, PROPERTIES_MAX_BYTES, REC_FIXED_OVERHEAD, REC_MAGIC,
                                    REC_QUEUEID, REC_QUEUEOFFSET, REC_STORETIMESTAMP, REC_TOTALSIZE, TOPIC_MAX_BYTES,
                                    body_crc_of, check_record_c, encode_msg_id_c, record_properties, write_record)
 
-from rmq import _consume_queue, _mapped_file
+import rmq.store._consume_queue as _consume_queue
+import rmq.store._mapped_file as _mapped_file
 from rmq.errors import StoreError
 from rmq.protocol import _record
 from rmq.protocol import message as _message
@@ -75,7 +76,7 @@ cdef enum:
     # inline, each read got its own round: 0.67x the sends at 64 in flight on tmpfs, docs/sync-flush.md)
     INLINE_ROUND_MAX_PUTS = 16
 
-# rmq._store's Python API is older than its rooms: what they export is re-exported here. (A class
+# rmq.store._store's Python API is older than its rooms: what they export is re-exported here. (A class
 # cimported from a room is a C-level name here, so its Python name is bound through globals().)
 LAYOUT = {**_record.LAYOUT, **_consume_queue.LAYOUT}
 CRC_NATIVE = _record.CRC_NATIVE
@@ -1139,7 +1140,7 @@ cdef class StoreCore:
         self._ha_wake_fd = fd
 
     def attach_ha_stream(self, HAStream stream):
-        """A master's replication stream (rmq._ha_stream) reads the CommitLog from now on: it is
+        """A master's replication stream (rmq.store._ha_stream) reads the CommitLog from now on: it is
         shown the files whenever they change, and an idle one is woken by the next put (None:
         detach it)."""
         self._lock()

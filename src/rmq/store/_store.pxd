@@ -2,18 +2,18 @@
 # results of its puts and gets. The rooms, each with its own .pxd:
 #
 #   rmq.protocol._record   the CommitLog record codec (layout, writers, checks, msgIds)
-#   rmq._mapped_file       MappedFile, MappedFileQueue
-#   rmq._commit_log        CommitLog: appends, roll-over, records by offset; PutStatus
-#   rmq._consume_queue     ConsumeQueue, StoreCheckpoint
-#   rmq._group_commit      the SYNC_FLUSH group commit and its GIL-free flush thread
-#   rmq._index             the IndexFile
+#   rmq.store._mapped_file       MappedFile, MappedFileQueue
+#   rmq.store._commit_log        CommitLog: appends, roll-over, records by offset; PutStatus
+#   rmq.store._consume_queue     ConsumeQueue, StoreCheckpoint
+#   rmq.store._group_commit      the SYNC_FLUSH group commit and its GIL-free flush thread
+#   rmq.store._index             the IndexFile
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
-from rmq._commit_log cimport CommitLog
-from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
-from rmq._group_commit cimport GroupCommit
-from rmq._index cimport IndexService
-from rmq._mapped_file cimport MappedFile
+from rmq.store._commit_log cimport CommitLog
+from rmq.store._consume_queue cimport ConsumeQueue, StoreCheckpoint
+from rmq.store._group_commit cimport GroupCommit
+from rmq.store._index cimport IndexService
+from rmq.store._mapped_file cimport MappedFile
 
 
 # GetMessageStatus values (names in rmq.store.status, same order as RocketMQ).
