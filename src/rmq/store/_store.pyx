@@ -211,6 +211,13 @@ cdef PutMessageResult put_failure(int status):
     return r
 
 
+cdef inline bytes encoded_properties(properties):
+    """A put's properties as record bytes: encoded ``k\\x01v\\x02`` bytes as they are, a dict encoded."""
+    if PyBytes_CheckExact(properties):
+        return <bytes>properties
+    return encode_properties(properties) if properties is not None else b""
+
+
 cdef void complete_put(PutMessageResult r, int status):
     """A waiting put is done: its status, then its callback (once; one that raises is logged)."""
     r.status_code = status
@@ -639,9 +646,8 @@ cdef class StoreCore:
         return 1
 
     cdef int put_raw(self, str topic, int queue_id, const unsigned char* body_ptr, Py_ssize_t body_len,
-                     const unsigned char* props_ptr, Py_ssize_t props_len, int sys_flag, int64_t born_timestamp,
-                     int flag, int reconsume_times, uint32_t born_host, int born_port,
-                     int64_t prepared_tx_offset, PutPlace* place) except -1:
+                     const unsigned char* props_ptr, Py_ssize_t props_len, const PutFields* fields,
+                     PutPlace* place) except -1:
         """Append one message from raw buffers (``put_message``'s body, and the broker's compiled send
         lane's, which has no Python object per message); its PutStatus, where it went in ``place``.
         Nothing waits for the disk here: ``put_message`` publishes a waiting put."""
@@ -684,10 +690,10 @@ cdef class StoreCore:
             phy_offset = mf.file_from_offset + mf.wrote_position
             place.queue_offset = queue.next_queue_offset
             p = mf.base + mf.wrote_position
-            write_record(p, <int32_t>total, crc, queue_id, flag, place.queue_offset, phy_offset, sys_flag,
-                         born_timestamp if born_timestamp else store_timestamp, born_host, born_port,
-                         store_timestamp, self.store_ip, self.store_port, reconsume_times,
-                         prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
+            write_record(p, <int32_t>total, crc, queue_id, fields.flag, place.queue_offset, phy_offset,
+                         fields.sys_flag, fields.born_timestamp if fields.born_timestamp else store_timestamp,
+                         fields.born_host, fields.born_port, store_timestamp, self.store_ip, self.store_port,
+                         fields.reconsume_times, fields.prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
                          props_ptr, props_len)
             record_appended(mf, total, store_timestamp)
             self.last_store_timestamp = store_timestamp
@@ -701,51 +707,60 @@ cdef class StoreCore:
             self._wake_replication()
         return PUT_OK
 
-    def put_message(self, str topic, int queue_id, body, properties=b"", int sys_flag=0,
+    def put_message(self, str topic, int queue_id, body, properties=b"", *, int sys_flag=0,
                     int64_t born_timestamp=0, int flag=0, int reconsume_times=0,
-                    uint32_t born_host=0, int born_port=0, callback=None,
-                    int64_t prepared_tx_offset=0):
+                    uint32_t born_host=0, int born_port=0, int64_t prepared_tx_offset=0, callback=None):
         """Append one message to the CommitLog and dispatch it to its ConsumeQueue and the index.
 
         ``properties`` are encoded ``k\\x01v\\x02`` bytes (a dict is encoded for convenience);
+        the record's other fields are keyword-only, so that no caller can pass them out of order;
         ``born_host`` is an IPv4 as int (``ipv4_to_int``). Returns a PutMessageResult at once.
         Under SYNC_FLUSH with a ``callback``, the result is ``pending`` and ``callback(result)`` is
         called by ``complete_commits`` once the record is on disk (status PUT_OK) or the deadline
         passed (FLUSH_DISK_TIMEOUT). Without a callback nothing waits for the disk.
         """
         cdef Py_buffer body_buf
-        cdef bint body_is_bytes = PyBytes_CheckExact(body)
         cdef int status
-        cdef PutMessageResult result
         cdef PutPlace place
+        cdef PutFields fields
         if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
-        if not PyBytes_CheckExact(properties):
-            properties = encode_properties(properties) if properties is not None else b""
-        if body_is_bytes:
+        properties = encoded_properties(properties)
+        fields.sys_flag = sys_flag
+        fields.born_timestamp = born_timestamp
+        fields.flag = flag
+        fields.reconsume_times = reconsume_times
+        fields.born_host = born_host
+        fields.born_port = born_port
+        fields.prepared_tx_offset = prepared_tx_offset
+        if PyBytes_CheckExact(body):
             status = self.put_raw(topic, queue_id, <const unsigned char*>PyBytes_AS_STRING(body),
                                   PyBytes_GET_SIZE(body), <const unsigned char*>PyBytes_AS_STRING(properties),
-                                  PyBytes_GET_SIZE(properties), sys_flag, born_timestamp, flag, reconsume_times,
-                                  born_host, born_port, prepared_tx_offset, &place)
+                                  PyBytes_GET_SIZE(properties), &fields, &place)
         else:
             PyObject_GetBuffer(body, &body_buf, PyBUF_SIMPLE)
             try:
                 status = self.put_raw(topic, queue_id, <const unsigned char*>body_buf.buf, body_buf.len,
                                       <const unsigned char*>PyBytes_AS_STRING(properties),
-                                      PyBytes_GET_SIZE(properties), sys_flag, born_timestamp, flag,
-                                      reconsume_times, born_host, born_port, prepared_tx_offset, &place)
+                                      PyBytes_GET_SIZE(properties), &fields, &place)
             finally:
                 PyBuffer_Release(&body_buf)
         if status != PUT_OK:
             return put_failure(status)
-        result = PutMessageResult.__new__(PutMessageResult)
+        return self._stored(&place, 1, None, callback)
+
+    cdef PutMessageResult _stored(self, const PutPlace* place, int msg_num, list offsets, callback):
+        """The result of a stored put or batch (``offsets``: each message's, for a batch), published
+        to the commit completion when the store completes commits (the lane's puts use defer_put)."""
+        cdef PutMessageResult result = PutMessageResult.__new__(PutMessageResult)
         result.status_code = PUT_OK
         result.wrote_offset = place.phy_offset
         result.wrote_bytes = <int>place.total
         result.next_offset = place.phy_offset + place.total
         result.queue_offset = place.queue_offset
         result.store_timestamp = place.store_timestamp
-        result.msg_num = 1
+        result.msg_num = msg_num
+        result._offsets = offsets
         result._store_ip = self.store_ip
         result._store_port = self.store_port
         if self._completes_commits:
@@ -754,8 +769,8 @@ cdef class StoreCore:
             self._wake_replication()
         return result
 
-    cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n, int sys_flag,
-                           int64_t born_timestamp, uint32_t born_host, int born_port, PutPlace* place) except -1:
+    cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n,
+                           const PutFields* fields, PutPlace* place) except -1:
         """Append a batch to one queue from raw buffers (``put_messages``' body, and the send lane's):
         consecutive queue offsets, back to back in one CommitLog file, all stored or none; its
         PutStatus, where its first message went in ``place`` (``place.total``: the whole batch), each
@@ -811,8 +826,9 @@ cdef class StoreCore:
                 phy_offset = mf.file_from_offset + mf.wrote_position
                 p = mf.base + mf.wrote_position
                 write_record(p, <int32_t>record.size, record.crc, queue_id, record.flag, queue_offset + i,
-                             phy_offset, sys_flag, born_timestamp if born_timestamp else store_timestamp,
-                             born_host, born_port, store_timestamp, self.store_ip, self.store_port, 0, 0,
+                             phy_offset, fields.sys_flag,
+                             fields.born_timestamp if fields.born_timestamp else store_timestamp,
+                             fields.born_host, fields.born_port, store_timestamp, self.store_ip, self.store_port, 0, 0,
                              record.body, record.body_len, topic_ptr, topic_len, record.props, record.props_len)
                 record_appended(mf, record.size, store_timestamp)
                 self._dispatch(p, phy_offset, <int32_t>record.size, queue, NULL)
@@ -827,7 +843,7 @@ cdef class StoreCore:
             self._wake_replication()
         return PUT_OK
 
-    def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,
+    def put_messages(self, str topic, int queue_id, list messages, *, int sys_flag=0,
                      int64_t born_timestamp=0, uint32_t born_host=0, int born_port=0, callback=None):
         """Append a batch to one queue: consecutive queue offsets, back to back in one CommitLog file.
 
@@ -838,8 +854,8 @@ cdef class StoreCore:
         cdef Py_ssize_t n = len(messages), i
         cdef int status
         cdef int64_t offset
-        cdef PutMessageResult result
         cdef PutPlace place
+        cdef PutFields fields
         cdef BatchRecord* records
         cdef list kept = []  # the bytes the records point into, alive until the put is done
         cdef list offsets
@@ -847,6 +863,11 @@ cdef class StoreCore:
             return put_failure(SERVICE_NOT_AVAILABLE)
         if n == 0:
             return put_failure(MESSAGE_ILLEGAL)
+        memset(&fields, 0, sizeof(fields))
+        fields.sys_flag = sys_flag
+        fields.born_timestamp = born_timestamp
+        fields.born_host = born_host
+        fields.born_port = born_port
         records = <BatchRecord*>PyMem_Malloc(n * sizeof(BatchRecord))
         if records == NULL:
             raise MemoryError()
@@ -854,8 +875,7 @@ cdef class StoreCore:
             for i in range(n):
                 body, props, flag = messages[i]
                 body = bytes(body) if not PyBytes_CheckExact(body) else body
-                if not PyBytes_CheckExact(props):
-                    props = encode_properties(props) if props is not None else b""
+                props = encoded_properties(props)
                 kept.append(body)
                 kept.append(props)
                 records[i].body = <const unsigned char*>PyBytes_AS_STRING(body)
@@ -863,8 +883,7 @@ cdef class StoreCore:
                 records[i].props = <const unsigned char*>PyBytes_AS_STRING(props)
                 records[i].props_len = PyBytes_GET_SIZE(props)
                 records[i].flag = flag
-            status = self.put_batch_raw(topic, queue_id, records, n, sys_flag, born_timestamp, born_host,
-                                        born_port, &place)
+            status = self.put_batch_raw(topic, queue_id, records, n, &fields, &place)
             if status != PUT_OK:
                 return put_failure(status)
             offsets = []
@@ -874,22 +893,7 @@ cdef class StoreCore:
                 offset += records[i].size
         finally:
             PyMem_Free(records)
-        result = PutMessageResult.__new__(PutMessageResult)
-        result.status_code = PUT_OK
-        result.wrote_offset = place.phy_offset
-        result.wrote_bytes = <int>place.total
-        result.next_offset = place.phy_offset + place.total
-        result.queue_offset = place.queue_offset
-        result.store_timestamp = place.store_timestamp
-        result.msg_num = <int>n
-        result._offsets = offsets
-        result._store_ip = self.store_ip
-        result._store_port = self.store_port
-        if self._completes_commits:
-            self._publish_put(result, callback)
-            # after the put is published: a slave's ack may complete it at once
-            self._wake_replication()
-        return result
+        return self._stored(&place, <int>n, offsets, callback)
 
     # -- flush -------------------------------------------------------------------------------
 
