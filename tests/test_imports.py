@@ -13,6 +13,10 @@
 The store role includes its compiled core, beside its Python side in rmq.store: StoreCore (rmq.store._store), its
 rooms (_mapped_file, _commit_log, _consume_queue, _group_commit, _ha_stream) and the IndexFile (_index). The compiled
 record codec is protocol's (rmq.protocol._record): the store cimports it, clients import it.
+
+Every import counts, wherever it stands (in a function, under ``if TYPE_CHECKING:``), in Cython sources
+too, relative ones resolved; ``from package import module`` names the module. And no module imports
+itself back through others: a cycle, even a type-only one, ties two modules' changes together.
 """
 
 from __future__ import annotations
@@ -40,8 +44,10 @@ ALLOWED = {
     "perf": {"neutral", "protocol", "net", "settings", "client"},
     "cli": {"neutral", "protocol", "net", "settings"} | ROLES,
 }
-# `from rmq.x import y` / `cimport rmq.x` / `from rmq.x cimport y` in Cython sources
-_CYTHON_IMPORT = re.compile(r"^\s*(?:from\s+(rmq[\w.]*)\s+c?import|c?import\s+(rmq[\w.]*))", re.M)
+# Cython's import lines: `from rmq.x import y`, `from rmq.x cimport (y, z)`, `cimport rmq.x`, `from . import y`
+_CYTHON_IMPORT = re.compile(
+    r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+c?import[ \t]+(\([^)]*\)|[^\n]*)|c?import[ \t]+(rmq[\w.]*))", re.M
+)
 
 
 def area(module: str) -> str:
@@ -63,21 +69,53 @@ def module_name(path: Path) -> str:
     return ".".join(parts)
 
 
-def imports_of(path: Path) -> set[str]:
-    """Every rmq module ``path`` imports, wherever the import statement is (functions included)."""
+def is_module(name: str) -> bool:
+    """``name`` is a module or package of src (a .py, a compiled source or a folder)."""
+    path = SRC.joinpath(*name.split("."))
+    return path.is_dir() or any(path.with_suffix(s).exists() for s in (".py", ".pyx", ".pxd"))
+
+
+def resolved(importer: str, module: str, level: int, names: list[str]) -> set[str]:
+    """The rmq modules ``from <level dots><module> import <names>`` in ``path`` names: the module,
+    or the submodules among the names when they all are (``from rmq.net import codec`` imports
+    rmq.net.codec, not what rmq/net/__init__.py imports)."""
+    if level:
+        package = importer.split(".")  # importer: a package's own name ends in ".__init__"
+        package = package[: len(package) - level]
+        module = ".".join(package + ([module] if module else []))
+    if module != "rmq" and not module.startswith("rmq."):
+        return set()
+    submodules = {f"{module}.{name}" for name in names if is_module(f"{module}.{name}")}
+    if len(submodules) == len(names):
+        return submodules
+    return submodules | {module}
+
+
+def _cython_names(text: str) -> list[str]:
+    return [n.split(" as ")[0].strip() for n in text.strip("() \t").replace("\n", " ").split(",") if n.strip()]
+
+
+def imports_of(path: Path, importer: str | None = None) -> set[str]:
+    """Every rmq module ``path`` imports, wherever the import statement is (functions and
+    ``if TYPE_CHECKING:`` included), relative imports resolved from ``importer``, the module
+    ``path`` is (by default where it sits under src)."""
+    if importer is None:
+        importer = ".".join(path.relative_to(SRC).with_suffix("").parts) if path.is_relative_to(SRC) else ""
     text = path.read_text()
-    if path.suffix in (".pyx", ".pxd", ".pxi"):
-        return {a or b for a, b in _CYTHON_IMPORT.findall(text)}
     found = set()
+    if path.suffix in (".pyx", ".pxd", ".pxi"):
+        for base, names, plain in _CYTHON_IMPORT.findall(text):
+            if plain:
+                found.add(plain)
+            else:
+                stripped = base.lstrip(".")
+                found |= resolved(importer, stripped, len(base) - len(stripped), _cython_names(names))
+        return found
     for node in ast.walk(ast.parse(text)):
-        if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            if node.module.startswith("rmq"):
-                found.add(node.module)
-                # `from rmq import _store` names a module too
-                if node.module == "rmq":
-                    found.update(f"rmq.{a.name}" for a in node.names if list((SRC / "rmq").glob(f"{a.name}*")))
+        if isinstance(node, ast.ImportFrom):
+            found |= resolved(importer, node.module or "", node.level, [a.name for a in node.names])
         elif isinstance(node, ast.Import):
-            found.update(a.name for a in node.names if a.name.startswith("rmq"))
+            found.update(a.name for a in node.names if a.name == "rmq" or a.name.startswith("rmq."))
     return found
 
 
@@ -110,3 +148,109 @@ def test_the_rule_catches_a_role_importing_another(tmp_path):
     probe.write_text("def f():\n    from rmq.broker.controller import BrokerController\n")
     assert imports_of(probe) == {"rmq.broker.controller"}
     assert area("rmq.broker.controller") not in ALLOWED["client"]
+
+
+def test_relative_and_cython_imports_are_read(tmp_path):
+    # relative imports resolve to their modules; `from rmq import x` names the module x in a .pyx
+    probe = tmp_path / "probe.py"
+    probe.write_text("from . import send\nfrom ..controller import BrokerController\nfrom .. import role\n")
+    expected = {"rmq.broker.processor.send", "rmq.broker.controller", "rmq.broker.role"}
+    assert imports_of(probe, "rmq.broker.processor.probe") == expected
+    assert imports_of(probe, "rmq.broker.processor.__init__") == expected
+    pyx = tmp_path / "probe.pyx"
+    pyx.write_text("from rmq import _store\nfrom .processor cimport (send,\n    pull)\nfrom rmq.client import x\n")
+    assert imports_of(pyx, "rmq.broker.probe") == {
+        "rmq._store",
+        "rmq.broker.processor.send",
+        "rmq.broker.processor.pull",
+        "rmq.client",
+    }
+    assert area("rmq.client") not in ALLOWED["broker"]
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the rmq modules it imports, over src/rmq (a .pyx and its .pxd are one module)."""
+    graph: dict[str, set[str]] = {}
+    for path in sources():
+        name = module_name(path)
+        graph.setdefault(name, set()).update(imports_of(path) - {name})
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The import cycles of ``graph``: one path around each strongly connected component of more
+    than one module (Tarjan's algorithm, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    components: list[set[str]] = []
+    for root in sorted(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, edges = work[-1]
+            for nxt in edges:
+                if nxt not in index:
+                    index[nxt] = low[nxt] = len(index)
+                    stack.append(nxt)
+                    on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(graph.get(nxt, ())))))
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            else:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    component = set()
+                    while True:
+                        member = stack.pop()
+                        on_stack.discard(member)
+                        component.add(member)
+                        if member == node:
+                            break
+                    if len(component) > 1:
+                        components.append(component)
+    return [_path_around(graph, component) for component in components]
+
+
+def _path_around(graph: dict[str, set[str]], component: set[str]) -> list[str]:
+    """A shortest cycle through the component's first module, as the modules in import order."""
+    start = min(component)
+    previous: dict[str, str] = {}
+    frontier = [start]
+    while frontier:
+        following = []
+        for node in frontier:
+            for nxt in sorted(graph.get(node, set()) & component):
+                if nxt == start:
+                    path = [node]
+                    while path[-1] != start:
+                        path.append(previous[path[-1]])
+                    return [*reversed(path), start]
+                if nxt not in previous:
+                    previous[nxt] = node
+                    following.append(nxt)
+        frontier = following
+    raise AssertionError(f"no cycle through {start}")
+
+
+def test_no_import_cycles():
+    # type-only imports count: a cycle under `if TYPE_CHECKING:` is one import away from a real one,
+    # and it ties the two modules' changes together all the same
+    found = cycles(import_graph())
+    assert not found, "import cycles (break each: the shared type to the lower module, or a Protocol):\n" + "\n".join(
+        " -> ".join(cycle) for cycle in found
+    )
+
+
+def test_the_cycle_check_finds_a_cycle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a", "d"}, "d": set(), "e": {"e"}}
+    assert cycles(graph) == [["a", "b", "c", "a"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []

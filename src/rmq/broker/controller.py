@@ -35,6 +35,7 @@ import threading
 from collections.abc import Callable
 
 from rmq._service import Scheduler
+from rmq.broker import services
 from rmq.broker._pull_lane import PullLane
 from rmq.broker._send_lane import SendLane
 from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
@@ -49,7 +50,7 @@ from rmq.broker.processor import PROCESSORS
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.send import SendProcessor
 from rmq.broker.rebalance_lock import RebalanceLockManager
-from rmq.broker.role import RoleSwitch
+from rmq.broker.role import RoleServices, RoleSwitch
 from rmq.broker.runtime_stats import SAMPLE_INTERVAL, RuntimeStats
 from rmq.broker.schedule import ScheduleMessageService
 from rmq.broker.slave_sync import MASTER_LOOKUP_INTERVAL, SlaveSynchronize
@@ -58,7 +59,7 @@ from rmq.broker.subscription_filter import SubscriptionFilters
 from rmq.broker.subscription_group import SubscriptionGroupManager
 from rmq.broker.timer import TimerMessageStore
 from rmq.broker.topic_config import TopicConfigManager
-from rmq.broker.transaction import TransactionalMessageCheckService, TransactionalMessageService
+from rmq.broker.transaction import TransactionalMessageCheckService, TransactionalMessageService, TransactionServices
 from rmq.errors import ConfigError
 from rmq.net import _codec, codec
 from rmq.net.client import RemotingClient
@@ -572,3 +573,27 @@ class BrokerController:
             self.store.check_disk_space()
         except OSError as e:
             log.error("cannot read the disk usage of %s: %s", self.store.store_path, e)
+
+
+def _serves_every_processor(c: BrokerController) -> None:
+    """Never called: mypy checks here that the controller is each service Protocol it is handed
+    as (rmq.broker.services, role, transaction), which ``cls(self) for cls in PROCESSORS`` and the
+    untyped hand-overs cannot show it."""
+    _: list[object] = [c]
+    a: services.AdminBrokerServices = c
+    b: services.ClientManageServices = c
+    d: services.ConsumerManageServices = c
+    e: services.EndTransactionServices = c
+    f: services.LockServices = c
+    g: services.PullServices = c
+    h: services.QueryServices = c
+    i: services.QueueOffsetServices = c
+    j: services.ReplicaServices = c
+    k: services.SendServices = c
+    m: services.SendBackServices = c
+    n: services.TopicServices = c
+    o: services.SlaveSyncServices = c
+    p: services.MetricsServices = c
+    q: RoleServices = c
+    r: TransactionServices = c
+    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r))

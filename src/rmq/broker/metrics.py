@@ -69,7 +69,7 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.store.layout import CQ_STORE_UNIT_SIZE
 
 if TYPE_CHECKING:
-    from rmq.broker.controller import BrokerController
+    from rmq.broker.services import MetricsServices
 
 log = logging.getLogger("rmq.broker")
 
@@ -182,7 +182,7 @@ def _cumulative(counts: Sequence[float], bounds: tuple[int, ...]) -> list[tuple[
 class BrokerCollector:
     """A prometheus_client collector: every scrape reads the broker's state (module docstring)."""
 
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: MetricsServices) -> None:
         self.controller = controller
         self.rpc_latency = RpcLatency()
         self._puts = _TopicPuts(controller.store)
@@ -318,7 +318,7 @@ class MetricsExporter:
     """The collector, served by prometheus_client's HTTP server thread on
     metricsPromExporterHost:metricsPromExporterPort; the event loop only times requests."""
 
-    def __init__(self, controller: BrokerController) -> None:
+    def __init__(self, controller: MetricsServices) -> None:
         config = controller.config
         self.host = config.metrics_prom_exporter_host or config.broker_ip1 or "0.0.0.0"
         self.port = config.metrics_prom_exporter_port

@@ -30,7 +30,7 @@ from __future__ import annotations
 import hmac
 import logging
 import threading
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rmq._log import RateLimitedLog
 from rmq.broker.config import BrokerRole
@@ -43,17 +43,58 @@ from rmq.protocol.route import MASTER_ID
 from rmq.store.epoch import EpochEntry
 
 if TYPE_CHECKING:
-    from rmq.broker.controller import BrokerController
+    import concurrent.futures
+
+    from rmq.broker.config import BrokerConfig
+    from rmq.broker.consumer_offset import ConsumerOffsetManager
+    from rmq.broker.schedule import ScheduleMessageService
+    from rmq.broker.slave_sync import SlaveSynchronize
+    from rmq.broker.timer import TimerMessageStore
+    from rmq.broker.transaction import TransactionalMessageCheckService
+    from rmq.net.client import RemotingClient
+    from rmq.net.server import RemotingServer
+    from rmq.store import MessageStore
 
 log = logging.getLogger("rmq.broker")
 
 EPOCH_FETCH_TIMEOUT = 3.0
 
 
+class RoleServices(Protocol):
+    """What a role switch touches of the broker (the controller passes itself): the role's own
+    services start and stop with it. Here rather than in rmq.broker.services, which the slave sync
+    named below imports."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def broker_addr(self) -> str: ...
+    @property
+    def is_slave(self) -> bool: ...
+    @property
+    def store(self) -> MessageStore: ...
+    @property
+    def server(self) -> RemotingServer: ...
+    @property
+    def namesrv_client(self) -> RemotingClient: ...
+    @property
+    def consumer_offset_manager(self) -> ConsumerOffsetManager: ...
+    @property
+    def timer_message_store(self) -> TimerMessageStore: ...
+    @property
+    def slave_sync(self) -> SlaveSynchronize: ...
+    @property
+    def schedule_message_service(self) -> ScheduleMessageService: ...
+    @property
+    def transaction_check_service(self) -> TransactionalMessageCheckService: ...
+    def serve_as_master(self) -> None: ...
+    def register_broker_all(self, force: bool = True, wait: bool = False) -> list[concurrent.futures.Future]: ...
+
+
 class RoleSwitch:
     """Promotion, fencing and a slave's view of its master's epochs, for one broker."""
 
-    def __init__(self, controller: BrokerController):
+    def __init__(self, controller: RoleServices):
         self.controller = controller
         self._lock = threading.Lock()
         # the name servers whose last answer fenced this master with a claim that checked out

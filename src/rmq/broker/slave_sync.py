@@ -37,7 +37,7 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.java_json import loads_java_json
 
 if TYPE_CHECKING:
-    from rmq.broker.controller import BrokerController
+    from rmq.broker.services import SlaveSyncServices
     from rmq.net.client import RemotingClient
 
 log = logging.getLogger("rmq.broker")
@@ -55,7 +55,7 @@ class SlaveSynchronize:
 
     def __init__(
         self,
-        controller: BrokerController,
+        controller: SlaveSyncServices,
         client: RemotingClient,
         run_soon: Callable[[Callable[[], None]], object],
         timeout: float = SLAVE_SYNC_TIMEOUT,

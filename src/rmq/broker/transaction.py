@@ -29,7 +29,7 @@ import dataclasses
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rmq._clock import now_ms
 from rmq._service import ServiceThread
@@ -62,7 +62,14 @@ from rmq.protocol.transaction import (
 from rmq.store import PutMessageResult
 
 if TYPE_CHECKING:
-    from rmq.broker.controller import BrokerController
+    from collections.abc import Callable
+
+    from rmq.broker.client_manager import ClientManager
+    from rmq.broker.config import BrokerConfig
+    from rmq.broker.consumer_offset import ConsumerOffsetManager
+    from rmq.broker.timer import TimerMessageStore
+    from rmq.broker.topic_config import TopicConfigManager
+    from rmq.store import MessageStore
 
 log = logging.getLogger("rmq.broker")
 
@@ -80,10 +87,46 @@ _HALF_ONLY_PROPERTIES = (
 )
 
 
+class TransactionServices(Protocol):
+    """What the transaction service touches of the broker (the controller passes itself). Here
+    rather than in rmq.broker.services, which names this module's service for the processors."""
+
+    @property
+    def config(self) -> BrokerConfig: ...
+    @property
+    def broker_addr(self) -> str: ...
+    @property
+    def store(self) -> MessageStore: ...
+    @property
+    def topic_config_manager(self) -> TopicConfigManager: ...
+    @property
+    def client_manager(self) -> ClientManager: ...
+    @property
+    def consumer_offset_manager(self) -> ConsumerOffsetManager: ...
+    @property
+    def timer_message_store(self) -> TimerMessageStore: ...
+    def put_inner(
+        self,
+        topic: str,
+        queue_id: int,
+        body,
+        properties: dict[str, str] | bytes | str = b"",
+        sys_flag: int = 0,
+        born_timestamp: int = 0,
+        born_host: str | int = 0,
+        flag: int = 0,
+        reconsume_times: int = 0,
+        *,
+        born_port: int = 0,
+        callback: Callable[[PutMessageResult], None] | None = None,
+        prepared_tx_offset: int = 0,
+    ) -> PutMessageResult: ...
+
+
 class TransactionalMessageService:
     """Half messages in, committed messages and op records out, and the check rounds."""
 
-    def __init__(self, controller: BrokerController):
+    def __init__(self, controller: TransactionServices):
         self.controller = controller
         self.store = controller.store
         self.config = controller.config

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 from rmq.perf.cluster import ProcessSampler
-from rmq.perf.load import COMPILED_RESP, Driver, LoadSpec
+from rmq.perf.driver import COMPILED_RESP, Driver, LoadSpec
 from rmq.perf.procs import LOOPBACK, free_port, stop_process, wait_for_port
 
 PEERS = ("redis", "nats")

@@ -33,11 +33,15 @@ cdef class CommitLog(MappedFileQueue):
     # the next file, made by the prefault thread before the writer needs it (named with
     # MADE_AHEAD_SUFFIX until the writer's roll-over takes it); None when there is none yet
     cdef MappedFile made_ahead
+    # held while that file is made, by the prefault thread, and by a roll-over taking or making
+    # its next file: one file made at a time (``_roll_over_file``)
+    cdef object making_ahead
 
     cdef MappedFile writable_file(self, Py_ssize_t size, int* status)
     cdef void publish_files(self)
     cdef void _hand_prefault(self, MappedFile mf) noexcept
-    cdef int _make_ahead(self, int64_t offset, Py_ssize_t chunks) except -1
+    cdef MappedFile _roll_over_file(self, int64_t offset)
+    cdef int _make_ahead(self, Py_ssize_t chunks) except -1
     cdef MappedFile take_made_ahead(self, int64_t offset)
     cdef object look_message(self, int64_t phy_offset, Py_ssize_t size)
     cdef int64_t store_timestamp_at(self, int64_t phy_offset)

@@ -13,6 +13,7 @@
 # Appends and roll-overs run under the store's put lock (rmq.store._store.StoreCore._lock).
 import logging
 import os
+import threading
 
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
@@ -27,6 +28,10 @@ from rmq.protocol._record cimport (END_FILE_MIN_BLANK_LENGTH, MESSAGE_MAGIC_CODE
 
 log = logging.getLogger("rmq.store")
 
+# how long a roll-over waits for the next file being made ahead (RocketMQ's AllocateMappedFileService
+# waits 5 s for its allocation) before making it itself
+MADE_AHEAD_WAIT_SECONDS = 5.0
+
 
 cdef class CommitLog(MappedFileQueue):
     """The CommitLog's files: appends that roll over to a new file with an EOF marker, and records
@@ -35,6 +40,7 @@ cdef class CommitLog(MappedFileQueue):
     def __init__(self, str store_path, Py_ssize_t mapped_file_size, GroupCommit group_commit=None):
         MappedFileQueue.__init__(self, store_path, mapped_file_size)
         self.group_commit = group_commit
+        self.making_ahead = threading.Lock()
 
     cdef MappedFile writable_file(self, Py_ssize_t size, int* status):
         """The file the next ``size`` bytes go to, rolling over (EOF marker) when they do not fit;
@@ -54,9 +60,7 @@ cdef class CommitLog(MappedFileQueue):
             if mf.wrote_position + size + END_FILE_MIN_BLANK_LENGTH <= mf.file_size:
                 return mf
             # create the next file before marking this one full: if the disk is full, nothing changes
-            next_file = self.take_made_ahead(mf.file_from_offset + mf.file_size)
-            if next_file is None:
-                next_file = self.create_file(mf.file_from_offset + mf.file_size)
+            next_file = self._roll_over_file(mf.file_from_offset + mf.file_size)
         except OSError as e:
             log.error("cannot create a CommitLog file: %s", e)
             status[0] = CREATE_MAPPED_FILE_FAILED
@@ -69,6 +73,22 @@ cdef class CommitLog(MappedFileQueue):
         rmq_release_fence()
         mf.wrote_position = mf.file_size
         return next_file
+
+    cdef MappedFile _roll_over_file(self, int64_t offset):
+        """The file that starts at ``offset``: the one made ahead, or made now (OSError when it
+        cannot be). Never two at once: a roll-over while the prefault thread makes that file waits
+        for it, and that thread waits for a roll-over, so that two fallocates on a nearly full disk
+        cannot both fail, the put be refused, where one alone would have succeeded."""
+        cdef MappedFile next_file
+        if not self.making_ahead.acquire(True, MADE_AHEAD_WAIT_SECONDS):
+            return self.create_file(offset)  # its maker is stuck (a stalled disk)
+        try:
+            next_file = self.take_made_ahead(offset)
+            if next_file is None:
+                next_file = self.create_file(offset)
+            return next_file
+        finally:
+            self.making_ahead.release()
 
     cdef void _hand_prefault(self, MappedFile mf) noexcept:
         """A new last file: the prefault thread, if any, populates its first chunks at once."""
@@ -93,24 +113,31 @@ cdef class CommitLog(MappedFileQueue):
             return
         mf.prefault_to(((mf.wrote_position // PREFAULT_CHUNK) + 1 + chunks) * PREFAULT_CHUNK)
         if self.made_ahead is None and mf.wrote_position >= mf.file_size // 2:
-            self._make_ahead(mf.file_from_offset + mf.file_size, chunks)
+            self._make_ahead(chunks)
 
-    cdef int _make_ahead(self, int64_t offset, Py_ssize_t chunks) except -1:
-        """RocketMQ's AllocateMappedFileService: the file that starts at ``offset`` made (fallocated,
+    cdef int _make_ahead(self, Py_ssize_t chunks) except -1:
+        """RocketMQ's AllocateMappedFileService: the file after the last one made (fallocated,
         mapped) and its first chunks populated on this thread, not the writer's; at the roll-over
         the writer renames it in (``take_made_ahead``). Made in the writer's own roll-over it cost
         the broker's event loop 3-6 ms per 1 GiB file (fallocate, mmap, then a first write that
         read around 8 MiB of the new file). It carries a suffix until then, so a crash or a stop
         leaves no empty file in the log (``MappedFileQueue.load`` removes it)."""
         cdef MappedFile made
-        path = os.path.join(self.store_path, _mapped_file.file_name_of(offset)) + _mapped_file.MADE_AHEAD_SUFFIX
-        try:
-            made = MappedFile(path, offset, self.mapped_file_size, True, False)
-        except OSError as e:  # the disk is full, say: the writer's roll-over reports it if it still is
-            log.warning("cannot make the next CommitLog file ahead: %s", e)
-            return 0
-        made.prefault_to(chunks * PREFAULT_CHUNK)
-        self.made_ahead = made
+        cdef MappedFile mf
+        cdef int64_t offset
+        with self.making_ahead:
+            mf = self.last_file()   # again: the writer may have rolled over meanwhile
+            if self.made_ahead is not None or mf is None or mf.wrote_position < mf.file_size // 2:
+                return 0
+            offset = mf.file_from_offset + mf.file_size
+            path = os.path.join(self.store_path, _mapped_file.file_name_of(offset)) + _mapped_file.MADE_AHEAD_SUFFIX
+            try:
+                made = MappedFile(path, offset, self.mapped_file_size, True, False)
+            except OSError as e:  # the disk is full, say: the writer's roll-over reports it if it still is
+                log.warning("cannot make the next CommitLog file ahead: %s", e)
+                return 0
+            made.prefault_to(chunks * PREFAULT_CHUNK)
+            self.made_ahead = made
         return 0
 
     cdef MappedFile take_made_ahead(self, int64_t offset):

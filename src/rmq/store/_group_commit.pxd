@@ -32,6 +32,7 @@ cdef struct GroupCommitState:
     int slaves                          # slaves connected to the HA service
     int error                           # errno of a failed msync, until the completer has seen it
     bint idle                           # the flush thread is waiting on ``wake``
+    bint flushing                       # the flush thread is making a round (its msync under way)
     bint stopping
     int event_fd                        # counts flush rounds: the completer polls it
     # rounds the completer made itself (``inline_round``), while the flush thread stayed asleep

@@ -26,8 +26,9 @@
 # completes the waiting puts (rmq.store._store.StoreCore.complete_commits).
 #
 # The completer may make a round itself instead (``inline_round``: the broker's loop when nothing
-# else is ready, syncFlushInlineMaxMicros), only while the flush thread sleeps unasked and the
-# last INLINE_AFTER_FAST_ROUNDS rounds were fast; the flush thread stays out until it is done.
+# else is ready, syncFlushInlineMaxMicros), only while the flush thread makes no round and is not
+# asked for one, and the last INLINE_AFTER_FAST_ROUNDS rounds were fast; the flush thread stays
+# out until it is done.
 #
 # The flush thread msyncs through raw pointers to the mappings of the newest CommitLog files
 # (``files``), republished under the mutex whenever the files change: it only flushes above its
@@ -143,10 +144,12 @@ cdef void run_flusher(GroupCommitState* gc, double interval) noexcept nogil:
             if gc.stopping or gc.error or gc.inline_running or gc.written <= gc.flushed:
                 continue
         n_files = begin_round(gc, files, &start, &target, &target_timestamp)
+        gc.flushing = True
         pthread_mutex_unlock(&gc.mutex)
         rc = flush_range(files, n_files, start, target)
         pthread_mutex_lock(&gc.mutex)
         end_round(gc, rc, target, target_timestamp)
+        gc.flushing = False
         pthread_mutex_unlock(&gc.mutex)
         c_write(gc.event_fd, &one, sizeof(one))
         pthread_mutex_lock(&gc.mutex)
@@ -287,15 +290,18 @@ cdef class GroupCommit:
     cdef int inline_round(self) noexcept:
         """Make the round a ``kick`` would ask for on the calling thread (the completer, which then
         completes it without ``event_fd``): -1 when it may not (inline rounds off, a recent round
-        slow or failed, the flush thread busy or asked, an error not yet taken, nothing to flush),
-        else 0 or the msync's errno, published as the flush thread publishes its rounds'."""
+        slow or failed, the flush thread making or asked for a round, an error not yet taken, nothing
+        to flush), else 0 or the msync's errno, published as the flush thread publishes its rounds'.
+        The flush thread need not be asleep yet: a round of its own it has not begun waits for the
+        mutex and then finds nothing to do (on a busy machine, the completer woken by a round's end
+        often runs before that thread is back in its wait)"""
         cdef GroupCommitState* gc = self.state
         cdef CommitFileRef files[COMMIT_FILE_REFS]
         cdef int n_files, rc
         cdef int64_t start, target, target_timestamp
         cdef bint signal
         pthread_mutex_lock(&gc.mutex)
-        if (gc.inline_max_ns <= 0 or gc.fast_rounds < INLINE_AFTER_FAST_ROUNDS or not gc.idle
+        if (gc.inline_max_ns <= 0 or gc.fast_rounds < INLINE_AFTER_FAST_ROUNDS or gc.flushing
                 or gc.requested > gc.flushed or gc.error or gc.stopping or gc.written <= gc.flushed):
             pthread_mutex_unlock(&gc.mutex)
             return -1

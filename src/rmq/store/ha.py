@@ -52,7 +52,7 @@ import socket
 import ssl
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rmq._log import RateLimitedLog
 from rmq._service import PeriodicHandle, ServiceThread
@@ -66,8 +66,10 @@ from rmq.protocol.tls import TLS_HANDSHAKE_RECORD, TlsMode
 from rmq.store._ha_stream import Failure, HAStream
 
 if TYPE_CHECKING:
+    from rmq.store._commit_log import CommitLog
+    from rmq.store._group_commit import GroupCommit
+    from rmq.store.config import MessageStoreConfig
     from rmq.store.epoch import EpochEntry
-    from rmq.store.message_store import MessageStore
 
 # What a slave calls before replicating: its master's epoch table and CommitLog end (the broker asks
 # the master with GET_EPOCH_TABLE). Raises when the master cannot be asked.
@@ -510,11 +512,33 @@ class HAConnection:
         self.service.connection_closed(self)
 
 
+class ReplicatedStore(Protocol):
+    """What the HA service and client use of the message store (a MessageStore; typed here because
+    rmq.store.message_store imports this module)."""
+
+    @property
+    def config(self) -> MessageStoreConfig: ...
+    @property
+    def commit_log(self) -> CommitLog: ...
+    @property
+    def group_commit(self) -> GroupCommit: ...
+    @property
+    def sync_master(self) -> bool: ...
+    @property
+    def reput_offset(self) -> int: ...
+    def append_replica(self, offset: int, data: Any) -> int: ...
+    def attach_ha_stream(self, stream: HAStream | None) -> None: ...
+    def dispatch_replica(self) -> None: ...
+    def replica_view(self, offset: int, max_bytes: int) -> memoryview | None: ...
+    def wake_ha_on_next_put(self, fd: int) -> None: ...
+    def reconcile_with_master(self, theirs: list[EpochEntry], their_max: int) -> tuple[int, int, int]: ...
+
+
 class HAService:
     """The master's side: accepts slaves on haListenPort and streams them its CommitLog, on the
     event loop thread ``rmq-store-ha``. ``notify_new_data`` (any thread) says new bytes are there."""
 
-    def __init__(self, store: MessageStore, security: HASecurity | None = None):
+    def __init__(self, store: ReplicatedStore, security: HASecurity | None = None):
         self.store = store
         self.security = security or HASecurity()
         # refusals a stranger can repeat at will (unauthenticated, a plain connection to a TLS-only
@@ -852,7 +876,7 @@ class HAClient(ServiceThread):
     cut its log or feed it records)."""
 
     def __init__(
-        self, store: MessageStore, epoch_source: EpochSource | None = None, security: HASecurity | None = None
+        self, store: ReplicatedStore, epoch_source: EpochSource | None = None, security: HASecurity | None = None
     ):
         super().__init__("rmq-store-ha-client")
         self.store = store

@@ -10,12 +10,34 @@ from __future__ import annotations
 import os
 import select
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from rmq._service import ServiceThread
 
 if TYPE_CHECKING:
-    from rmq.store.message_store import MessageStore
+    from rmq.store._commit_log import CommitLog
+    from rmq.store.config import MessageStoreConfig
+
+
+class ServicedStore(Protocol):
+    """What the store's threads call on the message store (a MessageStore; typed here because
+    rmq.store.message_store imports this module)."""
+
+    @property
+    def config(self) -> MessageStoreConfig: ...
+    @property
+    def commit_log(self) -> CommitLog: ...
+    def start_group_commit(self) -> None: ...
+    def run_group_commit(self, interval: float) -> None: ...
+    def stop_group_commit(self) -> None: ...
+    def finish_group_commit(self) -> int: ...
+    @property
+    def commit_event_fd(self) -> int: ...
+    def complete_commits(self) -> int: ...
+    def checkpoint_physic(self, least_pages: int = 0) -> None: ...
+    def flush_logics(self) -> None: ...
+    def clean_expired_files(self) -> int: ...
+    def check_disk_space(self) -> object: ...
 
 
 class GroupCommitService(ServiceThread):
@@ -29,7 +51,7 @@ class GroupCommitService(ServiceThread):
 
     interval = 0.01
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         super().__init__("rmq-store-group-commit")
         self.store = store
 
@@ -57,7 +79,7 @@ class CommitCompletionService(ServiceThread):
 
     interval = 0.1
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         super().__init__("rmq-store-commit-completion")
         self.store = store
 
@@ -73,7 +95,7 @@ class FlushRealTimeService(ServiceThread):
     """ASYNC_FLUSH: flush every flushIntervalCommitLog ms when enough pages are dirty, and
     everything at least every flushCommitLogThoroughInterval ms."""
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         super().__init__("rmq-store-flush")
         self.store = store
         self.interval = store.config.flush_interval_commit_log / 1000
@@ -103,7 +125,7 @@ class PrefaultService(ServiceThread):
     interval = 1.0
     chunks_ahead = 4
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         super().__init__("rmq-store-prefault")
         self.store = store
 
@@ -125,7 +147,7 @@ class PrefaultService(ServiceThread):
 class FlushConsumeQueueService(ServiceThread):
     """Flush ConsumeQueues and the index on their own timer, then the checkpoint."""
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         super().__init__("rmq-store-flush-logics")
         self.store = store
         self.interval = store.config.flush_interval_consume_queue / 1000
@@ -142,7 +164,7 @@ class CleanCommitLogService(ServiceThread):
     """Retention: delete expired files at deleteWhen o'clock or when the disk fills up; then mark
     the store full or not (``MessageStore.check_disk_space``; a broker also does every second)."""
 
-    def __init__(self, store: MessageStore) -> None:
+    def __init__(self, store: ServicedStore) -> None:
         super().__init__("rmq-store-clean")
         self.store = store
         self.interval = store.config.clean_resource_interval / 1000

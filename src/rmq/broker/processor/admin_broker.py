@@ -36,6 +36,7 @@ from rmq.broker.config import BrokerRole
 from rmq.broker.delay import delay_level_to_queue_id
 from rmq.broker.processor.base import Handler, Processor, success
 from rmq.broker.runtime_stats import human_bytes
+from rmq.broker.services import AdminBrokerServices
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.net.frame import VERSION
@@ -61,7 +62,7 @@ def _json(value: Any) -> bytes:
     return json.dumps(value, separators=(",", ":")).encode()
 
 
-class AdminBrokerProcessor(Processor):
+class AdminBrokerProcessor(Processor[AdminBrokerServices]):
     def handlers(self) -> dict[int, Handler]:
         return {
             RequestCode.GET_ALL_TOPIC_CONFIG: self.get_all_topic_config,

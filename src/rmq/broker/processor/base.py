@@ -1,6 +1,7 @@
 """What every broker request processor shares.
 
-A processor is a class taking the controller, with ``handlers() -> {request code: handler}``;
+A processor is a class taking the broker's services it uses (its Protocol in
+``rmq.broker.services``; the controller passes itself), with ``handlers() -> {request code: handler}``;
 ``handler(channel, request)`` returns the response, or None when it answers later (a SYNC_FLUSH
 send, a parked pull) or the request is oneway. A handler refuses a request by raising
 ``RequestRefused(code, remark)`` (``rmq.protocol.fields`` reads header fields that way); the
@@ -9,24 +10,31 @@ server answers it with that code and remark, and the connection and the broker g
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Generic, Protocol, TypeVar
 
+from rmq.broker.services import Identity
 from rmq.errors import RequestRefused
 from rmq.net.channel import Handler
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.perm import is_writeable
 
-if TYPE_CHECKING:
-    from rmq.broker.controller import BrokerController
+__all__ = ["Handler", "Lane", "Processor", "require_writeable_broker", "success"]
 
-__all__ = ["Handler", "Processor", "require_writeable_broker", "success"]
+S = TypeVar("S")
 
 
-class Processor:
-    """Base of the broker's request processors: holds the controller, lists its handlers."""
+class Lane(Protocol):
+    """A compiled lane (rmq.broker._send_lane, _pull_lane) as its processor sees it: told when
+    the role changes. Typed here so that a processor does not import the lane that imports it."""
 
-    def __init__(self, controller: BrokerController):
+    def role_changed(self) -> None: ...
+
+
+class Processor(Generic[S]):
+    """Base of the broker's request processors: holds the services it uses, lists its handlers."""
+
+    def __init__(self, controller: S):
         self.controller = controller
 
     def handlers(self) -> dict[int, Handler]:
@@ -37,7 +45,7 @@ class Processor:
         event loop. Processors that keep what depends on the role read it again."""
 
 
-def require_writeable_broker(controller: BrokerController) -> None:
+def require_writeable_broker(controller: Identity) -> None:
     """Refuse (NO_PERMISSION) when the broker's own permission forbids writes (brokerPermission)."""
     permission = controller.config.broker_permission
     if not is_writeable(permission):

@@ -19,6 +19,7 @@ import json
 from functools import partial
 
 from rmq.broker.processor.base import Processor, success
+from rmq.broker.services import ClientManageServices
 from rmq.broker.subscription_filter import NOT_BUILT, Built, Key
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
@@ -34,7 +35,7 @@ from rmq.protocol.subscription import ExpressionType
 HEARTBEAT_INLINE_BYTES = 64 * 1024
 
 
-class ClientManageProcessor(Processor):
+class ClientManageProcessor(Processor[ClientManageServices]):
     def handlers(self):
         return {
             RequestCode.HEART_BEAT: self.heart_beat,

@@ -11,6 +11,7 @@ from __future__ import annotations
 import orjson
 
 from rmq.broker.processor.base import Processor, success
+from rmq.broker.services import ConsumerManageServices
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
@@ -18,7 +19,7 @@ from rmq.protocol.fields import malformed
 from rmq.protocol.headers import client_header, consumer_offset_header
 
 
-class ConsumerManageProcessor(Processor):
+class ConsumerManageProcessor(Processor[ConsumerManageServices]):
     def handlers(self):
         return {
             RequestCode.QUERY_CONSUMER_OFFSET: self.query_consumer_offset,

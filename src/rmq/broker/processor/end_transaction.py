@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 
 from rmq.broker.processor.base import Processor
+from rmq.broker.services import EndTransactionServices
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
@@ -19,7 +20,7 @@ from rmq.protocol.transaction import EndTransactionHeader
 log = logging.getLogger("rmq.broker")
 
 
-class EndTransactionProcessor(Processor):
+class EndTransactionProcessor(Processor[EndTransactionServices]):
     def handlers(self):
         return {RequestCode.END_TRANSACTION: self.end_transaction}
 

@@ -5,13 +5,14 @@ from __future__ import annotations
 from typing import Any
 
 from rmq.broker.processor.base import Handler, Processor, success
+from rmq.broker.services import LockServices
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode
 from rmq.protocol.headers import lock_batch
 from rmq.protocol.message_queue import encode_lock_batch_result
 
 
-class LockProcessor(Processor):
+class LockProcessor(Processor[LockServices]):
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.LOCK_BATCH_MQ: self.lock_batch, RequestCode.UNLOCK_BATCH_MQ: self.unlock_batch}
 

@@ -52,7 +52,8 @@ from typing import TYPE_CHECKING
 
 from rmq.broker.config import BrokerRole
 from rmq.broker.long_polling import ParkedPull
-from rmq.broker.processor.base import Processor
+from rmq.broker.processor.base import Lane, Processor
+from rmq.broker.services import PullServices
 from rmq.broker.subscription_filter import NOT_BUILT, Built, Key
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
@@ -66,8 +67,6 @@ from rmq.protocol.subscription import ExpressionType
 from rmq.store import GetMessageStatus
 
 if TYPE_CHECKING:
-    from rmq.broker._pull_lane import PullLane
-    from rmq.broker.controller import BrokerController
     from rmq.broker.subscription_group import SubscriptionGroupConfig
     from rmq.store import TagFilter
 
@@ -116,12 +115,12 @@ def pull_response(
     )
 
 
-class PullProcessor(Processor):
+class PullProcessor(Processor[PullServices]):
     # what a pull reads at most, for the compiled pull lane too
     max_transfer_count = MAX_TRANSFER_COUNT
     max_transfer_bytes = MAX_TRANSFER_BYTES
 
-    def __init__(self, controller: BrokerController):
+    def __init__(self, controller: PullServices):
         super().__init__(controller)
         self.store = controller.store
         self.hold = controller.pull_hold
@@ -130,7 +129,7 @@ class PullProcessor(Processor):
         self.server = controller.server
         self.enable_property_filter = controller.config.enable_property_filter
         self.hold.set_executor(self.execute)
-        self.lane: PullLane | None = None  # the compiled pull lane, if the broker runs one
+        self.lane: Lane | None = None  # the compiled pull lane, if the broker runs one
         self.role_changed()
         self.slave_read_enable = controller.config.slave_read_enable
         # how far behind the CommitLog's end a read may lie before the answer suggests a slave

@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from rmq.broker.processor.base import Handler, Processor, success
+from rmq.broker.services import QueryServices
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
@@ -22,7 +23,7 @@ from rmq.protocol.record import decode_record
 QUERY_MAX_NUM_LIMIT = 64
 
 
-class QueryMessageProcessor(Processor):
+class QueryMessageProcessor(Processor[QueryServices]):
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.QUERY_MESSAGE: self.query_message, RequestCode.VIEW_MESSAGE_BY_ID: self.view_message_by_id}
 

@@ -6,12 +6,13 @@ GET_MAX_OFFSET (30), GET_MIN_OFFSET (31), GET_EARLIEST_MSG_STORETIME (32). Reply
 from __future__ import annotations
 
 from rmq.broker.processor.base import Processor, success
+from rmq.broker.services import QueueOffsetServices
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode
 from rmq.protocol.fields import int_field, str_field
 
 
-class QueueOffsetProcessor(Processor):
+class QueueOffsetProcessor(Processor[QueueOffsetServices]):
     def handlers(self):
         return {
             RequestCode.SEARCH_OFFSET_BY_TIMESTAMP: self.search_offset_by_timestamp,

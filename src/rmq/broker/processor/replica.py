@@ -22,10 +22,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING
 
 from rmq.broker.config import BrokerRole
 from rmq.broker.processor.base import Handler, Processor, success
+from rmq.broker.services import ReplicaServices
 from rmq.errors import RequestRefused
 from rmq.net.channel import Channel
 from rmq.net.codec import RemotingCommand
@@ -45,9 +45,6 @@ from rmq.protocol.replica import (
 )
 from rmq.store.digest import commit_log_digests, next_range
 
-if TYPE_CHECKING:
-    from rmq.broker.controller import BrokerController
-
 log = logging.getLogger("rmq.broker")
 
 # Digest requests waiting for the worker, past which one more is refused SYSTEM_BUSY: ha-verify asks
@@ -55,8 +52,8 @@ log = logging.getLogger("rmq.broker")
 MAX_DIGESTS_WAITING = 4
 
 
-class ReplicaProcessor(Processor):
-    def __init__(self, controller: BrokerController) -> None:
+class ReplicaProcessor(Processor[ReplicaServices]):
+    def __init__(self, controller: ReplicaServices) -> None:
         super().__init__(controller)
         self._digests_waiting = 0
         self._digests_lock = threading.Lock()  # the loop adds, the worker takes away

@@ -58,9 +58,9 @@ from __future__ import annotations
 import logging
 import random
 from time import monotonic
-from typing import TYPE_CHECKING
 
-from rmq.broker.processor.base import Processor, require_writeable_broker
+from rmq.broker.processor.base import Lane, Processor, require_writeable_broker
+from rmq.broker.services import SendServices
 from rmq.broker.topic_config import TopicConfig
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
@@ -85,10 +85,6 @@ from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from rmq.protocol.record import ipv4_to_int
 from rmq.protocol.transaction import PREPARED_MARK, is_prepared
 from rmq.store import MessageStore, PutMessageStatus
-
-if TYPE_CHECKING:
-    from rmq.broker._send_lane import SendLane
-    from rmq.broker.controller import BrokerController
 
 log = logging.getLogger("rmq.broker")
 
@@ -154,14 +150,14 @@ _PUT_REPLIES: dict[int, tuple[int, str | None, bool]] = {
 _UNKNOWN_PUT_REPLY = (int(ResponseCode.SYSTEM_ERROR), "unknown store status", False)
 
 
-class SendProcessor(Processor):
+class SendProcessor(Processor[SendServices]):
     """Stores what producers send; wakes the pulls parked on the queue it went to."""
 
-    def __init__(self, controller: BrokerController):
+    def __init__(self, controller: SendServices):
         super().__init__(controller)
         # the compiled lane that serves the plain sends before they reach this processor
         # (rmq.broker._send_lane), told when the role changes
-        self.lane: SendLane | None = None
+        self.lane: Lane | None = None
         self.store = controller.store
         self.topics = controller.topic_config_manager
         self.broker_config = controller.config

@@ -30,6 +30,7 @@ from rmq.broker.processor.base import (
     success,
 )
 from rmq.broker.processor.send import DLQ_NUMS_PER_GROUP
+from rmq.broker.services import SendBackServices
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
@@ -45,7 +46,7 @@ log = logging.getLogger("rmq.broker")
 RETRY_BASE_DELAY_LEVEL = 3
 
 
-class SendBackProcessor(Processor):
+class SendBackProcessor(Processor[SendBackServices]):
     def handlers(self) -> dict[int, Handler]:
         return {RequestCode.CONSUMER_SEND_MSG_BACK: self.consumer_send_msg_back}
 

@@ -8,6 +8,7 @@ name or setting, or a system topic, is refused with MESSAGE_ILLEGAL and the reas
 from __future__ import annotations
 
 from rmq.broker.processor.base import Processor, success
+from rmq.broker.services import TopicServices
 from rmq.broker.topic_config import DEFAULT_QUEUE_NUMS, SINGLE_TAG, TopicConfig
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode
@@ -15,7 +16,7 @@ from rmq.protocol.fields import bool_field, int_field, str_field
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 
 
-class TopicProcessor(Processor):
+class TopicProcessor(Processor[TopicServices]):
     def handlers(self):
         return {RequestCode.UPDATE_AND_CREATE_TOPIC: self.update_and_create_topic}
 
