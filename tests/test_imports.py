@@ -151,16 +151,18 @@ def test_the_rule_catches_a_role_importing_another(tmp_path):
 
 
 def test_relative_and_cython_imports_are_read(tmp_path):
-    # relative imports resolve to their modules; `from rmq import x` names the module x in a .pyx
+    # relative imports resolve to their modules; `from rmq.store import x` names the module x in a .pyx
     probe = tmp_path / "probe.py"
     probe.write_text("from . import send\nfrom ..controller import BrokerController\nfrom .. import role\n")
     expected = {"rmq.broker.processor.send", "rmq.broker.controller", "rmq.broker.role"}
     assert imports_of(probe, "rmq.broker.processor.probe") == expected
     assert imports_of(probe, "rmq.broker.processor.__init__") == expected
     pyx = tmp_path / "probe.pyx"
-    pyx.write_text("from rmq import _store\nfrom .processor cimport (send,\n    pull)\nfrom rmq.client import x\n")
+    pyx.write_text(
+        "from rmq.store import _store\nfrom .processor cimport (send,\n    pull)\nfrom rmq.client import x\n"
+    )
     assert imports_of(pyx, "rmq.broker.probe") == {
-        "rmq._store",
+        "rmq.store._store",
         "rmq.broker.processor.send",
         "rmq.broker.processor.pull",
         "rmq.client",
