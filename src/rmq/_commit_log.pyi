@@ -8,6 +8,8 @@ from rmq._group_commit import GroupCommit
 from rmq._ha_stream import HAStream
 from rmq._mapped_file import MappedFileQueue
 
+MADE_AHEAD_WAIT_SECONDS: float
+
 @disjoint_base
 class CommitLog(MappedFileQueue):
     group_commit: GroupCommit | None
