@@ -58,6 +58,18 @@ class RequestCode(IntEnum):
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
     QUERY_DATA_VERSION = 322
+    # RocketMQ 5.x controller mode (rmq.protocol.controller): a broker's heartbeat to every controller
+    BROKER_HEARTBEAT = 904
+    CONTROLLER_ALTER_SYNC_STATE_SET = 1001
+    CONTROLLER_ELECT_MASTER = 1002
+    CONTROLLER_REGISTER_BROKER = 1003
+    CONTROLLER_GET_REPLICA_INFO = 1004
+    CONTROLLER_GET_METADATA_INFO = 1005
+    CONTROLLER_GET_SYNC_STATE_DATA = 1006
+    # the controller tells a broker of its broker set's new master (or master epoch)
+    NOTIFY_BROKER_ROLE_CHANGED = 1008
+    CONTROLLER_GET_NEXT_BROKER_ID = 1012
+    CONTROLLER_APPLY_BROKER_ID = 1013
 
     # rmq's own requests, with no RocketMQ counterpart (documented in the README's protocol section);
     # numbered from 9100, far from RocketMQ's codes.
@@ -97,6 +109,20 @@ class ResponseCode(IntEnum):
     # RocketMQ 5.x controller mode's code: a master's epoch is older than the routed master's. An rmq
     # name server answers it to a REGISTER_BROKER of a second, stale master of a broker name.
     CONTROLLER_FENCED_MASTER_EPOCH = 2000
+    # the rest of controller mode's answers (rmq.protocol.controller), RocketMQ 5.x's numbers
+    CONTROLLER_FENCED_SYNC_STATE_SET_EPOCH = 2001
+    CONTROLLER_INVALID_MASTER = 2002
+    CONTROLLER_INVALID_REPLICAS = 2003
+    CONTROLLER_MASTER_NOT_AVAILABLE = 2004
+    CONTROLLER_INVALID_REQUEST = 2005
+    CONTROLLER_BROKER_NOT_ALIVE = 2006
+    CONTROLLER_NOT_LEADER = 2007
+    CONTROLLER_BROKER_METADATA_NOT_EXIST = 2008
+    CONTROLLER_BROKER_NEED_TO_BE_REGISTERED = 2010
+    CONTROLLER_MASTER_STILL_EXIST = 2011
+    CONTROLLER_ELECT_MASTER_FAILED = 2012
+    CONTROLLER_ALTER_SYNC_STATE_SET_FAILED = 2013
+    CONTROLLER_BROKER_ID_INVALID = 2014
 
 
 # A producer treats these as "stored, but degraded" (docs/protocol.md#response-codes).

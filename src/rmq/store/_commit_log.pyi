@@ -8,6 +8,8 @@ from rmq.store._group_commit import GroupCommit
 from rmq.store._ha_stream import HAStream
 from rmq.store._mapped_file import MappedFileQueue
 
+MADE_AHEAD_WAIT_SECONDS: float
+
 @disjoint_base
 class CommitLog(MappedFileQueue):
     group_commit: GroupCommit | None
