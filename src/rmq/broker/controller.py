@@ -50,6 +50,7 @@ from rmq.broker.processor import PROCESSORS
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.send import SendProcessor
 from rmq.broker.rebalance_lock import RebalanceLockManager
+from rmq.broker.replicas import ReplicasManager, ReplicasServices
 from rmq.broker.role import RoleServices, RoleSwitch
 from rmq.broker.runtime_stats import SAMPLE_INTERVAL, RuntimeStats
 from rmq.broker.schedule import ScheduleMessageService
@@ -149,6 +150,11 @@ class BrokerController:
         self.config = broker_config.resolve()
         self.store_config = store_config
         root = store_config.store_path_root_dir
+        if self.config.enable_controller_mode:
+            # brokerRole is the controllers' to decide: until they do, a slave with no master, which
+            # takes no send (rmq.broker.replicas)
+            self.config.broker_role = store_config.broker_role = BrokerRole.SLAVE
+        self.replicas = ReplicasManager(self, root) if self.config.enable_controller_mode else None
         self.store = MessageStore(store_config)
         self.topic_config_manager = TopicConfigManager(self.config, root, on_change=self._topics_changed)
         self.consumer_offset_manager = ConsumerOffsetManager(root, slave=self.is_slave)
@@ -330,6 +336,8 @@ class BrokerController:
             self.scheduler.schedule_periodic(config.slave_sync_interval / 1000, self.slave_sync.sync_all)
             self.scheduler.schedule_periodic(MASTER_LOOKUP_INTERVAL, self.slave_sync.look_for_master, initial_delay=0)
         self.scheduler.start()
+        if self.replicas is not None:
+            self.replicas.start()
         log.info(
             "broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",
             config.broker_name,
@@ -347,6 +355,8 @@ class BrokerController:
             if not self._started:
                 return
             self._started = False
+            if self.replicas is not None:
+                self.replicas.shutdown()
             self.scheduler.shutdown()
             try:
                 self.namesrv_api.unregister_all(
@@ -410,7 +420,12 @@ class BrokerController:
         of the answers. Never blocks the event loop unless ``wait`` (start-up)."""
         if not self._started:
             return []
+        if self.replicas is not None and not self.replicas.role_decided.is_set():
+            return []  # neither master nor slave until the controllers say which
         config = self.config
+        on_answer = self.role.on_register_answer
+        if self.is_slave:
+            on_answer = self.slave_sync.on_register_answer if self.replicas is None else self._follow_controllers
         futures = self.namesrv_api.register_all(
             self._namesrv_addrs,
             config.broker_cluster_name,
@@ -420,8 +435,9 @@ class BrokerController:
             config.ha_server_addr,
             self.topic_config_manager.build_serialize_wrapper(),
             wait=wait,
-            on_answer=self.slave_sync.on_register_answer if self.is_slave else self.role.on_register_answer,
+            on_answer=on_answer,
             epoch=None if self.is_slave else self.store.epoch,
+            controller_mode=self.replicas is not None,
         )
         if self.store.ha_client is not None:
             for future in futures:
@@ -435,8 +451,18 @@ class BrokerController:
         if ha_client is None or self.store_config.ha_master_address or future.exception() is not None:
             return
         response = future.result()
+        if self.replicas is not None and not self.replicas.follows(response.ext_fields.get("masterAddr")):
+            return
         if response.code == ResponseCode.SUCCESS:
             ha_client.update_master_address(response.ext_fields.get("haServerAddr") or None)
+
+    def _follow_controllers(self, namesrv_addr: str, response: RemotingCommand) -> None:
+        """A slave in controller mode learns its master from the controllers: a name server's
+        answer naming another (an old master still routed) is not taken."""
+        assert self.replicas is not None
+        if response.code == ResponseCode.SUCCESS and not self.replicas.follows(response.ext_fields.get("masterAddr")):
+            return
+        self.slave_sync.on_register_answer(namesrv_addr, response)
 
     def _topics_changed(self) -> None:
         # A created or changed topic is routed at once, not at the next 30 s tick.
@@ -596,4 +622,5 @@ def _serves_every_processor(c: BrokerController) -> None:
     p: services.MetricsServices = c
     q: RoleServices = c
     r: TransactionServices = c
-    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r))
+    s: ReplicasServices = c
+    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s))
