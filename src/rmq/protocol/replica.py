@@ -39,6 +39,9 @@ REGISTER_EPOCH = "epoch"
 # epoch comes from the controllers' Raft group, so an rmq name server lets a master of a newer one
 # replace a live master of controller mode, when nothing can be signed (no cluster credentials)
 REGISTER_CONTROLLER_MODE = "controllerMode"
+# GET_BROKER_RUNTIME_INFO's key of a broker in controller mode: its controllerAddr (where
+# ``rmq-admin broker promote`` asks for the election)
+RUNTIME_CONTROLLER_ADDR = "controllerAddr"
 # PROMOTE_TO_MASTER's request field (the role the slave takes) and answer fields
 PROMOTE_ROLE = "role"
 PROMOTED_EPOCH = "epoch"
