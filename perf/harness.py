@@ -41,8 +41,10 @@ from rmq.perf.procs import (
     BROKER_PORT_KEYS,
     LOOPBACK,
     broker_settings,
+    free_port,
     start_broker_process,
     start_namesrv,
+    wait_listening,
     wait_until,
 )
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
@@ -612,3 +614,190 @@ def hold_forged_registration(
                     routes.append(route)
                 time.sleep(0.02)
     return ForgeReport(round(time.monotonic() - started, 1), forged, sends_ok, refusals, routes)
+
+
+# -- controller mode (issue 27): controllers, a name server and a broker set they decide -------------
+
+# Small timeouts: a test's failover takes seconds, not RocketMQ's 10 s heartbeat timeout and 5 s polls.
+CONTROLLER_MODE_BROKER_SETTINGS = {
+    "controllerHeartBeatTimeoutMills": "2000",
+    "syncBrokerMetadataPeriod": "1000",
+    "checkSyncStateSetPeriod": "1000",
+    "syncControllerMetadataPeriod": "2000",
+    "registerNameServerPeriod": "1000",
+}
+CONTROLLER_SCAN_INTERVAL_MS = 200
+CONTROLLER_MODE_BROKER = "broker-c"
+
+
+def start_controllers(spawn, root: Path, count: int, *args: str) -> list[tuple[subprocess.Popen, str]]:
+    """``count`` ``rmq-controller`` processes forming one Raft group, each with its store under
+    ``root`` and its stderr in ``root/controller-n<i>.log``; (process, remoting address) of each,
+    once listening. ``args``: more ``--set`` options of each."""
+    raft_ports = [free_port() for _ in range(count)]
+    peers = ";".join(f"n{i}-{LOOPBACK}:{port}" for i, port in enumerate(raft_ports))
+    started = []
+    for i in range(count):
+        port = free_port()
+        settings = {
+            "controllerDLegerPeers": peers,
+            "controllerDLegerSelfId": f"n{i}",
+            "controllerStorePath": str(root / f"controller-n{i}"),
+            "scanNotActiveBrokerInterval": str(CONTROLLER_SCAN_INTERVAL_MS),
+        }
+        argv = ["-m", "rmq.cli.controller", "--host", LOOPBACK, "--port", str(port), "--log-level", "WARNING"]
+        for key, value in settings.items():
+            argv += ["--set", f"{key}={value}"]
+        with open(root / f"controller-n{i}.log", "ab") as log:
+            proc = spawn(*argv, *args, stderr=log)
+        wait_listening(proc, port, "rmq-controller")
+        started.append((proc, f"{LOOPBACK}:{port}"))
+    return started
+
+
+class ControllerModeSet:
+    """Controllers (a Raft group), a name server and one broker set in controller mode, all real
+    processes; brokers are named "b0", "b1", ... and keep their store and ports across restarts."""
+
+    def __init__(self, spawn, root: Path, brokers: int = 3, controllers: int = 1, **extra: str):
+        """``extra``: settings of every broker."""
+        self.spawn = spawn
+        self.root = root
+        self.controller_count = controllers
+        self.client = RemotingClient()
+        self.admin: AdminClient | None = None
+        self.namesrv_addr = ""
+        self.controllers: list[tuple[subprocess.Popen, str]] = []
+        self.settings: dict[str, dict[str, str]] = {}
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.paused: set[str] = set()
+        self.runs: dict[str, int] = {}
+        for i in range(brokers):
+            name = f"b{i}"
+            (root / name).mkdir(parents=True, exist_ok=True)
+            settings = broker_settings(
+                root / name,
+                **CLUSTER_BROKER_SETTINGS,
+                **CONTROLLER_MODE_BROKER_SETTINGS,
+                brokerName=CONTROLLER_MODE_BROKER,
+                enableControllerMode="true",
+                **extra,
+            )
+            del settings["namesrvListenPort"]
+            self.settings[name] = settings
+            self.runs[name] = 0
+
+    @property
+    def controller_addr(self) -> str:
+        return ";".join(addr for _, addr in self.controllers)
+
+    def addr(self, name: str) -> str:
+        return f"{LOOPBACK}:{self.settings[name]['listenPort']}"
+
+    def name_of(self, addr: str) -> str:
+        return next(name for name in self.settings if self.addr(name) == addr)
+
+    def log_path(self, name: str) -> Path:
+        return self.root / f"{name}-{self.runs[name]}.log"
+
+    def start(self) -> ControllerModeSet:
+        self.client.start()
+        _, self.namesrv_addr = start_namesrv(self.spawn)
+        self.admin = AdminClient(self.namesrv_addr, timeout=3.0).__enter__()
+        self.controllers = start_controllers(self.spawn, self.root, self.controller_count)
+        for settings in self.settings.values():
+            settings["controllerAddr"] = self.controller_addr
+        for name in self.settings:
+            self.start_broker(name)
+        self.wait_set(len(self.settings))
+        return self
+
+    def close(self) -> None:
+        for name in list(self.paused):
+            self.resume(name)
+        if self.admin is not None:
+            self.admin.__exit__(None, None, None)
+        self.client.shutdown()
+
+    def start_broker(self, name: str) -> None:
+        self.runs[name] += 1
+        with open(self.log_path(name), "wb") as log:
+            self.procs[name], _ = start_broker_process(
+                self.spawn, self.settings[name], self.namesrv_addr, extra_args=("--log-level", "INFO"), stderr=log
+            )
+
+    def kill(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGKILL)
+        self.procs[name].wait(10)
+
+    def pause(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGSTOP)
+        self.paused.add(name)
+
+    def resume(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGCONT)
+        self.paused.discard(name)
+
+    def routes(self) -> dict[int, str]:
+        """The broker set's addresses as the name server routes them (0: the master)."""
+        assert self.admin is not None
+        return self.admin.broker_addrs(CONTROLLER_MODE_BROKER)
+
+    def master(self) -> str | None:
+        """The broker the name server routes as master."""
+        addr = self.routes().get(MASTER_ID)
+        return self.name_of(addr) if addr else None
+
+    def runtime(self, name: str) -> dict[str, str]:
+        assert self.admin is not None
+        return self.admin.broker_runtime_info(self.addr(name))
+
+    def wait_set(self, brokers: int, timeout: float = 30.0) -> str:
+        """Until the name server routes a master and ``brokers`` - 1 slaves; the master's name."""
+        wait_until(
+            lambda: MASTER_ID in self.routes() and len(self.routes()) == brokers,
+            timeout,
+            lambda: f"a master and {brokers - 1} slaves routed (routes: {self.routes()})",
+            0.05,
+        )
+        master = self.master()
+        assert master is not None
+        return master
+
+    def send(self, name: str, body: bytes, timeout: float = 5.0) -> RemotingCommand:
+        return self.client.invoke_sync(self.addr(name), send_request(TOPIC, body, keys=body.decode()), timeout)
+
+    def create_topic(self) -> None:
+        """TOPIC on the master; the slaves copy it (slaveSyncInterval)."""
+        master = self.master()
+        assert master is not None
+        answer = self.client.invoke_sync(self.addr(master), update_topic_request(TOPIC, QUEUES), 5)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+
+    def bodies_on(self, name: str) -> set[bytes]:
+        return bodies_in(self.client, self.addr(name))
+
+    def new_master(self, old: str, timeout: float = 20.0) -> str:
+        """Until the name server routes a master other than ``old``; its name."""
+
+        def other() -> str | None:
+            master = self.master()
+            return master if master not in (None, old) else None
+
+        return wait_until(other, timeout, lambda: f"a master other than {old} routed ({self.routes()})", 0.02)
+
+    def wait_converged(self, timeout: float = 30.0) -> int:
+        """Until every slave's CommitLog ends where the master's does, byte-identical
+        (``rmq-admin broker ha-verify``); that end."""
+        master = self.master()
+        assert master is not None and self.admin is not None
+        slaves = [self.name_of(addr) for i, addr in self.routes().items() if i != MASTER_ID]
+
+        def caught_up() -> bool:
+            end = self.runtime(master)["commitLogMaxOffset"]
+            return all(self.runtime(name)["commitLogMaxOffset"] == end for name in slaves)
+
+        wait_until(caught_up, timeout, f"{slaves} caught up with {master}", 0.05)
+        checks = self.admin.verify_replicas(CONTROLLER_MODE_BROKER, 1 << 20)
+        assert checks and all(c.identical and c.verified_to == c.master_max_offset for c in checks), checks
+        return checks[0].verified_to

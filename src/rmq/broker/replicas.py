@@ -58,6 +58,7 @@ RETRY_INTERVAL = 1.0
 # RocketMQ's controller requests time out after 3 s (BrokerOuterAPI)
 REQUEST_TIMEOUT = 3.0
 CONTROLLER_FILE = "controller.json"
+NO_MASTER = wire.ReplicaInfo(wire.NO_BROKER_ID, "", 0, 0)
 
 
 class RoleChanges(Protocol):
@@ -231,9 +232,11 @@ class ReplicasManager:
     def _client(self) -> RemotingClient:
         return self.broker.namesrv_client
 
-    def call(self, code: int, ext: dict[str, str], body: bytes = b"") -> RemotingCommand:
-        """A request to the controller leader (found again once when it moved); its SUCCESS answer,
-        else ResponseError."""
+    def call(
+        self, code: int, ext: dict[str, str], body: bytes = b"", accept: tuple[int, ...] = (ResponseCode.SUCCESS,)
+    ) -> RemotingCommand:
+        """A request to the controller leader (found again once when it moved); its answer if its
+        code is in ``accept``, else ResponseError."""
         for attempt in (0, 1):
             leader = self.leader or self.find_leader()
             try:
@@ -248,7 +251,7 @@ class ReplicasManager:
                 if attempt:
                     raise NotLeader(f"controller {leader} is not the leader: {response.remark}")
                 continue
-            if response.code != ResponseCode.SUCCESS:
+            if response.code not in accept:
                 raise ResponseError(response.code, response.remark, leader)
             return response
         raise AssertionError("unreachable")
@@ -329,15 +332,22 @@ class ReplicasManager:
         )
         return self._replica_answer(response)
 
-    def elect(self, designate: bool = False) -> tuple[wire.ReplicaInfo, wire.SyncStateSet]:
+    def elect(self) -> tuple[wire.ReplicaInfo, wire.SyncStateSet]:
+        """CONTROLLER_ELECT_MASTER for this broker's set; the master it names (none when no alive
+        broker could be elected: asked again later)."""
         response = self.call(
             RequestCode.CONTROLLER_ELECT_MASTER,
-            {
-                **self._set(),
-                wire.BROKER_ID: str(self.broker_id),
-                wire.DESIGNATE_ELECT: "true" if designate else "false",
-            },
+            {**self._set(), wire.BROKER_ID: str(self.broker_id), wire.DESIGNATE_ELECT: "false"},
+            # another broker was elected meanwhile (its answer names it), or none could be
+            accept=(
+                ResponseCode.SUCCESS,
+                ResponseCode.CONTROLLER_MASTER_STILL_EXIST,
+                ResponseCode.CONTROLLER_ELECT_MASTER_FAILED,
+            ),
         )
+        if response.code == ResponseCode.CONTROLLER_ELECT_MASTER_FAILED:
+            log.warning("broker set %s: %s", self.config.broker_name, response.remark)
+            return NO_MASTER, wire.SyncStateSet(frozenset(), 0)
         return self._replica_answer(response)
 
     @staticmethod
