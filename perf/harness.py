@@ -630,10 +630,34 @@ CONTROLLER_SCAN_INTERVAL_MS = 200
 CONTROLLER_MODE_BROKER = "broker-c"
 
 
-def start_controllers(spawn, root: Path, count: int, *args: str) -> list[tuple[subprocess.Popen, str]]:
+@dataclasses.dataclass
+class ControllerProcess:
+    """One ``rmq-controller`` of a group: what to start it again with (same store, same ports)."""
+
+    argv: list[str]
+    port: int
+    log_path: Path
+    proc: subprocess.Popen | None = None
+
+    @property
+    def addr(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def start(self, spawn) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = spawn(*self.argv, stderr=log)
+        wait_listening(self.proc, self.port, "rmq-controller")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+
+def start_controllers(spawn, root: Path, count: int, *args: str) -> list[ControllerProcess]:
     """``count`` ``rmq-controller`` processes forming one Raft group, each with its store under
-    ``root`` and its stderr in ``root/controller-n<i>.log``; (process, remoting address) of each,
-    once listening. ``args``: more ``--set`` options of each."""
+    ``root`` and its stderr in ``root/controller-n<i>.log``, started and listening. ``args``: more
+    options of each."""
     raft_ports = [free_port() for _ in range(count)]
     peers = ";".join(f"n{i}-{LOOPBACK}:{port}" for i, port in enumerate(raft_ports))
     started = []
@@ -648,10 +672,9 @@ def start_controllers(spawn, root: Path, count: int, *args: str) -> list[tuple[s
         argv = ["-m", "rmq.cli.controller", "--host", LOOPBACK, "--port", str(port), "--log-level", "WARNING"]
         for key, value in settings.items():
             argv += ["--set", f"{key}={value}"]
-        with open(root / f"controller-n{i}.log", "ab") as log:
-            proc = spawn(*argv, *args, stderr=log)
-        wait_listening(proc, port, "rmq-controller")
-        started.append((proc, f"{LOOPBACK}:{port}"))
+        controller = ControllerProcess([*argv, *args], port, root / f"controller-n{i}.log")
+        controller.start(spawn)
+        started.append(controller)
     return started
 
 
@@ -667,7 +690,7 @@ class ControllerModeSet:
         self.client = RemotingClient()
         self.admin: AdminClient | None = None
         self.namesrv_addr = ""
-        self.controllers: list[tuple[subprocess.Popen, str]] = []
+        self.controllers: list[ControllerProcess] = []
         self.settings: dict[str, dict[str, str]] = {}
         self.procs: dict[str, subprocess.Popen] = {}
         self.paused: set[str] = set()
@@ -689,7 +712,7 @@ class ControllerModeSet:
 
     @property
     def controller_addr(self) -> str:
-        return ";".join(addr for _, addr in self.controllers)
+        return ";".join(c.addr for c in self.controllers)
 
     def addr(self, name: str) -> str:
         return f"{LOOPBACK}:{self.settings[name]['listenPort']}"
@@ -737,6 +760,12 @@ class ControllerModeSet:
     def resume(self, name: str) -> None:
         self.procs[name].send_signal(signal.SIGCONT)
         self.paused.discard(name)
+
+    def controller_leader(self) -> int:
+        """The index of the controller that leads."""
+        assert self.admin is not None
+        leader = self.admin.controller_leader(self.controller_addr)
+        return next(i for i, c in enumerate(self.controllers) if c.addr == leader)
 
     def routes(self) -> dict[int, str]:
         """The broker set's addresses as the name server routes them (0: the master)."""
