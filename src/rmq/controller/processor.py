@@ -6,8 +6,9 @@ the rest only by the Raft leader (a follower answers CONTROLLER_NOT_LEADER namin
 change is proposed to the Raft log and answered from its callback once committed, never by
 blocking the loop; a proposal not committed within COMMIT_TIMEOUT (no majority) is answered
 SYSTEM_ERROR: it is not in effect then, though it stays in this leader's log and a majority back
-may still commit it (Raft's rule), which is why every change a broker asks for is safe to repeat. A header field or body that cannot be used is answered
-CONTROLLER_INVALID_REQUEST with a remark naming it.
+may still commit it (Raft's rule), which is why every change a broker asks for is safe to
+repeat. A header field or body that cannot be used is answered CONTROLLER_INVALID_REQUEST with a
+remark naming it.
 """
 
 from __future__ import annotations
