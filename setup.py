@@ -27,15 +27,15 @@ EXTENSIONS = [
     # the CommitLog record codec (clients load it too, so it is protocol's and imports no store)
     Extension("rmq.protocol._record", ["src/rmq/protocol/_record.pyx"]),
     # the store's rooms, and StoreCore, the facade over them
-    Extension("rmq._mapped_file", ["src/rmq/_mapped_file.pyx"]),
-    Extension("rmq._group_commit", ["src/rmq/_group_commit.pyx"]),
+    Extension("rmq.store._mapped_file", ["src/rmq/store/_mapped_file.pyx"]),
+    Extension("rmq.store._group_commit", ["src/rmq/store/_group_commit.pyx"]),
     # a master's replication stream: reports in, CommitLog frames out, without the GIL
-    Extension("rmq._ha_stream", ["src/rmq/_ha_stream.pyx"]),
-    Extension("rmq._commit_log", ["src/rmq/_commit_log.pyx"]),
-    Extension("rmq._consume_queue", ["src/rmq/_consume_queue.pyx"]),
-    Extension("rmq._store", ["src/rmq/_store.pyx"]),
+    Extension("rmq.store._ha_stream", ["src/rmq/store/_ha_stream.pyx"]),
+    Extension("rmq.store._commit_log", ["src/rmq/store/_commit_log.pyx"]),
+    Extension("rmq.store._consume_queue", ["src/rmq/store/_consume_queue.pyx"]),
+    Extension("rmq.store._store", ["src/rmq/store/_store.pyx"]),
     # the IndexFile (hash slots + chained entries)
-    Extension("rmq._index", ["src/rmq/_index.pyx"]),
+    Extension("rmq.store._index", ["src/rmq/store/_index.pyx"]),
     # remoting frame codec
     Extension("rmq.net._codec", ["src/rmq/net/_codec.pyx"]),
     # the client's send requests, encoded straight to their frames

@@ -16,7 +16,7 @@ import statistics
 import tempfile
 import time
 
-from rmq._index import IndexService
+from rmq.store._index import IndexService
 
 TOPIC = "BenchTopic"
 T0 = 1_700_000_000_000

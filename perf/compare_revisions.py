@@ -17,8 +17,9 @@ It measures, it does not judge: a slower head is a result, not a failure.
 - ``--bench store,broker`` runs this working tree's ``perf/bench_store.py`` and
   ``perf/bench_broker.py`` (``perf/bench_<name>.py``, which must have a ``--json`` flag) against
   both builds: the same scripts, the build chosen by ``PYTHONPATH=<tree>/src`` in the child's
-  environment. Before any figure is taken, a child per build prints where ``rmq`` and ``rmq._store``
-  come from; if that is not the build's tree (an install that shadows PYTHONPATH), the tool stops.
+  environment. Before any figure is taken, a child per build prints where ``rmq`` and the compiled
+  module of ``StoreCore`` come from (``rmq._store`` before the store26 move, ``rmq.store._store``
+  since); if that is not the build's tree (an install that shadows PYTHONPATH), the tool stops.
 - The load generator is the head build's for both sides: every child gets
   ``RMQ_BENCH_GENERATOR_SRC=<head tree>/src``, from which perf/bench_broker.py (and the scripts that
   use its senders) load ``rmq.perf._loadgen`` and its frame templates, whatever build ``rmq`` is. A
@@ -140,10 +141,18 @@ def build_extensions(build: Build) -> None:
     progress(f"built {build.side} {build.title} in {time.monotonic() - started:.0f} s")
 
 
+# where rmq and StoreCore's compiled module are loaded from, asked by name-neutral means: the module moved
+# (rmq._store -> rmq.store._store) and a comparison may span the move
+STORE_CORE_FILES = (
+    "import sys, rmq, rmq.store.message_store as m; print(rmq.__file__); "
+    "print(sys.modules[m.StoreCore.__module__].__file__)"
+)
+
+
 def check_imports(build: Build, run_dir: Path) -> None:
     """Refuse to measure a build the children would not load (an editable install elsewhere, say)."""
     done = subprocess.run(
-        [sys.executable, "-c", "import rmq, rmq._store; print(rmq.__file__); print(rmq._store.__file__)"],
+        [sys.executable, "-c", STORE_CORE_FILES],
         cwd=run_dir,
         env=build.env(),
         capture_output=True,

@@ -25,11 +25,11 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 MIRRORS = {
     "rmq/protocol/_record.pxd": ("rmq.protocol.layout",),
     "rmq/protocol/_record.pyx": ("rmq.protocol.message",),
-    "rmq/_consume_queue.pxd": ("rmq.store.layout",),
-    "rmq/_index.pxd": ("rmq.store.index",),
-    "rmq/_commit_log.pxd": ("rmq.store.status:PutMessageStatus",),
-    "rmq/_store.pxd": ("rmq.store.status:GetMessageStatus",),
-    "rmq/_ha_stream.pxd": ("rmq.protocol.ha", "rmq.store.ha"),
+    "rmq/store/_consume_queue.pxd": ("rmq.store.layout",),
+    "rmq/store/_index.pxd": ("rmq.store.index",),
+    "rmq/store/_commit_log.pxd": ("rmq.store.status:PutMessageStatus",),
+    "rmq/store/_store.pxd": ("rmq.store.status:GetMessageStatus",),
+    "rmq/store/_ha_stream.pxd": ("rmq.protocol.ha", "rmq.store.ha"),
     "rmq/net/_codec.pxd": ("rmq.net.codec_py",),
     "rmq/client/_send_wire.pyx": ("rmq.net.codec_py",),
     "rmq/perf/_loadgen.pxd": ("rmq.net.codec_py", "rmq.perf.histogram", "rmq.perf.remoting"),
@@ -100,7 +100,7 @@ COMPILED = compiled_constants()
 
 def test_the_scan_reads_the_compiled_sources():
     assert COMPILED["rmq/protocol/_record.pxd"]["REC_BODY"] == 88
-    assert COMPILED["rmq/_mapped_file.pxd"]["PREFAULT_CHUNK"] == 1 << 20
+    assert COMPILED["rmq/store/_mapped_file.pxd"]["PREFAULT_CHUNK"] == 1 << 20
     assert set(MIRRORS) <= set(COMPILED), "a mirrored source has no constants: renamed or moved?"
 
 

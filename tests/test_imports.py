@@ -1,8 +1,8 @@
 """The import rule of README.md's architecture section, checked over every source file.
 
     neutral   rmq, rmq.errors, rmq._clock, rmq._files, rmq._service,    import only neutral modules
-              rmq._log, rmq._endian (big-endian loads and stores, for any format),
-              rmq._decimal (integers written as decimal text, for any frame)
+              rmq._log, rmq.includes (C declarations shared by .pyx files of several areas:
+              big-endian loads and stores, decimal text, Java's string hash; .pxd only)
     protocol  rmq.protocol                                              + neutral
     net       rmq.net                                                   + protocol
     settings  rmq.settings (every setting's declaration)                + protocol
@@ -10,9 +10,9 @@
     tools     perf (rmq-perf and its perf logs)                        + client (and all below it)
               broker may also use store; cli may use any role; no other role crosses to another
 
-The store role includes its compiled core: StoreCore (rmq._store), its rooms (_mapped_file, _commit_log,
-_consume_queue, _group_commit, _ha_stream), rmq._index and the C helper _hash. The compiled record codec is
-protocol's (rmq.protocol._record): the store cimports it, clients import it.
+The store role includes its compiled core, beside its Python side in rmq.store: StoreCore (rmq.store._store), its
+rooms (_mapped_file, _commit_log, _consume_queue, _group_commit, _ha_stream) and the IndexFile (_index). The compiled
+record codec is protocol's (rmq.protocol._record): the store cimports it, clients import it.
 
 Every import counts, wherever it stands (in a function, under ``if TYPE_CHECKING:``), in Cython sources
 too, relative ones resolved; ``from package import module`` names the module. And no module imports
@@ -29,17 +29,7 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._log", "rmq._endian", "rmq._decimal"}
-STORE_CORE = {
-    "rmq._store",
-    "rmq._mapped_file",
-    "rmq._commit_log",
-    "rmq._consume_queue",
-    "rmq._group_commit",
-    "rmq._ha_stream",
-    "rmq._index",
-    "rmq._hash",
-}
+NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._log", "rmq.includes"}
 ROLES = {"store", "namesrv", "controller", "broker", "client", "cli", "perf"}
 # what each layer or role may import besides itself
 ALLOWED = {
@@ -63,10 +53,8 @@ _CYTHON_IMPORT = re.compile(
 
 def area(module: str) -> str:
     """The layer or role a module belongs to."""
-    if module in NEUTRAL:
+    if module in NEUTRAL or module.startswith("rmq.includes."):
         return "neutral"
-    if module in STORE_CORE:
-        return "store"
     if module == "rmq.settings":
         return "settings"
     parts = module.split(".")
@@ -164,16 +152,18 @@ def test_the_rule_catches_a_role_importing_another(tmp_path):
 
 
 def test_relative_and_cython_imports_are_read(tmp_path):
-    # relative imports resolve to their modules; `from rmq import x` names the module x in a .pyx
+    # relative imports resolve to their modules; `from rmq.store import x` names the module x in a .pyx
     probe = tmp_path / "probe.py"
     probe.write_text("from . import send\nfrom ..controller import BrokerController\nfrom .. import role\n")
     expected = {"rmq.broker.processor.send", "rmq.broker.controller", "rmq.broker.role"}
     assert imports_of(probe, "rmq.broker.processor.probe") == expected
     assert imports_of(probe, "rmq.broker.processor.__init__") == expected
     pyx = tmp_path / "probe.pyx"
-    pyx.write_text("from rmq import _store\nfrom .processor cimport (send,\n    pull)\nfrom rmq.client import x\n")
+    pyx.write_text(
+        "from rmq.store import _store\nfrom .processor cimport (send,\n    pull)\nfrom rmq.client import x\n"
+    )
     assert imports_of(pyx, "rmq.broker.probe") == {
-        "rmq._store",
+        "rmq.store._store",
         "rmq.broker.processor.send",
         "rmq.broker.processor.pull",
         "rmq.client",

@@ -5,7 +5,7 @@ Layout (README.md's architecture section draws it; tests/test_imports.py enforce
     rmq.protocol              what roles share: codes, message properties and limits, record and
                               batch codecs, heartbeats, routes, admin bodies, header fields
     rmq.net                   remoting frames, the epoll event loop and server, the remoting client
-    rmq.store                 the MessageStore facade over its compiled core rmq._store / rmq._index
+    rmq.store                 the MessageStore facade over its compiled core rmq.store._store / rmq.store._index
     rmq.namesrv               the name server
     rmq.broker                the broker (may use the store)
     rmq.client                the producer / consumer SDK and the admin client

@@ -15,7 +15,6 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from rmq._store import LAYOUT
 from rmq.broker._pull_lane import scan_pull_header
 from rmq.errors import ProtocolError, RequestRefused
 from rmq.net.codec import decode_frames, encode
@@ -23,6 +22,7 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import PULL_KEYS, pull_header
 from rmq.protocol.record import decode_record
 from rmq.protocol.request_flags import PullSysFlag
+from rmq.store._store import LAYOUT
 from tests.helpers.broker import create_topic
 from tests.helpers.frames import RawConnection, raw_frame
 from tests.helpers.lanes import (

@@ -11,12 +11,12 @@ from pathlib import Path
 SCRIPT = Path(__file__).parent / "scripts" / "produce_consume.py"
 # the compiled store: StoreCore, its rooms and the IndexFile
 STORE_CORE = {
-    "rmq._store",
-    "rmq._mapped_file",
-    "rmq._commit_log",
-    "rmq._consume_queue",
-    "rmq._group_commit",
-    "rmq._index",
+    "rmq.store._store",
+    "rmq.store._mapped_file",
+    "rmq.store._commit_log",
+    "rmq.store._consume_queue",
+    "rmq.store._group_commit",
+    "rmq.store._index",
 }
 
 

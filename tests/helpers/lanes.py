@@ -14,11 +14,11 @@ import orjson
 import pytest
 from hypothesis import strategies as st
 
-from rmq._store import LAYOUT
 from rmq.broker.controller import NO_FAST_LANE_ENV
 from rmq.net import _codec, codec
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.message import SCHEDULE_TOPIC
+from rmq.store._store import LAYOUT
 from tests.helpers.frames import RawConnection, raw_frame
 
 

@@ -72,6 +72,20 @@ def test_batch_crossing_a_file_end_moves_whole_to_the_next_file(open_store):
     assert r.wrote_offset % FILE == 0
 
 
+def test_record_fields_are_passed_by_name_only(open_store):
+    # the broker's four put callers named sys_flag, born_timestamp, flag, ... by position, in an order
+    # nothing checked; now a field out of place is a TypeError and nothing is written
+    store = open_store()
+    with pytest.raises(TypeError):
+        store.put_message("TopicA", 0, b"x", b"", 0, 1700000000123)
+    with pytest.raises(TypeError):
+        store.put_messages("TopicA", 0, [(b"x", b"", 0)], 0, 1700000000123)
+    assert store.commit_log.get_max_offset() == 0
+    r = store.put_message("TopicA", 0, b"x", b"", flag=7, reconsume_times=2, born_timestamp=1700000000123)
+    stored = decode_record(bytes(store.look_message_by_offset(r.wrote_offset)))
+    assert (stored.flag, stored.reconsume_times, stored.born_timestamp) == (7, 2, 1700000000123)
+
+
 @pytest.mark.parametrize("topic", ["", "bad topic", "x" * 128, "t!"])
 def test_illegal_topic_is_refused_and_nothing_written(open_store, topic):
     store = open_store()

@@ -12,15 +12,15 @@ from pathlib import Path
 import pytest
 
 from rmq._files import write_file_atomically
-from rmq._store import StoreCheckpoint
 from rmq.broker.timer.wheel import UNIT_SIZE, TimerLog
 from rmq.protocol.record import decode_record
 from rmq.store import GetMessageStatus, PutMessageStatus
+from rmq.store._store import StoreCheckpoint
 from tests.helpers.disk import fill, tiny_tmpfs, used_ratio
 from tests.helpers.store import body_heads
 
 PAGE = 4096
-# the largest step by which a ConsumeQueue file is allocated ahead of its writer (rmq._mapped_file)
+# the largest step by which a ConsumeQueue file is allocated ahead of its writer (rmq.store._mapped_file)
 STEP_MAX = 64 * 1024
 # Small files: 64 KiB CommitLog files, 100-entry ConsumeQueue files, index files of 15 entries.
 TINY_FILES = dict(

@@ -12,13 +12,12 @@ from pathlib import Path
 
 import pytest
 
-from rmq import _ha_stream
 from rmq.errors import StoreError
 from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol import ha as wire
 from rmq.protocol.acl import ClusterAuthMode, SessionCredentials
 from rmq.protocol.tls import TlsMode
-from rmq.store import MessageStore, PutMessageStatus
+from rmq.store import MessageStore, PutMessageStatus, _ha_stream
 from rmq.store.ha import HASecurity
 from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.frames import RawConnection, refused

@@ -1,4 +1,4 @@
-"""The IndexFile (rmq._index): exact bytes, collisions, roll-over, queries, recovery, retention; and
+"""The IndexFile (rmq.store._index): exact bytes, collisions, roll-over, queries, recovery, retention; and
 queries by key through the store."""
 
 from __future__ import annotations
@@ -12,7 +12,10 @@ from pathlib import Path
 import pytest
 
 import rmq.store.index
-from rmq._index import (
+from rmq.errors import StoreError
+from rmq.protocol.message import java_string_hash
+from rmq.protocol.record import decode_record
+from rmq.store._index import (
     LAYOUT,
     IndexFile,
     IndexService,
@@ -20,9 +23,6 @@ from rmq._index import (
     index_key_hash,
     java_hash,
 )
-from rmq.errors import StoreError
-from rmq.protocol.message import java_string_hash
-from rmq.protocol.record import decode_record
 
 SLOTS = 4
 ENTRIES = 16  # entry 0 is unused: 15 keys per file

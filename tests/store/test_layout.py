@@ -1,9 +1,8 @@
 """The Python mirrors of the store layouts equal the compiled core's constants."""
 
-from rmq import _consume_queue, _store
 from rmq.protocol import _record
 from rmq.protocol import layout as record_layout
-from rmq.store import layout
+from rmq.store import _consume_queue, _store, layout
 
 
 def test_every_compiled_constant_is_mirrored_once():

@@ -14,7 +14,18 @@ def test_stored_record_matches_spec_bytes(open_store):
     props = encode_properties({"TAGS": "TagA", "KEYS": "k1 k2", "UNIQ_KEY": "AC110001000018B4AAC2"})
     store.put_message("TopicA", 0, b"first", b"")
     body = bytes(range(256)) * 3
-    r = store.put_message("TopicA", 1, body, props, 0, 1700000000123, 7, 2, ipv4_to_int("192.168.0.9"), 54321)
+    r = store.put_message(
+        "TopicA",
+        1,
+        body,
+        props,
+        sys_flag=0,
+        born_timestamp=1700000000123,
+        flag=7,
+        reconsume_times=2,
+        born_host=ipv4_to_int("192.168.0.9"),
+        born_port=54321,
+    )
     assert r.status.name == "PUT_OK" and r.queue_offset == 0
     stored = bytes(store.look_message_by_offset(r.wrote_offset))
     expected = spec_record(

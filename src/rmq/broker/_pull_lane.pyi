@@ -2,8 +2,8 @@ from typing import Any
 
 from typing_extensions import disjoint_base
 
-from rmq._store import StoreCore
 from rmq.net._codec import FastLane
+from rmq.store._store import StoreCore
 
 @disjoint_base
 class PullLane(FastLane):

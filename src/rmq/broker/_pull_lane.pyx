@@ -40,9 +40,9 @@ from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_GET_SIZE
 from libc.stdint cimport INT32_MAX, INT32_MIN, INT64_MAX, INT64_MIN, int32_t, int64_t, uint64_t
 from libc.string cimport memcpy, memmove
 
-from rmq._endian cimport store_be32
-from rmq._store cimport FOUND, GetPlace, StoreCore
-from rmq._decimal cimport MAX_DECIMAL, put_decimal
+from rmq.includes.endian cimport store_be32
+from rmq.store._store cimport FOUND, GetPlace, StoreCore
+from rmq.includes.decimal cimport MAX_DECIMAL, put_decimal
 from rmq.broker._send_lane cimport (RequestHead, Span, _Peer, _field_int, _scan_request)
 from rmq.net._codec cimport FastLane
 

@@ -62,12 +62,12 @@ from libc.stdint cimport INT64_MAX, INT64_MIN, int16_t, int32_t, int64_t, uint32
 from libc.stdlib cimport free, realloc
 from libc.string cimport memcmp, memcpy, memset
 
-from rmq._commit_log cimport PUT_OK
-from rmq._endian cimport load_be16, load_be32, store_be32, store_be64
-from rmq._store cimport BatchRecord, CommitSink, PutPlace, StoreCore
+from rmq.store._commit_log cimport PUT_OK
+from rmq.includes.endian cimport load_be16, load_be32, store_be32, store_be64
+from rmq.store._store cimport BatchRecord, CommitSink, PutFields, PutPlace, StoreCore
 from rmq.net._codec cimport FastLane
 from rmq.protocol._record cimport MSGID_BYTES, TOPIC_MAX_BYTES
-from rmq._decimal cimport MAX_DECIMAL, put_decimal
+from rmq.includes.decimal cimport MAX_DECIMAL, put_decimal
 
 from rmq.broker.processor.send import put_reply as _put_reply
 from rmq.net import frame as _frame
@@ -592,6 +592,7 @@ cdef class SendLane(FastLane):
         cdef Py_ssize_t props_len, count = 0, start
         cdef _Deferred deferred
         cdef PutPlace place
+        cdef PutFields fields
         cdef int status
         cdef bint wait = False
         if self.pull_lane is not None and _header_code(header, header_len) == PULL_MESSAGE:
@@ -624,15 +625,19 @@ cdef class SendLane(FastLane):
             if wait and f.batch:
                 self.left += 1
                 return 0  # a batch that waits: the processor's (its late answers name every message)
+        fields.sys_flag = f.sys_flag
+        fields.born_timestamp = f.born_timestamp
+        fields.flag = f.message_flag
+        fields.reconsume_times = f.reconsume_times
+        fields.born_host = (<_Peer>peer).host
+        fields.born_port = (<_Peer>peer).port
+        fields.prepared_tx_offset = 0
         if f.batch:
             count = self._batch(props, props_len, body, body_len)
-            status = store.put_batch_raw(topic.topic, f.queue_id, self._records, count, f.sys_flag,
-                                         f.born_timestamp, (<_Peer>peer).host, (<_Peer>peer).port,
+            status = store.put_batch_raw(topic.topic, f.queue_id, self._records, count, &fields,
                                          &place) if count > 0 else -1
         else:
-            status = store.put_raw(topic.topic, f.queue_id, body, body_len, props, props_len, f.sys_flag,
-                                   f.born_timestamp, f.message_flag, f.reconsume_times, (<_Peer>peer).host,
-                                   (<_Peer>peer).port, 0, &place)
+            status = store.put_raw(topic.topic, f.queue_id, body, body_len, props, props_len, &fields, &place)
         if status != PUT_OK:
             self.left += 1
             return 0  # nothing stored: the processor puts it again and answers what the store says

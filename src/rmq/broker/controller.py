@@ -497,14 +497,14 @@ class BrokerController:
             queue_id,
             body,
             props,
-            sys_flag,
-            born_timestamp,
-            flag,
-            reconsume_times,
-            host or self._store_ip,
-            born_port,
-            callback,
-            prepared_tx_offset,
+            sys_flag=sys_flag,
+            born_timestamp=born_timestamp,
+            flag=flag,
+            reconsume_times=reconsume_times,
+            born_host=host or self._store_ip,
+            born_port=born_port,
+            prepared_tx_offset=prepared_tx_offset,
+            callback=callback,
         )
         if result.status_code == PutMessageStatus.PUT_OK:
             self.notify_message_arriving(topic, queue_id)

@@ -177,13 +177,13 @@ class TransactionalMessageService:
             HALF_QUEUE_ID,
             body,
             encode_properties(props),
-            reset_transaction_value(sys_flag, MessageSysFlag.TRANSACTION_NOT_TYPE),
-            born_timestamp,
-            flag,
-            reconsume_times,
-            born_host,
-            born_port,
-            callback,
+            sys_flag=reset_transaction_value(sys_flag, MessageSysFlag.TRANSACTION_NOT_TYPE),
+            born_timestamp=born_timestamp,
+            flag=flag,
+            reconsume_times=reconsume_times,
+            born_host=born_host,
+            born_port=born_port,
+            callback=callback,
         )
 
     def _ensure_topics(self) -> None:
@@ -564,12 +564,12 @@ class TransactionalMessageService:
             queue_id,
             half.body,
             encode_properties(half.properties),
-            half.sys_flag,
-            half.born_timestamp,
-            half.flag,
-            half.reconsume_times,
-            ipv4_to_int(half.born_host[0]),
-            half.born_host[1],
+            sys_flag=half.sys_flag,
+            born_timestamp=half.born_timestamp,
+            flag=half.flag,
+            reconsume_times=half.reconsume_times,
+            born_host=ipv4_to_int(half.born_host[0]),
+            born_port=half.born_host[1],
         )
 
     def _checker_offset(self, topic: str) -> int:

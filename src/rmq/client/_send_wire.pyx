@@ -13,7 +13,7 @@ non-ASCII text included) as it is. Every write is bounded by a length computed f
 from cpython.bytes cimport PyBytes_AS_STRING, PyBytes_FromStringAndSize, PyBytes_GET_SIZE
 from libc.stdint cimport int64_t, uint64_t
 from libc.string cimport memcpy
-from rmq._decimal cimport decimal_length, put_decimal
+from rmq.includes.decimal cimport decimal_length, put_decimal
 
 cdef extern from "Python.h":
     const char* PyUnicode_AsUTF8AndSize(object text, Py_ssize_t* size) except NULL

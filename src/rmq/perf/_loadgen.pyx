@@ -49,7 +49,7 @@ from libc.errno cimport EAGAIN, EINTR, errno
 from libc.stdint cimport int64_t, uint64_t
 from libc.stdlib cimport calloc, free, malloc, realloc
 from libc.string cimport memcmp, memcpy, memmove
-from rmq._decimal cimport MAX_DECIMAL, put_decimal
+from rmq.includes.decimal cimport MAX_DECIMAL, put_decimal
 
 cdef extern from "<time.h>" nogil:
     ctypedef long time_t

@@ -1,4 +1,4 @@
-# The CommitLog record codec, compiled: what rmq._store cimports to write and read records (the
+# The CommitLog record codec, compiled: what rmq.store._store cimports to write and read records (the
 # layout table opens _record.pyx; record_py.py is the pure twin; rmq.protocol.layout mirrors every
 # constant here for Python, and tests/protocol/test_record.py checks they agree).
 #
@@ -19,7 +19,7 @@
 from libc.stdint cimport int32_t, int64_t, uint8_t, uint16_t, uint32_t, uint64_t
 from libc.string cimport memcpy
 
-from rmq._endian cimport load_be16, load_be32, store_be16, store_be32, store_be64
+from rmq.includes.endian cimport load_be16, load_be32, store_be16, store_be32, store_be64
 
 
 cdef extern from *:

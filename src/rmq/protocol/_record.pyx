@@ -1,6 +1,6 @@
 # cython: cdivision=True
 # The CommitLog record codec, compiled: the twin of rmq.protocol.record_py (one API, the same tests)
-# and the codec the store writes with (rmq._store cimports _record.pxd). docs/store-format.md#commitlog-record.
+# and the codec the store writes with (rmq.store._store cimports _record.pxd). docs/store-format.md#commitlog-record.
 #
 #   CommitLog record (v1, IPv4, big-endian; 91 bytes + body + topic + properties)
 #   +------+------+------+------+------+----------+----------+------+----------+---------+
@@ -25,7 +25,7 @@ import isal.isal_zlib as _isal_zlib
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 
-from rmq._endian cimport load_be16, load_be32, load_be64, store_be32, store_be64
+from rmq.includes.endian cimport load_be16, load_be32, load_be64, store_be32, store_be64
 
 from rmq.protocol import layout as _layout
 

@@ -175,7 +175,7 @@ def decode_properties(data: bytes | str) -> dict[str, str]:
 def java_string_hash(text: str) -> int:
     """Java's ``String.hashCode`` (signed 32-bit), the hash RocketMQ uses for tags codes and index keys.
 
-    Pure-Python reference of the compiled ``rmq._hash.java_string_hash``.
+    Pure-Python reference of the compiled ``rmq.includes.hash.java_string_hash``.
     """
     h = 0
     data = text.encode("utf-16-be")

@@ -3,7 +3,7 @@ admin tools read them (docs/store-format.md#commitlog-record; layout in ``rmq.pr
 
 The codec is the compiled ``rmq.protocol._record`` unless it is not built or ``RMQ_NO_EXTENSIONS=1``
 asks for the pure-Python twin ``rmq.protocol.record_py`` (same API, same tests, as aiokafka does).
-Neither loads the store: a producer or consumer process never imports ``rmq._store``.
+Neither loads the store: a producer or consumer process never imports ``rmq.store._store``.
 """
 
 from __future__ import annotations

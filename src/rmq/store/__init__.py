@@ -8,7 +8,7 @@
 The records it stores are read with ``rmq.protocol.record`` (``decode_record``, msgIds).
 """
 
-from rmq._store import GetMessageResult, PutMessageResult, TagFilter
+from rmq.store._store import GetMessageResult, PutMessageResult, TagFilter
 from rmq.store.config import FlushDiskType, MessageStoreConfig
 from rmq.store.message_store import MessageStore, QueryMessageResult, new_store
 from rmq.store.status import GetMessageStatus, PutMessageStatus

@@ -20,7 +20,7 @@ A slave that breaks the protocol (an offset beyond the master's end, one that go
 what it was sent, bytes that are not reports) is logged and disconnected; the master serves on.
 
 Once a plain (not TLS) slave has sent its first report, the master's HA loop hands its socket to
-the compiled stream (``rmq._ha_stream.HAStream``, thread ``rmq-store-ha-stream``): a C loop that
+the compiled stream (``rmq.store._ha_stream.HAStream``, thread ``rmq-store-ha-stream``): a C loop that
 never takes the GIL reads its reports, sends its frames from the mappings and publishes its acks,
 so that replicating costs the broker's loop no GIL hand-off per frame. The HA loop keeps the
 handshakes, the TLS slaves, and the logging and closing of the slaves the stream gives up on.
@@ -54,7 +54,6 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
-from rmq._ha_stream import Failure, HAStream
 from rmq._log import RateLimitedLog
 from rmq._service import PeriodicHandle, ServiceThread
 from rmq.errors import StoreError
@@ -64,10 +63,11 @@ from rmq.net.tls import TlsServerOptions, TlsSocket
 from rmq.protocol import ha as wire
 from rmq.protocol.acl import ClusterAuthMode, SessionCredentials
 from rmq.protocol.tls import TLS_HANDSHAKE_RECORD, TlsMode
+from rmq.store._ha_stream import Failure, HAStream
 
 if TYPE_CHECKING:
-    from rmq._commit_log import CommitLog
-    from rmq._group_commit import GroupCommit
+    from rmq.store._commit_log import CommitLog
+    from rmq.store._group_commit import GroupCommit
     from rmq.store.config import MessageStoreConfig
     from rmq.store.epoch import EpochEntry
 

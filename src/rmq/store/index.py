@@ -1,6 +1,6 @@
 """Query messages by key: the IndexFile of docs/store-format.md#indexfile, as RocketMQ 4.x lays it out.
 
-The work is done by the compiled ``rmq._index`` (its module docstring draws the layout); this
+The work is done by the compiled ``rmq.store._index`` (its module docstring draws the layout); this
 module is its public face and the one Python copy of the layout constants of ``_index.pxd``
 (tests/store/test_index.py checks the two agree). Index keys are ``topic#key`` for a message's UNIQ_KEY
 and each token of its KEYS; the key hash is Java's ``String.hashCode``, so a query can return
@@ -9,7 +9,7 @@ offsets of other keys with the same hash: callers re-check the real key.
 
 from __future__ import annotations
 
-from rmq._index import IndexFile, IndexService, index_file_size, index_key_hash
+from rmq.store._index import IndexFile, IndexService, index_file_size, index_key_hash
 
 __all__ = [
     "IndexFile",

@@ -1,4 +1,4 @@
-"""Byte layouts of the store's own files, mirrored once from ``rmq/_store.pxd`` for Python code.
+"""Byte layouts of the store's own files, mirrored once from ``rmq/store/_store.pxd`` for Python code.
 (The CommitLog record and the msgId, which clients read too, are ``rmq.protocol.layout``'s.)
 
     ConsumeQueue entry (20 bytes): 0 int64 commitLogOffset | 8 int32 size | 12 int64 tagsCode

@@ -1,8 +1,8 @@
 """MessageStore: lifecycle, recovery, flush services and retention around the compiled StoreCore.
 
 The hot paths (``put_message``, ``put_messages``, ``get_message``, ``look_message_by_offset``) are
-the compiled methods of ``rmq._store.StoreCore``, inherited as they are so a put costs no extra
-Python frame; see their docstrings (and ``rmq/_store.pyi``).
+the compiled methods of ``rmq.store._store.StoreCore``, inherited as they are so a put costs no extra
+Python frame; see their docstrings (and ``rmq/store/_store.pyi``).
 
 Start-up order (crash safety): take the ``lock`` file, read ``abort`` (present = the last run
 crashed), map the files, recover, and only then create ``abort`` again and accept puts. Shutdown
@@ -22,12 +22,12 @@ import threading
 import time
 from collections.abc import Callable
 
-from rmq._index import IndexService
 from rmq._service import ServiceThread
-from rmq._store import PutMessageResult, StoreCheckpoint, StoreCore, TagFilter
 from rmq.errors import StoreError, StoreLockedError
 from rmq.protocol.message import MessageProperty, encode_properties, topic_error
 from rmq.protocol.record import decode_record, ipv4_to_int
+from rmq.store._index import IndexService
+from rmq.store._store import PutMessageResult, StoreCheckpoint, StoreCore, TagFilter
 from rmq.store.config import BrokerRole, MessageStoreConfig
 from rmq.store.epoch import EpochEntry, EpochFile, divergence_point
 from rmq.store.ha import EpochSource, HAClient, HASecurity, HAService

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Protocol
 from rmq._service import ServiceThread
 
 if TYPE_CHECKING:
-    from rmq._commit_log import CommitLog
+    from rmq.store._commit_log import CommitLog
     from rmq.store.config import MessageStoreConfig
 
 

@@ -298,13 +298,13 @@ class SendProcessor(Processor[SendServices]):
             queue_id,
             body,
             props,
-            sys_flag,
-            born_timestamp,
-            header.flag,
-            reconsume_times,
-            born_host,
-            born_port,
-            callback,
+            sys_flag=sys_flag,
+            born_timestamp=born_timestamp,
+            flag=header.flag,
+            reconsume_times=reconsume_times,
+            born_host=born_host,
+            born_port=born_port,
+            callback=callback,
         )
         return self._answer_put(request, result, topic, queue_id)
 
@@ -367,7 +367,14 @@ class SendProcessor(Processor[SendServices]):
             messages.append((body, props, flag))
         callback = self._durable_callback(channel, request, queue_id) if wait else None
         result = self.store.put_messages(
-            topic, queue_id, messages, sys_flag, born_timestamp, born_host, born_port, callback
+            topic,
+            queue_id,
+            messages,
+            sys_flag=sys_flag,
+            born_timestamp=born_timestamp,
+            born_host=born_host,
+            born_port=born_port,
+            callback=callback,
         )
         return self._answer_put(request, result, topic, queue_id)
 

@@ -36,7 +36,7 @@ import struct
 from collections.abc import Iterator
 from typing import BinaryIO
 
-from rmq._mapped_file import file_name_of
+from rmq.store._mapped_file import file_name_of
 
 log = logging.getLogger("rmq.broker")
 

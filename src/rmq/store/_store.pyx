@@ -6,19 +6,19 @@
 #   put_message(topic, queue_id, body, properties)
 #     |  check limits, BODYCRC                             rmq.protocol._record
 #     |  ---------------------------------------- put lock ----------------------------------------
-#     |  ConsumeQueue.reserve (files exist first)          rmq._consume_queue
-#     |  CommitLog.writable_file (roll over: EOF marker)   rmq._commit_log  over  rmq._mapped_file
-#     |  write_record at the file's end, record_appended     rmq._commit_log
-#     |  dispatch: ConsumeQueue.put_entry, IndexService.build_index        rmq._index
+#     |  ConsumeQueue.reserve (files exist first)          rmq.store._consume_queue
+#     |  CommitLog.writable_file (roll over: EOF marker)   rmq.store._commit_log  over  rmq.store._mapped_file
+#     |  write_record at the file's end, record_appended     rmq.store._commit_log
+#     |  dispatch: ConsumeQueue.put_entry, IndexService.build_index        rmq.store._index
 #     |  ---------------------------------------- put lock ----------------------------------------
-#     v  SYNC_FLUSH: GroupCommit.publish_put               rmq._group_commit
+#     v  SYNC_FLUSH: GroupCommit.publish_put               rmq.store._group_commit
 #        PutMessageResult (pending until complete_commits calls its callback)
 #
 # Concurrency: one put lock serialises writers (puts, truncation, file deletion) and readers that
 # walk mapped memory (gets). Flush threads never take it: the ASYNC_FLUSH one reads positions under
 # the GIL and releases the GIL only around msync; the SYNC_FLUSH group commit's never holds the GIL
-# and sees only what the put path publishes under a C mutex (rmq._group_commit). Mapped memory
-# stays valid while any memoryview handed out still references its mmap object (rmq._mapped_file).
+# and sees only what the put path publishes under a C mutex (rmq.store._group_commit). Mapped memory
+# stays valid while any memoryview handed out still references its mmap object (rmq.store._mapped_file).
 import logging
 from collections import deque
 import os
@@ -36,24 +36,25 @@ from libc.string cimport memcmp, memcpy, memmove, memset, strerror
 from posix.time cimport CLOCK_MONOTONIC, CLOCK_REALTIME, clock_gettime, timespec
 from posix.unistd cimport usleep
 
-from rmq._endian cimport load_be32, load_be64
-from rmq._hash cimport java_string_hash
-from rmq._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, MESSAGE_ILLEGAL,
+from rmq.includes.endian cimport load_be32, load_be64
+from rmq.includes.hash cimport java_string_hash
+from rmq.store._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOUT, FLUSH_SLAVE_TIMEOUT, MESSAGE_ILLEGAL,
                               PROPERTIES_SIZE_EXCEEDED,
                               PUT_OK, SERVICE_NOT_AVAILABLE, SLAVE_NOT_AVAILABLE, CommitLog, record_appended)
-from rmq._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
-from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
-from rmq._group_commit cimport GroupCommit, GroupCommitState
-from rmq._ha_stream cimport HAStream, wake_on_put
-from rmq._index cimport IndexService, index_entries_bound
-from rmq._mapped_file cimport MappedFile
+from rmq.store._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
+from rmq.store._consume_queue cimport ConsumeQueue, StoreCheckpoint
+from rmq.store._group_commit cimport GroupCommit, GroupCommitState
+from rmq.store._ha_stream cimport HAStream, wake_on_put
+from rmq.store._index cimport IndexService, index_entries_bound
+from rmq.store._mapped_file cimport MappedFile
 from rmq.protocol._record cimport (BLANK_MAGIC_CODE, CHECK_BAD_MAGIC, CHECK_BAD_OFFSET, CHECK_EMPTY, CHECK_END_OF_FILE,
                                    END_FILE_MIN_BLANK_LENGTH,
                                    MESSAGE_MAGIC_CODE, PROPERTIES_MAX_BYTES, REC_FIXED_OVERHEAD, REC_MAGIC,
                                    REC_QUEUEID, REC_QUEUEOFFSET, REC_STORETIMESTAMP, REC_TOTALSIZE, TOPIC_MAX_BYTES,
                                    body_crc_of, check_record_c, encode_msg_id_c, record_properties, write_record)
 
-from rmq import _consume_queue, _mapped_file
+import rmq.store._consume_queue as _consume_queue
+import rmq.store._mapped_file as _mapped_file
 from rmq.errors import StoreError
 from rmq.protocol import _record
 from rmq.protocol import message as _message
@@ -75,7 +76,7 @@ cdef enum:
     # inline, each read got its own round: 0.67x the sends at 64 in flight on tmpfs, docs/sync-flush.md)
     INLINE_ROUND_MAX_PUTS = 16
 
-# rmq._store's Python API is older than its rooms: what they export is re-exported here. (A class
+# rmq.store._store's Python API is older than its rooms: what they export is re-exported here. (A class
 # cimported from a room is a C-level name here, so its Python name is bound through globals().)
 LAYOUT = {**_record.LAYOUT, **_consume_queue.LAYOUT}
 CRC_NATIVE = _record.CRC_NATIVE
@@ -208,6 +209,13 @@ cdef PutMessageResult put_failure(int status):
     r.wrote_offset = -1
     r.queue_offset = -1
     return r
+
+
+cdef inline bytes encoded_properties(properties):
+    """A put's properties as record bytes: encoded ``k\\x01v\\x02`` bytes as they are, a dict encoded."""
+    if PyBytes_CheckExact(properties):
+        return <bytes>properties
+    return encode_properties(properties) if properties is not None else b""
 
 
 cdef void complete_put(PutMessageResult r, int status):
@@ -638,9 +646,8 @@ cdef class StoreCore:
         return 1
 
     cdef int put_raw(self, str topic, int queue_id, const unsigned char* body_ptr, Py_ssize_t body_len,
-                     const unsigned char* props_ptr, Py_ssize_t props_len, int sys_flag, int64_t born_timestamp,
-                     int flag, int reconsume_times, uint32_t born_host, int born_port,
-                     int64_t prepared_tx_offset, PutPlace* place) except -1:
+                     const unsigned char* props_ptr, Py_ssize_t props_len, const PutFields* fields,
+                     PutPlace* place) except -1:
         """Append one message from raw buffers (``put_message``'s body, and the broker's compiled send
         lane's, which has no Python object per message); its PutStatus, where it went in ``place``.
         Nothing waits for the disk here: ``put_message`` publishes a waiting put."""
@@ -683,10 +690,10 @@ cdef class StoreCore:
             phy_offset = mf.file_from_offset + mf.wrote_position
             place.queue_offset = queue.next_queue_offset
             p = mf.base + mf.wrote_position
-            write_record(p, <int32_t>total, crc, queue_id, flag, place.queue_offset, phy_offset, sys_flag,
-                         born_timestamp if born_timestamp else store_timestamp, born_host, born_port,
-                         store_timestamp, self.store_ip, self.store_port, reconsume_times,
-                         prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
+            write_record(p, <int32_t>total, crc, queue_id, fields.flag, place.queue_offset, phy_offset,
+                         fields.sys_flag, fields.born_timestamp if fields.born_timestamp else store_timestamp,
+                         fields.born_host, fields.born_port, store_timestamp, self.store_ip, self.store_port,
+                         fields.reconsume_times, fields.prepared_tx_offset, body_ptr, body_len, topic_ptr, topic_len,
                          props_ptr, props_len)
             record_appended(mf, total, store_timestamp)
             self.last_store_timestamp = store_timestamp
@@ -700,51 +707,60 @@ cdef class StoreCore:
             self._wake_replication()
         return PUT_OK
 
-    def put_message(self, str topic, int queue_id, body, properties=b"", int sys_flag=0,
+    def put_message(self, str topic, int queue_id, body, properties=b"", *, int sys_flag=0,
                     int64_t born_timestamp=0, int flag=0, int reconsume_times=0,
-                    uint32_t born_host=0, int born_port=0, callback=None,
-                    int64_t prepared_tx_offset=0):
+                    uint32_t born_host=0, int born_port=0, int64_t prepared_tx_offset=0, callback=None):
         """Append one message to the CommitLog and dispatch it to its ConsumeQueue and the index.
 
         ``properties`` are encoded ``k\\x01v\\x02`` bytes (a dict is encoded for convenience);
+        the record's other fields are keyword-only, so that no caller can pass them out of order;
         ``born_host`` is an IPv4 as int (``ipv4_to_int``). Returns a PutMessageResult at once.
         Under SYNC_FLUSH with a ``callback``, the result is ``pending`` and ``callback(result)`` is
         called by ``complete_commits`` once the record is on disk (status PUT_OK) or the deadline
         passed (FLUSH_DISK_TIMEOUT). Without a callback nothing waits for the disk.
         """
         cdef Py_buffer body_buf
-        cdef bint body_is_bytes = PyBytes_CheckExact(body)
         cdef int status
-        cdef PutMessageResult result
         cdef PutPlace place
+        cdef PutFields fields
         if not self._writable:
             return put_failure(SERVICE_NOT_AVAILABLE)
-        if not PyBytes_CheckExact(properties):
-            properties = encode_properties(properties) if properties is not None else b""
-        if body_is_bytes:
+        properties = encoded_properties(properties)
+        fields.sys_flag = sys_flag
+        fields.born_timestamp = born_timestamp
+        fields.flag = flag
+        fields.reconsume_times = reconsume_times
+        fields.born_host = born_host
+        fields.born_port = born_port
+        fields.prepared_tx_offset = prepared_tx_offset
+        if PyBytes_CheckExact(body):
             status = self.put_raw(topic, queue_id, <const unsigned char*>PyBytes_AS_STRING(body),
                                   PyBytes_GET_SIZE(body), <const unsigned char*>PyBytes_AS_STRING(properties),
-                                  PyBytes_GET_SIZE(properties), sys_flag, born_timestamp, flag, reconsume_times,
-                                  born_host, born_port, prepared_tx_offset, &place)
+                                  PyBytes_GET_SIZE(properties), &fields, &place)
         else:
             PyObject_GetBuffer(body, &body_buf, PyBUF_SIMPLE)
             try:
                 status = self.put_raw(topic, queue_id, <const unsigned char*>body_buf.buf, body_buf.len,
                                       <const unsigned char*>PyBytes_AS_STRING(properties),
-                                      PyBytes_GET_SIZE(properties), sys_flag, born_timestamp, flag,
-                                      reconsume_times, born_host, born_port, prepared_tx_offset, &place)
+                                      PyBytes_GET_SIZE(properties), &fields, &place)
             finally:
                 PyBuffer_Release(&body_buf)
         if status != PUT_OK:
             return put_failure(status)
-        result = PutMessageResult.__new__(PutMessageResult)
+        return self._stored(&place, 1, None, callback)
+
+    cdef PutMessageResult _stored(self, const PutPlace* place, int msg_num, list offsets, callback):
+        """The result of a stored put or batch (``offsets``: each message's, for a batch), published
+        to the commit completion when the store completes commits (the lane's puts use defer_put)."""
+        cdef PutMessageResult result = PutMessageResult.__new__(PutMessageResult)
         result.status_code = PUT_OK
         result.wrote_offset = place.phy_offset
         result.wrote_bytes = <int>place.total
         result.next_offset = place.phy_offset + place.total
         result.queue_offset = place.queue_offset
         result.store_timestamp = place.store_timestamp
-        result.msg_num = 1
+        result.msg_num = msg_num
+        result._offsets = offsets
         result._store_ip = self.store_ip
         result._store_port = self.store_port
         if self._completes_commits:
@@ -753,8 +769,8 @@ cdef class StoreCore:
             self._wake_replication()
         return result
 
-    cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n, int sys_flag,
-                           int64_t born_timestamp, uint32_t born_host, int born_port, PutPlace* place) except -1:
+    cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n,
+                           const PutFields* fields, PutPlace* place) except -1:
         """Append a batch to one queue from raw buffers (``put_messages``' body, and the send lane's):
         consecutive queue offsets, back to back in one CommitLog file, all stored or none; its
         PutStatus, where its first message went in ``place`` (``place.total``: the whole batch), each
@@ -810,8 +826,9 @@ cdef class StoreCore:
                 phy_offset = mf.file_from_offset + mf.wrote_position
                 p = mf.base + mf.wrote_position
                 write_record(p, <int32_t>record.size, record.crc, queue_id, record.flag, queue_offset + i,
-                             phy_offset, sys_flag, born_timestamp if born_timestamp else store_timestamp,
-                             born_host, born_port, store_timestamp, self.store_ip, self.store_port, 0, 0,
+                             phy_offset, fields.sys_flag,
+                             fields.born_timestamp if fields.born_timestamp else store_timestamp,
+                             fields.born_host, fields.born_port, store_timestamp, self.store_ip, self.store_port, 0, 0,
                              record.body, record.body_len, topic_ptr, topic_len, record.props, record.props_len)
                 record_appended(mf, record.size, store_timestamp)
                 self._dispatch(p, phy_offset, <int32_t>record.size, queue, NULL)
@@ -826,7 +843,7 @@ cdef class StoreCore:
             self._wake_replication()
         return PUT_OK
 
-    def put_messages(self, str topic, int queue_id, list messages, int sys_flag=0,
+    def put_messages(self, str topic, int queue_id, list messages, *, int sys_flag=0,
                      int64_t born_timestamp=0, uint32_t born_host=0, int born_port=0, callback=None):
         """Append a batch to one queue: consecutive queue offsets, back to back in one CommitLog file.
 
@@ -837,8 +854,8 @@ cdef class StoreCore:
         cdef Py_ssize_t n = len(messages), i
         cdef int status
         cdef int64_t offset
-        cdef PutMessageResult result
         cdef PutPlace place
+        cdef PutFields fields
         cdef BatchRecord* records
         cdef list kept = []  # the bytes the records point into, alive until the put is done
         cdef list offsets
@@ -846,6 +863,11 @@ cdef class StoreCore:
             return put_failure(SERVICE_NOT_AVAILABLE)
         if n == 0:
             return put_failure(MESSAGE_ILLEGAL)
+        memset(&fields, 0, sizeof(fields))
+        fields.sys_flag = sys_flag
+        fields.born_timestamp = born_timestamp
+        fields.born_host = born_host
+        fields.born_port = born_port
         records = <BatchRecord*>PyMem_Malloc(n * sizeof(BatchRecord))
         if records == NULL:
             raise MemoryError()
@@ -853,8 +875,7 @@ cdef class StoreCore:
             for i in range(n):
                 body, props, flag = messages[i]
                 body = bytes(body) if not PyBytes_CheckExact(body) else body
-                if not PyBytes_CheckExact(props):
-                    props = encode_properties(props) if props is not None else b""
+                props = encoded_properties(props)
                 kept.append(body)
                 kept.append(props)
                 records[i].body = <const unsigned char*>PyBytes_AS_STRING(body)
@@ -862,8 +883,7 @@ cdef class StoreCore:
                 records[i].props = <const unsigned char*>PyBytes_AS_STRING(props)
                 records[i].props_len = PyBytes_GET_SIZE(props)
                 records[i].flag = flag
-            status = self.put_batch_raw(topic, queue_id, records, n, sys_flag, born_timestamp, born_host,
-                                        born_port, &place)
+            status = self.put_batch_raw(topic, queue_id, records, n, &fields, &place)
             if status != PUT_OK:
                 return put_failure(status)
             offsets = []
@@ -873,22 +893,7 @@ cdef class StoreCore:
                 offset += records[i].size
         finally:
             PyMem_Free(records)
-        result = PutMessageResult.__new__(PutMessageResult)
-        result.status_code = PUT_OK
-        result.wrote_offset = place.phy_offset
-        result.wrote_bytes = <int>place.total
-        result.next_offset = place.phy_offset + place.total
-        result.queue_offset = place.queue_offset
-        result.store_timestamp = place.store_timestamp
-        result.msg_num = <int>n
-        result._offsets = offsets
-        result._store_ip = self.store_ip
-        result._store_port = self.store_port
-        if self._completes_commits:
-            self._publish_put(result, callback)
-            # after the put is published: a slave's ack may complete it at once
-            self._wake_replication()
-        return result
+        return self._stored(&place, <int>n, offsets, callback)
 
     # -- flush -------------------------------------------------------------------------------
 
@@ -1139,7 +1144,7 @@ cdef class StoreCore:
         self._ha_wake_fd = fd
 
     def attach_ha_stream(self, HAStream stream):
-        """A master's replication stream (rmq._ha_stream) reads the CommitLog from now on: it is
+        """A master's replication stream (rmq.store._ha_stream) reads the CommitLog from now on: it is
         shown the files whenever they change, and an idle one is woken by the next put (None:
         detach it)."""
         self._lock()

@@ -1,12 +1,12 @@
-# Stub of the compiled CommitLog (rmq/_commit_log.pyx); its appends are called from C.
+# Stub of the compiled CommitLog (rmq/store/_commit_log.pyx); its appends are called from C.
 
 from collections.abc import Callable
 
 from typing_extensions import disjoint_base
 
-from rmq._group_commit import GroupCommit
-from rmq._ha_stream import HAStream
-from rmq._mapped_file import MappedFileQueue
+from rmq.store._group_commit import GroupCommit
+from rmq.store._ha_stream import HAStream
+from rmq.store._mapped_file import MappedFileQueue
 
 MADE_AHEAD_WAIT_SECONDS: float
 

@@ -1,9 +1,9 @@
-# Stub of the compiled ConsumeQueue and checkpoint (rmq/_consume_queue.pyx). Layouts: rmq/store/layout.py.
+# Stub of the compiled ConsumeQueue and checkpoint (rmq/store/_consume_queue.pyx). Layouts: rmq/store/layout.py.
 from typing import Final
 
 from typing_extensions import disjoint_base
 
-from rmq._mapped_file import MappedFileQueue
+from rmq.store._mapped_file import MappedFileQueue
 
 LAYOUT: Final[dict[str, int]]
 

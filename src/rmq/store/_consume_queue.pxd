@@ -6,7 +6,7 @@
 from libc.stdint cimport int32_t, int64_t
 from cpython.buffer cimport Py_buffer
 
-from rmq._mapped_file cimport MappedFileQueue
+from rmq.store._mapped_file cimport MappedFileQueue
 
 
 cdef enum ConsumeQueueLayout:

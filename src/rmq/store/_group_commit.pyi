@@ -1,4 +1,4 @@
-# Stub of the compiled group commit (rmq/_group_commit.pyx): SYNC_FLUSH rounds and SYNC_MASTER acks;
+# Stub of the compiled group commit (rmq/store/_group_commit.pyx): SYNC_FLUSH rounds and SYNC_MASTER acks;
 # the store drives it from C, the HA service publishes slave acks.
 from typing_extensions import disjoint_base
 

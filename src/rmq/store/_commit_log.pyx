@@ -10,19 +10,19 @@
 #                                                                   not fit, it opens file k + 1
 #
 # Every record leaves room for an EOF marker behind it, so a roll-over always has room to write one.
-# Appends and roll-overs run under the store's put lock (rmq._store.StoreCore._lock).
+# Appends and roll-overs run under the store's put lock (rmq.store._store.StoreCore._lock).
 import logging
 import os
 import threading
 
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
-from rmq._endian cimport load_be32, load_be64
-from rmq._group_commit cimport GroupCommit
-from rmq._ha_stream cimport HAStream
-from rmq._mapped_file cimport MappedFile, MappedFileQueue
+from rmq.includes.endian cimport load_be32, load_be64
+from rmq.store._group_commit cimport GroupCommit
+from rmq.store._ha_stream cimport HAStream
+from rmq.store._mapped_file cimport MappedFile, MappedFileQueue
 
-from rmq import _mapped_file
+import rmq.store._mapped_file as _mapped_file
 from rmq.protocol._record cimport (END_FILE_MIN_BLANK_LENGTH, MESSAGE_MAGIC_CODE, REC_FIXED_OVERHEAD, REC_MAGIC,
                                    REC_STORETIMESTAMP, REC_TOTALSIZE, write_end_of_file)
 

@@ -1,5 +1,5 @@
-# The IndexFile service: contract between rmq._store (which dispatches every stored message here
-# from C) and rmq._index. Fields of the cdef classes may be added by _index; the signature of
+# The IndexFile service: contract between rmq.store._store (which dispatches every stored message here
+# from C) and rmq.store._index. Fields of the cdef classes may be added by _index; the signature of
 # build_index is what _store relies on.
 from libc.stdint cimport int32_t, int64_t, uint32_t
 

@@ -22,7 +22,7 @@ One file, all integers big-endian, S = hash slots (default 5,000,000), N = entri
     file size = 40 + 4S + 20N (420,000,040 bytes by default), named by creation time
     yyyyMMddHHmmssSSS; a file is full once indexCount reaches N, and the next one is made.
 
-The key hash is Java's String.hashCode of "topic#key" (rmq._hash), Math.abs'd, as RocketMQ's
+The key hash is Java's String.hashCode of "topic#key" (rmq.includes.hash), Math.abs'd, as RocketMQ's
 IndexFile.indexKeyHashMethod does: RocketMQ's own tools can then read our files, and the hash is
 stable across processes. It is computed incrementally (topic, "#", key) so no joined string is
 built. The hash only picks a bucket and filters the chain: callers re-check the real key.
@@ -45,8 +45,8 @@ from libc.stdint cimport INT32_MAX, INT32_MIN, int32_t, int64_t, uint32_t
 from libc.string cimport memchr, memset
 from posix.mman cimport MAP_FAILED, MAP_SHARED, MS_SYNC, PROT_READ, PROT_WRITE, mmap, msync, munmap
 
-from rmq._endian cimport load_be32, load_be64, store_be32, store_be64
-from rmq._hash cimport java_hash_update, java_string_hash
+from rmq.includes.endian cimport load_be32, load_be64, store_be32, store_be64
+from rmq.includes.hash cimport java_hash_update, java_string_hash
 
 from rmq.errors import StoreError
 from rmq.protocol.message import KEY_SEPARATOR as _KEY_SEPARATOR
@@ -84,7 +84,7 @@ def index_file_size(int32_t hash_slot_num, int32_t index_num):
 
 
 def java_hash(str text):
-    """Java's String.hashCode of ``text`` (signed 32-bit), computed by rmq._hash over its UTF-8."""
+    """Java's String.hashCode of ``text`` (signed 32-bit), computed by rmq.includes.hash over its UTF-8."""
     cdef bytes data = text.encode()
     return java_string_hash(<const unsigned char*>PyBytes_AS_STRING(data), PyBytes_GET_SIZE(data))
 

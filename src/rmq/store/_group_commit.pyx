@@ -23,7 +23,7 @@
 # The put path publishes under ``mutex`` and signals only an idle flush thread, so the msync of
 # one round runs while the next puts are written: the rounds overlap instead of taking turns with
 # the GIL. The completer (the broker's event loop, or a store thread) polls ``event_fd`` and
-# completes the waiting puts (rmq._store.StoreCore.complete_commits).
+# completes the waiting puts (rmq.store._store.StoreCore.complete_commits).
 #
 # The completer may make a round itself instead (``inline_round``: the broker's loop when nothing
 # else is ready, syncFlushInlineMaxMicros), only while the flush thread makes no round and is not
@@ -42,33 +42,14 @@ from libc.string cimport memcpy, memset, strerror
 from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from posix.unistd cimport close as c_close, read as c_read, write as c_write
 
-from rmq._mapped_file cimport PAGE_SIZE, MappedFile
+from rmq.includes.system cimport (EFD_CLOEXEC, EFD_NONBLOCK, MS_SYNC, eventfd, msync, pthread_cond_destroy,
+                                  pthread_cond_init, pthread_cond_signal, pthread_cond_timedwait,
+                                  pthread_condattr_destroy, pthread_condattr_init, pthread_condattr_setclock,
+                                  pthread_condattr_t, pthread_mutex_destroy, pthread_mutex_init, pthread_mutex_lock,
+                                  pthread_mutex_unlock)
+from rmq.store._mapped_file cimport PAGE_SIZE, MappedFile
 
 log = logging.getLogger("rmq.store")
-
-cdef extern from "<sys/mman.h>" nogil:
-    int msync(void* addr, size_t length, int flags)
-    int MS_SYNC
-
-cdef extern from "<pthread.h>" nogil:
-    ctypedef struct pthread_condattr_t:
-        pass
-    int pthread_mutex_init(pthread_mutex_t* mutex, void* attr)
-    int pthread_mutex_destroy(pthread_mutex_t* mutex)
-    int pthread_mutex_lock(pthread_mutex_t* mutex)
-    int pthread_mutex_unlock(pthread_mutex_t* mutex)
-    int pthread_condattr_init(pthread_condattr_t* attr)
-    int pthread_condattr_setclock(pthread_condattr_t* attr, int clock_id)
-    int pthread_condattr_destroy(pthread_condattr_t* attr)
-    int pthread_cond_init(pthread_cond_t* cond, pthread_condattr_t* attr)
-    int pthread_cond_destroy(pthread_cond_t* cond)
-    int pthread_cond_signal(pthread_cond_t* cond)
-    int pthread_cond_timedwait(pthread_cond_t* cond, pthread_mutex_t* mutex, const timespec* abstime)
-
-cdef extern from "<sys/eventfd.h>" nogil:
-    int eventfd(unsigned int initval, int flags)
-    int EFD_NONBLOCK
-    int EFD_CLOEXEC
 
 
 cdef inline void deadline_after(timespec* ts, double seconds) noexcept nogil:

@@ -22,8 +22,8 @@ from cpython.buffer cimport PyBUF_WRITABLE, PyObject_GetBuffer, PyBuffer_Release
 from libc.stdint cimport int32_t, int64_t, uint32_t, uint64_t
 from libc.string cimport memset
 
-from rmq._endian cimport load_be32, load_be64, store_be32, store_be64
-from rmq._mapped_file cimport MappedFile, MappedFileQueue
+from rmq.includes.endian cimport load_be32, load_be64, store_be32, store_be64
+from rmq.store._mapped_file cimport MappedFile, MappedFileQueue
 
 # Python-visible copy of the layout enums, compared with rmq.store.layout by the tests.
 LAYOUT = {

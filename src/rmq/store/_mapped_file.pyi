@@ -1,4 +1,4 @@
-# Stub of the compiled mapped files (rmq/_mapped_file.pyx).
+# Stub of the compiled mapped files (rmq/store/_mapped_file.pyx).
 
 from collections.abc import Callable
 

@@ -1,4 +1,4 @@
-"""Type stubs of the compiled IndexFile (rmq._index); the layout is drawn in _index.pyx."""
+"""Type stubs of the compiled IndexFile (rmq.store._index); the layout is drawn in _index.pyx."""
 
 from typing import Final
 

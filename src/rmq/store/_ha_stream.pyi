@@ -1,10 +1,10 @@
-# Stub of the compiled replication stream (rmq/_ha_stream.pyx): a master's plain slaves served by a
+# Stub of the compiled replication stream (rmq/store/_ha_stream.pyx): a master's plain slaves served by a
 # C loop without the GIL; the HA service (rmq.store.ha) hands them over and closes the failed ones.
 import enum
 
 from typing_extensions import disjoint_base
 
-from rmq._group_commit import GroupCommit
+from rmq.store._group_commit import GroupCommit
 
 FRAME_HEADER_BYTES: int
 REPORT_BYTES: int

@@ -3,9 +3,9 @@
 # inline`` here, compiled into the caller: a call into another extension module is a pointer call.
 from libc.stdint cimport int64_t
 
-from rmq._group_commit cimport GroupCommit
-from rmq._ha_stream cimport HAStream
-from rmq._mapped_file cimport PREFAULT_CHUNK, MappedFile, MappedFileQueue
+from rmq.store._group_commit cimport GroupCommit
+from rmq.store._ha_stream cimport HAStream
+from rmq.store._mapped_file cimport PREFAULT_CHUNK, MappedFile, MappedFileQueue
 
 
 # PutMessageStatus values (names in rmq.store.status, same order as RocketMQ).
@@ -52,7 +52,7 @@ cdef extern from *:
     static inline void rmq_release_fence(void) { __atomic_thread_fence(__ATOMIC_RELEASE); }
     """
     # the bytes below a new wrote_position are stored before it: the replication stream reads
-    # wrote_position without the GIL (rmq._ha_stream), then the bytes
+    # wrote_position without the GIL (rmq.store._ha_stream), then the bytes
     void rmq_release_fence() nogil
 
 

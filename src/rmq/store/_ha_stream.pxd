@@ -1,7 +1,8 @@
 # The master's replication stream without the GIL (rmq.store.ha): the drawing opens _ha_stream.pyx.
 from libc.stdint cimport int64_t, uint32_t
 
-from rmq._group_commit cimport GroupCommit, pthread_mutex_t
+from rmq.includes.system cimport pthread_mutex_t
+from rmq.store._group_commit cimport GroupCommit
 
 
 cdef enum:

@@ -34,6 +34,8 @@ from libc.string cimport memset, strerror
 from posix.fcntl cimport O_CREAT, O_RDWR, open as c_open
 from posix.unistd cimport close as c_close
 
+from rmq.includes.system cimport MADV_NORMAL, MADV_RANDOM, MADV_WILLNEED, MS_SYNC, madvise, msync
+
 log = logging.getLogger("rmq.store")
 
 cdef extern from "<fcntl.h>" nogil:
@@ -42,14 +44,6 @@ cdef extern from "<fcntl.h>" nogil:
     enum:
         FALLOC_FL_KEEP_SIZE
         FALLOC_FL_PUNCH_HOLE
-
-cdef extern from "<sys/mman.h>" nogil:
-    int msync(void* addr, size_t length, int flags)
-    int madvise(void* addr, size_t length, int advice)
-    int MS_SYNC
-    int MADV_NORMAL
-    int MADV_RANDOM
-    int MADV_WILLNEED
 
 cdef extern from *:
     """

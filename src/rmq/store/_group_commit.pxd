@@ -3,12 +3,7 @@
 # HA service; one eventfd tells the completer either moved (the drawing opens _group_commit.pyx).
 from libc.stdint cimport int64_t
 
-
-cdef extern from "<pthread.h>" nogil:
-    ctypedef struct pthread_mutex_t:
-        pass
-    ctypedef struct pthread_cond_t:
-        pass
+from rmq.includes.system cimport pthread_cond_t, pthread_mutex_t
 
 
 cdef enum:

@@ -1,18 +1,18 @@
-# Python-visible API of the compiled store's facade (rmq/_store.pyx), with what it re-exports from
+# Python-visible API of the compiled store's facade (rmq/store/_store.pyx), with what it re-exports from
 # its rooms. Layouts: rmq/protocol/layout.py (the record), rmq/store/layout.py (the store's files).
 from collections.abc import Callable, Iterable
 from typing import Any, Final
 
 from typing_extensions import disjoint_base
 
-from rmq._commit_log import CommitLog
-from rmq._consume_queue import ConsumeQueue as ConsumeQueue
-from rmq._consume_queue import StoreCheckpoint as StoreCheckpoint
-from rmq._group_commit import GroupCommit
-from rmq._ha_stream import HAStream
-from rmq._index import IndexService
-from rmq._mapped_file import MappedFile as MappedFile
-from rmq._mapped_file import MappedFileQueue as MappedFileQueue
+from rmq.store._commit_log import CommitLog
+from rmq.store._consume_queue import ConsumeQueue as ConsumeQueue
+from rmq.store._consume_queue import StoreCheckpoint as StoreCheckpoint
+from rmq.store._group_commit import GroupCommit
+from rmq.store._ha_stream import HAStream
+from rmq.store._index import IndexService
+from rmq.store._mapped_file import MappedFile as MappedFile
+from rmq.store._mapped_file import MappedFileQueue as MappedFileQueue
 from rmq.store.status import GetMessageStatus, PutMessageStatus
 
 LAYOUT: Final[dict[str, int]]
@@ -125,20 +125,22 @@ class StoreCore:
         queue_id: int,
         body: Any,
         properties: bytes | dict[str, str] = b"",
+        *,
         sys_flag: int = 0,
         born_timestamp: int = 0,
         flag: int = 0,
         reconsume_times: int = 0,
         born_host: int = 0,
         born_port: int = 0,
-        callback: Callable[[PutMessageResult], None] | None = None,
         prepared_tx_offset: int = 0,
+        callback: Callable[[PutMessageResult], None] | None = None,
     ) -> PutMessageResult: ...
     def put_messages(
         self,
         topic: str,
         queue_id: int,
         messages: list[tuple[Any, bytes | dict[str, str], int]],
+        *,
         sys_flag: int = 0,
         born_timestamp: int = 0,
         born_host: int = 0,

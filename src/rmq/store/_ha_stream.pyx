@@ -41,39 +41,13 @@ from posix.time cimport CLOCK_MONOTONIC, clock_gettime, timespec
 from posix.uio cimport iovec
 from posix.unistd cimport close as c_close, read as c_read, write as c_write
 
-from rmq._endian cimport load_be64, store_be32, store_be64
-from rmq._group_commit cimport GroupCommit, publish_replicated_to
-from rmq._mapped_file cimport MappedFile
-
-cdef extern from "<pthread.h>" nogil:
-    int pthread_mutex_init(pthread_mutex_t* mutex, void* attr)
-    int pthread_mutex_destroy(pthread_mutex_t* mutex)
-    int pthread_mutex_lock(pthread_mutex_t* mutex)
-    int pthread_mutex_unlock(pthread_mutex_t* mutex)
-
-cdef extern from "<sys/eventfd.h>" nogil:
-    int eventfd(unsigned int initval, int flags)
-    int EFD_NONBLOCK
-    int EFD_CLOEXEC
-
-cdef extern from "<sys/epoll.h>" nogil:
-    ctypedef union epoll_data_t:
-        int fd
-    cdef struct epoll_event:
-        uint32_t events
-        epoll_data_t data
-    int epoll_create1(int flags)
-    int epoll_ctl(int epfd, int op, int fd, epoll_event* event)
-    int epoll_wait(int epfd, epoll_event* events, int maxevents, int timeout)
-    int EPOLLIN, EPOLLOUT, EPOLL_CTL_ADD, EPOLL_CTL_MOD, EPOLL_CTL_DEL, EPOLL_CLOEXEC
-
-cdef extern from "<sys/socket.h>" nogil:
-    cdef struct msghdr:
-        iovec* msg_iov
-        size_t msg_iovlen
-    ssize_t sendmsg(int fd, const msghdr* msg, int flags)
-    ssize_t recv(int fd, void* buf, size_t n, int flags)
-    int MSG_NOSIGNAL, MSG_DONTWAIT
+from rmq.includes.endian cimport load_be64, store_be32, store_be64
+from rmq.includes.system cimport (EFD_CLOEXEC, EFD_NONBLOCK, EPOLL_CLOEXEC, EPOLL_CTL_ADD, EPOLL_CTL_DEL,
+                                  EPOLL_CTL_MOD, EPOLLIN, EPOLLOUT, MSG_DONTWAIT, MSG_NOSIGNAL, epoll_create1,
+                                  epoll_ctl, epoll_event, epoll_wait, eventfd, msghdr, pthread_mutex_destroy,
+                                  pthread_mutex_init, pthread_mutex_lock, pthread_mutex_unlock, recv, sendmsg)
+from rmq.store._group_commit cimport GroupCommit, publish_replicated_to
+from rmq.store._mapped_file cimport MappedFile
 
 # the wire sizes this loop assumes (a test holds them to rmq.protocol.ha's)
 FRAME_HEADER_BYTES = FRAME_HEADER_SIZE

@@ -2,18 +2,18 @@
 # results of its puts and gets. The rooms, each with its own .pxd:
 #
 #   rmq.protocol._record   the CommitLog record codec (layout, writers, checks, msgIds)
-#   rmq._mapped_file       MappedFile, MappedFileQueue
-#   rmq._commit_log        CommitLog: appends, roll-over, records by offset; PutStatus
-#   rmq._consume_queue     ConsumeQueue, StoreCheckpoint
-#   rmq._group_commit      the SYNC_FLUSH group commit and its GIL-free flush thread
-#   rmq._index             the IndexFile
+#   rmq.store._mapped_file       MappedFile, MappedFileQueue
+#   rmq.store._commit_log        CommitLog: appends, roll-over, records by offset; PutStatus
+#   rmq.store._consume_queue     ConsumeQueue, StoreCheckpoint
+#   rmq.store._group_commit      the SYNC_FLUSH group commit and its GIL-free flush thread
+#   rmq.store._index             the IndexFile
 from libc.stdint cimport int32_t, int64_t, uint32_t
 
-from rmq._commit_log cimport CommitLog
-from rmq._consume_queue cimport ConsumeQueue, StoreCheckpoint
-from rmq._group_commit cimport GroupCommit
-from rmq._index cimport IndexService
-from rmq._mapped_file cimport MappedFile
+from rmq.store._commit_log cimport CommitLog
+from rmq.store._consume_queue cimport ConsumeQueue, StoreCheckpoint
+from rmq.store._group_commit cimport GroupCommit
+from rmq.store._index cimport IndexService
+from rmq.store._mapped_file cimport MappedFile
 
 
 # GetMessageStatus values (names in rmq.store.status, same order as RocketMQ).
@@ -54,6 +54,19 @@ cdef struct BatchRecord:
 
 
 # Where a put_raw (a put_batch_raw: its first message) went.
+# What a put writes besides its topic, queue, body and properties, filled in by name by the caller
+# (put_message, put_messages, the send lane) so that no field can change places between them.
+# A batch takes its flag per record and writes no reconsume_times or prepared_tx_offset.
+cdef struct PutFields:
+    int sys_flag
+    int64_t born_timestamp
+    int flag
+    int reconsume_times
+    uint32_t born_host
+    int born_port
+    int64_t prepared_tx_offset
+
+
 cdef struct PutPlace:
     int64_t phy_offset
     int64_t queue_offset
@@ -167,16 +180,16 @@ cdef class StoreCore:
     cdef int _ha_wake_fd
 
     cdef int put_raw(self, str topic, int queue_id, const unsigned char* body_ptr, Py_ssize_t body_len,
-                     const unsigned char* props_ptr, Py_ssize_t props_len, int sys_flag, int64_t born_timestamp,
-                     int flag, int reconsume_times, uint32_t born_host, int born_port,
-                     int64_t prepared_tx_offset, PutPlace* place) except -1
+                     const unsigned char* props_ptr, Py_ssize_t props_len, const PutFields* fields,
+                     PutPlace* place) except -1
     cdef int defer_put(self, CommitSink sink, PutPlace* place, int* status) except -1
     cdef void publish_raw(self, const PutPlace* place) noexcept
     cdef int _wait_status(self, int64_t next_offset, bint* wait_slave) noexcept
     cdef void _complete_deferred(self, int status)
     cdef void _deferred_round_done(self)
-    cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n, int sys_flag,
-                           int64_t born_timestamp, uint32_t born_host, int born_port, PutPlace* place) except -1
+    cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n,
+                           const PutFields* fields, PutPlace* place) except -1
+    cdef PutMessageResult _stored(self, const PutPlace* place, int msg_num, list offsets, callback)
     cdef int get_into(self, str topic, int queue_id, int64_t offset, int max_msgs, Py_ssize_t max_total_bytes,
                       object tag_filter, GetMessageResult result, bytearray out, GetPlace* place) except -1
     cdef int _lock(self) except -1
