@@ -5,8 +5,10 @@ Every handler runs on the event loop thread. Metadata and heartbeats are answere
 the rest only by the Raft leader (a follower answers CONTROLLER_NOT_LEADER naming the leader). A
 change is proposed to the Raft log and answered from its callback once committed, never by
 blocking the loop; a proposal not committed within COMMIT_TIMEOUT (no majority) is answered
-SYSTEM_ERROR and changes nothing. A header field or body that cannot be used is answered
-CONTROLLER_INVALID_REQUEST with a remark naming it.
+SYSTEM_ERROR: it is not in effect then, though it stays in this leader's log and a majority back
+may still commit it (Raft's rule), which is why every change a broker asks for is safe to
+repeat. A header field or body that cannot be used is answered CONTROLLER_INVALID_REQUEST with a
+remark naming it.
 """
 
 from __future__ import annotations
@@ -47,8 +49,9 @@ from rmq.protocol.fields import BadRequest, bool_field, int_field, str_field
 log = logging.getLogger("rmq.controller")
 
 # Seconds a proposed change may take to be committed before the request is answered with an error
-# (a majority of the group is unreachable, or the leader changed under it).
-COMMIT_TIMEOUT = 3.0
+# (a majority of the group is unreachable, or the leader changed under it); shorter than the 3 s a
+# broker gives its controller requests (RocketMQ's), so that the broker reads why.
+COMMIT_TIMEOUT = 2.0
 
 #: the requests that change what the controllers decide, or feed an election: signed by the cluster
 #: account when the controller has one (reads stay open)
@@ -222,7 +225,8 @@ class ControllerProcessor:
             Outcome(
                 ResponseCode.SYSTEM_ERROR,
                 f"the controllers did not commit the change within {COMMIT_TIMEOUT:g} s (no majority of "
-                f"{self.group} reachable?): nothing changed, try again",
+                f"{self.group} reachable?): it is not in effect; a majority back may still commit it, so "
+                "ask again (what a broker asks is safe to repeat)",
             ),
         )
 
