@@ -125,6 +125,8 @@ class ReplicasManager:
         self.config = broker.config
         self.controller_addrs = broker.config.controller_addr_list
         self.identity_path = Path(store_root) / CONTROLLER_FILE
+        # controllers with the cluster account take a broker's writes and heartbeats only signed by it
+        self.credentials = broker.config.cluster_credentials()
         self._identity = self._load_identity()
         self.scheduler = Scheduler("rmq-broker-replicas")
         self.leader: str | None = None
@@ -240,7 +242,7 @@ class ReplicasManager:
         for attempt in (0, 1):
             leader = self.leader or self.find_leader()
             try:
-                response = self._client.invoke_sync(leader, RemotingCommand.request(code, ext, body), REQUEST_TIMEOUT)
+                response = self._client.invoke_sync(leader, self._request(code, ext, body), REQUEST_TIMEOUT)
             except RemotingError:
                 self.leader = None
                 if attempt:
@@ -255,6 +257,12 @@ class ReplicasManager:
                 raise ResponseError(response.code, response.remark, leader)
             return response
         raise AssertionError("unreachable")
+
+    def _request(self, code: int, ext: dict[str, str], body: bytes = b"") -> RemotingCommand:
+        ext = dict(ext)
+        if self.credentials is not None:
+            self.credentials.sign(ext, body)
+        return RemotingCommand.request(code, ext, body)
 
     def _set(self) -> dict[str, str]:
         return {wire.CLUSTER_NAME: self.config.broker_cluster_name, wire.BROKER_NAME: self.config.broker_name}
@@ -375,7 +383,7 @@ class ReplicasManager:
             self.config.broker_election_priority,
         )
         for addr in self.controller_addrs:
-            request = RemotingCommand.request(RequestCode.BROKER_HEARTBEAT, heartbeat.fields())
+            request = self._request(RequestCode.BROKER_HEARTBEAT, heartbeat.fields())
             self._client.invoke_callback(addr, request, REQUEST_TIMEOUT, _ignore_answer)
         if self.is_master and self._in_sync() != self.sync_state_set and not self._check_asked:
             # a slave caught up or fell behind: tell the controllers now, not at the next period
