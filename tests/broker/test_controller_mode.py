@@ -19,6 +19,7 @@ from tests.helpers import harness, wait_until
 from tests.helpers.broker import broker_settings
 
 Sender = harness.Sender
+BROKER = harness.CONTROLLER_MODE_BROKER
 
 
 def controller_id(root: Path, name: str) -> int:
@@ -61,6 +62,22 @@ def test_a_killed_master_is_replaced_by_a_slave_and_rejoins_as_its_slave(spawn, 
         wait_until(lambda: cluster.routes().get(ids[old]) == cluster.addr(old), 20, f"{old} routed as a slave")
         assert cluster.master() == new
         cluster.wait_converged()
+
+        # caught up, it is in the sync state set again; an operator's promote goes through the controller
+        assert cluster.admin is not None
+        wait_until(
+            lambda: (
+                {r.broker_id for r in cluster.admin.sync_state(cluster.controller_addr, BROKER)[1].in_sync}
+                == set(ids.values())
+            ),
+            10,
+            "every broker in the sync state set",
+        )
+        epoch = int(cluster.runtime(new)["epoch"])
+        promotion = cluster.admin.promote(BROKER, ids[old])
+        assert (promotion.addr, promotion.epoch) == (cluster.addr(old), epoch + 1)
+        assert cluster.new_master(new) == old
+        wait_until(lambda: cluster.send(old, b"again").code == ResponseCode.SUCCESS, 10, "the promoted one takes sends")
     finally:
         cluster.close()
 

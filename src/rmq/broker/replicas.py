@@ -62,7 +62,10 @@ NO_MASTER = wire.ReplicaInfo(wire.NO_BROKER_ID, "", 0, 0)
 
 
 class RoleChanges(Protocol):
-    """What changes this broker's role (``rmq.broker.role.RoleSwitch``)."""
+    """What changes this broker's role (``rmq.broker.role.RoleSwitch``). ``become_slave`` gets the
+    master's client address (the controllers know no HA address: ``ha_addr`` None, the HA address
+    comes from a name server's answer naming that master); the broker's ``config.broker_id`` is
+    already its controller id when it is called, the id a slave names to its master's HA port."""
 
     def become_master(self, epoch: int, sync_master: bool) -> object: ...
     def become_slave(self, master_addr: str, ha_addr: str | None, master_epoch: int) -> object: ...
