@@ -620,7 +620,8 @@ class AdminClient:
         """Have the controllers elect broker ``broker_id`` of ``broker_name`` (CONTROLLER_ELECT_MASTER
         with designateElect, an operator's override: it must be alive, and in the sync state set
         unless the controllers allow an unclean election); returned once that broker serves as
-        master in the new epoch, with the CommitLog offset where the epoch began."""
+        master in the new epoch and the name server routes it, with the CommitLog offset where the
+        epoch began."""
         clusters = self.cluster_info().get("clusterAddrTable") or {}
         cluster = next((c for c, names in clusters.items() if broker_name in names), None)
         if cluster is None:
@@ -642,12 +643,14 @@ class AdminClient:
         while True:
             table = EpochTable.decode(body_bytes(self.invoke(info.master_address, RequestCode.GET_EPOCH_TABLE).body))
             begun = [start for epoch, start in table.epochs if epoch == info.master_epoch]
-            if begun:
+            if begun and self.broker_addrs(broker_name).get(MASTER_ID) == info.master_address:
                 return Promotion(broker_name, info.master_address, info.master_epoch, begun[0])
             if time.monotonic() > deadline:
                 raise AdminError(
                     f"the controllers elected {info.master_address} master of {broker_name!r} in epoch "
-                    f"{info.master_epoch}, but it has not begun that epoch within {self.timeout} s"
+                    f"{info.master_epoch}, but it has not "
+                    + ("registered as master" if begun else "begun that epoch")
+                    + f" within {self.timeout} s"
                 )
             time.sleep(ELECTED_POLL_INTERVAL)
 
