@@ -682,11 +682,22 @@ class ControllerModeSet:
     """Controllers (a Raft group), a name server and one broker set in controller mode, all real
     processes; brokers are named "b0", "b1", ... and keep their store and ports across restarts."""
 
-    def __init__(self, spawn, root: Path, brokers: int = 3, controllers: int = 1, **extra: str):
-        """``extra``: settings of every broker."""
+    def __init__(
+        self,
+        spawn,
+        root: Path,
+        brokers: int = 3,
+        controllers: int = 1,
+        credentials: tuple[str, str] | None = None,
+        **extra: str,
+    ):
+        """``extra``: settings of every broker; ``credentials``: the cluster account (access key,
+        secret key) every process runs with (registrations and controller writes signed)."""
         self.spawn = spawn
         self.root = root
         self.controller_count = controllers
+        self.credentials = credentials
+        account = {"clusterAccessKey": credentials[0], "clusterSecretKey": credentials[1]} if credentials else {}
         self.client = RemotingClient()
         self.admin: AdminClient | None = None
         self.namesrv_addr = ""
@@ -704,6 +715,7 @@ class ControllerModeSet:
                 **CONTROLLER_MODE_BROKER_SETTINGS,
                 brokerName=CONTROLLER_MODE_BROKER,
                 enableControllerMode="true",
+                **account,
                 **extra,
             )
             del settings["namesrvListenPort"]
@@ -725,9 +737,14 @@ class ControllerModeSet:
 
     def start(self) -> ControllerModeSet:
         self.client.start()
-        _, self.namesrv_addr = start_namesrv(self.spawn)
-        self.admin = AdminClient(self.namesrv_addr, timeout=3.0).__enter__()
-        self.controllers = start_controllers(self.spawn, self.root, self.controller_count)
+        key, secret = self.credentials or ("", "")
+        namesrv_args = ("--cluster-access-key", key, "--cluster-secret-key", secret) if self.credentials else ()
+        _, self.namesrv_addr = start_namesrv(self.spawn, *namesrv_args)
+        self.admin = AdminClient(self.namesrv_addr, timeout=3.0, credentials=self.credentials).__enter__()
+        account = ("--set", f"clusterAccessKey={key}", "--set", f"clusterSecretKey={secret}")
+        if not self.credentials:
+            account = ()
+        self.controllers = start_controllers(self.spawn, self.root, self.controller_count, *account)
         for settings in self.settings.values():
             settings["controllerAddr"] = self.controller_addr
         for name in self.settings:

@@ -83,10 +83,12 @@ def test_a_killed_master_is_replaced_by_a_slave_and_rejoins_as_its_slave(spawn, 
 
 
 @pytest.mark.slow
-def test_a_paused_master_acknowledges_no_send_once_another_was_elected(spawn, tmp_path: Path):
-    """SIGSTOP the master past the heartbeat timeout: another is elected and routed; SIGCONT: every
-    send the old one answers from then on is refused, and it follows the new master as a slave."""
-    cluster = harness.ControllerModeSet(spawn, tmp_path).start()
+@pytest.mark.parametrize("credentials", [None, ("rmq-cluster", "cluster-secret-0123456789")], ids=["open", "signed"])
+def test_a_paused_master_acknowledges_no_send_once_another_was_elected(spawn, tmp_path: Path, credentials):
+    """SIGSTOP the master past the heartbeat timeout: another is elected and routed (signed by the
+    cluster account or, without one, as the controllers' newer epoch); SIGCONT: every send the old
+    one answers from then on is refused, and it follows the new master as a slave."""
+    cluster = harness.ControllerModeSet(spawn, tmp_path, credentials=credentials).start()
     try:
         old = cluster.master()
         assert old is not None
