@@ -25,6 +25,10 @@ byte-identical to the master's up to its end (``rmq-admin broker ha-verify``). A
 - send outage per failover: seconds from the fault to the first send acknowledged after it (the
   median and the largest, per fault kind).
 
+Every process runs with the cluster's credentials (clusterAccessKey / clusterSecretKey): name-server
+registrations and controller writes are signed; ``--no-cluster-auth`` runs them open (a newer
+controller-mode epoch then takes the route unsigned).
+
 Exit code 1 on any loss, duplicate or log difference. ``--json`` prints one object.
 """
 
@@ -60,6 +64,7 @@ from rmq.protocol.codes import ResponseCode
 from rmq.protocol.route import MASTER_ID
 
 FAULTS = ("master-kill", "master-pause", "slave-kill", "leader-kill")
+CLUSTER_ACCOUNT = ("rmq-soak-cluster", "rmq-soak-cluster-secret")
 ROUTE_POLL = 0.05
 # past the brokers' controllerHeartBeatTimeoutMills (2 s): the controllers must elect another
 PAUSE_SECONDS = 3.0
@@ -189,10 +194,13 @@ def one_round(cluster: ControllerModeSet, sender: RoutedSender, fault: str, rng:
     }
 
 
-def soak(rounds: int, controllers: int, seed: int, root: Path, faults: tuple[str, ...] = FAULTS) -> dict:
+def soak(
+    rounds: int, controllers: int, seed: int, root: Path, faults: tuple[str, ...] = FAULTS, cluster_auth: bool = True
+) -> dict:
     rng = random.Random(seed)
     procs = Processes()
-    cluster = ControllerModeSet(procs.spawn, root, brokers=3, controllers=controllers)
+    credentials = CLUSTER_ACCOUNT if cluster_auth else None
+    cluster = ControllerModeSet(procs.spawn, root, brokers=3, controllers=controllers, credentials=credentials)
     reports = []
     try:
         cluster.start()
@@ -234,6 +242,7 @@ def soak(rounds: int, controllers: int, seed: int, root: Path, faults: tuple[str
         "seed": seed,
         "controllers": controllers,
         "faults": list(faults),
+        "cluster_auth": cluster_auth,
         "acked": len(acked),
         "failed_sends": sender.failed,
         "lost": len(lost),
@@ -257,6 +266,7 @@ def main() -> int:
     parser.add_argument(
         "--faults", default=",".join(FAULTS), help=f"the faults to draw from, comma-separated (of {', '.join(FAULTS)})"
     )
+    parser.add_argument("--no-cluster-auth", action="store_true", help="run every process without cluster credentials")
     parser.add_argument("--keep", action="store_true", help="keep the stores and logs (their path is printed)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
@@ -270,7 +280,7 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="rmq-failover-soak-"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
-        result = soak(args.rounds, args.controllers, seed, root, faults)
+        result = soak(args.rounds, args.controllers, seed, root, faults, not args.no_cluster_auth)
     finally:
         if args.keep:
             print(f"stores and logs in {root}", file=sys.stderr)
