@@ -619,7 +619,12 @@ def hold_forged_registration(
 # -- controller mode (issue 27): controllers, a name server and a broker set they decide -------------
 
 # Small timeouts: a test's failover takes seconds, not RocketMQ's 10 s heartbeat timeout and 5 s polls.
+# allAckInSyncStateSet: a send is acknowledged once the whole sync state set holds it, so that a paused
+# master, its slaves gone to a newer one, acknowledges nothing (with inSyncReplicas=1 it would ack
+# alone); a slave out of touch leaves the set after haMaxTimeSlaveNotCatchup.
 CONTROLLER_MODE_BROKER_SETTINGS = {
+    "allAckInSyncStateSet": "true",
+    "haMaxTimeSlaveNotCatchup": "2000",
     "controllerHeartBeatTimeoutMills": "2000",
     "syncBrokerMetadataPeriod": "1000",
     "checkSyncStateSetPeriod": "1000",

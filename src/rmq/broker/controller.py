@@ -444,9 +444,6 @@ class BrokerController:
         if self.replicas is not None and not self.replicas.role_decided.is_set():
             return []  # neither master nor slave until the controllers say which
         config = self.config
-        on_answer = self.role.on_register_answer
-        if self.is_slave:
-            on_answer = self.slave_sync.on_register_answer if self.replicas is None else self._follow_controllers
         futures = self.namesrv_api.register_all(
             self._namesrv_addrs,
             config.broker_cluster_name,
@@ -456,7 +453,7 @@ class BrokerController:
             config.ha_server_addr,
             self.topic_config_manager.build_serialize_wrapper(),
             wait=wait,
-            on_answer=on_answer,
+            on_answer=self.slave_sync.on_register_answer if self.is_slave else self.role.on_register_answer,
             epoch=None if self.is_slave else self.store.epoch,
             controller_mode=self.replicas is not None,
         )
@@ -476,14 +473,6 @@ class BrokerController:
             return
         if response.code == ResponseCode.SUCCESS:
             ha_client.update_master_address(response.ext_fields.get("haServerAddr") or None)
-
-    def _follow_controllers(self, namesrv_addr: str, response: RemotingCommand) -> None:
-        """A slave in controller mode learns its master from the controllers: a name server's
-        answer naming another (an old master still routed) is not taken."""
-        assert self.replicas is not None
-        if response.code == ResponseCode.SUCCESS and not self.replicas.follows(response.ext_fields.get("masterAddr")):
-            return
-        self.slave_sync.on_register_answer(namesrv_addr, response)
 
     def _topics_changed(self) -> None:
         # A created or changed topic is routed at once, not at the next 30 s tick.
