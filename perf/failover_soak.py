@@ -143,7 +143,8 @@ class RouteWatcher(ClientThread):
 
 def wait_whole(cluster: ControllerModeSet, sender: RoutedSender, timeout: float = 60.0) -> str:
     """Until a master and both slaves are routed, and, sends held, every slave is byte-identical
-    to the master."""
+    to the master; then until the sync state set holds every broker (a master killed before its
+    slaves rejoined the set leaves none the controllers may elect, as designed)."""
     cluster.wait_set(len(cluster.settings), timeout)
     sender.held.set()
     try:
@@ -152,6 +153,7 @@ def wait_whole(cluster: ControllerModeSet, sender: RoutedSender, timeout: float 
         cluster.wait_converged(timeout)
     finally:
         sender.held.clear()
+    cluster.wait_in_sync(timeout)
     return master
 
 

@@ -837,6 +837,21 @@ class ControllerModeSet:
 
         return wait_until(other, timeout, lambda: f"a master other than {old} routed ({self.routes()})", 0.02)
 
+    def wait_in_sync(self, timeout: float = 30.0) -> None:
+        """Until the controllers count every broker in the sync state set (each may be elected)."""
+        assert self.admin is not None
+        admin = self.admin
+
+        def in_sync() -> set[int]:
+            return {r.broker_id for r in admin.sync_state(self.controller_addr, CONTROLLER_MODE_BROKER)[1].in_sync}
+
+        wait_until(
+            lambda: len(in_sync()) == len(self.settings),
+            timeout,
+            lambda: f"every broker in the sync state set (it holds {sorted(in_sync())})",
+            0.05,
+        )
+
     def wait_converged(self, timeout: float = 30.0) -> int:
         """Until every slave's CommitLog ends where the master's does, byte-identical
         (``rmq-admin broker ha-verify``); that end."""

@@ -65,14 +65,7 @@ def test_a_killed_master_is_replaced_by_a_slave_and_rejoins_as_its_slave(spawn, 
 
         # caught up, it is in the sync state set again; an operator's promote goes through the controller
         assert cluster.admin is not None
-        wait_until(
-            lambda: (
-                {r.broker_id for r in cluster.admin.sync_state(cluster.controller_addr, BROKER)[1].in_sync}
-                == set(ids.values())
-            ),
-            10,
-            "every broker in the sync state set",
-        )
+        cluster.wait_in_sync(10)
         epoch = int(cluster.runtime(new)["epoch"])
         promotion = cluster.admin.promote(BROKER, ids[old])
         assert (promotion.addr, promotion.epoch) == (cluster.addr(old), epoch + 1)

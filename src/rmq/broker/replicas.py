@@ -428,16 +428,24 @@ class ReplicasManager:
                 info.master_epoch,
                 "becoming master" if me else "following it as a slave",
             )
+            followed = (self.master_broker_id, self.master_address, self.master_epoch)
             self.master_broker_id = info.master_broker_id
             self.master_address = info.master_address
             self.master_epoch = info.master_epoch
             self.sync_state_set_epoch = -1  # taken below, whatever its epoch
-            if me:
-                self.broker.role.become_master(info.master_epoch, True)
-            else:
-                # registered as a slave under its own id from now on
-                self.config.broker_id = self.broker_id
-                self.broker.role.become_slave(info.master_address, None, info.master_epoch)
+            try:
+                if me:
+                    self.broker.role.become_master(info.master_epoch, True)
+                else:
+                    # registered as a slave under its own id from now on
+                    self.config.broker_id = self.broker_id
+                    self.broker.role.become_slave(info.master_address, None, info.master_epoch)
+            except ValueError as e:
+                # this store cannot take that role (its log holds a newer epoch than the controllers'
+                # master epoch: it served another group of controllers); asked again at the next poll
+                self.master_broker_id, self.master_address, self.master_epoch = followed
+                log.error("broker %s cannot follow the controllers: %s", self.broker.broker_addr, e)
+                return
             if store.fenced:
                 store.unfence()
             self.role_decided.set()
