@@ -34,6 +34,7 @@ from pathlib import Path
 import orjson
 
 from rmq.client.admin_client import AdminClient
+from rmq.errors import AdminError, RemotingError, ResponseError
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.net.codec_py import encode
 from rmq.net.frame import FLAG_ONEWAY
@@ -843,7 +844,11 @@ class ControllerModeSet:
         admin = self.admin
 
         def in_sync() -> set[int]:
-            return {r.broker_id for r in admin.sync_state(self.controller_addr, CONTROLLER_MODE_BROKER)[1].in_sync}
+            try:
+                _, info = admin.sync_state(self.controller_addr, CONTROLLER_MODE_BROKER)
+            except (AdminError, RemotingError, ResponseError):
+                return set()  # the controllers are electing a leader
+            return {r.broker_id for r in info.in_sync}
 
         wait_until(
             lambda: len(in_sync()) == len(self.settings),
