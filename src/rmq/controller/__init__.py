@@ -74,7 +74,13 @@ class Controller:
         self._address = f"{host}:{self.server.port}"
         self_node = self.peers[self.config.self_id]
         others = [addr for member, addr in self.peers.items() if member != self.config.self_id]
-        self.state = ReplicatedState(self_node, others, self.config.store_path, self._leadership_changed)
+        try:
+            self.state = ReplicatedState(self_node, others, self.config.store_path, self._leadership_changed)
+        except Exception:
+            self._client.shutdown()
+            if self._owns_server:
+                self.server.shutdown()
+            raise
         self.processor = ControllerProcessor(
             self.state,
             self.live,
