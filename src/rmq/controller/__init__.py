@@ -49,8 +49,9 @@ class Controller:
         self.state: ReplicatedState | None = None
         self.raft: RaftService | None = None
         self.processor: ControllerProcessor | None = None
-        # NOTIFY_BROKER_ROLE_CHANGED goes out on the server's loop: no thread of its own
-        self._client = RemotingClient(loop=self.server.loop)
+        # NOTIFY_BROKER_ROLE_CHANGED goes out on the server's loop: no thread of its own; signed by
+        # the cluster account when there is one, so that a broker can tell a notice from a forgery
+        self._client = RemotingClient(loop=self.server.loop, credentials=self.config.cluster_credentials)
         self._scan: PeriodicHandle | None = None
         self._electing: set[str] = set()
         self._address: str | None = None
