@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rmq.perf.procs import wait_until
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.controller import ReplicaInfo, SyncStateSet, decode_replicas_infos
 from tests.helpers.controllers import Broker, ControllerGroup, expect, join_set, sync_state_data_request
@@ -92,3 +93,25 @@ def test_the_state_survives_a_restart_of_every_member(group, brokers):
     group.start()
 
     assert replica_info(group, group.leader(), brokers[0]) == before
+
+
+def test_a_new_leader_elects_for_a_master_that_died_with_the_old_leader(group, brokers):
+    leader = group.leader()
+    master, slave = brokers[:2]
+    first = join_set(group, leader, [master, slave])
+    expect(group.call(leader, master.alter(1, SyncStateSet(frozenset({1, 2}), first.sync_state_set_epoch))))
+
+    group.kill(leader)  # and the master falls silent with it
+    survivors = tuple(i for i in range(3) if i != leader)
+
+    def slave_elected() -> bool:
+        for i in survivors:  # a broker heartbeats to every controller: each knows who is alive
+            expect(group.call(i, slave.heartbeat()))
+        answer = group.call(survivors[0], slave.replica_info())
+        if answer.code != ResponseCode.SUCCESS:  # no leader yet, or another one
+            answer = group.call(group.leader(among=survivors), slave.replica_info())
+        info = ReplicaInfo.from_fields(answer.ext_fields)
+        return info.master_broker_id == 2 and info.master_epoch == 2
+
+    wait_until(slave_elected, 10.0, "the slave elected by the new leader", interval=0.1)
+    wait_until(lambda: slave.notices[-1][0].master_broker_id == 2, 3.0, "the new master told it is master")

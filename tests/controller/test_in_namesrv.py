@@ -7,6 +7,7 @@ from pathlib import Path
 
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.perf.procs import LOOPBACK, free_port, wait_until
+from rmq.protocol.acl import signature_matches
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.controller import ControllerMetadata
 from tests.helpers.controllers import TIMEOUT, Broker, expect
@@ -41,6 +42,9 @@ def test_a_name_server_runs_a_controller_that_takes_only_signed_writes(spawn, tm
             assert refused.code == ResponseCode.NO_PERMISSION and "controller" in refused.remark
             for request in (broker.apply_id(1), broker.register(), broker.heartbeat(), broker.elect()):
                 expect(signed.invoke_sync(addr, request, TIMEOUT))
+            # the notice of its election is signed by the cluster account
+            notice = wait_until(lambda: broker.notice_requests, 3.0, "a notice of the election")[0]
+            assert signature_matches(notice.ext_fields, notice.body, SECRET_KEY)
             # reads stay open, and the name server still answers as one
             expect(unsigned.invoke_sync(addr, broker.replica_info(), TIMEOUT))
             cluster = unsigned.invoke_sync(addr, RemotingCommand.request(RequestCode.GET_BROKER_CLUSTER_INFO), TIMEOUT)

@@ -127,6 +127,8 @@ class Broker:
         self.name = name
         self.cluster = cluster
         self.notices: list[tuple[ReplicaInfo, SyncStateSet]] = []
+        #: the NOTIFY_BROKER_ROLE_CHANGED requests themselves (their signature)
+        self.notice_requests: list[RemotingCommand] = []
         self.server = RemotingServer(LOOPBACK, 0, name="rmq-test-broker")
         self.server.register_processor(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, self._notified)
         self.server.start()
@@ -134,6 +136,7 @@ class Broker:
         self.broker_id = -1
 
     def _notified(self, channel: Any, request: RemotingCommand) -> None:
+        self.notice_requests.append(request)
         self.notices.append((ReplicaInfo.from_fields(request.ext_fields), SyncStateSet.decode(request.body)))
 
     def close(self) -> None:

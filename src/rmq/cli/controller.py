@@ -73,7 +73,10 @@ def main(
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    controller = Controller(config).start()
+    try:
+        controller = Controller(config).start()
+    except ConfigError as e:
+        raise SettingsRefused(str(e)) from None
     click.echo(
         f"rmq-controller {config.self_id} of {config.group} listening on {config.listen_host}:{controller.port}",
         err=True,

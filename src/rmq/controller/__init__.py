@@ -17,7 +17,7 @@ from rmq.controller.config import ControllerConfig, ControllerSettings
 from rmq.controller.heartbeat import BrokerLiveTable
 from rmq.controller.processor import ControllerProcessor, elect_policy
 from rmq.controller.raft import RaftService, ReplicatedState
-from rmq.controller.replicas import BrokerSet, Outcome
+from rmq.controller.replicas import Outcome
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.net.loop import PeriodicHandle
@@ -49,8 +49,9 @@ class Controller:
         self.state: ReplicatedState | None = None
         self.raft: RaftService | None = None
         self.processor: ControllerProcessor | None = None
-        # NOTIFY_BROKER_ROLE_CHANGED goes out on the server's loop: no thread of its own
-        self._client = RemotingClient(loop=self.server.loop)
+        # NOTIFY_BROKER_ROLE_CHANGED goes out on the server's loop: no thread of its own; signed by
+        # the cluster account when there is one, so that a broker can tell a notice from a forgery
+        self._client = RemotingClient(loop=self.server.loop, credentials=self.config.cluster_credentials)
         self._scan: PeriodicHandle | None = None
         self._electing: set[str] = set()
         self._address: str | None = None
@@ -74,7 +75,13 @@ class Controller:
         self._address = f"{host}:{self.server.port}"
         self_node = self.peers[self.config.self_id]
         others = [addr for member, addr in self.peers.items() if member != self.config.self_id]
-        self.state = ReplicatedState(self_node, others, self.config.store_path, self._leadership_changed)
+        try:
+            self.state = ReplicatedState(self_node, others, self.config.store_path, self._leadership_changed)
+        except Exception:
+            self._client.shutdown()
+            if self._owns_server:
+                self.server.shutdown()
+            raise
         self.processor = ControllerProcessor(
             self.state,
             self.live,
@@ -169,17 +176,22 @@ class Controller:
 
         processor.elect(broker_name, seen_epoch, new_master, done)
 
-    def _notify(self, broker_set: BrokerSet) -> None:
+    def _notify(self, broker_name: str) -> None:
         """Loop thread: NOTIFY_BROKER_ROLE_CHANGED to every alive broker of the set (oneway: brokers
         also poll GET_REPLICA_INFO, a lost notice only delays them)."""
-        if not self.config.notify_broker_role_changed or not broker_set.replica_info().has_master:
+        state = self.state
+        if not self.config.notify_broker_role_changed or state is None:
             return
-        fields = broker_set.replica_info().fields()
-        body = broker_set.sync_state().encode()
-        for broker_id, (address, _) in broker_set.brokers.items():
-            if address and self.live.is_alive(broker_set.cluster_name, broker_set.broker_name, broker_id):
+        with state.lock:  # the raft thread may add a broker meanwhile
+            found = state.replicas.get(broker_name)
+            if found is None or not found.replica_info().has_master:
+                return
+            fields, body = found.replica_info().fields(), found.sync_state().encode()
+            cluster_name, brokers = found.cluster_name, list(found.brokers.items())
+        for broker_id, (address, _) in brokers:
+            if address and self.live.is_alive(cluster_name, broker_name, broker_id):
                 request = RemotingCommand.request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, dict(fields), body)
                 try:
                     self._client.invoke_oneway(address, request)
                 except Exception as e:  # an unreachable broker learns it from its next poll
-                    log.info("could not notify %s of broker set %s's master: %s", address, broker_set.broker_name, e)
+                    log.info("could not notify %s of broker set %s's master: %s", address, broker_name, e)

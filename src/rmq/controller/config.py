@@ -16,6 +16,7 @@ from rmq.net.cluster_auth import ClusterAuth
 from rmq.net.server import ConnectionLimits
 from rmq.net.server_config import ServerConfig
 from rmq.net.tls import TlsServerOptions
+from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.controller import parse_peers
 from rmq.settings import (
     CONTROLLER_SETTINGS,
@@ -51,6 +52,8 @@ class ControllerConfig:
     limits: ConnectionLimits = ConnectionLimits()
     #: the cluster account brokers' writes must be signed by; None: taken unsigned
     cluster_auth: ClusterAuth | None = None
+    #: what the controller signs its NOTIFY_BROKER_ROLE_CHANGED with (the same account), or None
+    cluster_credentials: SessionCredentials | None = None
 
     def peer_addresses(self) -> dict[str, str]:
         """member id -> Raft address; ConfigError when the peers or this member's id are wrong."""
@@ -88,6 +91,7 @@ def controller_config(
         tls=server.server_tls(),
         limits=server.connection_limits(),
         cluster_auth=server.cluster_auth("controller", "rmq.controller"),
+        cluster_credentials=server.cluster_credentials(),
     )
     config.peer_addresses()
     return config

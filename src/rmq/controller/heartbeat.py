@@ -32,6 +32,20 @@ class BrokerLiveTable:
         key = (heartbeat.cluster_name, heartbeat.broker_name, heartbeat.broker_id)
         self._live[key] = (self._clock(), heartbeat)
 
+    def on_register(self, cluster_name: str, broker_name: str, broker_id: int, address: str) -> None:
+        """A registration is a sign of life: it refreshes the broker's last heartbeat (keeping what
+        that said), or stands for one with HEARTBEAT_TIMEOUT_MILLIS_DEFAULT until the first comes."""
+        key = (cluster_name, broker_name, broker_id)
+        entry = self._live.get(key)
+        heartbeat = (
+            entry[1]
+            if entry is not None and entry[1].broker_addr == address
+            else BrokerHeartbeat(
+                cluster_name, broker_name, address, broker_id, 0, 0, 0, HEARTBEAT_TIMEOUT_MILLIS_DEFAULT
+            )
+        )
+        self._live[key] = (self._clock(), heartbeat)
+
     def is_alive(self, cluster_name: str, broker_name: str, broker_id: int) -> bool:
         entry = self._live.get((cluster_name, broker_name, broker_id))
         if entry is None:

@@ -132,12 +132,12 @@ class ControllerProcessor:
         peers: dict[str, str],
         call_soon_threadsafe: Callable[..., None],
         call_later: Callable[..., Any],
-        notify: Callable[[BrokerSet], None],
+        notify: Callable[[str], None],
         enable_elect_unclean_master: bool = False,
         auth: ClusterAuth | None = None,
     ) -> None:
         """``peers``: member id -> Raft address; ``call_soon_threadsafe`` / ``call_later``: the event
-        loop's; ``notify(broker_set)``: tell the set's alive brokers of its master (after a change)."""
+        loop's; ``notify(broker_name)``: tell the set's alive brokers of its master (after a change)."""
         self.state = state
         self.live = live
         self.self_id = self_id
@@ -304,9 +304,7 @@ class ControllerProcessor:
                 "first (CONTROLLER_GET_NEXT_BROKER_ID, CONTROLLER_APPLY_BROKER_ID)",
             )
         # a registering broker is alive (its heartbeats follow), so that it may be elected at once
-        self.live.on_heartbeat(
-            BrokerHeartbeat(cluster_name, broker_name, address, broker_id, 0, 0, 0, HEARTBEAT_TIMEOUT_MILLIS_DEFAULT)
-        )
+        self.live.on_register(cluster_name, broker_name, broker_id, address)
         if not moved:
             return _response(request, self._registered(broker_name))
         deliver = self._answer_later(channel, request)
@@ -383,11 +381,8 @@ class ControllerProcessor:
 
         def elected(outcome: Outcome) -> None:
             if outcome.ok:
-                with self.lock:
-                    found = self._broker_set(broker_name)
                 log.info("broker set %s: master is now %s (%s)", broker_name, new_master, outcome.fields)
-                if found is not None:
-                    self._notify(found)
+                self._notify(broker_name)
             then(outcome)
 
         self.propose(self.state.elect, broker_name, seen_epoch, new_master, then=elected)

@@ -18,13 +18,15 @@ from __future__ import annotations
 import logging
 import os
 import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
-from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, replicated  # type: ignore[import-untyped]
+from pysyncobj import FAIL_REASON, SyncObj, SyncObjConf, SyncObjException, replicated  # type: ignore[import-untyped]
 
 from rmq._service import ServiceThread
 from rmq.controller.replicas import Outcome, ReplicasInfoManager
+from rmq.errors import ConfigError
 from rmq.protocol.controller import SyncStateSet
 
 log = logging.getLogger("rmq.controller")
@@ -44,8 +46,11 @@ CONNECTION_RETRY_TIME = 0.5
 # The longest the raft thread waits for a socket event in one tick (a proposal wakes it at once).
 TICK_WAIT = 0.05
 # Binding the Raft port: tries and the pause between them before the controller gives up on start.
-BIND_RETRIES = 20
+BIND_RETRIES = 10
 BIND_RETRY_TIME = 0.1
+# A member announces its remoting address again if the group has not taken it within this (the
+# proposal may be lost with a leader that died holding it).
+ANNOUNCE_RETRY = 2.0
 
 _LEADER_STATE = 2  # pysyncobj's _RAFT_STATE.LEADER
 
@@ -86,7 +91,13 @@ class ReplicatedState(SyncObj):
             maxBindRetries=BIND_RETRIES,
             onStateChanged=self._state_changed,
         )
-        super().__init__(self_node, other_nodes, conf)
+        try:
+            super().__init__(self_node, other_nodes, conf)
+        except SyncObjException as e:
+            raise ConfigError(
+                f"cannot listen on this controller's Raft address {self_node} (controllerDLegerPeers): {e} "
+                f"after {BIND_RETRIES} tries; is another process on that port?"
+            ) from None
         self.replicas = ReplicasInfoManager()
         #: member id -> its remoting address ("host:port"), as each member announced it
         self.member_addresses: dict[str, str] = {}
@@ -152,20 +163,20 @@ class RaftService(ServiceThread):
         self.state = state
         self.member_id = member_id
         self.remoting_address = remoting_address
-        self._announcing = False
+        self._announce_after = 0.0
 
     def run_once(self) -> None:
         self.state.doTick(TICK_WAIT)
-        if not self._announcing and self.state.leader_node is not None:
+        if time.monotonic() >= self._announce_after and self.state.leader_node is not None:
             with self.state.lock:
                 known = self.state.member_addresses.get(self.member_id)
             if known != self.remoting_address:
-                self._announcing = True
+                self._announce_after = time.monotonic() + ANNOUNCE_RETRY
                 self.state.set_member_address(self.member_id, self.remoting_address, callback=self._announced)
 
     def _announced(self, result: Any, error: int) -> None:
-        self._announcing = False
         if error != FAIL_REASON.SUCCESS:
+            self._announce_after = 0.0
             log.info("announcing this controller's address failed (%s): trying again", fail_reason(error))
 
     def on_shutdown(self) -> None:
