@@ -652,8 +652,8 @@ class HAService:
         # controller mode: the brokers whose acks SYNC_MASTER sends wait for (None: the best slave's)
         self.sync_state_set: frozenset[int] | None = None
         self.not_catchup_window_ns = config.ha_max_time_slave_not_catchup * 1_000_000
-        if store.sync_state_set is not None:
-            self.set_sync_state_set(store.sync_state_set)
+        # published at once: the group commit forgets what an earlier term's stream published
+        self.set_sync_state_set(store.sync_state_set)
 
     def start(self) -> HAService:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -893,9 +893,9 @@ class HAService:
         self.sync_state_set = broker_ids
         if broker_ids is None:
             self.stream.set_sync_state_set((), 0, ReplicaRule.REPLICAS_BEST_SLAVE)
-            return
-        needed, rule = sync_state_set_rule(broker_ids, self.store.config)
-        self.stream.set_sync_state_set(sorted(broker_ids), needed, rule)
+        else:
+            needed, rule = sync_state_set_rule(broker_ids, self.store.config)
+            self.stream.set_sync_state_set(sorted(broker_ids), needed, rule)
         # the acks of the slaves this loop serves, as members now or no longer
         self.loop.call_soon_threadsafe(self.publish_acks)
 

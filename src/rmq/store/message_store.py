@@ -252,6 +252,7 @@ class MessageStore(StoreCore):
         (``reconcile_with_master``). The first half: ``stop_ha_service``."""
         self.stop_ha_service()
         self.config.broker_role = BrokerRole.SLAVE
+        self.sync_state_set = None  # the set of its term as master: a next term gets its own
         self.ha_client = HAClient(self, epoch_source, self.ha_security)
         self.ha_client.slave_id = slave_id
         self.ha_client.master_address = ha_address
