@@ -179,3 +179,18 @@ def test_catch_up_counts_an_ack_of_an_end_passed_meanwhile():
     assert catch_up.in_sync(acked=250, end=400, now_ns=3_000, window_ns=10_000)
     assert not catch_up.in_sync(acked=250, end=400, now_ns=20_000, window_ns=10_000)
     assert catch_up.in_sync(acked=400, end=400, now_ns=20_000, window_ns=10_000)
+
+
+def test_a_master_demoted_and_promoted_again_starts_its_term_without_the_old_set(master):
+    """The sync state set of one term as master says nothing of the next: promoted again, the
+    master answers as one without a set (no slave: SLAVE_NOT_AVAILABLE at once) until the
+    controllers give it the new one, rather than waiting for slaves of its old set."""
+    master.config.all_ack_in_sync_state_set = True
+    master.set_sync_state_set(frozenset({MASTER_ID, S1, S2}))
+    assert put(master) is PutMessageStatus.FLUSH_SLAVE_TIMEOUT  # neither slave there
+    master.set_running(False)
+    master.become_slave()
+    master.demote(None, None, MASTER_ID)
+    master.promote(True, epoch=2)
+    master.set_running(True)
+    assert put(master, timeout=0.2) is PutMessageStatus.SLAVE_NOT_AVAILABLE
