@@ -18,10 +18,16 @@ from typing import Any
 
 from rmq.errors import ConfigError
 from rmq.net.server_config import ServerConfig
-from rmq.protocol.acl import ClusterAuthMode
 from rmq.protocol.route import MASTER_ID
-from rmq.protocol.tls import TlsMode
-from rmq.settings import BrokerRole, LoadedSettings, MetricsExporterType, SettingsView, load_settings, setting
+from rmq.settings import (
+    BrokerRole,
+    LoadedSettings,
+    MetricsExporterType,
+    ServerSettings,
+    SettingsView,
+    load_settings,
+    setting,
+)
 from rmq.store import MessageStoreConfig
 from rmq.store.ha import HASecurity
 
@@ -33,7 +39,7 @@ __all__ = ["BrokerConfig", "BrokerRole", "MetricsExporterType", "load_broker_con
 
 
 @dataclasses.dataclass
-class BrokerConfig(SettingsView, ServerConfig):
+class BrokerConfig(SettingsView, ServerSettings, ServerConfig):
     """The broker's settings (``rmq.settings`` declares each one's type, default and help). The
     server part (limits, TLS, cluster account) also serves the name server it may embed."""
 
@@ -77,20 +83,8 @@ class BrokerConfig(SettingsView, ServerConfig):
     transaction_check_interval: int = setting("transactionCheckInterval")
     acl_enable: bool = setting("aclEnable")
     acl_config_file: str = setting("aclConfigFile")
-    cluster_access_key: str | None = setting("clusterAccessKey")
-    cluster_secret_key: str | None = setting("clusterSecretKey")
-    cluster_auth_mode: ClusterAuthMode = setting("clusterAuthMode")
-    tls_enable: bool = setting("tlsEnable")
-    tls_server_mode: TlsMode = setting("tlsServerMode")
-    tls_server_cert_path: str | None = setting("tlsServerCertPath")
-    tls_server_key_path: str | None = setting("tlsServerKeyPath")
     tls_client_trust_cert_path: str | None = setting("tlsClientTrustCertPath")
     tls_test_mode_enable: bool = setting("tlsTestModeEnable")
-    server_channel_max_idle_time_seconds: int = setting("serverChannelMaxIdleTimeSeconds")
-    server_max_connections: int | None = setting("serverMaxConnections")
-    server_socket_backlog: int = setting("serverSocketBacklog")
-    server_frame_timeout_seconds: int = setting("serverFrameTimeoutSeconds")
-    server_max_pending_write_bytes: int = setting("serverMaxPendingWriteBytes")
     metrics_exporter_type: MetricsExporterType = setting("metricsExporterType")
     metrics_prom_exporter_host: str | None = setting("metricsPromExporterHost")
     metrics_prom_exporter_port: int = setting("metricsPromExporterPort")

@@ -20,11 +20,17 @@ from collections.abc import Iterable
 from typing import Any
 
 from rmq.client.compression import UndecodableBody, decompress_body
-from rmq.errors import AdminError, RecordError, RemotingError, ResponseError
+from rmq.errors import AdminError, NotFound, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.controller import (
+    ControllerMetadata,
+    ReplicasInfo,
+    decode_replicas_infos,
+    encode_broker_names,
+)
 from rmq.protocol.java_json import loads_java_json, loads_mq_tables
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -42,9 +48,11 @@ from rmq.protocol.replica import (
     RangeDigest,
 )
 from rmq.protocol.route import MASTER_ID
-from rmq.settings import DEFAULT_NAMESRV_ADDR
+from rmq.settings import DEFAULT_CONTROLLER_PORT, DEFAULT_NAMESRV_ADDR
 
 DEFAULT_NAMESRV = DEFAULT_NAMESRV_ADDR
+#: where rmq-admin's controller commands look when given no address
+DEFAULT_CONTROLLER = f"127.0.0.1:{DEFAULT_CONTROLLER_PORT}"
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_QUEUE_NUMS = 8
 INT64_MAX = 2**63 - 1
@@ -167,6 +175,16 @@ def parse_namesrv_addrs(namesrv: str) -> list[str]:
     if not addrs:
         raise AdminError(f"no name server address in {namesrv!r}: expected host:port[;host:port]")
     return addrs
+
+
+@dataclasses.dataclass(frozen=True)
+class ControllerStatus:
+    """One controller as it answered CONTROLLER_GET_METADATA_INFO (``metadata``), or why it did not
+    (``error``)."""
+
+    address: str
+    metadata: ControllerMetadata | None
+    error: str | None = None
 
 
 class AdminClient:
@@ -544,6 +562,42 @@ class AdminClient:
         """(master address, what it knows of each slave connection) of ``broker_name``."""
         master = self.master_addr(broker_name)
         return master, HAStatus.decode(body_bytes(self.invoke(master, RequestCode.GET_HA_STATUS).body))
+
+    # -- controllers (docs/controller.md) ---------------------------------------------------------
+
+    def controller_status(self, controllers: str) -> list[ControllerStatus]:
+        """Each of ``controllers`` (host:port[;host:port]): the group, its members, the leader it
+        knows of and its Raft term, or why it did not answer."""
+        out = []
+        for addr in parse_namesrv_addrs(controllers):
+            try:
+                answer = self.invoke(addr, RequestCode.CONTROLLER_GET_METADATA_INFO)
+            except (RemotingError, ResponseError) as e:
+                out.append(ControllerStatus(addr, None, str(e)))
+                continue
+            out.append(ControllerStatus(addr, ControllerMetadata.from_fields(answer.ext_fields)))
+        return out
+
+    def controller_leader(self, controllers: str) -> str:
+        """The remoting address of the controllers' leader, as the first of ``controllers`` that knows it says."""
+        errors = []
+        for status in self.controller_status(controllers):
+            if status.metadata is not None and status.metadata.leader_address:
+                return status.metadata.leader_address
+            errors.append(f"{status.address}: {status.error or 'knows no leader'}")
+        raise AdminError("no controller leader found: " + "; ".join(errors))
+
+    def sync_state(self, controllers: str, broker_name: str) -> tuple[str, ReplicasInfo]:
+        """(the leader's address, ``broker_name``'s master, epochs and replicas, in the sync state set or
+        not, alive or not), from the controllers' leader; NotFound for a set it does not know."""
+        leader = self.controller_leader(controllers)
+        answer = self.invoke(
+            leader, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=encode_broker_names([broker_name])
+        )
+        infos = decode_replicas_infos(body_bytes(answer.body))
+        if broker_name not in infos:
+            raise NotFound(f"the controllers at {leader} know no broker set {broker_name!r}")
+        return leader, infos[broker_name]
 
     def cluster_brokers(self) -> list[BrokerRow]:
         """Every broker of every cluster, masters and slaves, with its runtime info (an empty one
