@@ -228,6 +228,8 @@ class RoleSwitch:
                 c.slave_sync.follow(master_addr)
                 ha_client = c.store.ha_client
                 if ha_client is not None:
+                    # a new connection even to the same master in a new epoch: it takes the master's
+                    # epoch table again, which a later election compares with the others'
                     ha_client.slave_id = c.config.broker_id
                     ha_client.follow(ha_addr)
             self._following = (master_addr, ha_addr, master_epoch)
