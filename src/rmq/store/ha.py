@@ -37,6 +37,13 @@ enforcing: TLS only), and a slave with tlsEnable connects with TLS.
 Past haMaxConnections connections, one more is closed as soon as it is accepted (logged, as the
 client port's past serverMaxConnections: ``rmq.net.server.ConnectionRefusals``).
 Both threads, what they may touch and who stops them: docs/threads.md.
+
+Controller mode (docs/controller.md#the-sync-state-set): a slave names its broker id first
+(SLAVE_ID); the master tells which named slaves held its whole CommitLog within
+haMaxTimeSlaveNotCatchup (``HAService.in_sync_slave_ids``), and, given the sync state set
+(``set_sync_state_set``), publishes into the group commit the ack its rule asks for
+(``sync_state_set_rule``) instead of the best one: the stream computes it where the acks arrive,
+with the acks of the slaves this loop serves handed to it by id.
 """
 
 from __future__ import annotations
