@@ -40,7 +40,7 @@ from rmq.protocol.acl import ROUTED_MASTER_ADDR, ROUTED_MASTER_CLAIM, ROUTED_MAS
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.replica import EpochTable
 from rmq.protocol.route import MASTER_ID
-from rmq.store.epoch import EpochEntry
+from rmq.store.epoch import FIRST_EPOCH, EpochEntry
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -146,9 +146,11 @@ class RoleSwitch:
     def become_master(self, epoch: int, sync_master: bool) -> EpochEntry:
         """Controller mode: the controllers named this broker master of its set in master ``epoch``
         (scheduler thread). A slave is promoted into that epoch (its store opens it at its end); a
-        master of an older epoch (restarted) goes on in it; a master already in it is left as it is
-        (the controllers' notice and poll both say so). ValueError for an epoch older than this
-        store's newest, or one a slave's log already holds (another master's term)."""
+        master of an older epoch goes on in the new one; a master already in it is left as it is
+        (the controllers' notice and poll both say so). The epoch may be the newest its store
+        holds: the controllers name the master of that term, so this broker was it, restarted (the
+        controllers' brokers start as slaves) before another was elected, and it goes on in its
+        term, as RocketMQ 5.x's changeToMaster does. ValueError for an older epoch."""
         c = self.controller
         role = BrokerRole.SYNC_MASTER if sync_master else BrokerRole.ASYNC_MASTER
         with self._lock:
@@ -156,10 +158,10 @@ class RoleSwitch:
             if not c.is_slave and epoch == known:
                 assert c.store.epochs is not None and c.store.epochs.last is not None
                 return c.store.epochs.last
-            if epoch <= known:
+            if epoch < max(known, FIRST_EPOCH):
+                why = f"its store already holds epoch {known}" if epoch < known else f"epochs begin at {FIRST_EPOCH}"
                 raise ValueError(
-                    f"broker {c.config.broker_name} at {c.broker_addr} cannot be master in epoch {epoch}: "
-                    f"its store already holds epoch {known}"
+                    f"broker {c.config.broker_name} at {c.broker_addr} cannot be master in epoch {epoch}: {why}"
                 )
             if c.is_slave:
                 entry = self._serve_as_master(role, epoch)
@@ -226,6 +228,8 @@ class RoleSwitch:
                 c.slave_sync.follow(master_addr)
                 ha_client = c.store.ha_client
                 if ha_client is not None:
+                    # a new connection even to the same master in a new epoch: it takes the master's
+                    # epoch table again, which a later election compares with the others'
                     ha_client.slave_id = c.config.broker_id
                     ha_client.follow(ha_addr)
             self._following = (master_addr, ha_addr, master_epoch)

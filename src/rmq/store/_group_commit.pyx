@@ -11,7 +11,9 @@
 #                                                                  flushed (and/or replicated)
 #                           HA service (its own loop thread)
 #                           a slave acked: publish          -->
-#                           replicated, slaves
+#                           replicated, slaves, the rule
+#                           (the best ack, or the sync
+#                           state set's: ReplicaRule)
 #
 #   GroupCommitState (C, every field guarded by ``mutex``)
 #   +---------+-----------+-----------+---------+-------+------+----------+------------+--------+--------------+

@@ -488,6 +488,9 @@ cdef class HAStream:
         st.heartbeat_ns = <int64_t>(heartbeat_interval * 1e9)
         st.housekeeping_ns = <int64_t>(housekeeping_interval * 1e9)
         st.last_end = -1
+        # the first publish happens whatever it says: the group commit may hold an older stream's
+        # watermark and rule (a master demoted, then promoted again)
+        st.published_rule = -1
 
     def __dealloc__(self):
         cdef StreamState* st = self.state

@@ -37,6 +37,13 @@ enforcing: TLS only), and a slave with tlsEnable connects with TLS.
 Past haMaxConnections connections, one more is closed as soon as it is accepted (logged, as the
 client port's past serverMaxConnections: ``rmq.net.server.ConnectionRefusals``).
 Both threads, what they may touch and who stops them: docs/threads.md.
+
+Controller mode (docs/controller.md#the-sync-state-set): a slave names its broker id first
+(SLAVE_ID); the master tells which named slaves held its whole CommitLog within
+haMaxTimeSlaveNotCatchup (``HAService.in_sync_slave_ids``), and, given the sync state set
+(``set_sync_state_set``), publishes into the group commit the ack its rule asks for
+(``sync_state_set_rule``) instead of the best one: the stream computes it where the acks arrive,
+with the acks of the slaves this loop serves handed to it by id.
 """
 
 from __future__ import annotations
@@ -652,8 +659,8 @@ class HAService:
         # controller mode: the brokers whose acks SYNC_MASTER sends wait for (None: the best slave's)
         self.sync_state_set: frozenset[int] | None = None
         self.not_catchup_window_ns = config.ha_max_time_slave_not_catchup * 1_000_000
-        if store.sync_state_set is not None:
-            self.set_sync_state_set(store.sync_state_set)
+        # published at once: the group commit forgets what an earlier term's stream published
+        self.set_sync_state_set(store.sync_state_set)
 
     def start(self) -> HAService:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -893,9 +900,9 @@ class HAService:
         self.sync_state_set = broker_ids
         if broker_ids is None:
             self.stream.set_sync_state_set((), 0, ReplicaRule.REPLICAS_BEST_SLAVE)
-            return
-        needed, rule = sync_state_set_rule(broker_ids, self.store.config)
-        self.stream.set_sync_state_set(sorted(broker_ids), needed, rule)
+        else:
+            needed, rule = sync_state_set_rule(broker_ids, self.store.config)
+            self.stream.set_sync_state_set(sorted(broker_ids), needed, rule)
         # the acks of the slaves this loop serves, as members now or no longer
         self.loop.call_soon_threadsafe(self.publish_acks)
 

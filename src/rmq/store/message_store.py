@@ -203,11 +203,13 @@ class MessageStore(StoreCore):
         """A slave becomes its broker name's master: replication stops, a record copied only in part
         is dropped (the dispatch finished every whole one), a new epoch opens at the CommitLog's end
         (``epoch``: the controllers' master epoch, else the next one) and slaves may connect to
-        haListenPort. Puts are accepted from the next ``set_running(True)``: the caller
-        (``rmq.broker.role``) first readies the broker to answer them as a master's. StoreError for
-        an ``epoch`` not newer than this store's newest, before anything changed."""
+        haListenPort. The controllers' epoch may be this store's newest: a master restarted (as a
+        slave, the controllers' brokers start so) goes on in its own term, whose entry stays.
+        Puts are accepted from the next ``set_running(True)``: the caller (``rmq.broker.role``) first
+        readies the broker to answer them as a master's. StoreError for an ``epoch`` older than this
+        store's newest, before anything changed."""
         assert self.epochs is not None, "start() first"
-        if epoch is not None and epoch <= self.epoch:
+        if epoch is not None and epoch < self.epoch:
             raise StoreError(
                 f"{self.store_path}: cannot become master in epoch {epoch}: this store already knows epoch {self.epoch}"
             )
@@ -218,7 +220,10 @@ class MessageStore(StoreCore):
         if self.reput_offset < self.get_max_phy_offset():
             dropped = self.truncate_to(self.reput_offset)
             log.info("%s: dropped the %d bytes of a record copied only in part", self.store_path, dropped[0])
-        entry = self.epochs.begin(self.get_max_phy_offset(), epoch)
+        if epoch is not None and epoch == self.epoch and self.epochs.last is not None:
+            entry = self.epochs.last
+        else:
+            entry = self.epochs.begin(self.get_max_phy_offset(), epoch)
         self.config.broker_role = BrokerRole.SYNC_MASTER if sync_master else BrokerRole.ASYNC_MASTER
         self.become_master(sync_master)
         self.ha_service = HAService(self, self.ha_security).start()
@@ -252,6 +257,7 @@ class MessageStore(StoreCore):
         (``reconcile_with_master``). The first half: ``stop_ha_service``."""
         self.stop_ha_service()
         self.config.broker_role = BrokerRole.SLAVE
+        self.sync_state_set = None  # the set of its term as master: a next term gets its own
         self.ha_client = HAClient(self, epoch_source, self.ha_security)
         self.ha_client.slave_id = slave_id
         self.ha_client.master_address = ha_address
