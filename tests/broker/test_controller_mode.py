@@ -13,7 +13,9 @@ import pytest
 from rmq.broker.config import load_broker_config
 from rmq.broker.controller import BrokerController
 from rmq.errors import ConfigError
-from rmq.protocol.codes import ResponseCode
+from rmq.net import RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.controller import ReplicaInfo
 from rmq.protocol.route import MASTER_ID
 from tests.helpers import harness, wait_until
 from tests.helpers.broker import broker_settings
@@ -87,6 +89,12 @@ def test_a_paused_master_acknowledges_no_send_once_another_was_elected(spawn, tm
         assert old is not None
         cluster.create_topic()
         wait_until(lambda: cluster.send(old, b"probe").code == ResponseCode.SUCCESS, 10, "a first send acked")
+        if credentials:
+            # a notice of a made-up master, not signed by the cluster account, moves nothing
+            forged = ReplicaInfo(7, "127.0.0.1:1", 99, 99)
+            notice = RemotingCommand.request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, forged.fields(), b"")
+            assert cluster.client.invoke_sync(cluster.addr(old), notice, 5).code == ResponseCode.NO_PERMISSION
+            assert cluster.send(old, b"still-master").code == ResponseCode.SUCCESS
         cluster.pause(old)
         new = cluster.new_master(old)
         wait_until(lambda: cluster.send(new, b"new").code == ResponseCode.SUCCESS, 10, "the new master takes sends")

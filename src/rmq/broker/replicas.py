@@ -33,7 +33,7 @@ import logging
 import threading
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from rmq._files import backup_path, read_with_backup, write_file_atomically
 from rmq._service import Scheduler
@@ -130,6 +130,9 @@ class ReplicasManager:
         self.identity_path = Path(store_root) / CONTROLLER_FILE
         # controllers with the cluster account take a broker's writes and heartbeats only signed by it
         self.credentials = broker.config.cluster_credentials()
+        # and a broker takes the controllers' notices only signed by it: a forged one naming a made-up
+        # master would have it demoted and cut its log to that master's
+        self.notice_auth = broker.config.cluster_auth("broker", "rmq.broker")
         self._identity = self._load_identity()
         self.scheduler = Scheduler("rmq-broker-replicas")
         self.leader: str | None = None
@@ -394,6 +397,11 @@ class ReplicasManager:
             self.scheduler.run_soon(self.check_sync_state_set)
 
     # -- following the controllers' decisions ---------------------------------------------------
+
+    def notice_refused(self, channel: Any, request: RemotingCommand) -> str | None:
+        """Why a NOTIFY_BROKER_ROLE_CHANGED is not taken (not signed by the cluster account, when
+        this broker has one), or None."""
+        return None if self.notice_auth is None else self.notice_auth.check(channel, request).refused
 
     def on_role_changed(self, info: wire.ReplicaInfo, sync_state_set: wire.SyncStateSet) -> None:
         """NOTIFY_BROKER_ROLE_CHANGED (the server's loop thread): applied on the scheduler."""

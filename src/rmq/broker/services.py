@@ -70,6 +70,7 @@ class RoleNotices(Protocol):
     """Controller mode's follower of the controllers (rmq.broker.replicas), as the replica
     processor sees it."""
 
+    def notice_refused(self, channel: Channel, request: RemotingCommand) -> str | None: ...
     def on_role_changed(self, info: ReplicaInfo, sync_state_set: SyncStateSet) -> None: ...
 
 

@@ -19,7 +19,8 @@ PROMOTE_TO_MASTER (9103) {role?} -> {epoch, startOffset}
     mode (the controllers decide: ``rmq-admin broker promote`` asks them, ELECT_MASTER).
 NOTIFY_BROKER_ROLE_CHANGED (1008) NotifyRoleChangedHeader + SyncStateSet -> {}
     a controller's notice of a new master (epoch) of this broker's set (``rmq.broker.replicas``,
-    which applies it on its own thread); SYSTEM_ERROR when the broker is not in controller mode.
+    which applies it on its own thread); SYSTEM_ERROR when the broker is not in controller mode,
+    NO_PERMISSION when it has the cluster account and the notice is not signed by it.
 """
 
 from __future__ import annotations
@@ -125,6 +126,9 @@ class ReplicaProcessor(Processor[ReplicaServices]):
                 f"broker {self.controller.broker_addr} is not in controller mode (enableControllerMode=false): "
                 "it takes no role from a controller",
             )
+        refused = replicas.notice_refused(channel, request)
+        if refused is not None:
+            raise RequestRefused(ResponseCode.NO_PERMISSION, refused)
         info = ReplicaInfo.from_fields(request.ext_fields)
         body = body_bytes(request.body)
         replicas.on_role_changed(info, SyncStateSet.decode(body) if body else SyncStateSet(frozenset(), 0))
