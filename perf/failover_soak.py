@@ -66,7 +66,7 @@ from rmq.protocol.route import MASTER_ID
 FAULTS = ("master-kill", "master-pause", "slave-kill", "leader-kill")
 CLUSTER_ACCOUNT = ("rmq-soak-cluster", "rmq-soak-cluster-secret")
 ROUTE_POLL = 0.05
-# past the brokers' controllerHeartBeatTimeoutMills (2 s): the controllers must elect another
+# a pause lasts until another master is routed, and at least this (past the harness's 2 s heartbeat timeout)
 PAUSE_SECONDS = 3.0
 # acknowledged sends between two faults
 ACKED_PER_ROUND = 300
@@ -163,12 +163,12 @@ def one_round(cluster: ControllerModeSet, sender: RoutedSender, fault: str, rng:
     started = time.monotonic()
     if fault == "master-kill":
         cluster.kill(master)
-        cluster.new_master(master, 30)
+        cluster.new_master(master, 60)
         cluster.start_broker(master)
     elif fault == "master-pause":
         cluster.pause(master)
         try:
-            cluster.new_master(master, 30)
+            cluster.new_master(master, 60)
             time.sleep(max(0.0, PAUSE_SECONDS - (time.monotonic() - started)))
         finally:
             cluster.resume(master)
@@ -197,12 +197,19 @@ def one_round(cluster: ControllerModeSet, sender: RoutedSender, fault: str, rng:
 
 
 def soak(
-    rounds: int, controllers: int, seed: int, root: Path, faults: tuple[str, ...] = FAULTS, cluster_auth: bool = True
+    rounds: int,
+    controllers: int,
+    seed: int,
+    root: Path,
+    faults: tuple[str, ...] = FAULTS,
+    cluster_auth: bool = True,
+    heartbeat_timeout_ms: int | None = None,
 ) -> dict:
     rng = random.Random(seed)
     procs = Processes()
     credentials = CLUSTER_ACCOUNT if cluster_auth else None
-    cluster = ControllerModeSet(procs.spawn, root, brokers=3, controllers=controllers, credentials=credentials)
+    extra = {} if heartbeat_timeout_ms is None else {"controllerHeartBeatTimeoutMills": str(heartbeat_timeout_ms)}
+    cluster = ControllerModeSet(procs.spawn, root, brokers=3, controllers=controllers, credentials=credentials, **extra)
     reports = []
     try:
         cluster.start()
@@ -268,6 +275,12 @@ def main() -> int:
     parser.add_argument(
         "--faults", default=",".join(FAULTS), help=f"the faults to draw from, comma-separated (of {', '.join(FAULTS)})"
     )
+    parser.add_argument(
+        "--heartbeat-timeout-ms",
+        type=int,
+        default=None,
+        help="the brokers' controllerHeartBeatTimeoutMills (default the harness's 2000; RocketMQ's is 10000)",
+    )
     parser.add_argument("--no-cluster-auth", action="store_true", help="run every process without cluster credentials")
     parser.add_argument("--keep", action="store_true", help="keep the stores and logs (their path is printed)")
     parser.add_argument("--json", action="store_true")
@@ -282,7 +295,9 @@ def main() -> int:
     root = Path(tempfile.mkdtemp(prefix="rmq-failover-soak-"))
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
-        result = soak(args.rounds, args.controllers, seed, root, faults, not args.no_cluster_auth)
+        result = soak(
+            args.rounds, args.controllers, seed, root, faults, not args.no_cluster_auth, args.heartbeat_timeout_ms
+        )
     finally:
         if args.keep:
             print(f"stores and logs in {root}", file=sys.stderr)
