@@ -717,12 +717,14 @@ class ControllerModeSet:
             (root / name).mkdir(parents=True, exist_ok=True)
             settings = broker_settings(
                 root / name,
-                **CLUSTER_BROKER_SETTINGS,
-                **CONTROLLER_MODE_BROKER_SETTINGS,
-                brokerName=CONTROLLER_MODE_BROKER,
-                enableControllerMode="true",
-                **account,
-                **extra,
+                **{
+                    **CLUSTER_BROKER_SETTINGS,
+                    **CONTROLLER_MODE_BROKER_SETTINGS,
+                    "brokerName": CONTROLLER_MODE_BROKER,
+                    "enableControllerMode": "true",
+                    **account,
+                    **extra,
+                },
             )
             del settings["namesrvListenPort"]
             self.settings[name] = settings
