@@ -569,6 +569,18 @@ _section(
             "bytes a slave may lag before SYNC_MASTER sends are answered SLAVE_NOT_AVAILABLE at once"),
     Setting("slaveTimeout", _POSITIVE_MS, 3000,
             "ms a SYNC_MASTER send waits for a slave's ack before FLUSH_SLAVE_TIMEOUT"),
+    # controller mode's sync state set (RocketMQ 5.x's MessageStoreConfig; docs/controller.md)
+    Setting("inSyncReplicas", Int(1), 1,
+            "controller mode, SYNC_MASTER: brokers of the sync state set, the master counted, that hold a "
+            "send before it is answered (1: the master alone)"),
+    Setting("minInSyncReplicas", Int(1), 1,
+            "controller mode, SYNC_MASTER: a sync state set smaller than this answers sends "
+            "SLAVE_NOT_AVAILABLE at once, and no send is answered with fewer brokers holding it"),
+    Setting("allAckInSyncStateSet", Bool(), False,
+            "controller mode, SYNC_MASTER: a send is answered once every broker of the sync state set holds it "
+            "(inSyncReplicas ignored)"),
+    Setting("haMaxTimeSlaveNotCatchup", _POSITIVE_MS, 15_000,
+            "ms since a slave last had all of its master's CommitLog after which it is out of the sync state set"),
 )
 
 # Access control (RocketMQ 4.x plain ACL: rmq.broker.acl). 4.x reads ${ROCKETMQ_HOME}/conf/plain_acl.yml.

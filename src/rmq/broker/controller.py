@@ -210,6 +210,8 @@ class BrokerController:
         self.acl_watcher: AclWatcher | None = None
         if self.is_slave:
             self.server.loop.schedule_periodic(SLAVE_PARKED_PULL_SCAN, self._wake_pulls_where_replicated)
+        # start() schedules a slave's periodic work; a master demoted later schedules it then
+        self._slave_work_scheduled = self.is_slave
         self.role = RoleSwitch(self)
         # metricsExporterType=PROM: a Prometheus endpoint on its own thread; the loop times requests
         self.metrics: MetricsExporter | None = None
@@ -260,6 +262,25 @@ class BrokerController:
         for processor in self.processors:
             processor.role_changed()
         self.store.set_running(True)
+
+    def serve_as_slave(self) -> None:
+        """On the loop, once a demoted master's store refuses puts and its other putting services
+        stopped (``rmq.broker.role``): the store turns slave here, where no put can be half done,
+        every processor reads the new role, and the slave's periodic work starts."""
+        self.store.become_slave()
+        for processor in self.processors:
+            processor.role_changed()
+        self.store.set_running(True)  # still refusing puts: a slave's store only appends replicas
+        if not self._slave_work_scheduled:
+            self._schedule_slave_work()
+
+    def _schedule_slave_work(self) -> None:
+        """A slave's periodic work, once (a broker started as a slave has it from the start; the
+        jobs themselves do nothing while the broker is a master)."""
+        self._slave_work_scheduled = True
+        self.server.loop.schedule_periodic(SLAVE_PARKED_PULL_SCAN, self._wake_pulls_where_replicated)
+        self.scheduler.schedule_periodic(self.config.slave_sync_interval / 1000, self.slave_sync.sync_all)
+        self.scheduler.schedule_periodic(MASTER_LOOKUP_INTERVAL, self.slave_sync.look_for_master, initial_delay=0)
 
     # -- identity -------------------------------------------------------------------------------
 
