@@ -663,6 +663,30 @@ _section(
     Setting("metricsPromExporterPort", _PORT, 5557, "the port of the Prometheus endpoint (GET /metrics)"),
 )
 
+# Controller mode (RocketMQ 5.x's BrokerConfig keys and defaults; docs/controller.md): the controllers
+# elect this broker set's master, rmq.broker.replicas follows them.
+_section(
+    "broker",
+    Setting("enableControllerMode", Bool(), False,
+            "let the controllers (controllerAddr) decide this broker's role and id: brokerRole and "
+            "brokerId are not used; it takes sends once they made it master"),
+    Setting("controllerAddr", Text(optional=True, validate=_addresses, expected="host:port;host:port"), None,
+            "the controllers' remoting addresses, 'host:port;host:port' (enableControllerMode)"),
+    Setting("syncBrokerMetadataPeriod", _POSITIVE_MS, 5000,
+            "ms between a broker's asks of its set's master and epoch (CONTROLLER_GET_REPLICA_INFO): a "
+            "lost role-change notice delays a switch by at most this"),
+    Setting("checkSyncStateSetPeriod", _POSITIVE_MS, 5000,
+            "ms between a master's comparisons of its in-sync slaves with the sync state set the "
+            "controllers hold (it asks them to alter it when the two differ)"),
+    Setting("syncControllerMetadataPeriod", _POSITIVE_MS, 10_000,
+            "ms between a broker's asks of which controller leads (CONTROLLER_GET_METADATA_INFO)"),
+    Setting("controllerHeartBeatTimeoutMills", _POSITIVE_MS, 10_000,
+            "ms without this broker's heartbeat after which the controllers count it gone (and elect "
+            "another master if it was the master); it heartbeats every second"),
+    Setting("brokerElectionPriority", Int(), 2**31 - 1,
+            "the controllers prefer the lowest among candidates of equal epoch and log length"),
+)
+
 # The name server's (rmq-namesrv -c namesrv.conf, --set): RocketMQ's NamesrvConfig and NettyServerConfig
 # keys. What it serves connections with, TLS and the cluster account are the broker's keys, meaning the
 # same; a broker's embedded name server takes its broker's values of those.

@@ -88,12 +88,21 @@ class BrokerConfig(SettingsView, ServerSettings, ServerConfig):
     metrics_exporter_type: MetricsExporterType = setting("metricsExporterType")
     metrics_prom_exporter_host: str | None = setting("metricsPromExporterHost")
     metrics_prom_exporter_port: int = setting("metricsPromExporterPort")
+    enable_controller_mode: bool = setting("enableControllerMode")
+    controller_addr: str | None = setting("controllerAddr")
+    sync_broker_metadata_period: int = setting("syncBrokerMetadataPeriod")
+    check_sync_state_set_period: int = setting("checkSyncStateSetPeriod")
+    sync_controller_metadata_period: int = setting("syncControllerMetadataPeriod")
+    controller_heart_beat_timeout_mills: int = setting("controllerHeartBeatTimeoutMills")
+    broker_election_priority: int = setting("brokerElectionPriority")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_server_config()
         # RocketMQ silently forces a master's id to 0; a slave id under a master role is almost
         # always a forgotten brokerRole=SLAVE, and silently turning it into a second master is worse.
+        if self.enable_controller_mode and not self.controller_addr_list:
+            raise ConfigError("enableControllerMode=true needs controllerAddr (the controllers, host:port;host:port)")
         if self.broker_role is BrokerRole.SLAVE and self.broker_id == MASTER_ID:
             raise ConfigError("brokerRole=SLAVE needs a brokerId greater than 0 (0 is the master's)")
         if self.broker_role is not BrokerRole.SLAVE and self.broker_id != MASTER_ID:
@@ -123,6 +132,10 @@ class BrokerConfig(SettingsView, ServerSettings, ServerConfig):
         """The cluster credentials and TLS of the HA port (a master) or of the connection to it (a slave)."""
         # both sides whatever the role: a promoted slave serves the HA port with these
         return HASecurity(self.cluster_credentials(), self.cluster_auth_mode, self.server_tls(), self.client_tls())
+
+    @property
+    def controller_addr_list(self) -> list[str]:
+        return [a.strip() for a in (self.controller_addr or "").split(";") if a.strip()]
 
     @property
     def embedded_namesrv(self) -> bool:

@@ -50,6 +50,7 @@ from rmq.broker.processor import PROCESSORS
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.send import SendProcessor
 from rmq.broker.rebalance_lock import RebalanceLockManager
+from rmq.broker.replicas import ReplicasManager, ReplicasServices
 from rmq.broker.role import RoleServices, RoleSwitch
 from rmq.broker.runtime_stats import SAMPLE_INTERVAL, RuntimeStats
 from rmq.broker.schedule import ScheduleMessageService
@@ -149,6 +150,11 @@ class BrokerController:
         self.config = broker_config.resolve()
         self.store_config = store_config
         root = store_config.store_path_root_dir
+        if self.config.enable_controller_mode:
+            # brokerRole is the controllers' to decide: until they do, a slave with no master, which
+            # takes no send (rmq.broker.replicas)
+            self.config.broker_role = store_config.broker_role = BrokerRole.SLAVE
+        self.replicas = ReplicasManager(self, root) if self.config.enable_controller_mode else None
         self.store = MessageStore(store_config)
         self.topic_config_manager = TopicConfigManager(self.config, root, on_change=self._topics_changed)
         self.consumer_offset_manager = ConsumerOffsetManager(root, slave=self.is_slave)
@@ -351,6 +357,8 @@ class BrokerController:
             self.scheduler.schedule_periodic(config.slave_sync_interval / 1000, self.slave_sync.sync_all)
             self.scheduler.schedule_periodic(MASTER_LOOKUP_INTERVAL, self.slave_sync.look_for_master, initial_delay=0)
         self.scheduler.start()
+        if self.replicas is not None:
+            self.replicas.start()
         log.info(
             "broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",
             config.broker_name,
@@ -368,6 +376,8 @@ class BrokerController:
             if not self._started:
                 return
             self._started = False
+            if self.replicas is not None:
+                self.replicas.shutdown()
             self.scheduler.shutdown()
             try:
                 self.namesrv_api.unregister_all(
@@ -431,6 +441,8 @@ class BrokerController:
         of the answers. Never blocks the event loop unless ``wait`` (start-up)."""
         if not self._started:
             return []
+        if self.replicas is not None and not self.replicas.role_decided.is_set():
+            return []  # neither master nor slave until the controllers say which
         config = self.config
         futures = self.namesrv_api.register_all(
             self._namesrv_addrs,
@@ -443,6 +455,7 @@ class BrokerController:
             wait=wait,
             on_answer=self.slave_sync.on_register_answer if self.is_slave else self.role.on_register_answer,
             epoch=None if self.is_slave else self.store.epoch,
+            controller_mode=self.replicas is not None,
         )
         if self.store.ha_client is not None:
             for future in futures:
@@ -456,6 +469,8 @@ class BrokerController:
         if ha_client is None or self.store_config.ha_master_address or future.exception() is not None:
             return
         response = future.result()
+        if self.replicas is not None and not self.replicas.follows(response.ext_fields.get("masterAddr")):
+            return
         if response.code == ResponseCode.SUCCESS:
             ha_client.update_master_address(response.ext_fields.get("haServerAddr") or None)
 
@@ -617,4 +632,5 @@ def _serves_every_processor(c: BrokerController) -> None:
     p: services.MetricsServices = c
     q: RoleServices = c
     r: TransactionServices = c
-    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r))
+    s: ReplicasServices = c
+    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s))

@@ -703,13 +703,23 @@ def broker_ha_verify(admin: AdminClient, as_json: bool, broker_name: str, range_
     show_default=True,
     help="The role it takes (SYNC_MASTER: sends wait for a slave, so they degrade until one joins).",
 )
-def broker_promote(admin: AdminClient, as_json: bool, broker_name: str, broker_id: int, role: str) -> None:
+@click.option(
+    "--controller",
+    metavar="HOST:PORT;HOST:PORT",
+    default=None,
+    help="Controller mode: ask these controllers to elect it (default: the controllers the broker names).",
+)
+def broker_promote(
+    admin: AdminClient, as_json: bool, broker_name: str, broker_id: int, role: str, controller: str | None
+) -> None:
     """Make slave --broker-id of BROKER its master now, with a new epoch: it stops replicating, takes
     sends and registers as master, so clients move to it within one route refresh. Restart the old
     master as a slave (brokerRole=SLAVE, brokerId>0): it drops what the new master never had.
     Without cluster credentials a master that still runs keeps its route: then this says so and
-    exits 1 (the promoted one takes the route once the old master is gone)."""
-    promotion = admin.promote(broker_name, broker_id, role)
+    exits 1 (the promoted one takes the route once the old master is gone). In controller mode the
+    controllers are asked to elect it (CONTROLLER_ELECT_MASTER with designateElect: it must be alive
+    and in the sync state set); the old master follows it as a slave by itself."""
+    promotion = admin.promote(broker_name, broker_id, role, controller)
     routed = admin.broker_addrs(broker_name).get(MASTER_ID)
     if routed != promotion.addr:
         raise AdminError(
