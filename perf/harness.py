@@ -34,6 +34,7 @@ from pathlib import Path
 import orjson
 
 from rmq.client.admin_client import AdminClient
+from rmq.errors import AdminError, RemotingError, ResponseError
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.net.codec_py import encode
 from rmq.net.frame import FLAG_ONEWAY
@@ -41,8 +42,10 @@ from rmq.perf.procs import (
     BROKER_PORT_KEYS,
     LOOPBACK,
     broker_settings,
+    free_port,
     start_broker_process,
     start_namesrv,
+    wait_listening,
     wait_until,
 )
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
@@ -612,3 +615,262 @@ def hold_forged_registration(
                     routes.append(route)
                 time.sleep(0.02)
     return ForgeReport(round(time.monotonic() - started, 1), forged, sends_ok, refusals, routes)
+
+
+# -- controller mode (issue 27): controllers, a name server and a broker set they decide -------------
+
+# Small timeouts: a test's failover takes seconds, not RocketMQ's 10 s heartbeat timeout and 5 s polls.
+# allAckInSyncStateSet: a send is acknowledged once the whole sync state set holds it, so that a paused
+# master, its slaves gone to a newer one, acknowledges nothing (with inSyncReplicas=1 it would ack
+# alone); a slave out of touch leaves the set after haMaxTimeSlaveNotCatchup.
+CONTROLLER_MODE_BROKER_SETTINGS = {
+    "allAckInSyncStateSet": "true",
+    "haMaxTimeSlaveNotCatchup": "2000",
+    "controllerHeartBeatTimeoutMills": "2000",
+    "syncBrokerMetadataPeriod": "1000",
+    "checkSyncStateSetPeriod": "1000",
+    "syncControllerMetadataPeriod": "2000",
+    "registerNameServerPeriod": "1000",
+}
+CONTROLLER_SCAN_INTERVAL_MS = 200
+CONTROLLER_MODE_BROKER = "broker-c"
+
+
+@dataclasses.dataclass
+class ControllerProcess:
+    """One ``rmq-controller`` of a group: what to start it again with (same store, same ports)."""
+
+    argv: list[str]
+    port: int
+    log_path: Path
+    proc: subprocess.Popen | None = None
+
+    @property
+    def addr(self) -> str:
+        return f"{LOOPBACK}:{self.port}"
+
+    def start(self, spawn) -> None:
+        with open(self.log_path, "ab") as log:
+            self.proc = spawn(*self.argv, stderr=log)
+        wait_listening(self.proc, self.port, "rmq-controller")
+
+    def kill(self) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signal.SIGKILL)
+        self.proc.wait(10)
+
+
+def start_controllers(spawn, root: Path, count: int, *args: str) -> list[ControllerProcess]:
+    """``count`` ``rmq-controller`` processes forming one Raft group, each with its store under
+    ``root`` and its stderr in ``root/controller-n<i>.log``, started and listening. ``args``: more
+    options of each."""
+    raft_ports = [free_port() for _ in range(count)]
+    peers = ";".join(f"n{i}-{LOOPBACK}:{port}" for i, port in enumerate(raft_ports))
+    started = []
+    for i in range(count):
+        port = free_port()
+        settings = {
+            "controllerDLegerPeers": peers,
+            "controllerDLegerSelfId": f"n{i}",
+            "controllerStorePath": str(root / f"controller-n{i}"),
+            "scanNotActiveBrokerInterval": str(CONTROLLER_SCAN_INTERVAL_MS),
+        }
+        argv = ["-m", "rmq.cli.controller", "--host", LOOPBACK, "--port", str(port), "--log-level", "WARNING"]
+        for key, value in settings.items():
+            argv += ["--set", f"{key}={value}"]
+        controller = ControllerProcess([*argv, *args], port, root / f"controller-n{i}.log")
+        controller.start(spawn)
+        started.append(controller)
+    return started
+
+
+class ControllerModeSet:
+    """Controllers (a Raft group), a name server and one broker set in controller mode, all real
+    processes; brokers are named "b0", "b1", ... and keep their store and ports across restarts."""
+
+    def __init__(
+        self,
+        spawn,
+        root: Path,
+        brokers: int = 3,
+        controllers: int = 1,
+        credentials: tuple[str, str] | None = None,
+        **extra: str,
+    ):
+        """``extra``: settings of every broker; ``credentials``: the cluster account (access key,
+        secret key) every process runs with (registrations and controller writes signed)."""
+        self.spawn = spawn
+        self.root = root
+        self.controller_count = controllers
+        self.credentials = credentials
+        account = {"clusterAccessKey": credentials[0], "clusterSecretKey": credentials[1]} if credentials else {}
+        self.client = RemotingClient()
+        self.admin: AdminClient | None = None
+        self.namesrv_addr = ""
+        self.controllers: list[ControllerProcess] = []
+        self.settings: dict[str, dict[str, str]] = {}
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.paused: set[str] = set()
+        self.runs: dict[str, int] = {}
+        for i in range(brokers):
+            name = f"b{i}"
+            (root / name).mkdir(parents=True, exist_ok=True)
+            settings = broker_settings(
+                root / name,
+                **{
+                    **CLUSTER_BROKER_SETTINGS,
+                    **CONTROLLER_MODE_BROKER_SETTINGS,
+                    "brokerName": CONTROLLER_MODE_BROKER,
+                    "enableControllerMode": "true",
+                    **account,
+                    **extra,
+                },
+            )
+            del settings["namesrvListenPort"]
+            self.settings[name] = settings
+            self.runs[name] = 0
+
+    @property
+    def controller_addr(self) -> str:
+        return ";".join(c.addr for c in self.controllers)
+
+    def addr(self, name: str) -> str:
+        return f"{LOOPBACK}:{self.settings[name]['listenPort']}"
+
+    def name_of(self, addr: str) -> str:
+        return next(name for name in self.settings if self.addr(name) == addr)
+
+    def log_path(self, name: str) -> Path:
+        return self.root / f"{name}-{self.runs[name]}.log"
+
+    def start(self) -> ControllerModeSet:
+        self.client.start()
+        key, secret = self.credentials or ("", "")
+        namesrv_args = ("--cluster-access-key", key, "--cluster-secret-key", secret) if self.credentials else ()
+        _, self.namesrv_addr = start_namesrv(self.spawn, *namesrv_args)
+        self.admin = AdminClient(self.namesrv_addr, timeout=3.0, credentials=self.credentials).__enter__()
+        account = ("--set", f"clusterAccessKey={key}", "--set", f"clusterSecretKey={secret}")
+        if not self.credentials:
+            account = ()
+        self.controllers = start_controllers(self.spawn, self.root, self.controller_count, *account)
+        for settings in self.settings.values():
+            settings["controllerAddr"] = self.controller_addr
+        for name in self.settings:
+            self.start_broker(name)
+        self.wait_set(len(self.settings))
+        return self
+
+    def close(self) -> None:
+        for name in list(self.paused):
+            self.resume(name)
+        if self.admin is not None:
+            self.admin.__exit__(None, None, None)
+        self.client.shutdown()
+
+    def start_broker(self, name: str) -> None:
+        self.runs[name] += 1
+        with open(self.log_path(name), "wb") as log:
+            self.procs[name], _ = start_broker_process(
+                self.spawn, self.settings[name], self.namesrv_addr, extra_args=("--log-level", "INFO"), stderr=log
+            )
+
+    def kill(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGKILL)
+        self.procs[name].wait(10)
+
+    def pause(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGSTOP)
+        self.paused.add(name)
+
+    def resume(self, name: str) -> None:
+        self.procs[name].send_signal(signal.SIGCONT)
+        self.paused.discard(name)
+
+    def controller_leader(self) -> int:
+        """The index of the controller that leads."""
+        assert self.admin is not None
+        leader = self.admin.controller_leader(self.controller_addr)
+        return next(i for i, c in enumerate(self.controllers) if c.addr == leader)
+
+    def routes(self) -> dict[int, str]:
+        """The broker set's addresses as the name server routes them (0: the master)."""
+        assert self.admin is not None
+        return self.admin.broker_addrs(CONTROLLER_MODE_BROKER)
+
+    def master(self) -> str | None:
+        """The broker the name server routes as master."""
+        addr = self.routes().get(MASTER_ID)
+        return self.name_of(addr) if addr else None
+
+    def runtime(self, name: str) -> dict[str, str]:
+        assert self.admin is not None
+        return self.admin.broker_runtime_info(self.addr(name))
+
+    def wait_set(self, brokers: int, timeout: float = 30.0) -> str:
+        """Until the name server routes a master and ``brokers`` - 1 slaves; the master's name."""
+        wait_until(
+            lambda: MASTER_ID in self.routes() and len(self.routes()) == brokers,
+            timeout,
+            lambda: f"a master and {brokers - 1} slaves routed (routes: {self.routes()})",
+            0.05,
+        )
+        master = self.master()
+        assert master is not None
+        return master
+
+    def send(self, name: str, body: bytes, timeout: float = 5.0) -> RemotingCommand:
+        return self.client.invoke_sync(self.addr(name), send_request(TOPIC, body, keys=body.decode()), timeout)
+
+    def create_topic(self) -> None:
+        """TOPIC on the master; the slaves copy it (slaveSyncInterval)."""
+        master = self.master()
+        assert master is not None
+        answer = self.client.invoke_sync(self.addr(master), update_topic_request(TOPIC, QUEUES), 5)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+
+    def bodies_on(self, name: str) -> set[bytes]:
+        return bodies_in(self.client, self.addr(name))
+
+    def new_master(self, old: str, timeout: float = 20.0) -> str:
+        """Until the name server routes a master other than ``old``; its name."""
+
+        def other() -> str | None:
+            master = self.master()
+            return master if master not in (None, old) else None
+
+        return wait_until(other, timeout, lambda: f"a master other than {old} routed ({self.routes()})", 0.02)
+
+    def wait_in_sync(self, timeout: float = 30.0) -> None:
+        """Until the controllers count every broker in the sync state set (each may be elected)."""
+        assert self.admin is not None
+        admin = self.admin
+
+        def in_sync() -> set[int]:
+            try:
+                _, info = admin.sync_state(self.controller_addr, CONTROLLER_MODE_BROKER)
+            except (AdminError, RemotingError, ResponseError):
+                return set()  # the controllers are electing a leader
+            return {r.broker_id for r in info.in_sync}
+
+        wait_until(
+            lambda: len(in_sync()) == len(self.settings),
+            timeout,
+            lambda: f"every broker in the sync state set (it holds {sorted(in_sync())})",
+            0.05,
+        )
+
+    def wait_converged(self, timeout: float = 30.0) -> int:
+        """Until every slave's CommitLog ends where the master's does, byte-identical
+        (``rmq-admin broker ha-verify``); that end."""
+        master = self.master()
+        assert master is not None and self.admin is not None
+        slaves = [self.name_of(addr) for i, addr in self.routes().items() if i != MASTER_ID]
+
+        def caught_up() -> bool:
+            end = self.runtime(master)["commitLogMaxOffset"]
+            return all(self.runtime(name)["commitLogMaxOffset"] == end for name in slaves)
+
+        wait_until(caught_up, timeout, f"{slaves} caught up with {master}", 0.05)
+        checks = self.admin.verify_replicas(CONTROLLER_MODE_BROKER, 1 << 20)
+        assert checks and all(c.identical and c.verified_to == c.master_max_offset for c in checks), checks
+        return checks[0].verified_to

@@ -265,6 +265,17 @@ FIXED = (
     ("HA master (ASYNC_MASTER): polls while bytes keep coming, every", "rmq.store.ha", "ASYNC_NEW_DATA_POLL", "s"),
     ("HA slave: reconnect backoff from", "rmq.store.ha", "RECONNECT_MIN", "s"),
     ("HA slave: reconnect backoff up to", "rmq.store.ha", "RECONNECT_MAX", "s"),
+    ("controller: a change not committed within this is answered SYSTEM_ERROR", "rmq.controller.processor",
+     "COMMIT_TIMEOUT", "s"),
+    ("controller: a heartbeat without heartbeatTimeoutMills lasts", "rmq.protocol.controller",
+     "HEARTBEAT_TIMEOUT_MILLIS_DEFAULT", "ms"),
+    ("controller Raft: a follower stands for election after silence of at least", "rmq.controller.raft",
+     "RAFT_MIN_TIMEOUT", "s"),
+    ("controller Raft: ... and at most", "rmq.controller.raft", "RAFT_MAX_TIMEOUT", "s"),
+    ("controller Raft: the leader pings every", "rmq.controller.raft", "APPEND_ENTRIES_PERIOD", "s"),
+    ("controller Raft: a leader cut off from the majority steps down after", "rmq.controller.raft",
+     "LEADER_FALLBACK_TIMEOUT", "s"),
+    ("controller Raft: a lost member is dialled again every", "rmq.controller.raft", "CONNECTION_RETRY_TIME", "s"),
 )  # fmt: skip
 
 CLIENT_CONFIGS = (
@@ -295,11 +306,12 @@ def _plain_default(value: Any) -> str:
 
 
 def _settings_table(section_name: str) -> list[str]:
-    from rmq.settings import NAMESRV_SETTINGS, SETTINGS
+    from rmq.settings import CONTROLLER_SETTINGS, NAMESRV_SETTINGS, SETTINGS
 
     home = os.path.expanduser("~")
     lines = ["| key | default | value | what |", "|---|---|---|---|"]
-    for s in (NAMESRV_SETTINGS if section_name == "namesrv" else SETTINGS).values():
+    table = {"namesrv": NAMESRV_SETTINGS, "controller": CONTROLLER_SETTINGS}.get(section_name, SETTINGS)
+    for s in table.values():
         if s.section != section_name:
             continue
         if s.default is None:
@@ -334,6 +346,8 @@ def render_defaults() -> str:
     out = ["", "## Broker", "", *_settings_table("broker"), "", "## Store", "", *_settings_table("store")]
     out += ["", "## Name server", "", "`rmq-namesrv -c namesrv.conf --set key=value` (`-p` prints them):", ""]
     out += _settings_table("namesrv")
+    out += ["", "## Controller", "", "`rmq-controller -c controller.conf --set key=value` (`-p` prints them):", ""]
+    out += _settings_table("controller")
     out += ["", "## Client SDK", "", "Keyword options of `rmq.client`'s classes (seconds, not ms).", ""]
     for module, name, who in CLIENT_CONFIGS:
         out += [f"### {name}: {who}", "", *_config_table(module, name), ""]

@@ -7,10 +7,11 @@ import dataclasses
 import pytest
 
 from rmq.broker.config import BrokerConfig
+from rmq.controller import ControllerSettings
 from rmq.errors import ConfigError
 from rmq.namesrv import NamesrvConfig, NamesrvSettings
 from rmq.net.server import ConnectionLimits
-from rmq.settings import NAMESRV_SETTINGS, SETTINGS, load_settings, lookup
+from rmq.settings import CONTROLLER_SETTINGS, NAMESRV_SETTINGS, SETTINGS, load_settings, lookup
 from rmq.store import FlushDiskType, MessageStoreConfig
 
 CONFIGS = (BrokerConfig, MessageStoreConfig)
@@ -27,12 +28,19 @@ def test_every_declared_setting_is_a_field_and_every_field_is_declared():
     assert used == set(SETTINGS), f"declared but used by no config: {set(SETTINGS) - used}"
 
 
-def test_every_name_server_setting_is_a_field_of_its_settings_and_back():
-    fields = {f.metadata["setting"].key: f for f in NamesrvSettings.settings_fields()}
-    assert set(fields) == set(NAMESRV_SETTINGS)
+@pytest.mark.parametrize(
+    "settings, table", [(NamesrvSettings, NAMESRV_SETTINGS), (ControllerSettings, CONTROLLER_SETTINGS)]
+)
+def test_every_name_server_and_controller_setting_is_a_field_of_its_settings_and_back(settings, table):
+    fields = {f.metadata["setting"].key: f for f in settings.settings_fields()}
+    assert set(fields) == set(table)
     for key, field in fields.items():
-        assert field.metadata["setting"] is NAMESRV_SETTINGS[key] and field.name == NAMESRV_SETTINGS[key].attr
-        assert NAMESRV_SETTINGS[key].check(NAMESRV_SETTINGS[key].default) == NAMESRV_SETTINGS[key].default
+        # a field declared once for several roles (rmq.settings.ServerSettings) carries one table's
+        # declaration: it must read and default the same in this one
+        declared = field.metadata["setting"]
+        assert field.name == table[key].attr
+        assert type(declared.kind) is type(table[key].kind) and declared.default == table[key].default, key
+        assert table[key].check(table[key].default) == table[key].default
 
 
 def test_a_name_server_and_a_broker_share_the_server_keys_but_not_listen_port():

@@ -35,6 +35,7 @@ from typing import Any, ClassVar, TypeVar
 
 from rmq.errors import ConfigError
 from rmq.protocol.acl import ClusterAuthMode
+from rmq.protocol.controller import parse_peers
 from rmq.protocol.message import MAX_MESSAGE_SIZE, topic_error
 from rmq.protocol.perm import PERM_ALL, PERM_READ, PERM_WRITE
 from rmq.protocol.route import MASTER_ID
@@ -278,6 +279,14 @@ def _address(value: str) -> str | None:
     return None
 
 
+def _controller_peers(value: str) -> str | None:
+    try:
+        parse_peers(value)
+    except ValueError as e:
+        return f"must be controller peers id-host:port separated by ';': {e}"
+    return None
+
+
 def _hours(value: str) -> str | None:
     hours = [h.strip() for h in value.split(";")]
     if not all(h.isdigit() and 0 <= int(h) <= 23 for h in hours):
@@ -383,10 +392,14 @@ class SettingsTable(dict[str, Setting]):
 SETTINGS = SettingsTable("rmq-broker")
 #: the name server's settings (rmq-namesrv), declared after the broker's: it shares several
 NAMESRV_SETTINGS = SettingsTable("rmq-namesrv")
+#: a controller's settings (rmq-controller); a name server with enableControllerInNamesrv reads them too
+CONTROLLER_SETTINGS = SettingsTable("rmq-controller")
 # RocketMQ's name server port (NamesrvStartup's listenPort), where clients and brokers look by default
 DEFAULT_NAMESRV_PORT = 9876
 #: where the SDK and rmq-admin look for a name server when given no address
 DEFAULT_NAMESRV_ADDR = f"127.0.0.1:{DEFAULT_NAMESRV_PORT}"
+# RocketMQ 5.x's controller port (ControllerStartup's listenPort)
+DEFAULT_CONTROLLER_PORT = 9878
 
 
 def _section(name: str, *settings: Setting) -> None:
@@ -556,6 +569,18 @@ _section(
             "bytes a slave may lag before SYNC_MASTER sends are answered SLAVE_NOT_AVAILABLE at once"),
     Setting("slaveTimeout", _POSITIVE_MS, 3000,
             "ms a SYNC_MASTER send waits for a slave's ack before FLUSH_SLAVE_TIMEOUT"),
+    # controller mode's sync state set (RocketMQ 5.x's MessageStoreConfig; docs/controller.md)
+    Setting("inSyncReplicas", Int(1), 1,
+            "controller mode, SYNC_MASTER: brokers of the sync state set, the master counted, that hold a "
+            "send before it is answered (1: the master alone)"),
+    Setting("minInSyncReplicas", Int(1), 1,
+            "controller mode, SYNC_MASTER: a sync state set smaller than this answers sends "
+            "SLAVE_NOT_AVAILABLE at once, and no send is answered with fewer brokers holding it"),
+    Setting("allAckInSyncStateSet", Bool(), False,
+            "controller mode, SYNC_MASTER: a send is answered once every broker of the sync state set holds it "
+            "(inSyncReplicas ignored)"),
+    Setting("haMaxTimeSlaveNotCatchup", _POSITIVE_MS, 15_000,
+            "ms since a slave last had all of its master's CommitLog after which it is out of the sync state set"),
 )
 
 # Access control (RocketMQ 4.x plain ACL: rmq.broker.acl). 4.x reads ${ROCKETMQ_HOME}/conf/plain_acl.yml.
@@ -638,6 +663,30 @@ _section(
     Setting("metricsPromExporterPort", _PORT, 5557, "the port of the Prometheus endpoint (GET /metrics)"),
 )
 
+# Controller mode (RocketMQ 5.x's BrokerConfig keys and defaults; docs/controller.md): the controllers
+# elect this broker set's master, rmq.broker.replicas follows them.
+_section(
+    "broker",
+    Setting("enableControllerMode", Bool(), False,
+            "let the controllers (controllerAddr) decide this broker's role and id: brokerRole and "
+            "brokerId are not used; it takes sends once they made it master"),
+    Setting("controllerAddr", Text(optional=True, validate=_addresses, expected="host:port;host:port"), None,
+            "the controllers' remoting addresses, 'host:port;host:port' (enableControllerMode)"),
+    Setting("syncBrokerMetadataPeriod", _POSITIVE_MS, 5000,
+            "ms between a broker's asks of its set's master and epoch (CONTROLLER_GET_REPLICA_INFO): a "
+            "lost role-change notice delays a switch by at most this"),
+    Setting("checkSyncStateSetPeriod", _POSITIVE_MS, 5000,
+            "ms between a master's comparisons of its in-sync slaves with the sync state set the "
+            "controllers hold (it asks them to alter it when the two differ)"),
+    Setting("syncControllerMetadataPeriod", _POSITIVE_MS, 10_000,
+            "ms between a broker's asks of which controller leads (CONTROLLER_GET_METADATA_INFO)"),
+    Setting("controllerHeartBeatTimeoutMills", _POSITIVE_MS, 10_000,
+            "ms without this broker's heartbeat after which the controllers count it gone (and elect "
+            "another master if it was the master); it heartbeats every second"),
+    Setting("brokerElectionPriority", Int(), 2**31 - 1,
+            "the controllers prefer the lowest among candidates of equal epoch and log length"),
+)
+
 # The name server's (rmq-namesrv -c namesrv.conf, --set): RocketMQ's NamesrvConfig and NettyServerConfig
 # keys. What it serves connections with, TLS and the cluster account are the broker's keys, meaning the
 # same; a broker's embedded name server takes its broker's values of those.
@@ -667,6 +716,54 @@ NAMESRV_SETTINGS.declare(
     dataclasses.replace(SETTINGS["clusterAuthMode"],
                         help="with clusterAccessKey: enforcing refuses unsigned writes; permissive takes them "
                         "and logs who sent them (the upgrade path)"),
+)
+
+# A controller's (rmq-controller -c controller.conf; docs/controller.md): RocketMQ 5.x's ControllerConfig
+# keys. RocketMQ's name server reads them from its own file when enableControllerInNamesrv is set, so
+# the name server's table holds them too, with the same meaning (scanNotActiveBrokerInterval is then
+# both the name server's scan and the controller's, as in RocketMQ where both configs read the key).
+_CONTROLLER_RAFT = (
+    Setting("controllerDLegerGroup", Text(), "DefaultControllerGroup",
+            "the name of the controllers' Raft group (every member the same)"),
+    Setting("controllerDLegerPeers", Text(validate=_controller_peers, expected="n0-host:port;n1-host:port"),
+            "n0-127.0.0.1:9877",
+            "every member's Raft address, n0-host:port;n1-host:port;...: 1, 3 or 5 members, the same on each "
+            "(the Raft port is not listenPort: brokers and tools never use it)"),
+    Setting("controllerDLegerSelfId", Text(), "n0", "this member's id in controllerDLegerPeers"),
+    Setting("controllerStorePath", Text(), os.path.join(os.path.expanduser("~"), "DLedgerController"),
+            "the directory of this member's Raft journal and full dump (the replicated broker sets)"),
+    Setting("electMasterMaxRetryCount", Int(1), 3,
+            "times the leader tries an election its scan asked for before it waits for the next scan"),
+    Setting("enableElectUncleanMaster", Bool(), False,
+            "elect from any alive broker of the set when none of its sync state set is alive (it may lack "
+            "acknowledged messages)"),
+    Setting("notifyBrokerRoleChanged", Bool(), True,
+            "tell the alive brokers of a set of its new master at once (NOTIFY_BROKER_ROLE_CHANGED); they "
+            "also poll"),
+)
+CONTROLLER_SETTINGS.declare(
+    "controller",
+    Setting("listenPort", _PORT, DEFAULT_CONTROLLER_PORT,
+            "the port brokers and rmq-admin speak remoting to (0: a free one)"),
+    dataclasses.replace(NAMESRV_SETTINGS["bindAddress"]),
+    dataclasses.replace(NAMESRV_SETTINGS["scanNotActiveBrokerInterval"], default=5000,
+                        help="ms between the leader's scans for masters whose heartbeats stopped"),
+    *_CONTROLLER_RAFT,
+    *(NAMESRV_SETTINGS[key] for key in (
+        "serverChannelMaxIdleTimeSeconds", "serverMaxConnections", "serverSocketBacklog",
+        "serverFrameTimeoutSeconds", "serverMaxPendingWriteBytes", "tlsEnable", "tlsServerMode",
+        "tlsServerCertPath", "tlsServerKeyPath")),
+    dataclasses.replace(SETTINGS["clusterAccessKey"],
+                        help="the cluster account (the brokers' clusterAccessKey): what brokers ask a controller "
+                        "to change, and their heartbeats, must be signed by it (plain ACL); reads stay open"),
+    SETTINGS["clusterSecretKey"],
+    NAMESRV_SETTINGS["clusterAuthMode"],
+)
+NAMESRV_SETTINGS.declare(
+    "namesrv",
+    Setting("enableControllerInNamesrv", Bool(), False,
+            "run a controller in this name server, on its listenPort, with the controller keys below"),
+    *_CONTROLLER_RAFT,
 )
 
 # fmt: on
@@ -754,6 +851,40 @@ def setting(key: str, table: SettingsTable = SETTINGS) -> Any:
     declared = table[key]
     # a secret stays out of the config's repr, and so out of any log line or traceback showing it
     return dataclasses.field(default=declared.default, metadata={"setting": declared}, repr=not declared.secret)
+
+
+@dataclasses.dataclass
+class ServerSettings:
+    """The fields of a role's remoting server, one declaration for the three roles that have one
+    (BrokerConfig, NamesrvSettings, ControllerSettings): connection limits, TLS, the cluster account.
+    ``rmq.net.server_config.ServerConfig`` turns them into what a RemotingServer takes."""
+
+    server_channel_max_idle_time_seconds: int = setting("serverChannelMaxIdleTimeSeconds")
+    server_max_connections: int | None = setting("serverMaxConnections")
+    server_socket_backlog: int = setting("serverSocketBacklog")
+    server_frame_timeout_seconds: int = setting("serverFrameTimeoutSeconds")
+    server_max_pending_write_bytes: int = setting("serverMaxPendingWriteBytes")
+    tls_enable: bool = setting("tlsEnable")
+    tls_server_mode: TlsMode = setting("tlsServerMode")
+    tls_server_cert_path: str | None = setting("tlsServerCertPath")
+    tls_server_key_path: str | None = setting("tlsServerKeyPath")
+    cluster_access_key: str | None = setting("clusterAccessKey")
+    cluster_secret_key: str | None = setting("clusterSecretKey")
+    cluster_auth_mode: ClusterAuthMode = setting("clusterAuthMode")
+
+
+@dataclasses.dataclass
+class ControllerRaftSettings:
+    """The fields of a controller's Raft group and elections, one declaration for ``rmq-controller``'s
+    settings and a name server's (enableControllerInNamesrv)."""
+
+    controller_d_leger_group: str = setting("controllerDLegerGroup", CONTROLLER_SETTINGS)
+    controller_d_leger_peers: str = setting("controllerDLegerPeers", CONTROLLER_SETTINGS)
+    controller_d_leger_self_id: str = setting("controllerDLegerSelfId", CONTROLLER_SETTINGS)
+    controller_store_path: str = setting("controllerStorePath", CONTROLLER_SETTINGS)
+    elect_master_max_retry_count: int = setting("electMasterMaxRetryCount", CONTROLLER_SETTINGS)
+    enable_elect_unclean_master: bool = setting("enableElectUncleanMaster", CONTROLLER_SETTINGS)
+    notify_broker_role_changed: bool = setting("notifyBrokerRoleChanged", CONTROLLER_SETTINGS)
 
 
 _View = TypeVar("_View", bound="SettingsView")

@@ -383,3 +383,28 @@ def test_a_send_the_lane_serves_wakes_an_idle_replication_stream(start_broker, m
             assert answer.code == ResponseCode.SUCCESS, answer.remark
             assert broker.send_lane.served == served + by_lane
             wait_until(slave_has_all, 10, "the slave got the send")
+
+
+def test_a_sync_master_answers_its_sends_by_the_sync_state_set(start_broker):
+    """Controller mode's rule reaches the sends, on the lane and on the processor: a SYNC_MASTER
+    without a slave answers SLAVE_NOT_AVAILABLE (no slave in sync), and SUCCESS once its sync state
+    set is itself alone (inSyncReplicas 1: the master alone holds a send), then SLAVE_NOT_AVAILABLE
+    again when minInSyncReplicas asks for more brokers than the set has."""
+    broker = start_broker(brokerRole="SYNC_MASTER", haListenPort=str(free_port()), minInSyncReplicas="1")
+    create_topic(broker, "Replicated")
+    header = b'{"code":%d,"opaque":%%d,"flag":0,"extFields":{"a":"P","b":"Replicated","e":"0"}}' % (
+        RequestCode.SEND_MESSAGE_V2
+    )
+    with RawConnection(broker.config.listen_port) as producer:
+
+        def send(opaque: int) -> int:
+            producer.send(raw_frame(header % opaque, b"held by the set"))
+            (answer,) = producer.read_commands(1)
+            return answer.code
+
+        assert send(1) == ResponseCode.SLAVE_NOT_AVAILABLE
+        broker.store.set_sync_state_set(frozenset({1}))
+        assert [send(opaque) for opaque in (2, 3)] == [ResponseCode.SUCCESS] * 2
+        broker.store.config.min_in_sync_replicas = 2
+        broker.store.set_sync_state_set(frozenset({1}))
+        assert send(4) == ResponseCode.SLAVE_NOT_AVAILABLE

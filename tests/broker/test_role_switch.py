@@ -19,10 +19,15 @@ from click.testing import CliRunner
 
 from rmq.cli.admin import main as admin_main
 from rmq.client.admin_client import AdminClient
+from rmq.net import RemotingClient
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.route import MASTER_ID
+from rmq.store.digest import commit_log_digests
+from rmq.store.epoch import EpochEntry
 from tests.helpers import wait_until
+from tests.helpers.broker import create_topic, messages_in, put
 from tests.helpers.failover import BROKER_NAME, FailoverPair
+from tests.helpers.requests import call, send_request
 
 ROUNDS = int(os.environ.get("RMQ_FAILOVER_ROUNDS", "20"))
 
@@ -109,3 +114,76 @@ def test_without_credentials_a_live_master_keeps_its_route_and_is_not_fenced(spa
         assert pair.send(b, b"two") == ResponseCode.SUCCESS
     finally:
         pair.close()
+
+
+# -- controller mode: roles switched by epoch (rmq.broker.role's become_master / become_slave) --------
+
+
+def test_controller_roles_switch_by_epoch_and_a_demoted_master_rejoins_cut_to_the_common_point(
+    start_broker, tmp_path: Path
+):
+    """What the controllers' decisions do to two brokers of a set: the slave becomes master in the
+    controllers' epoch (not its own next one); the old master, demoted while it still runs, refuses
+    the next send at once, cuts what it took that its successor never had, and then holds a
+    byte-identical log, replicated under its own broker id."""
+    a = start_broker(storePathRootDir=str(tmp_path / "a"), brokerRole="ASYNC_MASTER", autoCreateTopicEnable="true")
+    b = start_broker(
+        storePathRootDir=str(tmp_path / "b"),
+        brokerRole="SLAVE",
+        brokerId="1",
+        namesrvAddr=a.config.namesrv_addr,
+        haSendHeartbeatInterval="200",
+    )
+    create_topic(a, "TopicA")
+    for i in range(20):
+        put(a, "TopicA", b"before-%d" % i)
+    wait_until(lambda: b.store.get_max_phy_offset() == a.store.get_max_phy_offset(), 10, "b replicated a")
+    common = a.store.get_max_phy_offset()
+
+    entry = b.role.become_master(5, False)
+    assert (entry.epoch, entry.start_offset) == (5, common)
+    assert b.store.epochs.entries == [EpochEntry(1, 0), EpochEntry(5, common)]
+    assert b.role.become_master(5, False) == entry  # the controllers say it again: nothing changes
+    with pytest.raises(ValueError, match="already holds epoch 5"):
+        b.role.become_master(4, False)
+    for i in range(10):
+        put(a, "TopicA", b"diverged-%d" % i)  # the old master, not yet told
+    for i in range(5):
+        put(b, "TopicA", b"after-%d" % i)
+
+    a.config.broker_id = 2  # the controllers' id for it, which it names to its new master
+    a.role.become_slave(b.broker_addr, f"127.0.0.1:{b.store.config.ha_listen_port}", 5)
+    with RemotingClient() as client:
+        refused = call(client, a.broker_addr, send_request("TopicA", b"too late"))
+    assert refused.code == ResponseCode.SERVICE_NOT_AVAILABLE, refused.remark
+    a.role.become_slave(b.broker_addr, f"127.0.0.1:{b.store.config.ha_listen_port}", 5)  # idempotent
+
+    def identical() -> bool:
+        end = b.store.get_max_phy_offset()
+        return a.store.get_max_phy_offset() == end and commit_log_digests(
+            a.store, 0, end, 64 * 1024
+        ) == commit_log_digests(b.store, 0, end, 64 * 1024)
+
+    wait_until(identical, 10, "the demoted master holds the new master's log")
+    bodies = {m.body for m in messages_in(a, "TopicA")}
+    assert {b"before-%d" % i for i in range(20)} | {b"after-%d" % i for i in range(5)} == bodies
+    assert a.store.epochs.entries == b.store.epochs.entries
+    assert b.store.ha_service is not None
+    # its ack of the last byte may still be on its way
+    wait_until(lambda: b.store.ha_service.in_sync_slave_ids() == {2}, 5, "a in b's sync state")
+
+    # b restarted as the controllers start their brokers (a slave), and named master of its own
+    # epoch again (elected before its restart): it goes on in that term, the entry as it was
+    b.shutdown()
+    b = start_broker(
+        storePathRootDir=str(tmp_path / "b"),
+        brokerRole="SLAVE",
+        brokerId="1",
+        namesrvAddr=a.config.namesrv_addr,
+        autoCreateTopicEnable="true",
+    )
+    assert b.role.become_master(5, False) == EpochEntry(5, common)
+    assert b.store.epochs.entries == [EpochEntry(1, 0), EpochEntry(5, common)]
+    with RemotingClient() as client:
+        again = call(client, b.broker_addr, send_request("TopicA", b"again"))
+    assert again.code == ResponseCode.SUCCESS, again.remark

@@ -10,7 +10,8 @@ from rmq.client import Message, Producer
 from rmq.errors import ClientError, RemotingConnectError, RemotingError
 from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.net import RemotingClient
-from tests.helpers import free_port
+from tests.helpers import free_port, wait_until
+from tests.helpers.broker import InProcessBrokers, create_topic, messages_in
 from tests.helpers.requests import register_broker_request
 
 
@@ -89,3 +90,33 @@ def test_dead_brokers_are_each_tried_then_the_send_fails_quickly(namesrv, regist
         future = producer.send_async(Message("T", b"y"))
         with pytest.raises(RemotingConnectError):
             future.result(5)
+
+
+def test_a_send_finds_the_new_master_of_a_broker_set_without_waiting_for_the_route_poll(namesrv, tmp_path):
+    """A broker set's master moves (a failover: the old one gone, another registered as master of
+    the name): the producer's sends fail at the old address, it asks for the route at once, and
+    its sends go on at the new master, though its 30 s route poll is hours away here."""
+    stores = [tmp_path / "old", tmp_path / "new"]
+    brokers = [InProcessBrokers(store) for store in stores]
+    settings = {"namesrvAddr": namesrv.address, "brokerName": "broker-m"}
+    try:
+        old = brokers[0].start(**settings)
+        create_topic(old, "Moving")
+        wait_until(lambda: namesrv.route_info.pickup_topic_route("Moving") is not None, 5, "the topic routed")
+        with Producer("pg", namesrv.address, instance_name="moving", poll_name_server_interval=3600) as producer:
+            assert producer.send(Message("Moving", b"before")).ok
+            brokers[0].shutdown_all()
+            new = brokers[1].start(**settings)
+            create_topic(new, "Moving")
+
+            def sent_to_the_new_master() -> bool:
+                try:
+                    return producer.send(Message("Moving", b"after")).ok
+                except (ClientError, RemotingError):
+                    return False
+
+            wait_until(sent_to_the_new_master, 10, "a send answered by the new master", 0.2)
+            assert any(m.body == b"after" for q in range(4) for m in messages_in(new, "Moving", q))
+    finally:
+        for b in brokers:
+            b.shutdown_all()

@@ -9,7 +9,7 @@ from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.replica import REGISTER_EPOCH
+from rmq.protocol.replica import REGISTER_CONTROLLER_MODE, REGISTER_EPOCH
 from tests.helpers import wait_until
 from tests.helpers.processes import start_namesrv
 from tests.helpers.requests import register_broker_request
@@ -82,6 +82,33 @@ def test_a_second_master_with_an_epoch_not_newer_is_refused(spawn, client):
     assert answer.code == ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH
     assert "127.0.0.1:10911" in answer.remark and "epoch 2" in answer.remark
     assert json.loads(route(client, ns, "T").body)["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:10911"}
+
+
+def master_request(addr: str, epoch: int, controller_mode: bool) -> RemotingCommand:
+    request = register_broker_request(addr, {"T": 4})
+    request.ext_fields[REGISTER_EPOCH] = str(epoch)
+    if controller_mode:
+        request.ext_fields[REGISTER_CONTROLLER_MODE] = "true"
+    return request
+
+
+def test_a_master_the_controllers_elected_takes_the_route_from_a_live_old_one(spawn, client):
+    """Controller mode, no cluster credentials: the old master (paused: its connection open, its
+    registration fresh) gives way to the master of a newer epoch; it cannot take the route back
+    with its old epoch, and outside controller mode a newer unsigned epoch still moves nothing."""
+    ns = namesrv(spawn)
+    assert client.invoke_sync(ns, master_request("127.0.0.1:10911", 1, True), 3.0).code == ResponseCode.SUCCESS
+    answer = client.invoke_sync(ns, master_request("127.0.0.1:20911", 2, True), 3.0)
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    assert json.loads(route(client, ns, "T").body)["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:20911"}
+    stale = client.invoke_sync(ns, master_request("127.0.0.1:10911", 1, True), 3.0)
+    assert stale.code == ResponseCode.CONTROLLER_FENCED_MASTER_EPOCH and "epoch 2" in stale.remark
+    assert json.loads(route(client, ns, "T").body)["brokerDatas"][0]["brokerAddrs"] == {"0": "127.0.0.1:20911"}
+    # a master outside controller mode keeps the protection against an unsigned registration
+    ns2 = namesrv(spawn)
+    assert client.invoke_sync(ns2, master_request("127.0.0.1:10911", 1, False), 3.0).code == ResponseCode.SUCCESS
+    refused = client.invoke_sync(ns2, master_request("127.0.0.1:20911", 2, True), 3.0)
+    assert refused.code == ResponseCode.SYSTEM_ERROR and "live master 127.0.0.1:10911" in refused.remark
 
 
 def test_cluster_info_topic_list_unregister(spawn, client):

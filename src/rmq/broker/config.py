@@ -18,10 +18,16 @@ from typing import Any
 
 from rmq.errors import ConfigError
 from rmq.net.server_config import ServerConfig
-from rmq.protocol.acl import ClusterAuthMode
 from rmq.protocol.route import MASTER_ID
-from rmq.protocol.tls import TlsMode
-from rmq.settings import BrokerRole, LoadedSettings, MetricsExporterType, SettingsView, load_settings, setting
+from rmq.settings import (
+    BrokerRole,
+    LoadedSettings,
+    MetricsExporterType,
+    ServerSettings,
+    SettingsView,
+    load_settings,
+    setting,
+)
 from rmq.store import MessageStoreConfig
 from rmq.store.ha import HASecurity
 
@@ -33,7 +39,7 @@ __all__ = ["BrokerConfig", "BrokerRole", "MetricsExporterType", "load_broker_con
 
 
 @dataclasses.dataclass
-class BrokerConfig(SettingsView, ServerConfig):
+class BrokerConfig(SettingsView, ServerSettings, ServerConfig):
     """The broker's settings (``rmq.settings`` declares each one's type, default and help). The
     server part (limits, TLS, cluster account) also serves the name server it may embed."""
 
@@ -77,29 +83,26 @@ class BrokerConfig(SettingsView, ServerConfig):
     transaction_check_interval: int = setting("transactionCheckInterval")
     acl_enable: bool = setting("aclEnable")
     acl_config_file: str = setting("aclConfigFile")
-    cluster_access_key: str | None = setting("clusterAccessKey")
-    cluster_secret_key: str | None = setting("clusterSecretKey")
-    cluster_auth_mode: ClusterAuthMode = setting("clusterAuthMode")
-    tls_enable: bool = setting("tlsEnable")
-    tls_server_mode: TlsMode = setting("tlsServerMode")
-    tls_server_cert_path: str | None = setting("tlsServerCertPath")
-    tls_server_key_path: str | None = setting("tlsServerKeyPath")
     tls_client_trust_cert_path: str | None = setting("tlsClientTrustCertPath")
     tls_test_mode_enable: bool = setting("tlsTestModeEnable")
-    server_channel_max_idle_time_seconds: int = setting("serverChannelMaxIdleTimeSeconds")
-    server_max_connections: int | None = setting("serverMaxConnections")
-    server_socket_backlog: int = setting("serverSocketBacklog")
-    server_frame_timeout_seconds: int = setting("serverFrameTimeoutSeconds")
-    server_max_pending_write_bytes: int = setting("serverMaxPendingWriteBytes")
     metrics_exporter_type: MetricsExporterType = setting("metricsExporterType")
     metrics_prom_exporter_host: str | None = setting("metricsPromExporterHost")
     metrics_prom_exporter_port: int = setting("metricsPromExporterPort")
+    enable_controller_mode: bool = setting("enableControllerMode")
+    controller_addr: str | None = setting("controllerAddr")
+    sync_broker_metadata_period: int = setting("syncBrokerMetadataPeriod")
+    check_sync_state_set_period: int = setting("checkSyncStateSetPeriod")
+    sync_controller_metadata_period: int = setting("syncControllerMetadataPeriod")
+    controller_heart_beat_timeout_mills: int = setting("controllerHeartBeatTimeoutMills")
+    broker_election_priority: int = setting("brokerElectionPriority")
 
     def __post_init__(self) -> None:
         super().__post_init__()
         self.check_server_config()
         # RocketMQ silently forces a master's id to 0; a slave id under a master role is almost
         # always a forgotten brokerRole=SLAVE, and silently turning it into a second master is worse.
+        if self.enable_controller_mode and not self.controller_addr_list:
+            raise ConfigError("enableControllerMode=true needs controllerAddr (the controllers, host:port;host:port)")
         if self.broker_role is BrokerRole.SLAVE and self.broker_id == MASTER_ID:
             raise ConfigError("brokerRole=SLAVE needs a brokerId greater than 0 (0 is the master's)")
         if self.broker_role is not BrokerRole.SLAVE and self.broker_id != MASTER_ID:
@@ -129,6 +132,10 @@ class BrokerConfig(SettingsView, ServerConfig):
         """The cluster credentials and TLS of the HA port (a master) or of the connection to it (a slave)."""
         # both sides whatever the role: a promoted slave serves the HA port with these
         return HASecurity(self.cluster_credentials(), self.cluster_auth_mode, self.server_tls(), self.client_tls())
+
+    @property
+    def controller_addr_list(self) -> list[str]:
+        return [a.strip() for a in (self.controller_addr or "").split(";") if a.strip()]
 
     @property
     def embedded_namesrv(self) -> bool:

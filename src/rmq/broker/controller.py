@@ -50,6 +50,7 @@ from rmq.broker.processor import PROCESSORS
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.send import SendProcessor
 from rmq.broker.rebalance_lock import RebalanceLockManager
+from rmq.broker.replicas import ReplicasManager, ReplicasServices
 from rmq.broker.role import RoleServices, RoleSwitch
 from rmq.broker.runtime_stats import SAMPLE_INTERVAL, RuntimeStats
 from rmq.broker.schedule import ScheduleMessageService
@@ -149,6 +150,11 @@ class BrokerController:
         self.config = broker_config.resolve()
         self.store_config = store_config
         root = store_config.store_path_root_dir
+        if self.config.enable_controller_mode:
+            # brokerRole is the controllers' to decide: until they do, a slave with no master, which
+            # takes no send (rmq.broker.replicas)
+            self.config.broker_role = store_config.broker_role = BrokerRole.SLAVE
+        self.replicas = ReplicasManager(self, root) if self.config.enable_controller_mode else None
         self.store = MessageStore(store_config)
         self.topic_config_manager = TopicConfigManager(self.config, root, on_change=self._topics_changed)
         self.consumer_offset_manager = ConsumerOffsetManager(root, slave=self.is_slave)
@@ -210,6 +216,8 @@ class BrokerController:
         self.acl_watcher: AclWatcher | None = None
         if self.is_slave:
             self.server.loop.schedule_periodic(SLAVE_PARKED_PULL_SCAN, self._wake_pulls_where_replicated)
+        # start() schedules a slave's periodic work; a master demoted later schedules it then
+        self._slave_work_scheduled = self.is_slave
         self.role = RoleSwitch(self)
         # metricsExporterType=PROM: a Prometheus endpoint on its own thread; the loop times requests
         self.metrics: MetricsExporter | None = None
@@ -260,6 +268,25 @@ class BrokerController:
         for processor in self.processors:
             processor.role_changed()
         self.store.set_running(True)
+
+    def serve_as_slave(self) -> None:
+        """On the loop, once a demoted master's store refuses puts and its other putting services
+        stopped (``rmq.broker.role``): the store turns slave here, where no put can be half done,
+        every processor reads the new role, and the slave's periodic work starts."""
+        self.store.become_slave()
+        for processor in self.processors:
+            processor.role_changed()
+        self.store.set_running(True)  # still refusing puts: a slave's store only appends replicas
+        if not self._slave_work_scheduled:
+            self._schedule_slave_work()
+
+    def _schedule_slave_work(self) -> None:
+        """A slave's periodic work, once (a broker started as a slave has it from the start; the
+        jobs themselves do nothing while the broker is a master)."""
+        self._slave_work_scheduled = True
+        self.server.loop.schedule_periodic(SLAVE_PARKED_PULL_SCAN, self._wake_pulls_where_replicated)
+        self.scheduler.schedule_periodic(self.config.slave_sync_interval / 1000, self.slave_sync.sync_all)
+        self.scheduler.schedule_periodic(MASTER_LOOKUP_INTERVAL, self.slave_sync.look_for_master, initial_delay=0)
 
     # -- identity -------------------------------------------------------------------------------
 
@@ -330,6 +357,8 @@ class BrokerController:
             self.scheduler.schedule_periodic(config.slave_sync_interval / 1000, self.slave_sync.sync_all)
             self.scheduler.schedule_periodic(MASTER_LOOKUP_INTERVAL, self.slave_sync.look_for_master, initial_delay=0)
         self.scheduler.start()
+        if self.replicas is not None:
+            self.replicas.start()
         log.info(
             "broker %s (%s, cluster %s) started: serving on %s, store %s, name servers %s",
             config.broker_name,
@@ -347,6 +376,8 @@ class BrokerController:
             if not self._started:
                 return
             self._started = False
+            if self.replicas is not None:
+                self.replicas.shutdown()
             self.scheduler.shutdown()
             try:
                 self.namesrv_api.unregister_all(
@@ -410,6 +441,8 @@ class BrokerController:
         of the answers. Never blocks the event loop unless ``wait`` (start-up)."""
         if not self._started:
             return []
+        if self.replicas is not None and not self.replicas.role_decided.is_set():
+            return []  # neither master nor slave until the controllers say which
         config = self.config
         futures = self.namesrv_api.register_all(
             self._namesrv_addrs,
@@ -422,6 +455,7 @@ class BrokerController:
             wait=wait,
             on_answer=self.slave_sync.on_register_answer if self.is_slave else self.role.on_register_answer,
             epoch=None if self.is_slave else self.store.epoch,
+            controller_mode=self.replicas is not None,
         )
         if self.store.ha_client is not None:
             for future in futures:
@@ -435,6 +469,8 @@ class BrokerController:
         if ha_client is None or self.store_config.ha_master_address or future.exception() is not None:
             return
         response = future.result()
+        if self.replicas is not None and not self.replicas.follows(response.ext_fields.get("masterAddr")):
+            return
         if response.code == ResponseCode.SUCCESS:
             ha_client.update_master_address(response.ext_fields.get("haServerAddr") or None)
 
@@ -596,4 +632,5 @@ def _serves_every_processor(c: BrokerController) -> None:
     p: services.MetricsServices = c
     q: RoleServices = c
     r: TransactionServices = c
-    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r))
+    s: ReplicasServices = c
+    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s))

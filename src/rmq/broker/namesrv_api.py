@@ -5,6 +5,7 @@ with an Apache name server as well as with rmq's.
     REGISTER_BROKER extFields: brokerName, brokerAddr, clusterName, haServerAddr, brokerId,
                                compressed ("false"), bodyCrc32; a master adds its epoch (rmq's)
                                and, with cluster credentials, its masterClaim to that epoch;
+                               in controller mode, controllerMode ("true");
                                with cluster credentials, AccessKey and Signature (plain ACL)
     body: {"topicConfigSerializeWrapper": {"topicConfigTable": {...}, "dataVersion": {...}},
            "filterServerList": []}
@@ -29,7 +30,7 @@ from rmq.net.codec import RemotingCommand
 from rmq.protocol.acl import MASTER_CLAIM, SessionCredentials, master_claim
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.crc import crc32
-from rmq.protocol.replica import REGISTER_EPOCH
+from rmq.protocol.replica import REGISTER_CONTROLLER_MODE, REGISTER_EPOCH
 
 log = logging.getLogger("rmq.broker")
 
@@ -60,11 +61,14 @@ class NamesrvApi:
         wait: bool = False,
         on_answer: Callable[[str, RemotingCommand], None] | None = None,
         epoch: int | None = None,
+        controller_mode: bool = False,
     ) -> list[concurrent.futures.Future]:
         """REGISTER_BROKER with every name server; the futures resolve to each answer (or error).
         ``on_answer(namesrv_addr, response)`` sees every answer (a slave learns its master from
         ``masterAddr``; a master, that it was fenced), on the client's loop thread. A master sends its
-        ``epoch``: an rmq name server refuses a master older than the one it routes."""
+        ``epoch``: an rmq name server refuses a master older than the one it routes. ``controller_mode``:
+        the epochs are the controllers' (an rmq name server lets a newer one replace a live master
+        of controller mode even unsigned, where it has no cluster account)."""
         body = orjson.dumps({"topicConfigSerializeWrapper": topic_config_wrapper, "filterServerList": []})
         ext = {
             "brokerName": broker_name,
@@ -81,6 +85,8 @@ class NamesrvApi:
                 ext[MASTER_CLAIM] = master_claim(
                     self.credentials.secret_key, cluster_name, broker_name, broker_addr, epoch
                 )
+        if controller_mode:
+            ext[REGISTER_CONTROLLER_MODE] = "true"
         futures = []
         for addr in namesrv_addrs:
             request = self._request(RequestCode.REGISTER_BROKER, ext, body)

@@ -40,7 +40,7 @@ from rmq.protocol.acl import ROUTED_MASTER_ADDR, ROUTED_MASTER_CLAIM, ROUTED_MAS
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.replica import EpochTable
 from rmq.protocol.route import MASTER_ID
-from rmq.store.epoch import EpochEntry
+from rmq.store.epoch import FIRST_EPOCH, EpochEntry
 
 if TYPE_CHECKING:
     import concurrent.futures
@@ -88,6 +88,7 @@ class RoleServices(Protocol):
     @property
     def transaction_check_service(self) -> TransactionalMessageCheckService: ...
     def serve_as_master(self) -> None: ...
+    def serve_as_slave(self) -> None: ...
     def register_broker_all(self, force: bool = True, wait: bool = False) -> list[concurrent.futures.Future]: ...
 
 
@@ -99,6 +100,8 @@ class RoleSwitch:
         self._lock = threading.Lock()
         # the name servers whose last answer fenced this master with a claim that checked out
         self._fenced_by: set[str] = set()
+        # controller mode: the master this slave was last told to follow (become_slave's arguments)
+        self._following: tuple[str, str | None, int] | None = None
         self._unproven = RateLimitedLog(log)
 
     # -- a slave: its master's epochs ------------------------------------------------------------
@@ -120,7 +123,8 @@ class RoleSwitch:
     # -- promotion -------------------------------------------------------------------------------
 
     def promote(self, role: BrokerRole) -> EpochEntry:
-        """This slave becomes the master of its broker name (scheduler thread); its new epoch."""
+        """This slave becomes the master of its broker name (scheduler thread); its new epoch, the
+        next one after its store's newest."""
         c = self.controller
         if role is BrokerRole.SLAVE:
             raise ValueError("a slave is promoted to ASYNC_MASTER or SYNC_MASTER, not SLAVE")
@@ -135,14 +139,54 @@ class RoleSwitch:
                     f"broker {c.config.broker_name} at {c.broker_addr} never took its master's epoch table "
                     "(it never replicated): promote a slave that did"
                 )
-            entry = c.store.promote(role is BrokerRole.SYNC_MASTER)
-            c.config.broker_role = role
-            c.config.broker_id = MASTER_ID
-            c.consumer_offset_manager.slave = False
-            c.server.loop.run_and_wait(c.serve_as_master)
-            c.schedule_message_service.start()
-            c.timer_message_store.start(promoted=True)
-            c.transaction_check_service.start()
+            entry = self._serve_as_master(role, None)
+        c.register_broker_all(wait=True)
+        return entry
+
+    def become_master(self, epoch: int, sync_master: bool) -> EpochEntry:
+        """Controller mode: the controllers named this broker master of its set in master ``epoch``
+        (scheduler thread). A slave is promoted into that epoch (its store opens it at its end); a
+        master of an older epoch goes on in the new one; a master already in it is left as it is
+        (the controllers' notice and poll both say so). The epoch may be the newest its store
+        holds: the controllers name the master of that term, so this broker was it, restarted (the
+        controllers' brokers start as slaves) before another was elected, and it goes on in its
+        term, as RocketMQ 5.x's changeToMaster does. ValueError for an older epoch."""
+        c = self.controller
+        role = BrokerRole.SYNC_MASTER if sync_master else BrokerRole.ASYNC_MASTER
+        with self._lock:
+            known = c.store.epoch
+            if not c.is_slave and epoch == known:
+                assert c.store.epochs is not None and c.store.epochs.last is not None
+                return c.store.epochs.last
+            if epoch < max(known, FIRST_EPOCH):
+                why = f"its store already holds epoch {known}" if epoch < known else f"epochs begin at {FIRST_EPOCH}"
+                raise ValueError(
+                    f"broker {c.config.broker_name} at {c.broker_addr} cannot be master in epoch {epoch}: {why}"
+                )
+            if c.is_slave:
+                entry = self._serve_as_master(role, epoch)
+            else:
+                entry = c.store.open_epoch(epoch)
+                if c.store.sync_master != sync_master:
+                    c.store.become_master(sync_master)
+                    c.config.broker_role = role
+                    c.server.loop.run_and_wait(c.serve_as_master)
+            self._following = None
+        c.register_broker_all(wait=True)
+        return entry
+
+    def _serve_as_master(self, role: BrokerRole, epoch: int | None) -> EpochEntry:
+        """A slave's promotion (``self._lock`` held): the store opens ``epoch`` (None: the next one),
+        then the master's services start."""
+        c = self.controller
+        entry = c.store.promote(role is BrokerRole.SYNC_MASTER, epoch)
+        c.config.broker_role = role
+        c.config.broker_id = MASTER_ID
+        c.consumer_offset_manager.slave = False
+        c.server.loop.run_and_wait(c.serve_as_master)
+        c.schedule_message_service.start()
+        c.timer_message_store.start(promoted=True)
+        c.transaction_check_service.start()
         log.warning(
             "broker %s at %s promoted to %s: epoch %d from CommitLog offset %d",
             c.config.broker_name,
@@ -151,8 +195,54 @@ class RoleSwitch:
             entry.epoch,
             entry.start_offset,
         )
-        c.register_broker_all(wait=True)
         return entry
+
+    # -- demotion --------------------------------------------------------------------------------
+
+    def become_slave(self, master_addr: str, ha_addr: str | None, master_epoch: int) -> None:
+        """Controller mode: the controllers named ``master_addr`` master of this broker's set in
+        ``master_epoch`` (scheduler thread). A master stops taking sends at once (SERVICE_NOT_AVAILABLE:
+        nothing more is acknowledged here), stops its master's services (HA service, delay and timer
+        services, transaction checks) and replicates from the new master (its HA client connects to
+        ``ha_addr``, None: the one the name servers answer; the connection first cuts what that master
+        never had), naming its broker id (``brokerId``, the controllers'). It takes no send again
+        until promoted. A slave follows the new master. Idempotent."""
+        c = self.controller
+        with self._lock:
+            if self._following == (master_addr, ha_addr, master_epoch) and c.is_slave:
+                return
+            was_master = not c.is_slave
+            if was_master:
+                c.store.set_running(False)  # first: no send is taken from here on
+                c.config.broker_role = BrokerRole.SLAVE
+                c.schedule_message_service.shutdown()
+                c.timer_message_store.shutdown()
+                c.transaction_check_service.shutdown()
+                c.consumer_offset_manager.slave = True
+                c.store.stop_ha_service()
+                # on the loop, the one thread left that puts: no put of the old role lands after it
+                c.server.loop.run_and_wait(c.serve_as_slave)
+                c.slave_sync.follow(master_addr)
+                c.store.demote(self.fetch_master_epochs, ha_addr, c.config.broker_id)
+            else:
+                c.slave_sync.follow(master_addr)
+                ha_client = c.store.ha_client
+                if ha_client is not None:
+                    # a new connection even to the same master in a new epoch: it takes the master's
+                    # epoch table again, which a later election compares with the others'
+                    ha_client.slave_id = c.config.broker_id
+                    ha_client.follow(ha_addr)
+            self._following = (master_addr, ha_addr, master_epoch)
+        log.warning(
+            "broker %s at %s (brokerId %d) %s master %s of epoch %d",
+            c.config.broker_name,
+            c.broker_addr,
+            c.config.broker_id,
+            "demoted: a slave of" if was_master else "follows",
+            master_addr,
+            master_epoch,
+        )
+        c.register_broker_all()
 
     # -- fencing ---------------------------------------------------------------------------------
 

@@ -33,6 +33,7 @@ if TYPE_CHECKING:
     from rmq.net.channel import Channel
     from rmq.net.codec import RemotingCommand
     from rmq.net.server import RemotingServer
+    from rmq.protocol.controller import ReplicaInfo, SyncStateSet
     from rmq.protocol.record import StoredMessage
     from rmq.store import MessageStore, MessageStoreConfig, PutMessageResult
     from rmq.store.epoch import EpochEntry
@@ -63,6 +64,14 @@ class Promoter(Protocol):
     """The broker's role switch (rmq.broker.role), as the replica processor sees it."""
 
     def promote(self, role: BrokerRole) -> EpochEntry: ...
+
+
+class RoleNotices(Protocol):
+    """Controller mode's follower of the controllers (rmq.broker.replicas), as the replica
+    processor sees it."""
+
+    def notice_refused(self, channel: Channel, request: RemotingCommand) -> str | None: ...
+    def on_role_changed(self, info: ReplicaInfo, sync_state_set: SyncStateSet) -> None: ...
 
 
 class SendCounters(Protocol):
@@ -176,6 +185,8 @@ class QueueOffsetServices(Store, Protocol):
 class ReplicaServices(Identity, Store, Protocol):
     @property
     def role(self) -> Promoter: ...
+    @property
+    def replicas(self) -> RoleNotices | None: ...
     @property
     def scheduler(self) -> Scheduler: ...
     @property

@@ -69,6 +69,8 @@ class SlaveSynchronize:
         # name server -> the master address its last REGISTER_BROKER answer named (None: none)
         self._answers: dict[str, str | None] = {}
         self._master_addr: str | None = None
+        # controller mode: the master the controllers named (``follow``); None: the name servers'
+        self._followed: str | None = None
         self._failing = False
         # since when this slave knows no master (monotonic), and when it last said so
         self._waiting_since: float | None = None
@@ -87,6 +89,8 @@ class SlaveSynchronize:
             order = self.controller.namesrv_addrs
             known = [self._answers.get(addr) for addr in order if addr in self._answers]
             master = next((addr for addr in known if addr), None)
+            if self._followed is not None and master != self._followed:
+                return  # the controllers' word wins over a route not yet (or no longer) updated
             old, self._master_addr = self._master_addr, master
         if master == old:
             return
@@ -96,6 +100,21 @@ class SlaveSynchronize:
         log.info("master of %s is %s: syncing metadata from it", self.controller.config.broker_name, master)
         self._failing = False
         self._run_soon(self.sync_all)
+
+    def follow(self, master_addr: str) -> None:
+        """Controller mode: the controllers named this slave's master: copy from it at once (any
+        thread), whatever master the name servers' answers name (they route it a moment later)."""
+        with self._lock:
+            self._followed = master_addr
+            old, self._master_addr = self._master_addr, master_addr
+        if master_addr != old:
+            log.info(
+                "master of %s is %s (the controllers'): syncing metadata from it",
+                self.controller.config.broker_name,
+                master_addr,
+            )
+            self._failing = False
+            self._run_soon(self.sync_all)
 
     def master_known(self) -> bool:
         """A name server named this slave's master, and its HA address unless haMasterAddress says it."""

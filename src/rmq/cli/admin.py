@@ -24,6 +24,7 @@ from typing import Any
 import click
 
 from rmq.client.admin_client import (
+    DEFAULT_CONTROLLER,
     DEFAULT_NAMESRV,
     DEFAULT_TIMEOUT,
     RESET_TO_LATEST,
@@ -274,6 +275,22 @@ def consumer() -> None:
 @main.group()
 def broker() -> None:
     """One broker (a master and its slaves): replication status and checks."""
+
+
+@main.group()
+def controller() -> None:
+    """The controllers of controller mode (docs/controller.md): their Raft group."""
+
+
+def controllers_option(fn: Callable) -> Callable:
+    return click.option(
+        "--controller",
+        "controllers",
+        envvar="CONTROLLER_ADDR",
+        default=DEFAULT_CONTROLLER,
+        show_default=True,
+        help="Controller address(es), host:port[;host:port] (their remoting port, not the Raft one).",
+    )(fn)
 
 
 @main.group()
@@ -686,13 +703,23 @@ def broker_ha_verify(admin: AdminClient, as_json: bool, broker_name: str, range_
     show_default=True,
     help="The role it takes (SYNC_MASTER: sends wait for a slave, so they degrade until one joins).",
 )
-def broker_promote(admin: AdminClient, as_json: bool, broker_name: str, broker_id: int, role: str) -> None:
+@click.option(
+    "--controller",
+    metavar="HOST:PORT;HOST:PORT",
+    default=None,
+    help="Controller mode: ask these controllers to elect it (default: the controllers the broker names).",
+)
+def broker_promote(
+    admin: AdminClient, as_json: bool, broker_name: str, broker_id: int, role: str, controller: str | None
+) -> None:
     """Make slave --broker-id of BROKER its master now, with a new epoch: it stops replicating, takes
     sends and registers as master, so clients move to it within one route refresh. Restart the old
     master as a slave (brokerRole=SLAVE, brokerId>0): it drops what the new master never had.
     Without cluster credentials a master that still runs keeps its route: then this says so and
-    exits 1 (the promoted one takes the route once the old master is gone)."""
-    promotion = admin.promote(broker_name, broker_id, role)
+    exits 1 (the promoted one takes the route once the old master is gone). In controller mode the
+    controllers are asked to elect it (CONTROLLER_ELECT_MASTER with designateElect: it must be alive
+    and in the sync state set); the old master follows it as a slave by itself."""
+    promotion = admin.promote(broker_name, broker_id, role, controller)
     routed = admin.broker_addrs(broker_name).get(MASTER_ID)
     if routed != promotion.addr:
         raise AdminError(
@@ -757,6 +784,66 @@ def broker_ha_status(admin: AdminClient, as_json: bool, broker_name: str) -> Non
             ],
         )
         return f"{head}\n{table}"
+
+    emit(as_json, data, human)
+
+
+@admin_command(controller, "status")
+@controllers_option
+def controller_status(admin: AdminClient, as_json: bool, controllers: str) -> None:
+    """Each controller of --controller as it answers: its group, the members (their Raft addresses),
+    the leader it knows of and the Raft term; exit 1 when none knows a leader (no majority)."""
+    statuses = admin.controller_status(controllers)
+    data = [
+        {"address": st.address, "error": st.error, **(dataclasses.asdict(st.metadata) if st.metadata else {})}
+        for st in statuses
+    ]
+
+    def human() -> str:
+        return render_table(
+            ["Controller", "Role", "Group", "Leader", "Leader Address", "Term", "Members"],
+            [
+                [st.address, "unreachable", "", "", "", "", st.error or ""]
+                if st.metadata is None
+                else [
+                    st.address,
+                    "leader" if st.metadata.is_leader else "follower",
+                    st.metadata.group,
+                    st.metadata.leader_id or "none",
+                    st.metadata.leader_address,
+                    st.metadata.term,
+                    st.metadata.peers,
+                ]
+                for st in statuses
+            ],
+        )
+
+    emit(as_json, data, human)
+    if not any(st.metadata is not None and st.metadata.leader_id for st in statuses):
+        fail("no controller knows a leader: is a majority of the group up?", EXIT_FAILED)
+
+
+@admin_command(broker, "sync-state")
+@click.argument("broker_name", metavar="BROKER")
+@controllers_option
+def broker_sync_state(admin: AdminClient, as_json: bool, broker_name: str, controllers: str) -> None:
+    """BROKER's broker set as the controllers decided it (controller mode): its master, master epoch,
+    sync state set and its epoch, and each replica, in the set or not, alive or not."""
+    leader, info = admin.sync_state(controllers, broker_name)
+    data = {"brokerName": broker_name, "controller": leader, **info.to_json()}
+
+    def human() -> str:
+        master = "none" if info.master_broker_id < 0 else f"{info.master_broker_id} ({info.master_address})"
+        head = (
+            f"{broker_name}: master {master}, master epoch {info.master_epoch}, "
+            f"sync state set epoch {info.sync_state_set_epoch}"
+        )
+        rows = [
+            [r.broker_id, r.broker_address, "yes" if in_sync else "no", "yes" if r.alive else "no"]
+            for in_sync, replicas in ((True, info.in_sync), (False, info.not_in_sync))
+            for r in replicas
+        ]
+        return f"{head}\n" + render_table(["Broker Id", "Address", "In Sync", "Alive"], sorted(rows))
 
     emit(as_json, data, human)
 

@@ -9,6 +9,9 @@ serverChannelMaxIdleTimeSeconds ...), declared in ``rmq.settings.NAMESRV_SETTING
 as ``rmq-broker`` reads its own: an unknown key (with a "did you mean"), a bad value or an unreadable
 ``-c`` file stops the command with exit code 2 and one line saying what was expected. The options
 below (``--port``, ``--tls-cert`` ...) are shortcuts for keys and win over the file and ``--set``.
+
+With ``enableControllerInNamesrv=true`` the process runs a controller too (RocketMQ 5.x's), on the
+name server's port, with the controller keys (controllerDLegerPeers ...) of the same settings.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from typing import Any
 import click
 
 from rmq.cli.settings_options import SettingsRefused, print_config, settings_options
+from rmq.controller import Controller
+from rmq.controller.config import ControllerConfig, controller_config
 from rmq.errors import ConfigError
 from rmq.namesrv import NameServer
 from rmq.namesrv.config import NamesrvSettings, load_namesrv_settings
@@ -157,6 +162,9 @@ def main(
             print_config(loaded, [namesrv_settings])
             return
         config = namesrv_settings.namesrv_config()
+        controller_config = (
+            embedded_controller_config(namesrv_settings) if namesrv_settings.enable_controller_in_namesrv else None
+        )
     except ConfigError as e:
         raise SettingsRefused(str(e)) from None
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -164,10 +172,24 @@ def main(
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     server = NameServer(config).start()
-    click.echo(f"rmq-namesrv listening on {config.listen_host}:{server.port}", err=True)
+    # RocketMQ 5.x's NamesrvStartup with enableControllerInNamesrv: the controller answers on the
+    # name server's port, its requests beside the name server's
+    controller = None if controller_config is None else Controller(controller_config, server=server.server).start()
+    inside = "" if controller is None else f", with controller {controller.config.self_id} inside"
+    click.echo(f"rmq-namesrv listening on {config.listen_host}:{server.port}{inside}", err=True)
     while not stop.wait(3600):
         pass
+    if controller is not None:
+        controller.shutdown()
     server.shutdown()
+
+
+def embedded_controller_config(settings: NamesrvSettings) -> ControllerConfig:
+    """The controller a name server runs: the name server's controller keys, and its port, TLS and
+    cluster account; its scan is the name server's scanNotActiveBrokerInterval, as in RocketMQ."""
+    return controller_config(
+        settings, settings, settings.bind_address, settings.listen_port, settings.scan_not_active_broker_interval
+    )
 
 
 if __name__ == "__main__":

@@ -16,15 +16,27 @@ from __future__ import annotations
 import dataclasses
 import json
 import ssl
+import time
 from collections.abc import Iterable
 from typing import Any
 
 from rmq.client.compression import UndecodableBody, decompress_body
-from rmq.errors import AdminError, RecordError, RemotingError, ResponseError
+from rmq.errors import AdminError, NotFound, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.controller import (
+    BROKER_ID,
+    BROKER_NAME,
+    CLUSTER_NAME,
+    DESIGNATE_ELECT,
+    ControllerMetadata,
+    ReplicaInfo,
+    ReplicasInfo,
+    decode_replicas_infos,
+    encode_broker_names,
+)
 from rmq.protocol.java_json import loads_java_json, loads_mq_tables
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -37,19 +49,25 @@ from rmq.protocol.replica import (
     PROMOTE_ROLE,
     PROMOTED_EPOCH,
     PROMOTED_START_OFFSET,
+    RUNTIME_CONTROLLER_ADDR,
     CommitLogDigests,
+    EpochTable,
     HAStatus,
     RangeDigest,
 )
 from rmq.protocol.route import MASTER_ID
-from rmq.settings import DEFAULT_NAMESRV_ADDR
+from rmq.settings import DEFAULT_CONTROLLER_PORT, DEFAULT_NAMESRV_ADDR
 
 DEFAULT_NAMESRV = DEFAULT_NAMESRV_ADDR
+#: where rmq-admin's controller commands look when given no address
+DEFAULT_CONTROLLER = f"127.0.0.1:{DEFAULT_CONTROLLER_PORT}"
 DEFAULT_TIMEOUT = 5.0
 DEFAULT_QUEUE_NUMS = 8
 INT64_MAX = 2**63 - 1
 # INVOKE_BROKER_TO_RESET_OFFSET's timestamp for "the end of every queue"
 RESET_TO_LATEST = -1
+# How often an election asked of the controllers is checked for on the elected broker
+ELECTED_POLL_INTERVAL = 0.1
 
 
 @dataclasses.dataclass
@@ -167,6 +185,16 @@ def parse_namesrv_addrs(namesrv: str) -> list[str]:
     if not addrs:
         raise AdminError(f"no name server address in {namesrv!r}: expected host:port[;host:port]")
     return addrs
+
+
+@dataclasses.dataclass(frozen=True)
+class ControllerStatus:
+    """One controller as it answered CONTROLLER_GET_METADATA_INFO (``metadata``), or why it did not
+    (``error``)."""
+
+    address: str
+    metadata: ControllerMetadata | None
+    error: str | None = None
 
 
 class AdminClient:
@@ -512,14 +540,21 @@ class AdminClient:
             checks.append(check)
         return checks
 
-    def promote(self, broker_name: str, broker_id: int, role: str | None = None) -> Promotion:
+    def promote(
+        self, broker_name: str, broker_id: int, role: str | None = None, controller: str | None = None
+    ) -> Promotion:
         """Make slave ``broker_id`` of ``broker_name`` its master (PROMOTE_TO_MASTER), in ``role``
-        (ASYNC_MASTER unless SYNC_MASTER is asked); answered once it registered as master."""
+        (ASYNC_MASTER unless SYNC_MASTER is asked); answered once it registered as master. A broker
+        set in controller mode (``controller``, the controllers' addresses, or the broker says so)
+        is asked of its controllers instead (``elect_master``: the role is theirs to decide)."""
         addr = self.broker_addrs(broker_name).get(broker_id)
         if addr is None:
             raise AdminError(f"broker {broker_name!r} has no broker with id {broker_id} registered")
         if broker_id == MASTER_ID:
             raise AdminError(f"broker {broker_id} of {broker_name!r} is its master already: promote a slave (id > 0)")
+        controllers = controller or self.broker_runtime_info(addr).get(RUNTIME_CONTROLLER_ADDR)
+        if controllers:
+            return self.elect_master(controllers, broker_name, broker_id)
         ext = {PROMOTE_ROLE: role} if role else {}
         response = self.invoke(addr, RequestCode.PROMOTE_TO_MASTER, ext)
         return Promotion(
@@ -544,6 +579,80 @@ class AdminClient:
         """(master address, what it knows of each slave connection) of ``broker_name``."""
         master = self.master_addr(broker_name)
         return master, HAStatus.decode(body_bytes(self.invoke(master, RequestCode.GET_HA_STATUS).body))
+
+    # -- controllers (docs/controller.md) ---------------------------------------------------------
+
+    def controller_status(self, controllers: str) -> list[ControllerStatus]:
+        """Each of ``controllers`` (host:port[;host:port]): the group, its members, the leader it
+        knows of and its Raft term, or why it did not answer."""
+        out = []
+        for addr in parse_namesrv_addrs(controllers):
+            try:
+                answer = self.invoke(addr, RequestCode.CONTROLLER_GET_METADATA_INFO)
+            except (RemotingError, ResponseError) as e:
+                out.append(ControllerStatus(addr, None, str(e)))
+                continue
+            out.append(ControllerStatus(addr, ControllerMetadata.from_fields(answer.ext_fields)))
+        return out
+
+    def controller_leader(self, controllers: str) -> str:
+        """The remoting address of the controllers' leader, as the first of ``controllers`` that knows it says."""
+        errors = []
+        for status in self.controller_status(controllers):
+            if status.metadata is not None and status.metadata.leader_address:
+                return status.metadata.leader_address
+            errors.append(f"{status.address}: {status.error or 'knows no leader'}")
+        raise AdminError("no controller leader found: " + "; ".join(errors))
+
+    def sync_state(self, controllers: str, broker_name: str) -> tuple[str, ReplicasInfo]:
+        """(the leader's address, ``broker_name``'s master, epochs and replicas, in the sync state set or
+        not, alive or not), from the controllers' leader; NotFound for a set it does not know."""
+        leader = self.controller_leader(controllers)
+        answer = self.invoke(
+            leader, RequestCode.CONTROLLER_GET_SYNC_STATE_DATA, body=encode_broker_names([broker_name])
+        )
+        infos = decode_replicas_infos(body_bytes(answer.body))
+        if broker_name not in infos:
+            raise NotFound(f"the controllers at {leader} know no broker set {broker_name!r}")
+        return leader, infos[broker_name]
+
+    def elect_master(self, controllers: str, broker_name: str, broker_id: int) -> Promotion:
+        """Have the controllers elect broker ``broker_id`` of ``broker_name`` (CONTROLLER_ELECT_MASTER
+        with designateElect, an operator's override: it must be alive, and in the sync state set
+        unless the controllers allow an unclean election); returned once that broker serves as
+        master in the new epoch and the name server routes it, with the CommitLog offset where the
+        epoch began."""
+        clusters = self.cluster_info().get("clusterAddrTable") or {}
+        cluster = next((c for c, names in clusters.items() if broker_name in names), None)
+        if cluster is None:
+            raise AdminError(f"no cluster of the name server holds broker {broker_name!r}")
+        ext = {
+            CLUSTER_NAME: cluster,
+            BROKER_NAME: broker_name,
+            BROKER_ID: str(broker_id),
+            DESIGNATE_ELECT: "true",
+        }
+        response = self.invoke(self.controller_leader(controllers), RequestCode.CONTROLLER_ELECT_MASTER, ext)
+        info = ReplicaInfo.from_fields(response.ext_fields)
+        if info.master_broker_id != broker_id:
+            raise AdminError(
+                f"the controllers elected broker {info.master_broker_id} ({info.master_address or 'none'}) of "
+                f"{broker_name!r}, not {broker_id}"
+            )
+        deadline = time.monotonic() + self.timeout
+        while True:
+            table = EpochTable.decode(body_bytes(self.invoke(info.master_address, RequestCode.GET_EPOCH_TABLE).body))
+            begun = [start for epoch, start in table.epochs if epoch == info.master_epoch]
+            if begun and self.broker_addrs(broker_name).get(MASTER_ID) == info.master_address:
+                return Promotion(broker_name, info.master_address, info.master_epoch, begun[0])
+            if time.monotonic() > deadline:
+                raise AdminError(
+                    f"the controllers elected {info.master_address} master of {broker_name!r} in epoch "
+                    f"{info.master_epoch}, but it has not "
+                    + ("registered as master" if begun else "begun that epoch")
+                    + f" within {self.timeout} s"
+                )
+            time.sleep(ELECTED_POLL_INTERVAL)
 
     def cluster_brokers(self) -> list[BrokerRow]:
         """Every broker of every cluster, masters and slaves, with its runtime info (an empty one

@@ -4,7 +4,9 @@ One instance per client id (``ip@instance_name``): one remoting client (one conn
 and name server), the route cache, the timer thread, the groups registered on it. It
 
 - asks a name server for routes: one chosen at random, the next one in turn when it fails;
-- refreshes the routes of every topic in use every 30 s and hands them to its producers/consumers;
+- refreshes the routes of every topic in use every 30 s and hands them to its producers/consumers,
+  and a topic's at once (at most every ROUTE_REFRESH_AFTER_FAILURE) when a send to it failed: a
+  broker set's new master (a failover) is found in a second, not at the next 30 s poll;
 - heartbeats every broker it knows every 30 s (and at once when a group registers);
 - runs the consumers' rebalance every 20 s, and at once on NOTIFY_CONSUMER_IDS_CHANGED;
 - persists consumer offsets every 5 s.
@@ -53,6 +55,9 @@ log = logging.getLogger("rmq.client")
 # How long a broker address that refused a connection is passed over for another address of the
 # same broker name (a master killed before the name servers and the routes forget it).
 UNREACHABLE_SECONDS = 5.0
+# The least seconds between two route refreshes of a topic that sends to it failed: a dead master is
+# looked past within a second of its failover, and a burst of failures asks a name server once.
+ROUTE_REFRESH_AFTER_FAILURE = 1.0
 
 R = TypeVar("R")
 
@@ -191,6 +196,8 @@ class ClientInstance:
         self.broker_addrs: dict[str, dict[int, str]] = {}
         # address -> time.monotonic() until which it is passed over (it refused a connection)
         self._unreachable: dict[str, float] = {}
+        # topic -> time.monotonic() of its last refresh asked for by a failed send
+        self._refreshed_after_failure: dict[str, float] = {}
         self.producers: dict[str, InstanceMember] = {}
         self.consumers: dict[str, Any] = {}
         self._users = 0
@@ -303,6 +310,25 @@ class ClientInstance:
             if topic in member.topics_in_use():
                 member.on_route_changed(topic, route)
         return route
+
+    def send_failed(self, topic: str) -> None:
+        """A send to ``topic`` failed at a broker (any thread, never blocks): refresh its route
+        soon, at most every ROUTE_REFRESH_AFTER_FAILURE (the broker set's master may have moved)."""
+        now = time.monotonic()
+        with self._lock:
+            if (
+                now - self._refreshed_after_failure.get(topic, -ROUTE_REFRESH_AFTER_FAILURE)
+                < ROUTE_REFRESH_AFTER_FAILURE
+            ):
+                return
+            self._refreshed_after_failure[topic] = now
+        self.scheduler.run_soon(self._refresh_after_failure, topic)
+
+    def _refresh_after_failure(self, topic: str) -> None:
+        try:
+            self.update_route(topic)
+        except (RemotingError, ClientError) as exc:
+            log.warning("route refresh of %s after a failed send failed: %s", topic, exc)
 
     def update_all_routes(self) -> None:
         with self._lock:

@@ -513,6 +513,7 @@ class Producer(InstanceMember):
                 job.future.set_exception(error)
                 return
         log.warning("send to %s (%s) failed, try %d of %d: %s", addr, mq, job.attempt, job.max_attempts, error)
+        self.instance.send_failed(job.topic)
         job.errors.append(f"{addr}: {error}")
         job.last_error = error
         job.last_broker = mq.broker_name

@@ -15,9 +15,16 @@ from rmq.namesrv.auth import ClusterAuth
 from rmq.net.server import ConnectionLimits
 from rmq.net.server_config import ServerConfig
 from rmq.net.tls import TlsServerOptions
-from rmq.protocol.acl import ClusterAuthMode
-from rmq.protocol.tls import TlsMode
-from rmq.settings import NAMESRV_SETTINGS, LoadedSettings, SettingsTable, SettingsView, load_settings, setting
+from rmq.settings import (
+    NAMESRV_SETTINGS,
+    ControllerRaftSettings,
+    LoadedSettings,
+    ServerSettings,
+    SettingsTable,
+    SettingsView,
+    load_settings,
+    setting,
+)
 
 
 def _setting(key: str) -> Any:
@@ -42,7 +49,7 @@ class NamesrvConfig:
 
 
 @dataclasses.dataclass
-class NamesrvSettings(SettingsView, ServerConfig):
+class NamesrvSettings(SettingsView, ServerSettings, ControllerRaftSettings, ServerConfig):
     """The name server's settings, as ``rmq-namesrv`` reads them."""
 
     settings_table: ClassVar[SettingsTable] = NAMESRV_SETTINGS
@@ -51,18 +58,7 @@ class NamesrvSettings(SettingsView, ServerConfig):
     bind_address: str = _setting("bindAddress")
     scan_not_active_broker_interval: int = _setting("scanNotActiveBrokerInterval")
     broker_channel_expired_time: int = _setting("brokerChannelExpiredTime")
-    server_channel_max_idle_time_seconds: int = _setting("serverChannelMaxIdleTimeSeconds")
-    server_max_connections: int | None = _setting("serverMaxConnections")
-    server_socket_backlog: int = _setting("serverSocketBacklog")
-    server_frame_timeout_seconds: int = _setting("serverFrameTimeoutSeconds")
-    server_max_pending_write_bytes: int = _setting("serverMaxPendingWriteBytes")
-    tls_enable: bool = _setting("tlsEnable")
-    tls_server_mode: TlsMode = _setting("tlsServerMode")
-    tls_server_cert_path: str | None = _setting("tlsServerCertPath")
-    tls_server_key_path: str | None = _setting("tlsServerKeyPath")
-    cluster_access_key: str | None = _setting("clusterAccessKey")
-    cluster_secret_key: str | None = _setting("clusterSecretKey")
-    cluster_auth_mode: ClusterAuthMode = _setting("clusterAuthMode")
+    enable_controller_in_namesrv: bool = _setting("enableControllerInNamesrv")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -84,10 +80,7 @@ class NamesrvSettings(SettingsView, ServerConfig):
 def cluster_auth(config: ServerConfig) -> ClusterAuth | None:
     """What a name server checks writes with: the cluster account of ``config`` (a name server's
     settings, or the broker's that embeds it), if it has one."""
-    credentials = config.cluster_credentials()
-    if credentials is None:
-        return None
-    return ClusterAuth(credentials.access_key, credentials.secret_key, config.cluster_auth_mode)
+    return config.cluster_auth()
 
 
 def load_namesrv_settings(

@@ -19,7 +19,7 @@ from rmq.protocol.acl import MASTER_CLAIM, ROUTED_MASTER_ADDR, ROUTED_MASTER_CLA
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.crc import crc32
 from rmq.protocol.fields import BadRequest, bool_field, int_field, json_body, str_field
-from rmq.protocol.replica import REGISTER_EPOCH
+from rmq.protocol.replica import REGISTER_CONTROLLER_MODE, REGISTER_EPOCH
 
 
 class NamesrvProcessor:
@@ -76,6 +76,9 @@ class NamesrvProcessor:
             epoch=int_field(request.ext_fields, REGISTER_EPOCH, None),
             signed=verdict.signed,
             claim=str_field(request.ext_fields, MASTER_CLAIM, None),
+            controller_mode=bool_field(request.ext_fields, REGISTER_CONTROLLER_MODE),
+            # without the cluster account nothing is signed: controller mode's epochs are taken as given
+            epochs_trusted=self.auth is None,
         )
         if result.refused is not None and not result.fenced:
             return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark=result.refused)

@@ -41,6 +41,8 @@ class BrokerLiveInfo:
     epoch: int | None = None
     # its claim to that term (rmq.protocol.acl.master_claim), passed on to a master refused for it
     claim: str | None = None
+    # registered in controller mode (its epochs are the controllers')
+    controller_mode: bool = False
 
 
 @dataclass
@@ -102,6 +104,8 @@ class RouteInfoManager:
         epoch: int | None = None,
         signed: bool = False,
         claim: str | None = None,
+        controller_mode: bool = False,
+        epochs_trusted: bool = False,
     ) -> RegisterBrokerResult:
         """Record a broker's (re-)registration; a master's topic configs update the queue table.
 
@@ -110,13 +114,20 @@ class RouteInfoManager:
         two masters of one name would fork the log, and one unauthenticated frame must not move a
         route. Only a ``signed`` registration (checked with the cluster's credentials) of a newer
         ``epoch`` replaces it (a promoted slave); one of the same or an older epoch is answered
-        with the routed master's claim (``result.fenced``)."""
+        with the routed master's claim (``result.fenced``).
+
+        In controller mode (``controller_mode``, the routed master's too) epochs are the
+        controllers' (their Raft group elected it): where nothing can be signed (``epochs_trusted``:
+        the name server has no cluster account) a newer epoch replaces the routed master unsigned,
+        as RocketMQ 5.x's name servers take the master the controllers elected; a paused old master
+        would otherwise keep the route until its registration expires."""
         now_ms = _clock.now_ms() if now_ms is None else now_ms
         wrapper = topic_config_wrapper or {}
         data_version = wrapper.get("dataVersion") or {"timestamp": 0, "counter": 0}
         result = RegisterBrokerResult()
         with self._lock:
-            if self._refuse_displacement(result, broker_name, broker_id, broker_addr, epoch, signed, now_ms):
+            elected = epochs_trusted and controller_mode
+            if self._refuse_displacement(result, broker_name, broker_id, broker_addr, epoch, signed, now_ms, elected):
                 return result
             self._route_cache.clear()
             self.cluster_addr_table.setdefault(cluster_name, set()).add(broker_name)
@@ -144,7 +155,7 @@ class RouteInfoManager:
 
             previous = self.broker_live_table.get(broker_addr)
             self.broker_live_table[broker_addr] = BrokerLiveInfo(
-                now_ms, data_version, channel, ha_server_addr, epoch, claim
+                now_ms, data_version, channel, ha_server_addr, epoch, claim, controller_mode
             )
             if previous is None:
                 log.info(
@@ -178,10 +189,13 @@ class RouteInfoManager:
         epoch: int | None,
         signed: bool,
         now_ms: int,
+        elected: bool = False,
     ) -> bool:
         """Whether broker ``broker_id`` of ``broker_name`` at ``broker_addr`` may not take its
         route from another live address; if so, ``result`` says why (and, for a master whose epoch
-        is not newer, which master holds the route)."""
+        is not newer, which master holds the route). ``elected``: a master in controller mode on a
+        name server that cannot check signatures, which a newer epoch lets replace one of
+        controller mode."""
         broker_data = self.broker_addr_table.get(broker_name)
         routed = broker_data.broker_addrs.get(broker_id) if broker_data is not None else None
         if routed is None or routed == broker_addr:
@@ -203,8 +217,9 @@ class RouteInfoManager:
             )
             result.fenced = True
             result.routed_addr, result.routed_epoch, result.routed_claim = routed, live.epoch, live.claim
-        elif signed and epoch is not None:
-            return False  # a promoted slave, vouched for by the cluster's credentials
+        elif epoch is not None and (signed or (elected and live.controller_mode)):
+            # a promoted slave vouched for by the cluster's credentials, or the controllers' newer master
+            return False
         else:
             result.refused = (
                 f"{broker_name} already has live master {routed}"

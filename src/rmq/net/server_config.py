@@ -11,6 +11,7 @@ from __future__ import annotations
 import ssl
 
 from rmq.errors import ConfigError
+from rmq.net.cluster_auth import ClusterAuth
 from rmq.net.server import ConnectionLimits
 from rmq.net.tls import TlsServerOptions, server_context
 from rmq.protocol.acl import ClusterAuthMode, SessionCredentials
@@ -64,6 +65,13 @@ class ServerConfig:
                 f"{self.tls_server_key_path}: {exc}"
             ) from None
         return TlsServerOptions(context, TlsMode(self.tls_server_mode.value))
+
+    def cluster_auth(self, role: str = "name server", logger: str = "rmq.namesrv") -> ClusterAuth | None:
+        """What a server checks the cluster's writes with: this config's cluster account, if it has one."""
+        credentials = self.cluster_credentials()
+        if credentials is None:
+            return None
+        return ClusterAuth(credentials.access_key, credentials.secret_key, self.cluster_auth_mode, role, logger)
 
     def cluster_credentials(self) -> SessionCredentials | None:
         """The cluster account (clusterAccessKey / clusterSecretKey), or None."""

@@ -71,6 +71,11 @@ CONTROLLER_LEADER_ID = "controllerLeaderId"
 CONTROLLER_LEADER_ADDRESS = "controllerLeaderAddress"
 IS_LEADER = "isLeader"
 PEERS = "peers"
+# rmq's, beyond RocketMQ's GetMetaDataResponseHeader: the Raft term the answering controller is in
+RAFT_TERM = "term"
+
+# a heartbeat that does not say its timeout (RocketMQ's controllerHeartBeatTimeoutMills default)
+HEARTBEAT_TIMEOUT_MILLIS_DEFAULT = 10_000
 
 # no broker id yet / no master (RocketMQ's null Long, sent as absent; -1 where a number must stand)
 NO_BROKER_ID = -1
@@ -193,6 +198,8 @@ class ControllerMetadata:
     leader_address: str
     is_leader: bool
     peers: str
+    #: the Raft term (rmq's field; -1 from a controller that does not send it)
+    term: int = -1
 
     def fields(self) -> dict[str, str]:
         return {
@@ -201,6 +208,7 @@ class ControllerMetadata:
             CONTROLLER_LEADER_ADDRESS: self.leader_address,
             IS_LEADER: "true" if self.is_leader else "false",
             PEERS: self.peers,
+            RAFT_TERM: str(self.term),
         }
 
     @classmethod
@@ -211,6 +219,7 @@ class ControllerMetadata:
             str_field(ext, CONTROLLER_LEADER_ADDRESS, ""),
             bool_field(ext, IS_LEADER),
             str_field(ext, PEERS, ""),
+            int_field(ext, RAFT_TERM, -1),
         )
 
 

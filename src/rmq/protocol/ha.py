@@ -54,6 +54,18 @@ Both nonces are fresh per connection, so neither proof can be replayed on anothe
 labels keep the master's proof from being usable as a slave's. Without TLS the proofs authenticate
 the peers, not the bytes that follow them: TLS (tlsEnable, the master's certificate verified) is
 what keeps a man in the middle out of the stream.
+
+Controller mode (rmq, as 5.x's AutoSwitchHAConnection learns its slave's id): a slave whose broker id
+the controllers assigned names it first, before a HELLO or its first report, so that its master
+knows which broker of its set each connection is (the sync state set counts brokers, not sockets).
+Its first byte 0xff keeps it apart from a report as a HELLO's does; a slave without such an id
+(not in controller mode) sends none, and its master serves it as before.
+
+    slave -> master: SLAVE_ID
+    +-------------------------------+-------------------------------+
+    | SLAVE_ID_MAGIC: 8 bytes       | int64 brokerId                |
+    +-------------------------------+-------------------------------+
+    0                               8                               16
 """
 
 from __future__ import annotations
@@ -81,10 +93,13 @@ __all__ = [
     "PROOF_SIZE",
     "REPORT",
     "REPORT_SIZE",
+    "SLAVE_ID_MAGIC",
+    "SLAVE_ID_SIZE",
     "decode_challenge",
     "decode_frame_header",
     "decode_proof",
     "decode_report",
+    "decode_slave_id",
     "encode_challenge",
     "encode_frame_header",
     "encode_hello",
@@ -93,6 +108,8 @@ __all__ = [
     "master_proof",
     "slave_proof",
     "encode_report",
+    "encode_slave_id",
+    "is_slave_id",
 ]
 
 REPORT = struct.Struct(">q")
@@ -189,3 +206,30 @@ def master_proof(secret: str, access_key: str, slave_nonce: bytes, master_nonce:
 
 def slave_proof(secret: str, access_key: str, master_nonce: bytes, slave_nonce: bytes) -> bytes:
     return _proof(secret, _SLAVE_LABEL, master_nonce, slave_nonce, access_key)
+
+
+# -- controller mode: the slave's broker id -------------------------------------------------------
+
+SLAVE_ID_MAGIC = b"\xffRMQID01"
+SLAVE_ID = struct.Struct(f">{len(SLAVE_ID_MAGIC)}sq")
+SLAVE_ID_SIZE = SLAVE_ID.size  # 16
+
+
+def encode_slave_id(broker_id: int) -> bytes:
+    return SLAVE_ID.pack(SLAVE_ID_MAGIC, broker_id)
+
+
+def is_slave_id(data: Buffer) -> bool:
+    """Whether ``data`` (at least 8 bytes) starts a SLAVE_ID rather than a HELLO or a report."""
+    return bytes(memoryview(data)[: len(SLAVE_ID_MAGIC)]) == SLAVE_ID_MAGIC
+
+
+def decode_slave_id(data: Buffer) -> int:
+    """The broker id of the SLAVE_ID at the start of ``data`` (SLAVE_ID_SIZE bytes at least);
+    ValueError when it does not start with SLAVE_ID_MAGIC or the id is negative."""
+    magic, broker_id = SLAVE_ID.unpack_from(data)
+    if magic != SLAVE_ID_MAGIC:
+        raise ValueError(f"expected a slave id starting {SLAVE_ID_MAGIC!r}, got {bytes(magic)!r}")
+    if broker_id < 0:
+        raise ValueError(f"broker id {broker_id} is negative")
+    return int(broker_id)

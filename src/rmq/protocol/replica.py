@@ -13,6 +13,7 @@
 
 A master also sends ``epoch`` (its current term) in REGISTER_BROKER's extFields (``REGISTER_EPOCH``):
 an rmq name server refuses a master whose epoch is older than the routed master's, Apache's ignore it.
+A broker in controller mode adds ``controllerMode`` = ``true`` (``REGISTER_CONTROLLER_MODE``).
 
     GET_HA_STATUS (9101) {} -> {"masterMaxOffset": M, "slaves": [{"address": "ip:port",
         "connectedSince": ms, "ackedOffset": o, "lagBytes": n, "lagMs": n}, ...]}
@@ -34,6 +35,13 @@ from rmq.protocol.java_json import COMPACT
 DEFAULT_RANGE_SIZE = 64 << 20
 # REGISTER_BROKER's extField with the registering master's epoch
 REGISTER_EPOCH = "epoch"
+# REGISTER_BROKER's extField of a broker in controller mode ("true"; docs/controller.md): its master's
+# epoch comes from the controllers' Raft group, so an rmq name server lets a master of a newer one
+# replace a live master of controller mode, when nothing can be signed (no cluster credentials)
+REGISTER_CONTROLLER_MODE = "controllerMode"
+# GET_BROKER_RUNTIME_INFO's key of a broker in controller mode: its controllerAddr (where
+# ``rmq-admin broker promote`` asks for the election)
+RUNTIME_CONTROLLER_ADDR = "controllerAddr"
 # PROMOTE_TO_MASTER's request field (the role the slave takes) and answer fields
 PROMOTE_ROLE = "role"
 PROMOTED_EPOCH = "epoch"

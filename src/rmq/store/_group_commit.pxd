@@ -13,6 +13,20 @@ cdef enum:
     # disk keeps the msync on the flush thread, off the loop every connection waits on
     INLINE_AFTER_FAST_ROUNDS = 16
 
+# How a SYNC_MASTER put waits for its replicas (``replica_rule``, set by the HA side with the acks;
+# rmq.store.ha picks it from the sync state set).
+cpdef enum ReplicaRule:
+    REPLICAS_BEST_SLAVE = 0         # no sync state set (4.x): the best slave ack, a slave in sync
+    REPLICAS_SYNC_STATE_SET = 1     # ``replicated`` is the ack the sync state set's rule computed
+    REPLICAS_MASTER_ALONE = 2       # the rule needs no slave: a put completes once stored
+    REPLICAS_TOO_FEW = 3            # the set is smaller than the rule needs
+
+# What a SYNC_MASTER put does (``replica_wait``).
+cdef enum ReplicaWait:
+    REPLICA_NOT_AVAILABLE = -1      # answered SLAVE_NOT_AVAILABLE at once (stored, not replicated)
+    REPLICA_DONE = 0                # answered once stored
+    REPLICA_WAIT = 1                # answered once ``replicated`` passes its end, or at slaveTimeout
+
 cdef struct CommitFileRef:
     unsigned char* base
     int64_t from_offset
@@ -28,8 +42,9 @@ cdef struct GroupCommitState:
     int64_t flushed                     # everything below is on disk
     int64_t flushed_timestamp
     int64_t flush_count
-    int64_t replicated                  # the best slave ack: everything below is on a slave
+    int64_t replicated                  # the replicas' ack: everything below is on the slaves the rule needs
     int slaves                          # slaves connected to the HA service
+    int replica_rule                    # ReplicaRule
     int error                           # errno of a failed msync, until the completer has seen it
     bint idle                           # the flush thread is waiting on ``wake``
     bint flushing                       # the flush thread is making a round (its msync under way)
@@ -62,10 +77,10 @@ cdef class GroupCommit:
     cdef int inline_round(self) noexcept
     cdef void stop(self) noexcept
     cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp, int64_t* replicated) noexcept
-    cdef bint slave_in_sync(self, int64_t end, int64_t max_gap) noexcept
+    cdef int replica_wait(self, int64_t end, int64_t max_gap) noexcept
     cdef void finish(self, int error, int64_t flushed, int64_t flushed_timestamp) noexcept
 
 
-# The HA side (any thread, no GIL needed): the best offset a slave acked and how many slaves acked;
-# wakes the completer when the ack moved forward.
-cdef void publish_replicated_to(GroupCommitState* gc, int64_t offset, int slaves) noexcept nogil
+# The HA side (any thread, no GIL needed): how far the replicas the rule needs acked, how many
+# slaves acked, and the rule (ReplicaRule); wakes the completer when the ack moved forward.
+cdef void publish_replicated_to(GroupCommitState* gc, int64_t offset, int slaves, int rule) noexcept nogil

@@ -11,7 +11,9 @@
 #                                                                  flushed (and/or replicated)
 #                           HA service (its own loop thread)
 #                           a slave acked: publish          -->
-#                           replicated, slaves
+#                           replicated, slaves, the rule
+#                           (the best ack, or the sync
+#                           state set's: ReplicaRule)
 #
 #   GroupCommitState (C, every field guarded by ``mutex``)
 #   +---------+-----------+-----------+---------+-------+------+----------+------------+--------+--------------+
@@ -156,13 +158,14 @@ cdef void run_flusher(GroupCommitState* gc, double interval) noexcept nogil:
     pthread_mutex_unlock(&gc.mutex)
 
 
-cdef void publish_replicated_to(GroupCommitState* gc, int64_t offset, int slaves) noexcept nogil:
+cdef void publish_replicated_to(GroupCommitState* gc, int64_t offset, int slaves, int rule) noexcept nogil:
     cdef uint64_t one = 1
     cdef bint moved
     pthread_mutex_lock(&gc.mutex)
     moved = offset > gc.replicated
     gc.replicated = offset      # may go down: the best slave left, a lagging one remains
     gc.slaves = slaves
+    gc.replica_rule = rule
     pthread_mutex_unlock(&gc.mutex)
     if moved:
         c_write(gc.event_fd, &one, sizeof(one))
@@ -344,11 +347,12 @@ cdef class GroupCommit:
         pthread_cond_signal(&self.state.wake)
         pthread_mutex_unlock(&self.state.mutex)
 
-    def publish_replicated(self, int64_t offset, int slaves):
-        """The HA service's side (any thread): the best offset a connected slave acked and how many
-        slaves are connected; wakes the completer when the ack moved forward."""
+    def publish_replicated(self, int64_t offset, int slaves, int rule=REPLICAS_BEST_SLAVE):
+        """The HA service's side (any thread): how far the replicas ``rule`` needs acked (the best
+        slave's without a sync state set) and how many slaves are connected; wakes the completer
+        when the ack moved forward."""
         with nogil:
-            publish_replicated_to(self.state, offset, slaves)
+            publish_replicated_to(self.state, offset, slaves, rule)
 
     @property
     def replicated(self):
@@ -366,14 +370,25 @@ cdef class GroupCommit:
         pthread_mutex_unlock(&gc.mutex)
         return times
 
-    cdef bint slave_in_sync(self, int64_t end, int64_t max_gap) noexcept:
-        """A slave is connected and lags less than ``max_gap`` bytes behind ``end``."""
+    cdef int replica_wait(self, int64_t end, int64_t max_gap) noexcept:
+        """What a SYNC_MASTER put ending at ``end`` does (ReplicaWait). Without a sync state set it
+        waits while a slave is connected and lags less than ``max_gap`` bytes behind ``end``;
+        with one, as the rule the HA side published says."""
         cdef GroupCommitState* gc = self.state
-        cdef bint ok
+        cdef int wait
         pthread_mutex_lock(&gc.mutex)
-        ok = gc.slaves > 0 and end - gc.replicated < max_gap
+        if gc.replica_rule == REPLICAS_SYNC_STATE_SET:
+            wait = REPLICA_WAIT
+        elif gc.replica_rule == REPLICAS_MASTER_ALONE:
+            wait = REPLICA_DONE
+        elif gc.replica_rule == REPLICAS_TOO_FEW:
+            wait = REPLICA_NOT_AVAILABLE
+        elif gc.slaves > 0 and end - gc.replicated < max_gap:
+            wait = REPLICA_WAIT
+        else:
+            wait = REPLICA_NOT_AVAILABLE
         pthread_mutex_unlock(&gc.mutex)
-        return ok
+        return wait
 
     cdef int take_round(self, int64_t* flushed, int64_t* flushed_timestamp, int64_t* replicated) noexcept:
         """After a round or an ack (``event_fd`` readable) or on a timer: how far the CommitLog is

@@ -13,6 +13,8 @@ cdef enum:
     MAX_FRAMES_PER_SEND = 64
     # (offset, time) samples kept to tell how many ms a slave lags (oldest dropped first)
     LAG_SAMPLES = 4096
+    # brokers of a sync state set at most (a broker set is a master and a few slaves)
+    MAX_SYNC_STATE_SET = 16
 
 # Why the stream gave a slave up (``Slave.failure``); the HA loop logs it and closes the socket.
 cpdef enum Failure:
@@ -42,6 +44,12 @@ cdef struct Slave:
     int64_t failure_b
     bint acks_count         # its acks complete SYNC_MASTER sends (authenticated, or no credentials)
     int64_t acked           # its last report
+    int64_t broker_id       # the id it named (controller mode's SLAVE_ID), -1: none
+    # when it last had everything this CommitLog held (0: never); a pending proof of it: an ack
+    # reaching check_end shows it had, at check_ns, all there was (RocketMQ 5.x's lastCaughtUpTime)
+    int64_t caught_up_ns
+    int64_t check_end
+    int64_t check_ns
     # the frame being sent: start, size (-1: none) and how many of its bytes (header first) went
     int64_t frame_start
     int64_t frame_size
@@ -85,8 +93,19 @@ cdef struct StreamState:
     # the acks of the slaves the HA loop serves itself (TLS), combined with these into the group commit
     int64_t python_best
     int python_count
+    # ... and those of them that named a broker id of the sync state set: (id, ack) each
+    int64_t python_ids[MAX_SYNC_STATE_SET]
+    int64_t python_acked[MAX_SYNC_STATE_SET]
+    int n_python_named
+    # controller mode: the sync state set's brokers (the master's own id among them), how many of
+    # its slaves must ack a put, and the rule the group commit applies (ReplicaRule)
+    int64_t set_ids[MAX_SYNC_STATE_SET]
+    int set_size
+    int set_acks_needed
+    int set_rule
     int64_t published_best
     int published_count
+    int published_rule
     int64_t sample_offset[LAG_SAMPLES]
     int64_t sample_ns[LAG_SAMPLES]
     int sample_first

@@ -46,7 +46,8 @@ from rmq.includes.system cimport (EFD_CLOEXEC, EFD_NONBLOCK, EPOLL_CLOEXEC, EPOL
                                   EPOLL_CTL_MOD, EPOLLIN, EPOLLOUT, MSG_DONTWAIT, MSG_NOSIGNAL, epoll_create1,
                                   epoll_ctl, epoll_event, epoll_wait, eventfd, msghdr, pthread_mutex_destroy,
                                   pthread_mutex_init, pthread_mutex_lock, pthread_mutex_unlock, recv, sendmsg)
-from rmq.store._group_commit cimport GroupCommit, publish_replicated_to
+from rmq.store._group_commit cimport (REPLICAS_BEST_SLAVE, REPLICAS_MASTER_ALONE, REPLICAS_SYNC_STATE_SET,
+                                     REPLICAS_TOO_FEW, GroupCommit, publish_replicated_to)
 from rmq.store._mapped_file cimport MappedFile
 
 # the wire sizes this loop assumes (a test holds them to rmq.protocol.ha's)
@@ -251,13 +252,63 @@ cdef void transfer(StreamState* st, Slave* s, int64_t end, int64_t now) noexcept
     set_events(st, s)
 
 
+cdef inline int set_member(StreamState* st, int64_t broker_id) noexcept nogil:
+    """Where ``broker_id`` is in the sync state set, or -1."""
+    cdef int i
+    if broker_id < 0:
+        return -1
+    for i in range(st.set_size):
+        if st.set_ids[i] == broker_id:
+            return i
+    return -1
+
+
+cdef int64_t set_acked(StreamState* st, int* count) noexcept nogil:
+    """Controller mode: how far the sync state set's rule says the CommitLog is replicated: the
+    ``set_acks_needed``-th best ack of its brokers (each broker's best connection, this stream's and
+    the HA loop's), 0 while fewer of them acked; ``count``: how many of them acked."""
+    cdef int64_t acked[MAX_SYNC_STATE_SET]
+    cdef int i, j, k
+    cdef int64_t best
+    cdef Slave* s
+    for i in range(st.set_size):
+        acked[i] = -1
+    for i in range(st.n_slots):
+        s = &st.slaves[i]
+        if s.fd >= 0 and not s.failure and s.acked >= 0 and s.acks_count:
+            j = set_member(st, s.broker_id)
+            if j >= 0 and s.acked > acked[j]:
+                acked[j] = s.acked
+    for i in range(st.n_python_named):
+        j = set_member(st, st.python_ids[i])
+        if j >= 0 and st.python_acked[i] > acked[j]:
+            acked[j] = st.python_acked[i]
+    count[0] = 0
+    for i in range(st.set_size):
+        if acked[i] >= 0:
+            count[0] += 1
+    if st.set_acks_needed <= 0 or count[0] < st.set_acks_needed:
+        return 0
+    # the k-th best of a handful: pick the best k times
+    best = 0
+    for k in range(st.set_acks_needed):
+        j = 0
+        for i in range(1, st.set_size):
+            if acked[i] > acked[j]:
+                j = i
+        best = acked[j]
+        acked[j] = -1
+    return best
+
+
 cdef void publish_acks(StreamState* st, GroupCommit group_commit) noexcept nogil:
-    """The best ack of the slaves that reported (the HA loop's included) into the group commit,
-    SYNC_MASTER only: an ASYNC_MASTER's sends wait for no slave, and each ack that moved would wake
-    the completer for nothing (an eventfd write every poll; under SYNC_FLUSH the broker's loop,
-    which then takes the GIL to complete nothing)."""
+    """The slaves' acks (the HA loop's included) into the group commit, SYNC_MASTER only: an
+    ASYNC_MASTER's sends wait for no slave, and each ack that moved would wake the completer for
+    nothing (an eventfd write every poll; under SYNC_FLUSH the broker's loop, which then takes the
+    GIL to complete nothing). Without a sync state set the best ack; with one, what its rule says."""
     cdef int i, count = st.python_count
     cdef int64_t best = st.python_best if st.python_count else 0
+    cdef int64_t published
     cdef Slave* s
     for i in range(st.n_slots):
         s = &st.slaves[i]
@@ -265,10 +316,15 @@ cdef void publish_acks(StreamState* st, GroupCommit group_commit) noexcept nogil
             count += 1
             if s.acked > best:
                 best = s.acked
-    if st.sync and (best != st.published_best or count != st.published_count):
-        st.published_best = best
+    published = best
+    if st.set_rule != REPLICAS_BEST_SLAVE:
+        published = set_acked(st, &count)
+    if st.sync and (published != st.published_best or count != st.published_count
+                    or st.set_rule != st.published_rule):
+        st.published_best = published
         st.published_count = count
-        publish_replicated_to(group_commit.state, best, count)
+        st.published_rule = st.set_rule
+        publish_replicated_to(group_commit.state, published, count, st.set_rule)
     # the lag of a slave is timed from the oldest sample past its ack: older ones serve no one
     while st.sample_count > 1 and st.sample_offset[st.sample_first] <= best:
         st.sample_first = (st.sample_first + 1) % LAG_SAMPLES
@@ -290,6 +346,24 @@ cdef void add_sample(StreamState* st, int64_t end, int64_t now) noexcept nogil:
     st.sample_count += 1
 
 
+cdef inline void track_catch_up(Slave* s, int64_t end, int64_t now) noexcept nogil:
+    """After ``s``'s reports were read: when it last held everything this CommitLog held. An ack
+    of the end seen now proves it for now; one of the end a pending check saw proves it for then
+    (under steady puts the end moves on before each ack comes back, so the check, not the end,
+    is what a slave that keeps up reaches). A new check is armed once the last one was met."""
+    if s.acked >= end:
+        s.caught_up_ns = now
+        s.check_ns = 0
+        return
+    if s.check_ns and s.acked >= s.check_end:
+        if s.check_ns > s.caught_up_ns:
+            s.caught_up_ns = s.check_ns
+        s.check_ns = 0
+    if not s.check_ns:
+        s.check_end = end
+        s.check_ns = now
+
+
 cdef void serve(StreamState* st, GroupCommit group_commit) noexcept nogil:
     cdef int64_t now = now_ns(), end = commit_log_end(st)
     cdef int i
@@ -304,6 +378,7 @@ cdef void serve(StreamState* st, GroupCommit group_commit) noexcept nogil:
         read_reports(st, s, end, now)
         if s.failure:
             continue
+        track_catch_up(s, end, now)
         if now - s.last_read_ns > st.housekeeping_ns:
             fail(st, s, SILENT, 0, 0)
             continue
@@ -413,6 +488,9 @@ cdef class HAStream:
         st.heartbeat_ns = <int64_t>(heartbeat_interval * 1e9)
         st.housekeeping_ns = <int64_t>(housekeeping_interval * 1e9)
         st.last_end = -1
+        # the first publish happens whatever it says: the group commit may hold an older stream's
+        # watermark and rule (a master demoted, then promoted again)
+        st.published_rule = -1
 
     def __dealloc__(self):
         cdef StreamState* st = self.state
@@ -487,9 +565,12 @@ cdef class HAStream:
         free(old)
         self._file_refs = refs
 
-    def add(self, int fd, int64_t start, int64_t acked, bint acks_count, bytes pending_report=b""):
+    def add(self, int fd, int64_t start, int64_t acked, bint acks_count, bytes pending_report=b"",
+            int64_t broker_id=-1, int64_t caught_up_ns=0):
         """Serve the plain slave on socket ``fd`` (non-blocking) from here: its first report taken
-        (``acked``), frames start at ``start``; ``pending_report``: the first bytes of its next report."""
+        (``acked``), frames start at ``start``; ``pending_report``: the first bytes of its next report;
+        ``broker_id``: the id it named (-1: none); ``caught_up_ns``: when it last held everything
+        (CLOCK_MONOTONIC ns, 0: never)."""
         cdef StreamState* st = self.state
         cdef Slave* grown
         cdef Slave* s = NULL
@@ -517,6 +598,8 @@ cdef class HAStream:
             memset(s, 0, sizeof(Slave))
             s.acks_count = acks_count
             s.acked = acked
+            s.broker_id = broker_id
+            s.caught_up_ns = caught_up_ns
             s.frame_size = -1
             s.sent_to = start
             s.report_len = <int>len(pending_report)
@@ -573,15 +656,77 @@ cdef class HAStream:
         pthread_mutex_unlock(&st.mutex)
         return found
 
-    def publish_python_acks(self, int64_t best, int count):
-        """The acks of the slaves the HA loop serves itself, published with the stream's."""
+    def publish_python_acks(self, int64_t best, int count, named=()):
+        """The acks of the slaves the HA loop serves itself, published with the stream's: the best,
+        how many, and (broker id, ack) of those that named a broker of the sync state set."""
         cdef StreamState* st = self.state
+        cdef int64_t ids[MAX_SYNC_STATE_SET]
+        cdef int64_t acks[MAX_SYNC_STATE_SET]
+        cdef int n = 0
+        for broker_id, ack in named:
+            if n == MAX_SYNC_STATE_SET:
+                break   # only members are named, and a set has at most that many
+            ids[n] = broker_id
+            acks[n] = ack
+            n += 1
         with nogil:
             pthread_mutex_lock(&st.mutex)
             st.python_best = best
             st.python_count = count
+            memcpy(st.python_ids, ids, n * sizeof(int64_t))
+            memcpy(st.python_acked, acks, n * sizeof(int64_t))
+            st.n_python_named = n
             publish_acks(st, self.group_commit)
             pthread_mutex_unlock(&st.mutex)
+
+    def set_sync_state_set(self, broker_ids, int acks_needed, int rule):
+        """Controller mode: the sync state set's brokers, how many of its slaves must ack a put and
+        the rule (ReplicaRule; REPLICAS_BEST_SLAVE and no brokers: back to the best slave's ack);
+        the group commit gets what it says at once."""
+        cdef StreamState* st = self.state
+        cdef int64_t ids[MAX_SYNC_STATE_SET]
+        cdef int n = 0
+        if len(broker_ids) > MAX_SYNC_STATE_SET:
+            raise ValueError(f"a sync state set of {len(broker_ids)} brokers: at most {MAX_SYNC_STATE_SET}")
+        if rule not in (REPLICAS_BEST_SLAVE, REPLICAS_SYNC_STATE_SET, REPLICAS_MASTER_ALONE, REPLICAS_TOO_FEW):
+            raise ValueError(f"no replica rule {rule}")
+        for broker_id in broker_ids:
+            ids[n] = broker_id
+            n += 1
+        with nogil:
+            pthread_mutex_lock(&st.mutex)
+            memcpy(st.set_ids, ids, n * sizeof(int64_t))
+            st.set_size = n
+            st.set_acks_needed = acks_needed
+            st.set_rule = rule
+            publish_acks(st, self.group_commit)
+            pthread_mutex_unlock(&st.mutex)
+
+    def in_sync(self, double window):
+        """The broker ids of the slaves it serves that held everything this CommitLog held within the
+        last ``window`` seconds (haMaxTimeSlaveNotCatchup), or hold it now; those that named none
+        or whose acks do not count are left out."""
+        cdef StreamState* st = self.state
+        cdef int i
+        cdef Slave* s
+        cdef int64_t now = now_ns(), end
+        cdef int64_t window_ns = <int64_t>(window * 1e9)
+        cdef int64_t ids[MAX_SYNC_STATE_SET]
+        cdef int n = 0
+        with nogil:
+            pthread_mutex_lock(&st.mutex)
+            end = commit_log_end(st)
+            for i in range(st.n_slots):
+                s = &st.slaves[i]
+                if s.fd < 0 or s.failure or s.broker_id < 0 or not s.acks_count or s.acked < 0:
+                    continue
+                if s.check_ns and s.acked >= s.check_end and s.check_ns > s.caught_up_ns:
+                    s.caught_up_ns = s.check_ns
+                if (s.acked >= end or (s.caught_up_ns and now - s.caught_up_ns <= window_ns)) and n < MAX_SYNC_STATE_SET:
+                    ids[n] = s.broker_id
+                    n += 1
+            pthread_mutex_unlock(&st.mutex)
+        return [ids[i] for i in range(n)]
 
     def status(self, int fd):
         """(acked offset, ms it lags) of the slave on ``fd``, or None when the stream does not serve it."""

@@ -149,6 +149,9 @@ cdef class _StoreState:
     # the disk is fuller than diskSpaceWarningLevelRatio (RocketMQ's DISK_FULL running flag): no puts
     cdef readonly bint disk_full
     cdef bint _writable
+    # a slave: where its own dispatch of replicated bytes has reached (a demoted master's starts at
+    # its end, recovery's at the cut)
+    cdef readonly int64_t reput_offset
     # puts are answered once the group commit says so (SYNC_FLUSH or SYNC_MASTER)
     cdef bint _completes_commits
     # the put lock: serialises writers and readers of mapped memory (see _lock)
@@ -174,8 +177,6 @@ cdef class _StoreQueues(_StoreState):
 
 
 cdef class _StoreReplication(_StoreQueues):
-    # a slave: where its own dispatch of replicated bytes has reached
-    cdef readonly int64_t reput_offset
     # a slave: the CommitLog file append_replica pwrites into, and its descriptor (-1: none)
     cdef MappedFile _replica_file
     cdef int _replica_fd

@@ -43,7 +43,7 @@ from rmq.store._commit_log cimport (CREATE_MAPPED_FILE_FAILED, FLUSH_DISK_TIMEOU
                               PUT_OK, SERVICE_NOT_AVAILABLE, SLAVE_NOT_AVAILABLE, CommitLog, record_appended)
 from rmq.store._consume_queue cimport CQ_BLANK_SIZE, CQ_COMMITLOG_OFFSET, CQ_SIZE, CQ_STORE_UNIT_SIZE, CQ_TAGS_CODE
 from rmq.store._consume_queue cimport ConsumeQueue, StoreCheckpoint
-from rmq.store._group_commit cimport GroupCommit, GroupCommitState
+from rmq.store._group_commit cimport REPLICA_NOT_AVAILABLE, REPLICA_WAIT, GroupCommit, GroupCommitState
 from rmq.store._ha_stream cimport HAStream, wake_on_put
 from rmq.store._index cimport IndexService, index_entries_bound
 from rmq.store._mapped_file cimport MappedFile
@@ -393,6 +393,20 @@ cdef class _StoreState:
         self.slave = False
         self.sync_master = sync_master
         self._completes_commits = self.sync_flush or sync_master
+
+    def become_slave(self):
+        """A master demoted (``rmq.broker.role``; its puts refused since ``set_running(False)``, and
+        no thread but the caller's may put): it only appends its new master's bytes from now on,
+        dispatched from its own end on (its puts dispatched everything before)."""
+        self._lock()
+        try:
+            self.slave = True
+            self.sync_master = False
+            self._completes_commits = self.sync_flush
+            self._writable = False
+            self.reput_offset = self.commit_log.get_max_offset()
+        finally:
+            self._unlock()
 
     def fence(self):
         """Refuse every put (SERVICE_NOT_AVAILABLE) until ``unfence``: another master of this broker

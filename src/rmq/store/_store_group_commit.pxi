@@ -19,14 +19,16 @@ cdef class _StoreGroupCommit(_StoreReplication):
 
     cdef int _wait_status(self, int64_t next_offset, bint* wait_slave) noexcept:
         """SYNC_MASTER: whether a put ending at ``next_offset`` waits for a slave's ack, and the status
-        it completes with: SLAVE_NOT_AVAILABLE (stored, but degraded) when no slave is in sync, as
-        RocketMQ's handleHA answers."""
+        it completes with: SLAVE_NOT_AVAILABLE (stored, but degraded) when no slave is in sync (or
+        the sync state set is smaller than its rule needs), as RocketMQ's handleHA answers; PUT_OK
+        at once when the rule needs no slave."""
+        cdef int wait
         wait_slave[0] = False
         if self.sync_master:
-            if self._group_commit.slave_in_sync(next_offset, self.ha_max_gap_not_in_sync):
-                wait_slave[0] = True
-            else:
+            wait = self._group_commit.replica_wait(next_offset, self.ha_max_gap_not_in_sync)
+            if wait == REPLICA_NOT_AVAILABLE:
                 return SLAVE_NOT_AVAILABLE
+            wait_slave[0] = wait == REPLICA_WAIT
         return PUT_OK
 
     cdef void _publish_put(self, PutMessageResult result, object callback):

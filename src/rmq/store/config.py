@@ -56,6 +56,10 @@ class MessageStoreConfig(SettingsView):
     ha_transfer_batch_size: int = setting("haTransferBatchSize")
     ha_max_gap_not_in_sync: int = setting("haMaxGapNotInSync")
     slave_timeout: int = setting("slaveTimeout")
+    in_sync_replicas: int = setting("inSyncReplicas")
+    min_in_sync_replicas: int = setting("minInSyncReplicas")
+    all_ack_in_sync_state_set: bool = setting("allAckInSyncStateSet")
+    ha_max_time_slave_not_catchup: int = setting("haMaxTimeSlaveNotCatchup")
 
     def __post_init__(self) -> None:
         super().__post_init__()

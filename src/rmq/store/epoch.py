@@ -87,6 +87,7 @@ class EpochFile:
     epochs = EpochFile(store_path)
     epochs.ensure_started(store.get_max_phy_offset())   # a master's first start
     epochs.begin(store.get_max_phy_offset())            # promoted: the next term begins here
+    epochs.begin(store.get_max_phy_offset(), epoch)     # the controllers' master epoch begins here
     epochs.truncate_to(offset)                          # a rejoining slave dropped its tail
     """
 
@@ -119,9 +120,18 @@ class EpochFile:
         """The current term, opening the first one at ``start_offset`` if the table is empty."""
         return self.last or self.begin(start_offset)
 
-    def begin(self, start_offset: int) -> EpochEntry:
-        """Open the next term at ``start_offset`` (a promotion)."""
-        entry = EpochEntry(self.current_epoch + 1, start_offset)
+    def begin(self, start_offset: int, epoch: int | None = None) -> EpochEntry:
+        """Open a term at ``start_offset``: ``epoch`` (the controllers' master epoch), or the next one
+        (a promotion by command). StoreError for an epoch not newer than the newest known: another
+        master's log may already claim it."""
+        if epoch is None:
+            epoch = self.current_epoch + 1
+        elif epoch <= self.current_epoch:
+            raise StoreError(
+                f"{self.path}: cannot open epoch {epoch} at offset {start_offset}: this store already knows "
+                f"epoch {self.current_epoch} (a master's epoch must be newer than every one its log holds)"
+            )
+        entry = EpochEntry(epoch, start_offset)
         self._save([*self.entries, entry])
         return entry
 

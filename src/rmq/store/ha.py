@@ -37,6 +37,13 @@ enforcing: TLS only), and a slave with tlsEnable connects with TLS.
 Past haMaxConnections connections, one more is closed as soon as it is accepted (logged, as the
 client port's past serverMaxConnections: ``rmq.net.server.ConnectionRefusals``).
 Both threads, what they may touch and who stops them: docs/threads.md.
+
+Controller mode (docs/controller.md#the-sync-state-set): a slave names its broker id first
+(SLAVE_ID); the master tells which named slaves held its whole CommitLog within
+haMaxTimeSlaveNotCatchup (``HAService.in_sync_slave_ids``), and, given the sync state set
+(``set_sync_state_set``), publishes into the group commit the ack its rule asks for
+(``sync_state_set_rule``) instead of the best one: the stream computes it where the acks arrive,
+with the acks of the slaves this loop serves handed to it by id.
 """
 
 from __future__ import annotations
@@ -63,6 +70,7 @@ from rmq.net.tls import TlsServerOptions, TlsSocket
 from rmq.protocol import ha as wire
 from rmq.protocol.acl import ClusterAuthMode, SessionCredentials
 from rmq.protocol.tls import TLS_HANDSHAKE_RECORD, TlsMode
+from rmq.store._group_commit import ReplicaRule
 from rmq.store._ha_stream import Failure, HAStream
 
 if TYPE_CHECKING:
@@ -137,6 +145,7 @@ class SlaveStatus:
     tls: bool = False
     # authenticated, or the master has no credentials: its acks complete SYNC_MASTER sends
     acks_count: bool = True
+    broker_id: int = -1  # the id it named (controller mode), -1: none
 
 
 class Phase(enum.Enum):
@@ -146,6 +155,38 @@ class Phase(enum.Enum):
     OPENING = "opening"  # waiting for a HELLO or a first report (after the TLS handshake, if any)
     PROVING = "proving"  # CHALLENGE sent: waiting for the slave's PROOF
     REPLICATING = "replicating"  # reports in, frames out
+
+
+class CatchUp:
+    """When a slave last held everything its master's CommitLog held (RocketMQ 5.x's
+    lastCaughtUpTime), for the slaves the HA loop serves; ``_ha_stream.track_catch_up`` is the
+    compiled stream's twin. An ack of the end seen now proves it for now; one of the end a pending
+    check saw proves it for then (under steady puts the end moves on before each ack comes back,
+    so the check, not the end, is what a slave that keeps up reaches)."""
+
+    __slots__ = ("caught_up_ns", "check_end", "check_ns")
+
+    def __init__(self) -> None:
+        self.caught_up_ns = 0  # time.monotonic_ns(); 0: never
+        self.check_end = 0
+        self.check_ns = 0  # 0: no check pending
+
+    def track(self, acked: int, end: int, now_ns: int) -> None:
+        """After the slave's reports were read, ``end`` the CommitLog's end now."""
+        if acked >= end:
+            self.caught_up_ns, self.check_ns = now_ns, 0
+            return
+        if self.check_ns and acked >= self.check_end:
+            self.caught_up_ns = max(self.caught_up_ns, self.check_ns)
+            self.check_ns = 0
+        if not self.check_ns:
+            self.check_end, self.check_ns = end, now_ns
+
+    def in_sync(self, acked: int, end: int, now_ns: int, window_ns: int) -> bool:
+        """It holds everything now, or did within the last ``window_ns``."""
+        if self.check_ns and acked >= self.check_end:
+            self.caught_up_ns = max(self.caught_up_ns, self.check_ns)
+        return acked >= end or (self.caught_up_ns > 0 and now_ns - self.caught_up_ns <= window_ns)
 
 
 class HAConnection:
@@ -159,6 +200,8 @@ class HAConnection:
         self.connected_since = time.time()
         self.acked = -1  # the slave's last report
         self.next_offset = -1  # where the next frame starts (set by the first report)
+        self.broker_id = -1  # the id the slave named (controller mode's SLAVE_ID), -1: none
+        self.catch_up = CatchUp()
         self.accepted_at = self.last_read = self.last_write = time.monotonic()
         self._inbuf = bytearray()
         self._out: collections.deque = collections.deque()  # buffers not yet sent (views of the mapping)
@@ -245,6 +288,7 @@ class HAConnection:
             if not self._on_report(wire.decode_report(self._inbuf, position)):
                 return False
         del self._inbuf[:whole]
+        self.catch_up.track(self.acked, self.service.store.commit_log.get_max_offset(), time.monotonic_ns())
         if self._tls is None and not self._out:
             # plain TCP, nothing of this loop's left to send: the stream takes it from here
             self._hand_to_stream()
@@ -261,7 +305,15 @@ class HAConnection:
         service = self.service
         service.loop.remove_handler(self.fd)
         try:
-            service.stream.add(self.fd, self.next_offset, self.acked, self.acks_count, bytes(self._inbuf))
+            service.stream.add(
+                self.fd,
+                self.next_offset,
+                self.acked,
+                self.acks_count,
+                bytes(self._inbuf),
+                self.broker_id,
+                self.catch_up.caught_up_ns,
+            )
         except OSError as e:
             self.streamed = True  # not on the loop any more
             self.close(f"cannot stream to it: {e}")
@@ -301,6 +353,19 @@ class HAConnection:
         if self.phase is Phase.OPENING:
             if len(inbuf) < wire.REPORT_SIZE:
                 return False
+            if self.broker_id < 0 and wire.is_slave_id(inbuf):
+                # controller mode: the slave names its broker id first
+                if len(inbuf) < wire.SLAVE_ID_SIZE:
+                    return False
+                try:
+                    self.broker_id = wire.decode_slave_id(inbuf)
+                except ValueError as e:
+                    self.refuse("slave-id", f"a malformed SLAVE_ID: {e}")
+                    return False
+                del inbuf[: wire.SLAVE_ID_SIZE]
+                log.info("slave %s is broker %d of this set", self.address, self.broker_id)
+                if len(inbuf) < wire.REPORT_SIZE:
+                    return False
             if not wire.is_hello(inbuf):
                 if credentials is None:
                     self.phase = Phase.REPLICATING  # a 4.x slave: the first report
@@ -526,6 +591,8 @@ class ReplicatedStore(Protocol):
     def sync_master(self) -> bool: ...
     @property
     def reput_offset(self) -> int: ...
+    @property
+    def sync_state_set(self) -> frozenset[int] | None: ...
     def append_replica(self, offset: int, data: Any) -> int: ...
     def attach_ha_stream(self, stream: HAStream | None) -> None: ...
     def dispatch_replica(self) -> None: ...
@@ -589,6 +656,11 @@ class HAService:
         self._stream_thread = HAStreamThread(self.stream)
         # a connection this loop serves (handshaking, or TLS): notify_new_data writes its eventfd
         self._loop_serves = False
+        # controller mode: the brokers whose acks SYNC_MASTER sends wait for (None: the best slave's)
+        self.sync_state_set: frozenset[int] | None = None
+        self.not_catchup_window_ns = config.ha_max_time_slave_not_catchup * 1_000_000
+        # published at once: the group commit forgets what an earlier term's stream published
+        self.set_sync_state_set(store.sync_state_set)
 
     def start(self) -> HAService:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -804,15 +876,50 @@ class HAService:
         self.publish_acks()
 
     def publish_acks(self) -> None:
-        """The best ack of the slaves that reported, into the group commit (SYNC_MASTER sends)."""
+        """The acks of the slaves that reported, into the group commit (SYNC_MASTER sends): the
+        best, and those of the sync state set's brokers."""
         # an unauthenticated slave (permissive mode) is served, but its word is not taken for a send;
         # the stream adds its slaves' acks
-        reported = [c.acked for c in self.connections.values() if not c.streamed and c.acked >= 0 and c.acks_count]
-        best = max(reported, default=0)
-        self.stream.publish_python_acks(best, len(reported))
+        reporting = [c for c in self.connections.values() if not c.streamed and c.acked >= 0 and c.acks_count]
+        best = max((c.acked for c in reporting), default=0)
+        named: dict[int, int] = {}
+        members = self.sync_state_set or ()
+        for c in reporting:
+            if c.broker_id in members:
+                named[c.broker_id] = max(named.get(c.broker_id, -1), c.acked)
+        self.stream.publish_python_acks(best, len(reporting), named.items())
         samples = self._samples
         while len(samples) > 1 and samples[0][0] <= best:
             samples.popleft()
+
+    # -- controller mode: the sync state set -----------------------------------------------------
+
+    def set_sync_state_set(self, broker_ids: frozenset[int] | None) -> None:
+        """SYNC_MASTER sends wait for the acks ``broker_ids``' rule needs (``sync_state_set_rule``);
+        None: for the best slave's, as without controllers (any thread)."""
+        self.sync_state_set = broker_ids
+        if broker_ids is None:
+            self.stream.set_sync_state_set((), 0, ReplicaRule.REPLICAS_BEST_SLAVE)
+        else:
+            needed, rule = sync_state_set_rule(broker_ids, self.store.config)
+            self.stream.set_sync_state_set(sorted(broker_ids), needed, rule)
+        # the acks of the slaves this loop serves, as members now or no longer
+        self.loop.call_soon_threadsafe(self.publish_acks)
+
+    def in_sync_slave_ids(self) -> frozenset[int]:
+        """The broker ids of the connected slaves that held all of this CommitLog within the last
+        haMaxTimeSlaveNotCatchup ms, or hold it now (5.x's isSlaveCatchUp): what the master asks the
+        controllers to make its sync state set, itself added (any thread). A slave that named no
+        id, or whose acks do not count (unauthenticated, permissive mode), is never in it."""
+        ids = set(self.stream.in_sync(self.not_catchup_window_ns / 1e9))
+        end = self.store.commit_log.get_max_offset()
+        now = time.monotonic_ns()
+        for c in list(self.connections.values()):
+            if c.streamed or c.closed or c.broker_id < 0 or not c.acks_count or c.acked < 0:
+                continue
+            if c.catch_up.in_sync(c.acked, end, now, self.not_catchup_window_ns):
+                ids.add(c.broker_id)
+        return frozenset(ids)
 
     # -- status -----------------------------------------------------------------------------------
 
@@ -841,9 +948,30 @@ class HAService:
                     c.authenticated,
                     c._tls is not None,
                     c.acks_count,
+                    c.broker_id,
                 )
             )
         return found
+
+
+def sync_state_set_rule(broker_ids: frozenset[int], config: MessageStoreConfig) -> tuple[int, ReplicaRule]:
+    """How many slaves of a sync state set (the master's id among ``broker_ids``) must ack a
+    SYNC_MASTER put, and the group commit's rule: every one with allAckInSyncStateSet, else
+    inSyncReplicas brokers counting the master, never fewer than minInSyncReplicas. A set smaller
+    than minInSyncReplicas, or than the brokers the rule needs, answers SLAVE_NOT_AVAILABLE at once
+    (RocketMQ 5.x refuses the put, IN_SYNC_REPLICAS_NOT_ENOUGH; rmq stores it as a degraded send)."""
+    size = len(broker_ids)
+    if size < config.min_in_sync_replicas:
+        return 0, ReplicaRule.REPLICAS_TOO_FEW
+    if config.all_ack_in_sync_state_set:
+        needed = size - 1
+    else:
+        needed = max(config.in_sync_replicas, config.min_in_sync_replicas) - 1
+    if needed <= 0:
+        return 0, ReplicaRule.REPLICAS_MASTER_ALONE
+    if needed > size - 1:
+        return needed, ReplicaRule.REPLICAS_TOO_FEW
+    return needed, ReplicaRule.REPLICAS_SYNC_STATE_SET
 
 
 class HAStreamThread(ServiceThread):
@@ -898,6 +1026,9 @@ class HAClient(ServiceThread):
         self._buffer = bytearray(max(READ_BUFFER, 2 * (wire.FRAME_HEADER_SIZE + self._max_frame)))
         self._filled = 0
         self._authenticated = False  # the current connection's master proved the cluster secret
+        # controller mode: the broker id this slave names to its master (None: it names none, as 4.x)
+        self.slave_id: int | None = None
+        self._switch_master = False  # follow(): drop the connection to the old master
 
     def update_master_address(self, address: str | None) -> None:
         """The master's HA address as the name server answered it (any thread)."""
@@ -906,7 +1037,22 @@ class HAClient(ServiceThread):
             self.master_address = address
             self.wakeup()
 
+    def follow(self, address: str | None) -> None:
+        """Replicate from another master (controller mode: the controllers named it) at HA address
+        ``address``, or, None, the one the name servers will answer (any thread): the connection to
+        the old one is dropped within SLAVE_POLL, and the next reconciles with the new master's
+        epochs first."""
+        if address != self.master_address:
+            log.info("HA master address: %s", address or "the one the name servers will route")
+            self.master_address = address
+        self._switch_master = True
+        self.wakeup()
+
     def run_once(self) -> None:
+        if self._switch_master:
+            self._switch_master = False
+            self._disconnect()
+            self._backoff = RECONNECT_MIN
         if self._sock is None:
             if not self._connect():
                 self.wait_for_running(self._backoff)
@@ -964,6 +1110,8 @@ class HAClient(ServiceThread):
         if security.client_tls is not None:
             # the handshake, within the connect timeout
             sock = security.client_tls.wrap_socket(sock, server_hostname=address.rpartition(":")[0])
+        if self.slave_id is not None:
+            sock.sendall(wire.encode_slave_id(self.slave_id))
         credentials = security.credentials
         if credentials is None:
             return sock

@@ -105,6 +105,8 @@ class MessageStore(StoreCore):
         self.ha_security: HASecurity | None = None
         # the master terms this store's log went through (epoch.json), loaded by ``start``
         self.epochs: EpochFile | None = None
+        # controller mode: the brokers whose acks a SYNC_MASTER put waits for (None: a slave's)
+        self.sync_state_set: frozenset[int] | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------
 
@@ -146,17 +148,21 @@ class MessageStore(StoreCore):
             raise
         return self
 
-    def start_ha(self, epoch_source: EpochSource | None = None, security: HASecurity | None = None) -> None:
+    def start_ha(
+        self, epoch_source: EpochSource | None = None, security: HASecurity | None = None, slave_id: int | None = None
+    ) -> None:
         """After ``start``: replicate. A master opens its first epoch if its store has none and
         listens on haListenPort for slaves (HAService); a slave copies its master's CommitLog
         (HAClient), after reconciling its log with the master's epoch table, which
         ``epoch_source()`` fetches (the broker asks the master; without one, a slave replicates as
         4.x does). A store used on its own does neither. ``security``: the cluster credentials and
-        TLS both sides use (kept for a promotion's HA service too)."""
+        TLS both sides use (kept for a promotion's HA service too). ``slave_id``: the broker id a
+        slave names to its master (controller mode's)."""
         assert self.epochs is not None, "start() first"
         self.ha_security = security
         if self.config.slave:
             self.ha_client = HAClient(self, epoch_source, security)
+            self.ha_client.slave_id = slave_id
             self.ha_client.start()
         else:
             self.epochs.ensure_started(self.get_max_phy_offset())
@@ -193,12 +199,20 @@ class MessageStore(StoreCore):
             self.epochs.adopt(theirs)
         return point, dropped_bytes, dropped_records
 
-    def promote(self, sync_master: bool) -> EpochEntry:
+    def promote(self, sync_master: bool, epoch: int | None = None) -> EpochEntry:
         """A slave becomes its broker name's master: replication stops, a record copied only in part
         is dropped (the dispatch finished every whole one), a new epoch opens at the CommitLog's end
-        and slaves may connect to haListenPort. Puts are accepted from the next ``set_running(True)``:
-        the caller (``rmq.broker.role``) first readies the broker to answer them as a master's."""
+        (``epoch``: the controllers' master epoch, else the next one) and slaves may connect to
+        haListenPort. The controllers' epoch may be this store's newest: a master restarted (as a
+        slave, the controllers' brokers start so) goes on in its own term, whose entry stays.
+        Puts are accepted from the next ``set_running(True)``: the caller (``rmq.broker.role``) first
+        readies the broker to answer them as a master's. StoreError for an ``epoch`` older than this
+        store's newest, before anything changed."""
         assert self.epochs is not None, "start() first"
+        if epoch is not None and epoch < self.epoch:
+            raise StoreError(
+                f"{self.store_path}: cannot become master in epoch {epoch}: this store already knows epoch {self.epoch}"
+            )
         if self.ha_client is not None:
             self.ha_client.shutdown()
             self.ha_client = None
@@ -206,7 +220,10 @@ class MessageStore(StoreCore):
         if self.reput_offset < self.get_max_phy_offset():
             dropped = self.truncate_to(self.reput_offset)
             log.info("%s: dropped the %d bytes of a record copied only in part", self.store_path, dropped[0])
-        entry = self.epochs.begin(self.get_max_phy_offset())
+        if epoch is not None and epoch == self.epoch and self.epochs.last is not None:
+            entry = self.epochs.last
+        else:
+            entry = self.epochs.begin(self.get_max_phy_offset(), epoch)
         self.config.broker_role = BrokerRole.SYNC_MASTER if sync_master else BrokerRole.ASYNC_MASTER
         self.become_master(sync_master)
         self.ha_service = HAService(self, self.ha_security).start()
@@ -218,6 +235,55 @@ class MessageStore(StoreCore):
             entry.start_offset,
         )
         return entry
+
+    def open_epoch(self, epoch: int) -> EpochEntry:
+        """A master (restarted, say) goes on in the controllers' newer master ``epoch``, from its
+        CommitLog's end; puts wait meanwhile, so that none of the old term lands after the new one's
+        start (StoreError for an epoch not newer than this store's newest)."""
+        assert self.epochs is not None, "start() first"
+        self.acquire_put_lock()
+        try:
+            entry = self.epochs.begin(self.get_max_phy_offset(), epoch)
+        finally:
+            self.release_put_lock()
+        log.warning("%s: master in epoch %d from offset %d", self.store_path, entry.epoch, entry.start_offset)
+        return entry
+
+    def demote(self, epoch_source: EpochSource | None, ha_address: str | None, slave_id: int | None) -> None:
+        """A master whose puts are refused (``set_running(False)``, and ``become_slave`` run by the
+        only thread that may put: ``rmq.broker.role``) replicates another master from now on: its HA
+        service stops (its slaves go), and an HA client copies from ``ha_address`` (None: the one
+        the name servers answer), naming ``slave_id``, after cutting what the new master never had
+        (``reconcile_with_master``). The first half: ``stop_ha_service``."""
+        self.stop_ha_service()
+        self.config.broker_role = BrokerRole.SLAVE
+        self.sync_state_set = None  # the set of its term as master: a next term gets its own
+        self.ha_client = HAClient(self, epoch_source, self.ha_security)
+        self.ha_client.slave_id = slave_id
+        self.ha_client.master_address = ha_address
+        self.ha_client.start()
+        log.warning(
+            "%s: demoted to slave of %s at epoch %d, CommitLog ending at %d",
+            self.store_path,
+            ha_address or "the routed master",
+            self.epoch,
+            self.get_max_phy_offset(),
+        )
+
+    def stop_ha_service(self) -> None:
+        """A master's slaves are let go (a demotion, or shutdown)."""
+        if self.ha_service is not None:
+            self.ha_service.shutdown()
+            self.ha_service = None
+
+    def set_sync_state_set(self, broker_ids: frozenset[int]) -> None:
+        """Controller mode: from now on a SYNC_MASTER put completes once the sync state set
+        ``broker_ids`` (the master's own id among them) holds it, as ``rmq.store.ha.sync_state_set_rule``
+        says (allAckInSyncStateSet, inSyncReplicas, minInSyncReplicas); kept across a promotion's new
+        HA service. Any thread."""
+        self.sync_state_set = frozenset(broker_ids)
+        if self.ha_service is not None:
+            self.ha_service.set_sync_state_set(self.sync_state_set)
 
     def hand_over_commit_completion(self) -> None:
         """Before ``start``: the caller completes SYNC_FLUSH puts itself, calling ``complete_commits``
@@ -231,9 +297,7 @@ class MessageStore(StoreCore):
         if self._lock_fd is None:
             return
         self.set_running(False)
-        if self.ha_service is not None:
-            self.ha_service.shutdown()
-            self.ha_service = None
+        self.stop_ha_service()
         if self.ha_client is not None:
             self.ha_client.shutdown()
             self.ha_client = None

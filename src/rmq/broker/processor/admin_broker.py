@@ -49,6 +49,7 @@ from rmq.protocol.fields import str_field
 from rmq.protocol.headers import reset_offset_header
 from rmq.protocol.message import SCHEDULE_TOPIC, topic_error
 from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.replica import RUNTIME_CONTROLLER_ADDR
 
 log = logging.getLogger("rmq.broker")
 
@@ -139,6 +140,8 @@ class AdminBrokerProcessor(Processor[AdminBrokerServices]):
             inline_rounds = store.group_commit_inline_rounds
             table["flushInlineRounds"] = inline_rounds
             table["flushThreadRounds"] = store.group_commit_flushes - inline_rounds
+        if c.config.enable_controller_mode:  # rmq's key: rmq-admin broker promote asks these controllers
+            table[RUNTIME_CONTROLLER_ADDR] = c.config.controller_addr or ""
         table.update(c.runtime_stats.table())
         if c.send_lane is not None:  # frames the compiled send lane served and left to the processors (rmq's keys)
             table["sendLaneServed"] = c.send_lane.served

@@ -15,7 +15,12 @@ GET_EPOCH_TABLE (9102) {} -> EpochTable
     this broker's master terms and CommitLog end: a slave asks its master before it replicates.
 PROMOTE_TO_MASTER (9103) {role?} -> {epoch, startOffset}
     this slave becomes its broker name's master (``rmq.broker.role``), on the scheduler thread;
-    answered once it registered as master. SYSTEM_ERROR when it is not a slave.
+    answered once it registered as master. SYSTEM_ERROR when it is not a slave, or in controller
+    mode (the controllers decide: ``rmq-admin broker promote`` asks them, ELECT_MASTER).
+NOTIFY_BROKER_ROLE_CHANGED (1008) NotifyRoleChangedHeader + SyncStateSet -> {}
+    a controller's notice of a new master (epoch) of this broker's set (``rmq.broker.replicas``,
+    which applies it on its own thread); SYSTEM_ERROR when the broker is not in controller mode,
+    NO_PERMISSION when it has the cluster account and the notice is not signed by it.
 """
 
 from __future__ import annotations
@@ -28,8 +33,9 @@ from rmq.broker.processor.base import Handler, Processor, success
 from rmq.broker.services import ReplicaServices
 from rmq.errors import RequestRefused
 from rmq.net.channel import Channel
-from rmq.net.codec import RemotingCommand
+from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.controller import ReplicaInfo, SyncStateSet
 from rmq.protocol.fields import int_field, malformed
 from rmq.protocol.replica import (
     MAX_DIGEST_BYTES_PER_ANSWER,
@@ -64,6 +70,7 @@ class ReplicaProcessor(Processor[ReplicaServices]):
             RequestCode.GET_HA_STATUS: self.get_ha_status,
             RequestCode.GET_EPOCH_TABLE: self.get_epoch_table,
             RequestCode.PROMOTE_TO_MASTER: self.promote_to_master,
+            RequestCode.NOTIFY_BROKER_ROLE_CHANGED: self.notify_broker_role_changed,
         }
 
     def get_ha_status(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
@@ -98,11 +105,34 @@ class ReplicaProcessor(Processor[ReplicaServices]):
         return success(request, body=table.encode())
 
     def promote_to_master(self, channel: Channel, request: RemotingCommand) -> None:
+        if self.controller.replicas is not None:
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"broker {self.controller.config.broker_name} at {self.controller.broker_addr} is in controller mode: "
+                "the controllers elect its master; ask them (CONTROLLER_ELECT_MASTER with designateElect, "
+                "rmq-admin broker promote does)",
+            )
         text = request.ext_fields.get(PROMOTE_ROLE) or BrokerRole.ASYNC_MASTER.value
         if text not in (BrokerRole.ASYNC_MASTER.value, BrokerRole.SYNC_MASTER.value):
             raise malformed(PROMOTE_ROLE, text, "ASYNC_MASTER or SYNC_MASTER")
         self.controller.scheduler.run_soon(self._promote, channel, request, BrokerRole(text))
         return None
+
+    def notify_broker_role_changed(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        replicas = self.controller.replicas
+        if replicas is None:
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"broker {self.controller.broker_addr} is not in controller mode (enableControllerMode=false): "
+                "it takes no role from a controller",
+            )
+        refused = replicas.notice_refused(channel, request)
+        if refused is not None:
+            raise RequestRefused(ResponseCode.NO_PERMISSION, refused)
+        info = ReplicaInfo.from_fields(request.ext_fields)
+        body = body_bytes(request.body)
+        replicas.on_role_changed(info, SyncStateSet.decode(body) if body else SyncStateSet(frozenset(), 0))
+        return success(request)
 
     def _promote(self, channel: Channel, request: RemotingCommand, role: BrokerRole) -> None:
         try:

@@ -1,0 +1,134 @@
+"""Controller mode (issue 27), real processes: an ``rmq-controller``, an ``rmq-namesrv`` and a broker
+set of three brokers in controller mode (``harness.ControllerModeSet``, small timeouts). No operator
+acts: the controller elects, the brokers follow (``rmq.broker.replicas``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+
+from rmq.broker.config import load_broker_config
+from rmq.broker.controller import BrokerController
+from rmq.errors import ConfigError
+from rmq.net import RemotingCommand
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.controller import ReplicaInfo
+from rmq.protocol.route import MASTER_ID
+from tests.helpers import harness, wait_until
+from tests.helpers.broker import broker_settings
+
+Sender = harness.Sender
+BROKER = harness.CONTROLLER_MODE_BROKER
+
+
+def controller_id(root: Path, name: str) -> int:
+    return json.loads((root / name / "controller.json").read_text())["brokerId"]
+
+
+@pytest.mark.slow
+def test_a_killed_master_is_replaced_by_a_slave_and_rejoins_as_its_slave(spawn, tmp_path: Path):
+    """Three brokers register: one is master, the others its slaves, each under an id of the
+    controller's. The master is SIGKILLed with sends in flight: a slave becomes master in the next
+    epoch and takes sends, holding every acknowledged message; the old master restarted keeps its id
+    and rejoins as a slave, its log byte-identical to the new master's."""
+    cluster = harness.ControllerModeSet(spawn, tmp_path).start()
+    try:
+        old = cluster.master()
+        assert old is not None
+        ids = {name: controller_id(tmp_path, name) for name in cluster.settings}
+        assert sorted(ids.values()) == [1, 2, 3]
+        assert cluster.routes() == {
+            MASTER_ID: cluster.addr(old),
+            **{ids[name]: cluster.addr(name) for name in cluster.settings if name != old},
+        }
+        cluster.create_topic()
+        wait_until(lambda: cluster.send(old, b"probe").code == ResponseCode.SUCCESS, 10, "a first send acked")
+        old_epoch = int(cluster.runtime(old)["epoch"])
+
+        sender = Sender(cluster.client, cluster.addr(old), 1_000_000).start()
+        try:
+            wait_until(lambda: len(sender.acked) >= 200, 20, "200 sends acked by the master")
+            cluster.kill(old)
+        finally:
+            sender.stop()
+        new = cluster.new_master(old)
+        assert int(cluster.runtime(new)["epoch"]) > old_epoch
+        wait_until(lambda: cluster.send(new, b"after").code == ResponseCode.SUCCESS, 10, "the new master takes sends")
+        missing = set(sender.acked) - cluster.bodies_on(new)
+        assert not missing, f"{len(missing)} acknowledged messages not on the new master, e.g. {sorted(missing)[:3]}"
+
+        cluster.start_broker(old)
+        wait_until(lambda: cluster.routes().get(ids[old]) == cluster.addr(old), 20, f"{old} routed as a slave")
+        assert cluster.master() == new
+        cluster.wait_converged()
+
+        # caught up, it is in the sync state set again; an operator's promote goes through the controller
+        assert cluster.admin is not None
+        cluster.wait_in_sync(10)
+        epoch = int(cluster.runtime(new)["epoch"])
+        promotion = cluster.admin.promote(BROKER, ids[old])
+        assert (promotion.addr, promotion.epoch) == (cluster.addr(old), epoch + 1)
+        assert cluster.new_master(new) == old
+        wait_until(lambda: cluster.send(old, b"again").code == ResponseCode.SUCCESS, 10, "the promoted one takes sends")
+    finally:
+        cluster.close()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("credentials", [None, ("rmq-cluster", "cluster-secret-0123456789")], ids=["open", "signed"])
+def test_a_paused_master_acknowledges_no_send_once_another_was_elected(spawn, tmp_path: Path, credentials):
+    """SIGSTOP the master past the heartbeat timeout: another is elected and routed (signed by the
+    cluster account or, without one, as the controllers' newer epoch); SIGCONT: every send the old
+    one answers from then on is refused, and it follows the new master as a slave."""
+    cluster = harness.ControllerModeSet(spawn, tmp_path, credentials=credentials).start()
+    try:
+        old = cluster.master()
+        assert old is not None
+        cluster.create_topic()
+        wait_until(lambda: cluster.send(old, b"probe").code == ResponseCode.SUCCESS, 10, "a first send acked")
+        if credentials:
+            # a notice of a made-up master, not signed by the cluster account, moves nothing
+            forged = ReplicaInfo(7, "127.0.0.1:1", 99, 99)
+            notice = RemotingCommand.request(RequestCode.NOTIFY_BROKER_ROLE_CHANGED, forged.fields(), b"")
+            assert cluster.client.invoke_sync(cluster.addr(old), notice, 5).code == ResponseCode.NO_PERMISSION
+            assert cluster.send(old, b"still-master").code == ResponseCode.SUCCESS
+        cluster.pause(old)
+        new = cluster.new_master(old)
+        wait_until(lambda: cluster.send(new, b"new").code == ResponseCode.SUCCESS, 10, "the new master takes sends")
+        cluster.resume(old)
+        answers = []
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline and cluster.routes().get(MASTER_ID) == cluster.addr(new):
+            answers.append(cluster.send(old, b"to-the-old-one-%d" % len(answers)).code)
+            if old in [cluster.name_of(a) for i, a in cluster.routes().items() if i != MASTER_ID]:
+                break
+        assert answers and ResponseCode.SUCCESS not in answers, answers
+        wait_until(
+            lambda: cluster.addr(old) in [a for i, a in cluster.routes().items() if i != MASTER_ID],
+            10,
+            f"{old} routed as a slave of {new}",
+        )
+        assert not {b"to-the-old-one-%d" % i for i in range(len(answers))} & cluster.bodies_on(new)
+    finally:
+        cluster.close()
+
+
+def test_a_controller_id_of_another_broker_set_stops_the_start(tmp_path: Path):
+    """controller.json names another broker set: the broker does not start, saying which file."""
+    settings = broker_settings(tmp_path, enableControllerMode="true", controllerAddr="127.0.0.1:9878")
+    (tmp_path / "controller.json").write_text(
+        json.dumps(
+            {
+                "clusterName": "DefaultCluster",
+                "brokerName": "another-set",
+                "brokerId": 2,
+                "registerCheckCode": "127.0.0.1:10911;1",
+                "applied": True,
+            }
+        )
+    )
+    with pytest.raises(ConfigError, match="controller.json holds broker id 2 of DefaultCluster/another-set"):
+        BrokerController(*load_broker_config(None, settings))
