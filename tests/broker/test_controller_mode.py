@@ -17,6 +17,7 @@ from rmq.net import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.controller import ReplicaInfo
 from rmq.protocol.route import MASTER_ID
+from rmq.settings import CONTROLLER_SETTINGS, SETTINGS
 from tests.helpers import harness, wait_until
 from tests.helpers.broker import broker_settings
 
@@ -73,6 +74,30 @@ def test_a_killed_master_is_replaced_by_a_slave_and_rejoins_as_its_slave(spawn, 
         assert (promotion.addr, promotion.epoch) == (cluster.addr(old), epoch + 1)
         assert cluster.new_master(new) == old
         wait_until(lambda: cluster.send(old, b"again").code == ResponseCode.SUCCESS, 10, "the promoted one takes sends")
+    finally:
+        cluster.close()
+
+
+@pytest.mark.slow
+def test_a_killed_master_is_replaced_before_its_heartbeats_could_time_out(spawn, tmp_path: Path):
+    """With RocketMQ's defaults (heartbeat timeout 10 s, a scan every 5 s) a SIGKILLed master is
+    replaced at once: its connection to the controller closes with it, and the controller takes
+    that for its death (RocketMQ's onBrokerChannelClose). The wait is bounded below the timeout."""
+    timeout_ms = SETTINGS["controllerHeartBeatTimeoutMills"].default
+    scan = {"scanNotActiveBrokerInterval": str(CONTROLLER_SETTINGS["scanNotActiveBrokerInterval"].default)}
+    cluster = harness.ControllerModeSet(
+        spawn, tmp_path, brokers=2, controller_settings=scan, controllerHeartBeatTimeoutMills=str(timeout_ms)
+    ).start()
+    try:
+        old = cluster.master()
+        assert old is not None
+        cluster.wait_in_sync(10)
+
+        cluster.kill(old)
+
+        new = cluster.new_master(old, timeout=timeout_ms / 1000 * 0.8)
+        cluster.create_topic()
+        wait_until(lambda: cluster.send(new, b"after").code == ResponseCode.SUCCESS, 10, "the new master takes sends")
     finally:
         cluster.close()
 
