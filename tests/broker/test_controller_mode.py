@@ -69,6 +69,18 @@ def test_a_killed_master_is_replaced_by_a_slave_and_rejoins_as_its_slave(spawn, 
         # caught up, it is in the sync state set again; an operator's promote goes through the controller
         assert cluster.admin is not None
         cluster.wait_in_sync(10)
+        # and so its master's ha-status says: each slave under its id, in sync, in the set
+        admin = cluster.admin
+        slaves = sorted(ids[name] for name in cluster.settings if name != new)
+        wait_until(
+            lambda: admin.ha_status(BROKER)[1].sync_state_set == sorted(ids.values()),
+            10,
+            "the master holding the sync state set of every broker",
+        )
+        status = admin.ha_status(BROKER)[1]
+        assert sorted((s.broker_id, s.in_sync, s.in_sync_state_set) for s in status.slaves) == [
+            (broker_id, True, True) for broker_id in slaves
+        ]
         epoch = int(cluster.runtime(new)["epoch"])
         promotion = cluster.admin.promote(BROKER, ids[old])
         assert (promotion.addr, promotion.epoch) == (cluster.addr(old), epoch + 1)
