@@ -468,4 +468,6 @@ class ControllerGroup:
             leader = int(metas[0].leader_id[1:])
             return leader + 1 if leader in members else None  # + 1: member 0 is an answer too
 
-        return wait_until(agreed, timeout, f"controllers {members} agreeing on a leader", 0.02) - 1
+        found = wait_until(agreed, timeout, f"controllers {members} agreeing on a leader", 0.02)
+        assert found is not None
+        return found - 1
