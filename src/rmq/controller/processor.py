@@ -259,7 +259,7 @@ class ControllerProcessor:
         heartbeat = BrokerHeartbeat.from_fields(request.ext_fields, HEARTBEAT_TIMEOUT_MILLIS_DEFAULT)
         if heartbeat.heartbeat_timeout_millis <= 0:
             raise BadRequest(f"heartbeatTimeoutMills must be positive, got {heartbeat.heartbeat_timeout_millis}")
-        self.live.on_heartbeat(heartbeat)
+        self.live.on_heartbeat(heartbeat, channel)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
 
     # -- the leader's -----------------------------------------------------------------------------
@@ -304,7 +304,7 @@ class ControllerProcessor:
                 "first (CONTROLLER_GET_NEXT_BROKER_ID, CONTROLLER_APPLY_BROKER_ID)",
             )
         # a registering broker is alive (its heartbeats follow), so that it may be elected at once
-        self.live.on_register(cluster_name, broker_name, broker_id, address)
+        self.live.on_register(cluster_name, broker_name, broker_id, address, channel)
         if not moved:
             return _response(request, self._registered(broker_name))
         deliver = self._answer_later(channel, request)
