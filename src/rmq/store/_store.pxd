@@ -131,37 +131,68 @@ cdef class GetMessageResult:
     cdef readonly Py_ssize_t buffer_total_size
 
 
-cdef class StoreCore:
+# StoreCore, a chain of classes, one per section, each the base of the next (_store.pyx says why);
+# each declares the attributes its section owns and the cdef methods it defines.
+
+cdef class _StoreState:
     cdef readonly str store_path
     cdef readonly CommitLog commit_log
-    cdef readonly dict consume_queue_table
     cdef readonly IndexService index_service
     cdef readonly StoreCheckpoint checkpoint
-    cdef readonly Py_ssize_t mapped_file_size_consume_queue
-    cdef readonly int64_t max_message_size
-    cdef readonly uint32_t store_ip
-    cdef readonly int32_t store_port
     cdef readonly bint sync_flush
-    cdef readonly double sync_flush_timeout
     cdef readonly bint running
     # replication: sends wait for a slave (SYNC_MASTER); a slave's CommitLog is the master's copy
     cdef readonly bint sync_master
-    cdef readonly double slave_timeout
-    cdef readonly int64_t ha_max_gap_not_in_sync
     cdef readonly bint slave
     # a master the name servers refused (another master of its name has a newer epoch): no puts
     cdef readonly bint fenced
     # the disk is fuller than diskSpaceWarningLevelRatio (RocketMQ's DISK_FULL running flag): no puts
     cdef readonly bint disk_full
     cdef bint _writable
-    # a slave: where its own dispatch of replicated bytes has reached
+    # a slave: where its own dispatch of replicated bytes has reached (a demoted master's starts at
+    # its end, recovery's at the cut)
     cdef readonly int64_t reput_offset
+    # puts are answered once the group commit says so (SYNC_FLUSH or SYNC_MASTER)
+    cdef bint _completes_commits
+    # the put lock: serialises writers and readers of mapped memory (see _lock)
+    cdef bint _busy
+    cdef GroupCommit _group_commit
+    # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
+    cdef readonly int64_t last_store_timestamp
+
+    cdef int _lock(self) except -1
+    cdef void _unlock(self) noexcept
+
+
+cdef class _StoreQueues(_StoreState):
+    cdef readonly dict consume_queue_table
+    cdef readonly Py_ssize_t mapped_file_size_consume_queue
+    cdef list _delay_level_ms
+
+    cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
+    cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,
+                            PropertySpans* spans, int64_t store_timestamp) noexcept
+    cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
+                       ConsumeQueue queue, PropertySpans* spans) except -1
+
+
+cdef class _StoreReplication(_StoreQueues):
     # a slave: the CommitLog file append_replica pwrites into, and its descriptor (-1: none)
     cdef MappedFile _replica_file
     cdef int _replica_fd
-    cdef list _delay_level_ms
-    # the put lock: serialises writers and readers of mapped memory (see _lock)
-    cdef bint _busy
+    # an idle ASYNC_MASTER's HA thread: the eventfd the next put writes once (-1: none)
+    cdef int _ha_wake_fd
+
+    cdef void _wake_replication(self) noexcept
+    cdef void _wake_ha(self) noexcept
+    cdef int _dispatch_replica(self) except -1
+    cdef int _write_replica(self, MappedFile mf, const char* data, Py_ssize_t n) except -1
+
+
+cdef class _StoreGroupCommit(_StoreReplication):
+    cdef readonly double sync_flush_timeout
+    cdef readonly double slave_timeout
+    cdef readonly int64_t ha_max_gap_not_in_sync
     # SYNC_FLUSH puts waiting for the disk (PutMessageResults in offset order), and the group commit
     cdef object _commit_requests
     # the deferred puts, a ring in put order (defer_put), and the one sink they are answered through
@@ -170,40 +201,40 @@ cdef class StoreCore:
     cdef Py_ssize_t _deferred_len
     cdef Py_ssize_t _deferred_cap
     cdef CommitSink _sink
-    cdef GroupCommit _group_commit
     cdef int64_t _completed_flushed
-    cdef bint _completes_commits
     cdef bint _kicks_rounds
-    # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
-    cdef readonly int64_t last_store_timestamp
-    # an idle ASYNC_MASTER's HA thread: the eventfd the next put writes once (-1: none)
-    cdef int _ha_wake_fd
+
+    cdef int defer_put(self, CommitSink sink, PutPlace* place, int* status) except -1
+    cdef void publish_raw(self, const PutPlace* place) noexcept
+    cdef int _wait_status(self, int64_t next_offset, bint* wait_slave) noexcept
+    cdef void _publish_put(self, PutMessageResult result, object callback)
+    cdef void _complete_deferred(self, int status)
+    cdef void _deferred_round_done(self)
+
+
+cdef class _StorePuts(_StoreGroupCommit):
+    cdef readonly int64_t max_message_size
+    cdef readonly uint32_t store_ip
+    cdef readonly int32_t store_port
 
     cdef int put_raw(self, str topic, int queue_id, const unsigned char* body_ptr, Py_ssize_t body_len,
                      const unsigned char* props_ptr, Py_ssize_t props_len, const PutFields* fields,
                      PutPlace* place) except -1
-    cdef int defer_put(self, CommitSink sink, PutPlace* place, int* status) except -1
-    cdef void publish_raw(self, const PutPlace* place) noexcept
-    cdef int _wait_status(self, int64_t next_offset, bint* wait_slave) noexcept
-    cdef void _complete_deferred(self, int status)
-    cdef void _deferred_round_done(self)
     cdef int put_batch_raw(self, str topic, int queue_id, BatchRecord* records, Py_ssize_t n,
                            const PutFields* fields, PutPlace* place) except -1
     cdef PutMessageResult _stored(self, const PutPlace* place, int msg_num, list offsets, callback)
+    cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
+    cdef int _reserve_index(self, Py_ssize_t entries, int* status) except -1
+
+
+cdef class _StoreGets(_StorePuts):
     cdef int get_into(self, str topic, int queue_id, int64_t offset, int max_msgs, Py_ssize_t max_total_bytes,
                       object tag_filter, GetMessageResult result, bytearray out, GetPlace* place) except -1
-    cdef int _lock(self) except -1
-    cdef void _unlock(self) noexcept
-    cdef ConsumeQueue _find_or_create_queue(self, str topic, int queue_id)
-    cdef int _reserve_queue(self, ConsumeQueue queue, Py_ssize_t entries, int* status) except -1
-    cdef void _publish_put(self, PutMessageResult result, object callback)
-    cdef void _wake_replication(self) noexcept
-    cdef void _wake_ha(self) noexcept
+
+
+cdef class _StoreRecovery(_StoreGets):
     cdef int _cut(self, int64_t end) except -1
-    cdef int _dispatch_replica(self) except -1
-    cdef int _write_replica(self, MappedFile mf, const char* data, Py_ssize_t n) except -1
-    cdef int _dispatch(self, const unsigned char* record, int64_t phy_offset, int32_t size,
-                       ConsumeQueue queue, PropertySpans* spans) except -1
-    cdef int _reserve_index(self, Py_ssize_t entries, int* status) except -1
-    cdef int64_t _tags_code(self, const unsigned char* topic, Py_ssize_t topic_len,
-                            PropertySpans* spans, int64_t store_timestamp) noexcept
+
+
+cdef class StoreCore(_StoreRecovery):
+    pass

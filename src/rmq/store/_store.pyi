@@ -68,7 +68,8 @@ class TagFilter:
         cls, properties_filter: Callable[[dict[str, str]], bool], property_names: Iterable[str]
     ) -> TagFilter: ...
 
-@disjoint_base
+# not a disjoint base itself: a chain of private classes, one per section of the store core, holds
+# its fields (rmq/store/_store.pyx), and StoreCore adds none
 class StoreCore:
     store_path: str
     commit_log: CommitLog
