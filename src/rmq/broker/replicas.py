@@ -68,6 +68,8 @@ def lease_clock() -> float:
     """The master lease's clock: CLOCK_BOOTTIME, which goes on while the process is stopped and
     while the machine is suspended (the controllers' clocks do), as the store's put path reads it."""
     return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
 NO_MASTER = wire.ReplicaInfo(wire.NO_BROKER_ID, "", 0, 0)
 
 
