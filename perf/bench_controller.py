@@ -12,107 +12,38 @@ loopback, then
 from __future__ import annotations
 
 import argparse
-import signal
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
-from collections.abc import Iterable
-from typing import Any
+from pathlib import Path
 
-from rmq.net import RemotingClient, RemotingCommand
-from rmq.perf.procs import LOOPBACK, free_port, wait_listening, wait_until
+from rmq.net import RemotingCommand
+from rmq.perf.procs import ControllerGroup, Processes
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.controller import ControllerMetadata
 
 
-class Group:
-    def __init__(self, members: int, store: str):
-        self.store = store
-        self.raft_ports = [free_port() for _ in range(members)]
-        self.ports = [free_port() for _ in range(members)]
-        self.peers = ";".join(f"n{i}-{LOOPBACK}:{port}" for i, port in enumerate(self.raft_ports))
-        self.procs: list[subprocess.Popen[Any]] = [self.start(i) for i in range(members)]
-        self.client = RemotingClient()
-        self.client.start()
-
-    def start(self, i: int) -> subprocess.Popen[Any]:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "rmq.cli.controller", "--host", LOOPBACK, "--port", str(self.ports[i]),
-             "--log-level", "ERROR", "--set", f"controllerDLegerPeers={self.peers}",
-             "--set", f"controllerDLegerSelfId=n{i}", "--set", f"controllerStorePath={self.store}/n{i}"],
-            stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        wait_listening(proc, self.ports[i], f"rmq-controller n{i}")
-        return proc
-
-    def address(self, i: int) -> str:
-        return f"{LOOPBACK}:{self.ports[i]}"
-
-    def leader(self, among: Iterable[int]) -> int | None:
-        """The member every one of ``among`` names as leader, or None while they do not agree."""
-        named: set[str] = set()
-        for i in among:
-            try:
-                answer = self.client.invoke_sync(
-                    self.address(i), RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO), 1.0
-                )
-            except Exception:
-                return None
-            named.add(ControllerMetadata.from_fields(answer.ext_fields).leader_id)
-        if len(named) != 1 or "" in named:
-            return None
-        leader = int(named.pop()[1:])
-        return leader if leader in list(among) else None
-
-    def wait_leader(self, among: Iterable[int]) -> int:
-        found: list[int] = []
-
-        def agreed() -> bool:
-            leader = self.leader(among)
-            if leader is not None:
-                found.append(leader)
-            return leader is not None
-
-        wait_until(agreed, 10.0, "the members agreeing on a leader", interval=0.02)
-        return found[-1]
-
-    def close(self) -> None:
-        self.client.shutdown()
-        for proc in self.procs:
-            proc.send_signal(signal.SIGTERM)
-        for proc in self.procs:
-            proc.wait(10)
-
-
-def commit_times(group: Group, changes: int) -> list[float]:
-    leader = group.wait_leader(range(len(group.procs)))
+def commit_times(group: ControllerGroup, changes: int) -> list[float]:
+    leader = group.leader()
     apply = {"clusterName": "c", "brokerName": "b", "appliedBrokerId": "1", "registerCheckCode": "127.0.0.1:1;1"}
     samples = []
     for n in range(changes + 20):
         start = time.perf_counter()
-        answer = group.client.invoke_sync(
-            group.address(leader), RemotingCommand.request(RequestCode.CONTROLLER_APPLY_BROKER_ID, dict(apply)), 3.0
-        )
+        answer = group.call(leader, RemotingCommand.request(RequestCode.CONTROLLER_APPLY_BROKER_ID, dict(apply)), 3.0)
         assert answer.code == ResponseCode.SUCCESS, answer.remark
         if n >= 20:  # the first ones warm the connections up
             samples.append((time.perf_counter() - start) * 1000)
     return sorted(samples)
 
 
-def failover_times(group: Group, rounds: int) -> list[float]:
-    everyone = range(len(group.procs))
+def failover_times(group: ControllerGroup, rounds: int) -> list[float]:
     out = []
     for _ in range(rounds):
-        leader = group.wait_leader(everyone)
-        group.procs[leader].send_signal(signal.SIGKILL)
-        group.procs[leader].wait()
+        leader = group.leader()
+        group.kill(leader)
         killed = time.monotonic()
-        survivors = [i for i in everyone if i != leader]
-        group.wait_leader(survivors)
+        group.leader(among=tuple(i for i in range(group.size) if i != leader))
         out.append(time.monotonic() - killed)
-        group.procs[leader] = group.start(leader)
+        group.start(leader)
     return out
 
 
@@ -122,9 +53,11 @@ def main() -> None:
     parser.add_argument("--changes", type=int, default=300)
     parser.add_argument("--rounds", type=int, default=7)
     args = parser.parse_args()
+    procs = Processes()
     with tempfile.TemporaryDirectory() as store:
-        group = Group(args.members, store)
+        group = ControllerGroup(procs.spawn, Path(store), args.members, log_level="ERROR")
         try:
+            group.start()
             ms = commit_times(group, args.changes)
             print(
                 f"commit, {args.members} members, {len(ms)} changes: median {statistics.median(ms):.2f} ms, "
@@ -137,6 +70,7 @@ def main() -> None:
             )
         finally:
             group.close()
+            procs.stop_all()
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 controller mode while a producer sends, all real processes.
 
     PYTHONPATH=src python perf/failover_soak.py [--rounds 20] [--controllers 3] [--seed N] [--json]
+        [--heartbeat-timeout-ms MS] [--scan-interval-ms MS]
 
 Three ``rmq-controller`` (a Raft group), an ``rmq-namesrv`` and three brokers of one broker name in
 controller mode (``harness.ControllerModeSet``: heartbeat timeout 2 s, polls every second). A
@@ -179,9 +180,9 @@ def one_round(cluster: ControllerModeSet, sender: RoutedSender, fault: str, rng:
         cluster.start_broker(slave)
     else:
         leader = cluster.controller_leader()
-        cluster.controllers[leader].kill()
+        cluster.controllers.kill(leader)
         time.sleep(1.0)
-        cluster.controllers[leader].start(cluster.spawn)
+        cluster.controllers.start(leader)
     cluster.wait_set(len(cluster.settings), 60)
     # a master fault's outage ends with a send acknowledged by another broker
     old = cluster.addr(master) if fault.startswith("master") else None
@@ -204,12 +205,22 @@ def soak(
     faults: tuple[str, ...] = FAULTS,
     cluster_auth: bool = True,
     heartbeat_timeout_ms: int | None = None,
+    scan_interval_ms: int | None = None,
 ) -> dict:
     rng = random.Random(seed)
     procs = Processes()
     credentials = CLUSTER_ACCOUNT if cluster_auth else None
     extra = {} if heartbeat_timeout_ms is None else {"controllerHeartBeatTimeoutMills": str(heartbeat_timeout_ms)}
-    cluster = ControllerModeSet(procs.spawn, root, brokers=3, controllers=controllers, credentials=credentials, **extra)
+    scan = {} if scan_interval_ms is None else {"scanNotActiveBrokerInterval": str(scan_interval_ms)}
+    cluster = ControllerModeSet(
+        procs.spawn,
+        root,
+        brokers=3,
+        controllers=controllers,
+        credentials=credentials,
+        controller_settings=scan,
+        **extra,
+    )
     reports = []
     try:
         cluster.start()
@@ -281,6 +292,12 @@ def main() -> int:
         default=None,
         help="the brokers' controllerHeartBeatTimeoutMills (default the harness's 2000; RocketMQ's is 10000)",
     )
+    parser.add_argument(
+        "--scan-interval-ms",
+        type=int,
+        default=None,
+        help="the controllers' scanNotActiveBrokerInterval (default the harness's 200; RocketMQ's is 5000)",
+    )
     parser.add_argument("--no-cluster-auth", action="store_true", help="run every process without cluster credentials")
     parser.add_argument("--keep", action="store_true", help="keep the stores and logs (their path is printed)")
     parser.add_argument("--json", action="store_true")
@@ -296,7 +313,14 @@ def main() -> int:
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))
     try:
         result = soak(
-            args.rounds, args.controllers, seed, root, faults, not args.no_cluster_auth, args.heartbeat_timeout_ms
+            args.rounds,
+            args.controllers,
+            seed,
+            root,
+            faults,
+            not args.no_cluster_auth,
+            args.heartbeat_timeout_ms,
+            args.scan_interval_ms,
         )
     finally:
         if args.keep:

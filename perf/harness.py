@@ -41,11 +41,10 @@ from rmq.net.frame import FLAG_ONEWAY
 from rmq.perf.procs import (
     BROKER_PORT_KEYS,
     LOOPBACK,
+    ControllerGroup,
     broker_settings,
-    free_port,
     start_broker_process,
     start_namesrv,
-    wait_listening,
     wait_until,
 )
 from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
@@ -636,54 +635,6 @@ CONTROLLER_SCAN_INTERVAL_MS = 200
 CONTROLLER_MODE_BROKER = "broker-c"
 
 
-@dataclasses.dataclass
-class ControllerProcess:
-    """One ``rmq-controller`` of a group: what to start it again with (same store, same ports)."""
-
-    argv: list[str]
-    port: int
-    log_path: Path
-    proc: subprocess.Popen | None = None
-
-    @property
-    def addr(self) -> str:
-        return f"{LOOPBACK}:{self.port}"
-
-    def start(self, spawn) -> None:
-        with open(self.log_path, "ab") as log:
-            self.proc = spawn(*self.argv, stderr=log)
-        wait_listening(self.proc, self.port, "rmq-controller")
-
-    def kill(self) -> None:
-        assert self.proc is not None
-        self.proc.send_signal(signal.SIGKILL)
-        self.proc.wait(10)
-
-
-def start_controllers(spawn, root: Path, count: int, *args: str) -> list[ControllerProcess]:
-    """``count`` ``rmq-controller`` processes forming one Raft group, each with its store under
-    ``root`` and its stderr in ``root/controller-n<i>.log``, started and listening. ``args``: more
-    options of each."""
-    raft_ports = [free_port() for _ in range(count)]
-    peers = ";".join(f"n{i}-{LOOPBACK}:{port}" for i, port in enumerate(raft_ports))
-    started = []
-    for i in range(count):
-        port = free_port()
-        settings = {
-            "controllerDLegerPeers": peers,
-            "controllerDLegerSelfId": f"n{i}",
-            "controllerStorePath": str(root / f"controller-n{i}"),
-            "scanNotActiveBrokerInterval": str(CONTROLLER_SCAN_INTERVAL_MS),
-        }
-        argv = ["-m", "rmq.cli.controller", "--host", LOOPBACK, "--port", str(port), "--log-level", "WARNING"]
-        for key, value in settings.items():
-            argv += ["--set", f"{key}={value}"]
-        controller = ControllerProcess([*argv, *args], port, root / f"controller-n{i}.log")
-        controller.start(spawn)
-        started.append(controller)
-    return started
-
-
 class ControllerModeSet:
     """Controllers (a Raft group), a name server and one broker set in controller mode, all real
     processes; brokers are named "b0", "b1", ... and keep their store and ports across restarts."""
@@ -695,19 +646,30 @@ class ControllerModeSet:
         brokers: int = 3,
         controllers: int = 1,
         credentials: tuple[str, str] | None = None,
+        controller_settings: dict[str, str] | None = None,
         **extra: str,
     ):
-        """``extra``: settings of every broker; ``credentials``: the cluster account (access key,
-        secret key) every process runs with (registrations and controller writes signed)."""
+        """``extra``: settings of every broker; ``controller_settings``: of every controller (over
+        the harness's scan every CONTROLLER_SCAN_INTERVAL_MS); ``credentials``: the cluster account
+        (access key, secret key) every process runs with (registrations and controller writes
+        signed)."""
         self.spawn = spawn
         self.root = root
-        self.controller_count = controllers
         self.credentials = credentials
         account = {"clusterAccessKey": credentials[0], "clusterSecretKey": credentials[1]} if credentials else {}
         self.client = RemotingClient()
         self.admin: AdminClient | None = None
         self.namesrv_addr = ""
-        self.controllers: list[ControllerProcess] = []
+        self.controllers = ControllerGroup(
+            spawn,
+            root,
+            controllers,
+            **{
+                "scanNotActiveBrokerInterval": str(CONTROLLER_SCAN_INTERVAL_MS),
+                **account,
+                **(controller_settings or {}),
+            },
+        )
         self.settings: dict[str, dict[str, str]] = {}
         self.procs: dict[str, subprocess.Popen] = {}
         self.paused: set[str] = set()
@@ -732,7 +694,7 @@ class ControllerModeSet:
 
     @property
     def controller_addr(self) -> str:
-        return ";".join(c.addr for c in self.controllers)
+        return self.controllers.controller_addr
 
     def addr(self, name: str) -> str:
         return f"{LOOPBACK}:{self.settings[name]['listenPort']}"
@@ -749,10 +711,7 @@ class ControllerModeSet:
         namesrv_args = ("--cluster-access-key", key, "--cluster-secret-key", secret) if self.credentials else ()
         _, self.namesrv_addr = start_namesrv(self.spawn, *namesrv_args)
         self.admin = AdminClient(self.namesrv_addr, timeout=3.0, credentials=self.credentials).__enter__()
-        account = ("--set", f"clusterAccessKey={key}", "--set", f"clusterSecretKey={secret}")
-        if not self.credentials:
-            account = ()
-        self.controllers = start_controllers(self.spawn, self.root, self.controller_count, *account)
+        self.controllers.start()
         for settings in self.settings.values():
             settings["controllerAddr"] = self.controller_addr
         for name in self.settings:
@@ -765,6 +724,7 @@ class ControllerModeSet:
             self.resume(name)
         if self.admin is not None:
             self.admin.__exit__(None, None, None)
+        self.controllers.close()
         self.client.shutdown()
 
     def start_broker(self, name: str) -> None:
@@ -789,8 +749,7 @@ class ControllerModeSet:
     def controller_leader(self) -> int:
         """The index of the controller that leads."""
         assert self.admin is not None
-        leader = self.admin.controller_leader(self.controller_addr)
-        return next(i for i, c in enumerate(self.controllers) if c.addr == leader)
+        return self.controllers.addresses.index(self.admin.controller_leader(self.controller_addr))
 
     def routes(self) -> dict[int, str]:
         """The broker set's addresses as the name server routes them (0: the master)."""

@@ -17,6 +17,7 @@ from rmq.net import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.controller import ReplicaInfo
 from rmq.protocol.route import MASTER_ID
+from rmq.settings import CONTROLLER_SETTINGS, SETTINGS
 from tests.helpers import harness, wait_until
 from tests.helpers.broker import broker_settings
 
@@ -47,6 +48,9 @@ def test_a_killed_master_is_replaced_by_a_slave_and_rejoins_as_its_slave(spawn, 
         cluster.create_topic()
         wait_until(lambda: cluster.send(old, b"probe").code == ResponseCode.SUCCESS, 10, "a first send acked")
         old_epoch = int(cluster.runtime(old)["epoch"])
+        # only a slave of the sync state set may be elected: a master killed before its slaves joined
+        # it leaves the set without one (by design), which the controller now finds at once
+        cluster.wait_in_sync(10)
 
         sender = Sender(cluster.client, cluster.addr(old), 1_000_000).start()
         try:
@@ -68,11 +72,47 @@ def test_a_killed_master_is_replaced_by_a_slave_and_rejoins_as_its_slave(spawn, 
         # caught up, it is in the sync state set again; an operator's promote goes through the controller
         assert cluster.admin is not None
         cluster.wait_in_sync(10)
+        # and so its master's ha-status says: each slave under its id, in sync, in the set
+        admin = cluster.admin
+        slaves = sorted(ids[name] for name in cluster.settings if name != new)
+        wait_until(
+            lambda: admin.ha_status(BROKER)[1].sync_state_set == sorted(ids.values()),
+            10,
+            "the master holding the sync state set of every broker",
+        )
+        status = admin.ha_status(BROKER)[1]
+        assert sorted((s.broker_id, s.in_sync, s.in_sync_state_set) for s in status.slaves) == [
+            (broker_id, True, True) for broker_id in slaves
+        ]
         epoch = int(cluster.runtime(new)["epoch"])
         promotion = cluster.admin.promote(BROKER, ids[old])
         assert (promotion.addr, promotion.epoch) == (cluster.addr(old), epoch + 1)
         assert cluster.new_master(new) == old
         wait_until(lambda: cluster.send(old, b"again").code == ResponseCode.SUCCESS, 10, "the promoted one takes sends")
+    finally:
+        cluster.close()
+
+
+@pytest.mark.slow
+def test_a_killed_master_is_replaced_before_its_heartbeats_could_time_out(spawn, tmp_path: Path):
+    """With RocketMQ's defaults (heartbeat timeout 10 s, a scan every 5 s) a SIGKILLed master is
+    replaced at once: its connection to the controller closes with it, and the controller takes
+    that for its death (RocketMQ's onBrokerChannelClose). The wait is bounded below the timeout."""
+    timeout_ms = SETTINGS["controllerHeartBeatTimeoutMills"].default
+    scan = {"scanNotActiveBrokerInterval": str(CONTROLLER_SETTINGS["scanNotActiveBrokerInterval"].default)}
+    cluster = harness.ControllerModeSet(
+        spawn, tmp_path, brokers=2, controller_settings=scan, controllerHeartBeatTimeoutMills=str(timeout_ms)
+    ).start()
+    try:
+        old = cluster.master()
+        assert old is not None
+        cluster.wait_in_sync(10)
+
+        cluster.kill(old)
+
+        new = cluster.new_master(old, timeout=timeout_ms / 1000 * 0.8)
+        cluster.create_topic()
+        wait_until(lambda: cluster.send(new, b"after").code == ResponseCode.SUCCESS, 10, "the new master takes sends")
     finally:
         cluster.close()
 

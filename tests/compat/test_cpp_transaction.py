@@ -4,10 +4,6 @@ the broker's checks against rmq processes; our SDK consumes exactly the committe
 
 from __future__ import annotations
 
-import json
-import subprocess
-import threading
-
 import pytest
 
 from rmq.client import PushConsumer
@@ -18,45 +14,14 @@ from tests.helpers.compat import ClientRunner, build_cpp_transaction_shim
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
 
-class Events:
-    """The JSON lines of a running client script, read on a thread."""
-
-    def __init__(self, proc):
-        self.proc = proc
-        self.lines: list[dict] = []
-        self.lock = threading.Lock()
-        self.thread = threading.Thread(target=self._read)
-        self.thread.start()
-
-    def _read(self) -> None:
-        for line in self.proc.stdout:
-            if line.startswith("{"):
-                with self.lock:
-                    self.lines.append(json.loads(line))
-
-    def of(self, kind: str) -> list[dict]:
-        with self.lock:
-            return [e for e in self.lines if kind in e]
-
-    def close(self) -> str:
-        """Close the script's standard input (it shuts down); its standard error."""
-        self.proc.stdin.close()
-        try:
-            self.proc.wait(30)
-        finally:
-            self.thread.join(10)
-        return self.proc.stderr.read()
-
-
 def test_cpp_transactional_producer_commits_rolls_back_and_answers_checks(tx_cluster, rocketmq_python, tmp_path):
     shim = build_cpp_transaction_shim(rocketmq_python)
     topic = tx_cluster.create_topic("CppTx", queues=2)
     runner = ClientRunner(tmp_path / "home", python=rocketmq_python)
     plan = ["c-commit=COMMIT", "c-rollback=ROLLBACK", "c-later=UNKNOWN/COMMIT", "c-later-no=UNKNOWN/ROLLBACK"]
-    proc = runner.start(
-        "cpp_transaction.py", shim, tx_cluster.namesrv_addr, topic, "cpp-tx-group", *plan, stdin=subprocess.PIPE
+    events = runner.start_until_closed(
+        "cpp_transaction.py", shim, tx_cluster.namesrv_addr, topic, "cpp-tx-group", *plan
     )
-    events = Events(proc)
     received: list[bytes] = []
     consumer = PushConsumer("cpp-tx-readers", tx_cluster.namesrv_addr, consume_from_where="FIRST_OFFSET")
     consumer.subscribe(topic)

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from rmq.net import RemotingCommand
-from rmq.perf.procs import wait_until
+from rmq.net import RemotingClient, RemotingCommand
+from rmq.perf.procs import WaitTimeout, wait_until
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.controller import NO_BROKER_ID, ReplicaInfo, SyncStateSet
-from tests.helpers.controllers import Broker, ControllerGroup, expect, join_set
+from rmq.protocol.controller import HEARTBEAT_TIMEOUT_MILLIS_DEFAULT, NO_BROKER_ID, ReplicaInfo, SyncStateSet
+from rmq.settings import CONTROLLER_SETTINGS
+from tests.helpers.controllers import TIMEOUT, Broker, ControllerGroup, expect, join_set
 
 # the heartbeat timeout (0.6 s) and a scan (0.1 s), with room for a loaded machine
 ELECTION_TIMEOUT = 5.0
@@ -73,6 +74,47 @@ def test_a_silent_master_is_replaced_from_the_sync_state_set_and_the_brokers_are
         # silent since: told of its own election only
         assert [info.master_epoch for info, _ in master.notices] == [1]
     finally:
+        group.close()
+
+
+def test_a_master_whose_connection_closes_is_replaced_at_once_unless_it_spoke_over_a_new_one(spawn, tmp_path, brokers):
+    """RocketMQ's onBrokerChannelClose: with the default heartbeat timeout (10 s) and scan (5 s),
+    the master's connection closing has the leader elect at once; its reconnecting first (a
+    heartbeat over a new connection) keeps it master. The waits stay below the heartbeat timeout."""
+    scan_ms = CONTROLLER_SETTINGS["scanNotActiveBrokerInterval"].default
+    group = start_group(spawn, tmp_path, scanNotActiveBrokerInterval=str(scan_ms))
+    leader = group.addresses[0]
+    master, slave, _ = brokers
+    beat = {"timeout_ms": HEARTBEAT_TIMEOUT_MILLIS_DEFAULT}
+    first_connection, second_connection = RemotingClient(), RemotingClient()
+    try:
+        first_connection.start()
+        second_connection.start()
+        expect(group.call(0, master.apply_id(1)))
+        expect(group.call(0, slave.apply_id(2)))
+        # the master speaks over a connection of its own, the slave over the group's
+        for request in (master.register(), master.heartbeat(**beat), master.elect()):
+            expect(first_connection.invoke_sync(leader, request, TIMEOUT))
+        expect(group.call(0, slave.register()))
+        expect(group.call(0, slave.heartbeat(**beat)))
+        info, sync_state = replica_info(group, slave)
+        expect(group.call(0, master.alter(info.master_epoch, SyncStateSet(frozenset({1, 2}), sync_state.epoch))))
+
+        # reconnected: a heartbeat over a new connection, then the old one closes
+        expect(second_connection.invoke_sync(leader, master.heartbeat(**beat), TIMEOUT))
+        first_connection.shutdown()
+        with pytest.raises(WaitTimeout):
+            wait_until(lambda: replica_info(group, slave)[0].master_epoch > 1, 1.0, "an election", 0.05)
+
+        second_connection.shutdown()  # as a SIGKILLed master's kernel closes its socket
+        new = wait_until(
+            lambda: (i := replica_info(group, slave)[0]).master_epoch > 1 and i, ELECTION_TIMEOUT, "an election"
+        )
+        assert (new.master_broker_id, new.master_epoch) == (slave.broker_id, 2)
+        wait_until(lambda: slave.notices, 3.0, "a notice to the new master")
+    finally:
+        first_connection.shutdown()
+        second_connection.shutdown()
         group.close()
 
 

@@ -21,6 +21,7 @@ import json
 import os
 import subprocess
 import sys
+import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -202,6 +203,10 @@ class ClientRunner:
             cwd=self.home,
         )
 
+    def start_until_closed(self, script: str, *args: object) -> RunningScript:
+        """A script that runs until its standard input closes (``RunningScript.close``)."""
+        return RunningScript(self.start(script, *args, stdin=subprocess.PIPE))
+
     @staticmethod
     def wait_all(procs: dict[str, subprocess.Popen], timeout: float = 120) -> dict[str, list[dict]]:
         """Wait for scripts started with ``start``; their JSON lines by name."""
@@ -211,6 +216,40 @@ class ClientRunner:
             assert proc.returncode == 0, f"{name} exited {proc.returncode}:\n{err[-3000:]}"
             results[name] = [json.loads(line) for line in out.splitlines() if line.startswith("{")]
         return results
+
+
+class RunningScript:
+    """A client script that runs until its standard input closes; its JSON lines read on a thread as
+    they come, so that a test can wait for them while it runs."""
+
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
+        self.lines: list[dict] = []
+        self.lock = threading.Lock()
+        self.thread = threading.Thread(target=self._read)
+        self.thread.start()
+
+    def _read(self) -> None:
+        for line in self.proc.stdout:
+            if line.startswith("{"):
+                with self.lock:
+                    self.lines.append(json.loads(line))
+
+    def of(self, kind: str) -> list[dict]:
+        """The lines so far that hold ``kind``."""
+        with self.lock:
+            return [e for e in self.lines if kind in e]
+
+    def close(self) -> str:
+        """Close the script's standard input (it shuts down); its standard error."""
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(30)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.thread.join(10)
+        return self.proc.stderr.read()
 
 
 class FamilyClients:

@@ -1,18 +1,18 @@
 """Controllers for the tests (docs/controller.md): a group of ``rmq-controller`` processes on free ports
-(remoting and Raft), and the requests a broker in controller mode sends them, built by hand from
-``rmq.protocol.controller`` rather than with the broker under test.
+(remoting and Raft; ``rmq.perf.procs.ControllerGroup``), and the requests a broker in controller
+mode sends them, built by hand from ``rmq.protocol.controller`` rather than with the broker under
+test.
 """
 
 from __future__ import annotations
 
-import signal
-import subprocess
 from pathlib import Path
 from typing import Any
 
-from rmq.net import RemotingClient, RemotingCommand
+from rmq.net import RemotingCommand
 from rmq.net.server import RemotingServer
-from rmq.perf.procs import LOOPBACK, free_port, wait_listening, wait_until
+from rmq.perf import procs
+from rmq.perf.procs import LOOPBACK
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.controller import (
     APPLIED_BROKER_ID,
@@ -25,7 +25,6 @@ from rmq.protocol.controller import (
     MASTER_EPOCH,
     REGISTER_CHECK_CODE,
     BrokerHeartbeat,
-    ControllerMetadata,
     ReplicaInfo,
     SyncStateSet,
     encode_broker_names,
@@ -39,84 +38,11 @@ HEARTBEAT_TIMEOUT_MS = 600
 CLUSTER = "DefaultCluster"
 
 
-class ControllerGroup:
-    """``size`` ``rmq-controller`` processes forming one Raft group, each with its store under
-    ``root``; a member killed or stopped can be started again on the same ports and store."""
+class ControllerGroup(procs.ControllerGroup):
+    """The one controller-group starter (``rmq.perf.procs``), its members scanning every 100 ms."""
 
     def __init__(self, spawn: Any, root: Path, size: int = 3, **settings: str):
-        self.spawn = spawn
-        self.root = root
-        self.size = size
-        self.settings = {**FAST_CONTROLLER, **settings}
-        self.raft_ports = [free_port() for _ in range(size)]
-        self.ports = [free_port() for _ in range(size)]
-        self.peers = ";".join(f"n{i}-{LOOPBACK}:{port}" for i, port in enumerate(self.raft_ports))
-        self.procs: list[subprocess.Popen[Any] | None] = [None] * size
-        self.client = RemotingClient()
-        self.client.start()
-
-    @property
-    def addresses(self) -> list[str]:
-        return [f"{LOOPBACK}:{port}" for port in self.ports]
-
-    def start(self, *members: int) -> ControllerGroup:
-        """Start ``members`` (default: all) at once, and wait until each listens."""
-        members = members or tuple(range(self.size))
-        for i in members:
-            sets = {
-                **self.settings,
-                "controllerDLegerPeers": self.peers,
-                "controllerDLegerSelfId": f"n{i}",
-                "controllerStorePath": str(self.root / f"n{i}"),
-            }
-            args = [a for key, value in sets.items() for a in ("--set", f"{key}={value}")]
-            self.procs[i] = self.spawn(
-                "-m", "rmq.cli.controller", "--host", LOOPBACK, "--port", str(self.ports[i]), "--log-level", "WARNING",
-                *args,
-            )  # fmt: skip
-        for i in members:
-            proc = self.procs[i]
-            assert proc is not None
-            wait_listening(proc, self.ports[i], f"rmq-controller n{i}")
-        return self
-
-    def kill(self, member: int) -> None:
-        proc = self.procs[member]
-        assert proc is not None
-        proc.send_signal(signal.SIGKILL)
-        proc.wait(10)
-
-    def stop(self, member: int) -> None:
-        proc = self.procs[member]
-        assert proc is not None
-        proc.send_signal(signal.SIGTERM)
-        proc.wait(10)
-
-    def close(self) -> None:
-        self.client.shutdown()
-
-    def call(self, member: int, request: RemotingCommand) -> RemotingCommand:
-        return self.client.invoke_sync(self.addresses[member], request, TIMEOUT)
-
-    def metadata(self, member: int) -> ControllerMetadata:
-        answer = self.call(member, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO))
-        assert answer.code == ResponseCode.SUCCESS, answer.remark
-        return ControllerMetadata.from_fields(answer.ext_fields)
-
-    def leader(self, among: tuple[int, ...] | None = None, timeout: float = 10.0) -> int:
-        """The member every one of ``among`` (default: all) names as leader, once they agree and the
-        leader's remoting address is known."""
-        members = among if among is not None else tuple(range(self.size))
-
-        def agreed() -> int | None:
-            metas = [self.metadata(i) for i in members]
-            ids = {m.leader_id for m in metas}
-            if len(ids) != 1 or not metas[0].leader_address:
-                return None
-            leader = int(metas[0].leader_id[1:])
-            return leader + 1 if leader in members else None
-
-        return wait_until(agreed, timeout, f"controllers {members} agreeing on a leader") - 1
+        super().__init__(spawn, root, size, **{**FAST_CONTROLLER, **settings})
 
 
 class Broker:
@@ -165,10 +91,8 @@ class Broker:
             },
         )
 
-    def heartbeat(self, epoch: int = 0, max_offset: int = 0) -> RemotingCommand:
-        beat = BrokerHeartbeat(
-            self.cluster, self.name, self.address, self.broker_id, epoch, max_offset, 0, HEARTBEAT_TIMEOUT_MS
-        )
+    def heartbeat(self, epoch: int = 0, max_offset: int = 0, timeout_ms: int = HEARTBEAT_TIMEOUT_MS) -> RemotingCommand:
+        beat = BrokerHeartbeat(self.cluster, self.name, self.address, self.broker_id, epoch, max_offset, 0, timeout_ms)
         return RemotingCommand.request(RequestCode.BROKER_HEARTBEAT, beat.fields())
 
     def elect(self, designate: bool = False) -> RemotingCommand:

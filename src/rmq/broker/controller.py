@@ -214,10 +214,8 @@ class BrokerController:
         self.acl_config_path = os.path.join(root, os.path.expanduser(self.config.acl_config_file))
         self.acl: PlainAccessValidator | None = None
         self.acl_watcher: AclWatcher | None = None
-        if self.is_slave:
-            self.server.loop.schedule_periodic(SLAVE_PARKED_PULL_SCAN, self._wake_pulls_where_replicated)
         # start() schedules a slave's periodic work; a master demoted later schedules it then
-        self._slave_work_scheduled = self.is_slave
+        self._slave_work_scheduled = False
         self.role = RoleSwitch(self)
         # metricsExporterType=PROM: a Prometheus endpoint on its own thread; the loop times requests
         self.metrics: MetricsExporter | None = None
@@ -354,8 +352,7 @@ class BrokerController:
             )
             self.scheduler.schedule_periodic(config.stats_log_interval / 1000, self.stats_log.log_once)
         if self.is_slave:
-            self.scheduler.schedule_periodic(config.slave_sync_interval / 1000, self.slave_sync.sync_all)
-            self.scheduler.schedule_periodic(MASTER_LOOKUP_INTERVAL, self.slave_sync.look_for_master, initial_delay=0)
+            self._schedule_slave_work()
         self.scheduler.start()
         if self.replicas is not None:
             self.replicas.start()

@@ -90,6 +90,7 @@ class ReplicasServices(Identity, Store, Protocol):
     def namesrv_client(self) -> RemotingClient: ...
     @property
     def role(self) -> RoleChanges: ...
+    def register_broker_all(self) -> object: ...
 
 
 @dataclasses.dataclass
@@ -547,7 +548,12 @@ class ReplicasManager:
                 return
             if store.fenced:
                 store.unfence()
-            self.role_decided.set()
+            if not self.role_decided.is_set():
+                self.role_decided.set()
+                # the role's own registration came before it counted as decided, and was skipped (a
+                # broker registers nothing until then): without this one a first master would be
+                # routed only at the next registerNameServerPeriod (30 s)
+                self.broker.register_broker_all()
         if self.is_master and sync_state_set.epoch > self.sync_state_set_epoch:
             self._take_sync_state_set(sync_state_set)
 

@@ -757,26 +757,44 @@ def broker_status(admin: AdminClient, as_json: bool, broker: str) -> None:
 @admin_command(broker, "ha-status")
 @click.argument("broker_name", metavar="BROKER")
 def broker_ha_status(admin: AdminClient, as_json: bool, broker_name: str) -> None:
-    """What BROKER's master knows of each slave it replicates to: connected since, the offset the
-    slave acknowledged, how far behind it is in bytes and ms, whether it proved the cluster secret
-    (an unauthenticated one, served in clusterAuthMode permissive, does not ack SYNC_MASTER sends)
-    and whether it replicates over TLS."""
+    """What BROKER's master knows of each slave it replicates to: the broker id it named (controller
+    mode), connected since, the offset the slave acknowledged, how far behind it is in bytes and ms,
+    whether it is in sync (held the whole CommitLog within haMaxTimeSlaveNotCatchup) and in the sync
+    state set the controllers committed, whether it proved the cluster secret (an unauthenticated
+    one, served in clusterAuthMode permissive, does not ack SYNC_MASTER sends) and whether it
+    replicates over TLS."""
     master, status = admin.ha_status(broker_name)
     data = {"brokerName": broker_name, "masterAddr": master, **status.to_json()}
 
     def human() -> str:
         head = f"master {master} of {broker_name}, CommitLog max offset {status.master_max_offset}"
+        if status.sync_state_set is not None:
+            head += f", sync state set {status.sync_state_set}"
         if not status.slaves:
             return f"{head}\nno slave connected"
         table = render_table(
-            ["Slave (HA connection)", "Connected Since", "Acked Offset", "Lag Bytes", "Lag ms", "Auth", "TLS"],
+            [
+                "Slave (HA connection)",
+                "Id",
+                "Connected Since",
+                "Acked Offset",
+                "Lag Bytes",
+                "Lag ms",
+                "In Sync",
+                "In Sync State Set",
+                "Auth",
+                "TLS",
+            ],
             [
                 [
                     s.address,
+                    s.broker_id if s.broker_id >= 0 else "-",
                     format_time(s.connected_since),
                     s.acked_offset,
                     s.lag_bytes,
                     s.lag_ms,
+                    "yes" if s.in_sync else "no",
+                    "-" if status.sync_state_set is None else ("yes" if s.in_sync_state_set else "no"),
                     "yes" if s.authenticated else ("no" if s.acks_count else "no: acks not counted"),
                     "yes" if s.tls else "no",
                 ]

@@ -5,7 +5,8 @@ Embeddable: ``Controller(ControllerConfig(...)).start()`` runs it on its own rem
 thread ``rmq-controller-loop``); ``Controller(config, server=name_server.server)`` serves on a name
 server's port instead (``rmq-namesrv`` with enableControllerInNamesrv). Either way the Raft member
 ticks on ``rmq-controller-raft`` (docs/threads.md), and the leader's scan for masters whose
-heartbeats stopped runs on the loop every scanNotActiveBrokerInterval.
+heartbeats stopped runs on the loop every scanNotActiveBrokerInterval; a broker whose connection
+closes is taken for gone at once, and the leader elects if it was a master.
 """
 
 from __future__ import annotations
@@ -96,6 +97,7 @@ class Controller:
         )
         for code, handler in self.processor.handlers.items():
             self.server.register_processor(code, handler)
+        self.server.on_channel_closed(self._channel_closed)
         self._client.start()
         self.raft = RaftService(self.state, self.config.self_id, self._address)
         self.raft.start()
@@ -137,13 +139,33 @@ class Controller:
     def scan(self) -> None:
         """Loop thread: elect anew in every broker set whose master's heartbeats stopped while another
         of its brokers is alive (the leader only, once it has run long enough to judge)."""
+        if self.live.may_judge():
+            self._reelect_where_master_gone(None)
+
+    def _channel_closed(self, channel: Any) -> None:
+        """Loop thread: a connection closed; the brokers whose last word came over it are gone on
+        every member (RocketMQ's onBrokerChannelClose), and the leader elects where one of them was
+        master, without waiting for controllerHeartBeatTimeoutMills and the scan."""
+        gone = self.live.on_channel_closed(channel)
+        if not gone:
+            return
+        log.info(
+            "controller %s: the connection of broker(s) %s closed: taken for gone",
+            self.config.self_id,
+            ", ".join(f"{name} id {broker_id}" for _, name, broker_id in gone),
+        )
+        self._reelect_where_master_gone({name for _, name, _ in gone})
+
+    def _reelect_where_master_gone(self, among: set[str] | None) -> None:
+        """The leader: elect in the broker sets (of ``among``, None: all) whose master is not alive
+        while another of their brokers is."""
         state, processor = self.state, self.processor
-        if state is None or processor is None or not state.is_leader or not self.live.may_judge():
+        if state is None or processor is None or not state.is_leader:
             return
         with state.lock:
             names = state.replicas.sets_to_reelect(self.live.is_alive)
         for name in names:
-            if name not in self._electing:
+            if (among is None or name in among) and name not in self._electing:
                 self._electing.add(name)
                 self._reelect(name, self.config.elect_master_max_retry_count)
 
@@ -158,7 +180,7 @@ class Controller:
             seen_epoch, old = found.master_epoch, found.master_broker_id
             new_master = elect_policy(found, self.live, self.config.enable_elect_unclean_master, None)
         log.warning(
-            "broker set %s: master %d stopped heart-beating; electing %s in master epoch %d",
+            "broker set %s: master %d gone (silent, or its connection closed); electing %s in master epoch %d",
             broker_name,
             old,
             "nobody (no alive broker of its sync state set)" if new_master is None else new_master,

@@ -259,6 +259,7 @@ class ControllerProcessor:
         heartbeat = BrokerHeartbeat.from_fields(request.ext_fields, HEARTBEAT_TIMEOUT_MILLIS_DEFAULT)
         if heartbeat.heartbeat_timeout_millis <= 0:
             raise BadRequest(f"heartbeatTimeoutMills must be positive, got {heartbeat.heartbeat_timeout_millis}")
+<<<<<<< HEAD
         self.live.on_heartbeat(heartbeat)
         # the set's master as this member's committed state has it: a master that was paused learns
         # from its first heartbeat after waking that it was replaced (docs/controller.md#fencing)
@@ -266,6 +267,10 @@ class ControllerProcessor:
             found = self._broker_set(heartbeat.broker_name)
             fields = found.replica_info().fields() if found is not None else {}
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS, ext_fields=fields)
+=======
+        self.live.on_heartbeat(heartbeat, channel)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+>>>>>>> main
 
     # -- the leader's -----------------------------------------------------------------------------
 
@@ -309,7 +314,7 @@ class ControllerProcessor:
                 "first (CONTROLLER_GET_NEXT_BROKER_ID, CONTROLLER_APPLY_BROKER_ID)",
             )
         # a registering broker is alive (its heartbeats follow), so that it may be elected at once
-        self.live.on_register(cluster_name, broker_name, broker_id, address)
+        self.live.on_register(cluster_name, broker_name, broker_id, address, channel)
         if not moved:
             return _response(request, self._registered(broker_name))
         deliver = self._answer_later(channel, request)

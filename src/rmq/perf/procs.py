@@ -1,11 +1,13 @@
 """Real processes on loopback, for rmq-perf, the scripts in ``perf/`` and the test suite alike:
 free ports, bounded waits, and ``rmq-namesrv`` / ``rmq-broker`` processes started until they listen
-and are routed, then stopped.
+and are routed, a group of ``rmq-controller`` processes until each listens, then stopped.
 
     procs = Processes()
     _, namesrv = start_namesrv(procs.spawn)
     proc, addr = start_broker_process(procs.spawn, broker_settings(store), namesrv)
+    controllers = ControllerGroup(procs.spawn, root, size=3).start()
     ...
+    controllers.close()
     procs.stop_all()
 
 A broker process counts as up once the name server routes to it, not when its port opens: the port
@@ -30,7 +32,11 @@ import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
+
+if TYPE_CHECKING:
+    from rmq.net import RemotingClient, RemotingCommand
+    from rmq.protocol.controller import ControllerMetadata
 
 T = TypeVar("T")
 # how a starter runs ``python ARGS`` (``Processes.spawn``, or a caller's that pins or logs it)
@@ -346,3 +352,122 @@ def broker_settings(store_dir: Path, small_files: bool = True, **overrides: Any)
     }
     settings.update({k: str(v) for k, v in overrides.items()})
     return settings
+
+
+class ControllerGroup:
+    """``size`` ``rmq-controller`` processes forming one Raft group on free ports (remoting and
+    Raft), member i with its store in ``root/controller-n<i>`` and its stderr appended to
+    ``root/controller-n<i>.log``; a member killed or stopped starts again on the same ports and
+    store. ``settings``: more ``--set`` settings of every member."""
+
+    def __init__(self, spawn: Spawn, root: Path, size: int = 3, log_level: str = "WARNING", **settings: str):
+        self.spawn = spawn
+        self.root = root
+        self.size = size
+        self.log_level = log_level
+        self.settings = dict(settings)
+        self.raft_ports = [free_port() for _ in range(size)]
+        self.ports = [free_port() for _ in range(size)]
+        #: controllerDLegerPeers: every member's Raft address
+        self.peers = ";".join(f"n{i}-{LOOPBACK}:{port}" for i, port in enumerate(self.raft_ports))
+        self.procs: list[subprocess.Popen[Any] | None] = [None] * size
+        self._client: RemotingClient | None = None
+
+    @property
+    def addresses(self) -> list[str]:
+        """Each member's remoting address (what brokers' controllerAddr and rmq-admin name)."""
+        return [f"{LOOPBACK}:{port}" for port in self.ports]
+
+    @property
+    def controller_addr(self) -> str:
+        """controllerAddr of a broker in controller mode: every member."""
+        return ";".join(self.addresses)
+
+    def log_path(self, member: int) -> Path:
+        return self.root / f"controller-n{member}.log"
+
+    def start(self, *members: int) -> ControllerGroup:
+        """Start ``members`` (default: all) at once, and wait until each listens."""
+        members = members or tuple(range(self.size))
+        for i in members:
+            sets = {
+                **self.settings,
+                "controllerDLegerPeers": self.peers,
+                "controllerDLegerSelfId": f"n{i}",
+                "controllerStorePath": str(self.root / f"controller-n{i}"),
+            }
+            argv = ["-m", "rmq.cli.controller", "--host", LOOPBACK, "--port", str(self.ports[i])]
+            argv += ["--log-level", self.log_level]
+            for key, value in sets.items():
+                argv += ["--set", f"{key}={value}"]
+            with open(self.log_path(i), "ab") as log:
+                self.procs[i] = self.spawn(*argv, stderr=log)
+        for i in members:
+            proc = self.procs[i]
+            assert proc is not None
+            wait_listening(proc, self.ports[i], f"rmq-controller n{i}")
+        return self
+
+    def kill(self, member: int) -> None:
+        self._signal(member, signal.SIGKILL)
+
+    def stop(self, member: int) -> None:
+        self._signal(member, signal.SIGTERM)
+
+    def _signal(self, member: int, signum: int) -> None:
+        proc = self.procs[member]
+        assert proc is not None
+        proc.send_signal(signum)
+        _reap(proc, STOP_TIMEOUT)
+
+    def close(self) -> None:
+        """Drop the connections to the members (the processes are their spawner's to stop)."""
+        if self._client is not None:
+            self._client.shutdown()
+            self._client = None
+
+    # -- asking them ------------------------------------------------------------------------------
+
+    @property
+    def client(self) -> RemotingClient:
+        if self._client is None:
+            from rmq.net import RemotingClient  # see wait_registered: this module imports no rmq at load
+
+            self._client = RemotingClient()
+            self._client.start()
+        return self._client
+
+    def call(self, member: int, request: RemotingCommand, timeout: float = 5.0) -> RemotingCommand:
+        return self.client.invoke_sync(self.addresses[member], request, timeout)
+
+    def metadata(self, member: int, timeout: float = 5.0) -> ControllerMetadata:
+        """CONTROLLER_GET_METADATA_INFO of ``member`` (AssertionError when refused)."""
+        from rmq.net import RemotingCommand
+        from rmq.protocol.codes import RequestCode, ResponseCode
+        from rmq.protocol.controller import ControllerMetadata
+
+        answer = self.call(member, RemotingCommand.request(RequestCode.CONTROLLER_GET_METADATA_INFO), timeout)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        return ControllerMetadata.from_fields(answer.ext_fields)
+
+    def leader(self, among: tuple[int, ...] | None = None, timeout: float = 10.0) -> int:
+        """The member every one of ``among`` (default: all) names as leader, once they agree and the
+        leader's remoting address is known; a member that does not answer is waited for."""
+        from rmq.errors import RemotingError
+
+        members = among if among is not None else tuple(range(self.size))
+
+        def agreed() -> int | None:
+            try:
+                metas = [self.metadata(i, 1.0) for i in members]
+            except RemotingError:
+                return None
+            ids = {m.leader_id for m in metas}
+            if len(ids) != 1 or not metas[0].leader_address:
+                return None
+            leader = int(metas[0].leader_id[1:])
+            return leader + 1 if leader in members else None  # + 1: member 0 is an answer too
+
+        found = wait_until(agreed, timeout, f"controllers {members} agreeing on a leader", 0.02)
+        assert found is not None
+        return found - 1

@@ -15,10 +15,16 @@ A master also sends ``epoch`` (its current term) in REGISTER_BROKER's extFields 
 an rmq name server refuses a master whose epoch is older than the routed master's, Apache's ignore it.
 A broker in controller mode adds ``controllerMode`` = ``true`` (``REGISTER_CONTROLLER_MODE``).
 
-    GET_HA_STATUS (9101) {} -> {"masterMaxOffset": M, "slaves": [{"address": "ip:port",
-        "connectedSince": ms, "ackedOffset": o, "lagBytes": n, "lagMs": n}, ...]}
+    GET_HA_STATUS (9101) {} -> {"masterMaxOffset": M, "syncStateSet": [id, ...] | null,
+        "slaves": [{"address": "ip:port", "connectedSince": ms, "ackedOffset": o, "lagBytes": n,
+        "lagMs": n, "authenticated": b, "tls": b, "acksCount": b, "brokerId": id, "inSync": b,
+        "inSyncStateSet": b}, ...]}
         what a master's HA service knows of each slave connection (``rmq.store.ha``); ackedOffset
-        is -1 until the slave's first report; address is the slave's end of its HA connection.
+        is -1 until the slave's first report; address is the slave's end of its HA connection;
+        brokerId the id it named in the HA handshake (-1: none, outside controller mode); inSync:
+        it held the whole CommitLog within haMaxTimeSlaveNotCatchup (what the master asks the
+        controllers to make its sync state set); syncStateSet: the set the controllers committed
+        (null: none given, no controllers), inSyncStateSet: the slave is a member of it.
 
 Ranges are aligned on multiples of rangeSize from offset 0 (``rmq.store.digest``), so a master and
 its slave cut the same ranges and a command compares them one by one.
@@ -131,19 +137,25 @@ class SlaveReplication:
     authenticated: bool = False  # proved the cluster secret (clusterAccessKey/clusterSecretKey)
     tls: bool = False
     acks_count: bool = True  # its acks complete SYNC_MASTER sends (false: unauthenticated, permissive)
+    broker_id: int = -1  # the id it named in the HA handshake (controller mode), -1: none
+    in_sync: bool = False  # held the whole CommitLog within haMaxTimeSlaveNotCatchup
+    in_sync_state_set: bool = False  # a member of the sync state set the controllers committed
 
 
 @dataclasses.dataclass(frozen=True)
 class HAStatus:
-    """A master's answer to GET_HA_STATUS: its CommitLog's end and each connected slave."""
+    """A master's answer to GET_HA_STATUS: its CommitLog's end, each connected slave, and the sync
+    state set the controllers gave it (None: none, outside controller mode)."""
 
     master_max_offset: int
     slaves: list[SlaveReplication]
+    sync_state_set: list[int] | None = None
 
     def to_json(self) -> dict[str, Any]:
         """The body's object (what ``rmq-admin broker ha-status --json`` prints too)."""
         return {
             "masterMaxOffset": self.master_max_offset,
+            "syncStateSet": self.sync_state_set,
             "slaves": [
                 {
                     "address": s.address,
@@ -154,6 +166,9 @@ class HAStatus:
                     "authenticated": s.authenticated,
                     "tls": s.tls,
                     "acksCount": s.acks_count,
+                    "brokerId": s.broker_id,
+                    "inSync": s.in_sync,
+                    "inSyncStateSet": s.in_sync_state_set,
                 }
                 for s in self.slaves
             ],
@@ -165,6 +180,7 @@ class HAStatus:
     @classmethod
     def decode(cls, body: bytes) -> HAStatus:
         data: dict[str, Any] = json.loads(body)
+        members = data.get("syncStateSet")  # absent from a master before controller mode
         return cls(
             int(data["masterMaxOffset"]),
             [
@@ -178,7 +194,11 @@ class HAStatus:
                     bool(s.get("authenticated", False)),
                     bool(s.get("tls", False)),
                     bool(s.get("acksCount", True)),
+                    int(s.get("brokerId", -1)),
+                    bool(s.get("inSync", False)),
+                    bool(s.get("inSyncStateSet", False)),
                 )
                 for s in data["slaves"]
             ],
+            None if members is None else [int(m) for m in members],
         )

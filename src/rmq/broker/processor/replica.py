@@ -10,7 +10,8 @@ GET_COMMIT_LOG_DIGESTS (9100) {startOffset, endOffset, rangeSize} -> CommitLogDi
     request whose connection closed while it waited is dropped unhashed.
 GET_HA_STATUS (9101) {} -> HAStatus
     a master's HA service's view of each slave (connected since, acked offset, lag in bytes and
-    ms), for ``rmq-admin broker ha-status``; a broker that is not a master refuses it.
+    ms, the broker id it named, whether it is in sync and in the sync state set the controllers
+    committed), for ``rmq-admin broker ha-status``; a broker that is not a master refuses it.
 GET_EPOCH_TABLE (9102) {} -> EpochTable
     this broker's master terms and CommitLog end: a slave asks its master before it replicates.
 PROMOTE_TO_MASTER (9103) {role?} -> {epoch, startOffset}
@@ -83,6 +84,8 @@ class ReplicaProcessor(Processor[ReplicaServices]):
                 f"broker {config.broker_name} id {config.broker_id} is a {config.broker_role.value}, "
                 "not a master: only a master tracks its slaves",
             )
+        in_sync = ha_service.in_sync_slave_ids()
+        members = ha_service.sync_state_set
         slaves = [
             SlaveReplication(
                 s.address,
@@ -93,10 +96,14 @@ class ReplicaProcessor(Processor[ReplicaServices]):
                 s.authenticated,
                 s.tls,
                 s.acks_count,
+                s.broker_id,
+                s.broker_id >= 0 and s.broker_id in in_sync,
+                members is not None and s.broker_id >= 0 and s.broker_id in members,
             )
             for s in ha_service.slaves()
         ]
-        return success(request, body=HAStatus(store.get_max_phy_offset(), slaves).encode())
+        sync_state_set = None if members is None else sorted(members)
+        return success(request, body=HAStatus(store.get_max_phy_offset(), slaves, sync_state_set).encode())
 
     def get_epoch_table(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
         store = self.controller.store
