@@ -139,6 +139,7 @@ def test_a_paused_master_acknowledges_no_send_once_another_was_elected(spawn, tm
         assert old is not None
         cluster.create_topic()
         wait_until(lambda: cluster.send(old, b"probe").code == ResponseCode.SUCCESS, 10, "a first send acked")
+        cluster.wait_in_sync(10)  # paused before its slaves joined its sync state set, it leaves none to elect
         if credentials:
             # a notice of a made-up master, not signed by the cluster account, moves nothing
             forged = ReplicaInfo(7, "127.0.0.1:1", 99, 99)
