@@ -118,17 +118,28 @@ def test_a_killed_master_is_replaced_before_its_heartbeats_could_time_out(spawn,
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("credentials", [None, ("rmq-cluster", "cluster-secret-0123456789")], ids=["open", "signed"])
-def test_a_paused_master_acknowledges_no_send_once_another_was_elected(spawn, tmp_path: Path, credentials):
+@pytest.mark.parametrize(
+    "credentials, extra",
+    [
+        (None, {}),
+        (("rmq-cluster", "cluster-secret-0123456789"), {}),
+        # the master alone acknowledges (RocketMQ's default inSyncReplicas=1): only its lease stops it
+        (None, {"allAckInSyncStateSet": "false"}),
+    ],
+    ids=["open", "signed", "master-acks-alone"],
+)
+def test_a_paused_master_acknowledges_no_send_once_another_was_elected(spawn, tmp_path: Path, credentials, extra):
     """SIGSTOP the master past the heartbeat timeout: another is elected and routed (signed by the
     cluster account or, without one, as the controllers' newer epoch); SIGCONT: every send the old
-    one answers from then on is refused, and it follows the new master as a slave."""
-    cluster = harness.ControllerModeSet(spawn, tmp_path, credentials=credentials).start()
+    one answers from then on is refused (its master lease ran out while it was stopped), and it
+    follows the new master as a slave."""
+    cluster = harness.ControllerModeSet(spawn, tmp_path, credentials=credentials, **extra).start()
     try:
         old = cluster.master()
         assert old is not None
         cluster.create_topic()
         wait_until(lambda: cluster.send(old, b"probe").code == ResponseCode.SUCCESS, 10, "a first send acked")
+        cluster.wait_in_sync(10)  # paused before its slaves joined its sync state set, it leaves none to elect
         if credentials:
             # a notice of a made-up master, not signed by the cluster account, moves nothing
             forged = ReplicaInfo(7, "127.0.0.1:1", 99, 99)

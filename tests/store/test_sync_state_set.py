@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -194,3 +195,23 @@ def test_a_master_demoted_and_promoted_again_starts_its_term_without_the_old_set
     master.promote(True, epoch=2)
     master.set_running(True)
     assert put(master, timeout=0.2) is PutMessageStatus.SLAVE_NOT_AVAILABLE
+
+
+def test_a_master_lease_that_ran_out_refuses_puts_until_renewed(open_store):
+    """Controller mode's master lease (docs/controller.md#fencing): past it, every put is refused
+    SERVICE_NOT_AVAILABLE and nothing is written; renewed, or no lease at all, puts go on."""
+    store = open_store()
+    now = time.clock_gettime(time.CLOCK_BOOTTIME)
+    store.set_master_lease(now + 60)
+    assert store.put("TopicA", b"within").status is PutMessageStatus.PUT_OK and not store.master_lease_expired
+    store.set_master_lease(now - 1)
+    end = store.commit_log.get_max_offset()
+    assert store.master_lease_expired
+    assert store.put("TopicA", b"past").status is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    assert (
+        store.put_messages("TopicA", 0, [(b"a", b"", 0), (b"b", b"", 0)]).status
+        is PutMessageStatus.SERVICE_NOT_AVAILABLE
+    )
+    assert store.commit_log.get_max_offset() == end
+    store.set_master_lease(0)
+    assert store.put("TopicA", b"no lease").status is PutMessageStatus.PUT_OK

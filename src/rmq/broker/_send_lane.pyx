@@ -597,7 +597,7 @@ cdef class SendLane(FastLane):
         cdef bint wait = False
         if self.pull_lane is not None and _header_code(header, header_len) == PULL_MESSAGE:
             return self.pull_lane.serve(peer, header, header_len, body, body_len, out)
-        if not self._open or peer is None or store.fenced or store.disk_full or store.slave:
+        if not self._open or peer is None or store.fenced or store.disk_full or store.slave or store.lease_expired():
             self.left += 1
             return 0
         if self._waits and (store.commit_queue_size >= self._queue_capacity

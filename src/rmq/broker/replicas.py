@@ -58,6 +58,18 @@ RETRY_INTERVAL = 1.0
 # RocketMQ's controller requests time out after 3 s (BrokerOuterAPI)
 REQUEST_TIMEOUT = 3.0
 CONTROLLER_FILE = "controller.json"
+# A master's lease is this share of controllerHeartBeatTimeoutMills past its last heartbeat sent:
+# the controllers replace it no sooner than the whole timeout after the last one they got, which
+# left after it was sent; the rest is room for the two clocks' drift.
+LEASE_SHARE = 0.9
+
+
+def lease_clock() -> float:
+    """The master lease's clock: CLOCK_BOOTTIME, which goes on while the process is stopped and
+    while the machine is suspended (the controllers' clocks do), as the store's put path reads it."""
+    return time.clock_gettime(time.CLOCK_BOOTTIME)
+
+
 NO_MASTER = wire.ReplicaInfo(wire.NO_BROKER_ID, "", 0, 0)
 
 
@@ -148,6 +160,12 @@ class ReplicasManager:
         self._started = False
         self._heartbeats: PeriodicHandle | None = None
         self._check_asked = False
+        # the master lease (docs/controller.md#fencing): when the last heartbeat left, and whether a
+        # stall longer than the lease waits for the controllers to confirm this master
+        self.lease_span = LEASE_SHARE * self.config.controller_heart_beat_timeout_mills / 1000
+        self._last_beat = 0.0
+        self._confirming = False
+        self._newer_seen = False
 
     @property
     def is_master(self) -> bool:
@@ -373,10 +391,31 @@ class ReplicasManager:
         return info, sync_state_set
 
     def send_heartbeats(self) -> None:
-        """BROKER_HEARTBEAT to every controller, not waiting for the answers (client loop thread)."""
+        """BROKER_HEARTBEAT to every controller (client loop thread); a master's lease runs on
+        from each one, unless this broker stalled (stopped, paused, starved) for longer than the
+        lease: then the controllers may have replaced it meanwhile, and it takes no send until they
+        confirm it is still master. The answers name the set's master: a newer one fences this
+        broker at once."""
         if self.broker_id is None or not self._started:
             return
         store = self.broker.store
+        now = lease_clock()
+        gap = now - self._last_beat if self._last_beat > 0 else 0.0
+        self._last_beat = now
+        if self.is_master:
+            if gap > self.lease_span and not self._confirming:
+                self._confirming = True
+                log.warning(
+                    "broker %s at %s stalled for %.1f s, longer than its master lease (%.1f s): taking no "
+                    "send until the controllers confirm it is still master",
+                    self.config.broker_name,
+                    self.broker.broker_addr,
+                    gap,
+                    self.lease_span,
+                )
+                self.scheduler.run_soon(self.confirm_master)
+            elif not self._confirming:
+                store.set_master_lease(now + self.lease_span)
         max_offset = store.get_max_phy_offset()
         heartbeat = wire.BrokerHeartbeat(
             self.config.broker_cluster_name,
@@ -391,11 +430,55 @@ class ReplicasManager:
         )
         for addr in self.controller_addrs:
             request = self._request(RequestCode.BROKER_HEARTBEAT, heartbeat.fields())
-            self._client.invoke_callback(addr, request, REQUEST_TIMEOUT, _ignore_answer)
+            self._client.invoke_callback(addr, request, REQUEST_TIMEOUT, self._on_heartbeat_answer)
         if self.is_master and self._in_sync() != self.sync_state_set and not self._check_asked:
             # a slave caught up or fell behind: tell the controllers now, not at the next period
             self._check_asked = True
             self.scheduler.run_soon(self.check_sync_state_set)
+
+    def _on_heartbeat_answer(self, response: RemotingCommand | None, error: BaseException | None) -> None:
+        if error is not None or response is None or response.code != ResponseCode.SUCCESS:
+            log.debug("heartbeat to a controller failed: %s", error or (response and response.remark))
+            return
+        try:
+            info = wire.ReplicaInfo.from_fields(response.ext_fields or {})
+        except BadRequest:
+            return
+        if not info.has_master or info.master_epoch <= self.master_epoch or self._newer_seen:
+            return
+        self._newer_seen = True
+        if self.is_master and not self.broker.store.fenced:
+            self.broker.store.fence()
+            log.error(
+                "broker %s at %s: a controller names %s master in epoch %d, newer than this master's %d: "
+                "refusing every send, following it",
+                self.config.broker_name,
+                self.broker.broker_addr,
+                info.master_address,
+                info.master_epoch,
+                self.master_epoch,
+            )
+        self.scheduler.run_soon(self.sync_replica_info)
+
+    def confirm_master(self) -> None:
+        """After a stall: ask the controllers who is master; still this broker in the same epoch ->
+        the lease runs again from when it asked (scheduler thread)."""
+        asked = lease_clock()
+        epoch = self.master_epoch
+        info = self.sync_replica_info()
+        if not self.is_master:  # it followed a newer master meanwhile
+            self._confirming = False
+        elif info is not None and info.master_epoch == epoch and info.master_broker_id == self.broker_id:
+            self.broker.store.set_master_lease(asked + self.lease_span)
+            self._confirming = False
+            log.warning(
+                "broker %s at %s: the controllers confirm it is master of epoch %d: taking sends again",
+                self.config.broker_name,
+                self.broker.broker_addr,
+                epoch,
+            )
+        else:  # no answer yet (no controller leader, say): ask again
+            self.scheduler.call_later(RETRY_INTERVAL, self.confirm_master)
 
     # -- following the controllers' decisions ---------------------------------------------------
 
@@ -408,15 +491,17 @@ class ReplicasManager:
         """NOTIFY_BROKER_ROLE_CHANGED (the server's loop thread): applied on the scheduler."""
         self.scheduler.run_soon(self.apply, info, sync_state_set)
 
-    def sync_replica_info(self) -> None:
-        """CONTROLLER_GET_REPLICA_INFO, applied (every syncBrokerMetadataPeriod)."""
+    def sync_replica_info(self) -> wire.ReplicaInfo | None:
+        """CONTROLLER_GET_REPLICA_INFO, applied (every syncBrokerMetadataPeriod): what the
+        controllers answered, None without an answer."""
         try:
             response = self.call(RequestCode.CONTROLLER_GET_REPLICA_INFO, {wire.BROKER_NAME: self.config.broker_name})
             info, sync_state_set = self._replica_answer(response)
         except (RemotingError, ResponseError, BadRequest) as e:
             log.warning("cannot ask the controllers for the master of %s: %s", self.config.broker_name, e)
-            return
+            return None
         self.apply(info, sync_state_set)
+        return info
 
     def apply(self, info: wire.ReplicaInfo, sync_state_set: wire.SyncStateSet) -> None:
         """Take the controllers' word on this set's master (scheduler thread). An older master
@@ -442,13 +527,19 @@ class ReplicasManager:
             self.master_address = info.master_address
             self.master_epoch = info.master_epoch
             self.sync_state_set_epoch = -1  # taken below, whatever its epoch
+            self._newer_seen = False
             try:
                 if me:
                     self.broker.role.become_master(info.master_epoch, True)
+                    # elected just now: the controllers replace it no sooner than a heartbeat timeout
+                    # after its next heartbeats stop
+                    self._confirming = False
+                    store.set_master_lease(lease_clock() + self.lease_span)
                 else:
                     # registered as a slave under its own id from now on
                     self.config.broker_id = self.broker_id
                     self.broker.role.become_slave(info.master_address, None, info.master_epoch)
+                    store.set_master_lease(0.0)
             except ValueError as e:
                 # this store cannot take that role (its log holds a newer epoch than the controllers'
                 # master epoch: it served another group of controllers); asked again at the next poll
@@ -543,8 +634,3 @@ class ReplicasManager:
         chose (a slave takes its master's HA address only from such an answer: a paused old master
         still routed must not be replicated from)."""
         return bool(master_addr) and master_addr == self.master_address
-
-
-def _ignore_answer(response: RemotingCommand | None, error: BaseException | None) -> None:
-    if error is not None:
-        log.debug("heartbeat to a controller failed: %s", error)

@@ -260,7 +260,12 @@ class ControllerProcessor:
         if heartbeat.heartbeat_timeout_millis <= 0:
             raise BadRequest(f"heartbeatTimeoutMills must be positive, got {heartbeat.heartbeat_timeout_millis}")
         self.live.on_heartbeat(heartbeat, channel)
-        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+        # the set's master as this member's committed state has it: a master that was paused learns
+        # from its first heartbeat after waking that it was replaced (docs/controller.md#fencing)
+        with self.lock:
+            found = self._broker_set(heartbeat.broker_name)
+            fields = found.replica_info().fields() if found is not None else {}
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, ext_fields=fields)
 
     # -- the leader's -----------------------------------------------------------------------------
 

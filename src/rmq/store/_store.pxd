@@ -8,6 +8,7 @@
 #   rmq.store._group_commit      the SYNC_FLUSH group commit and its GIL-free flush thread
 #   rmq.store._index             the IndexFile
 from libc.stdint cimport int32_t, int64_t, uint32_t
+from posix.time cimport clock_gettime, timespec
 
 from rmq.store._commit_log cimport CommitLog
 from rmq.store._consume_queue cimport ConsumeQueue, StoreCheckpoint
@@ -134,6 +135,18 @@ cdef class GetMessageResult:
 # StoreCore, a chain of classes, one per section, each the base of the next (_store.pyx says why);
 # each declares the attributes its section owns and the cdef methods it defines.
 
+cdef extern from "<time.h>" nogil:
+    int CLOCK_BOOTTIME
+
+
+cdef inline int64_t boottime_ns() noexcept nogil:
+    """CLOCK_BOOTTIME in ns: it runs on while the process is stopped and the machine suspended
+    (as the controllers' clocks do), what a master lease is measured on."""
+    cdef timespec ts
+    clock_gettime(CLOCK_BOOTTIME, &ts)
+    return <int64_t>ts.tv_sec * 1000000000 + ts.tv_nsec
+
+
 cdef class _StoreState:
     cdef readonly str store_path
     cdef readonly CommitLog commit_log
@@ -149,6 +162,9 @@ cdef class _StoreState:
     # the disk is fuller than diskSpaceWarningLevelRatio (RocketMQ's DISK_FULL running flag): no puts
     cdef readonly bint disk_full
     cdef bint _writable
+    # controller mode's master lease (docs/controller.md#fencing): puts only until then, CLOCK_BOOTTIME
+    # ns (the controllers may have replaced a master that stalled past it); 0: no lease
+    cdef int64_t _lease_until_ns
     # a slave: where its own dispatch of replicated bytes has reached (a demoted master's starts at
     # its end, recovery's at the cut)
     cdef readonly int64_t reput_offset
@@ -162,6 +178,10 @@ cdef class _StoreState:
 
     cdef int _lock(self) except -1
     cdef void _unlock(self) noexcept
+
+    cdef inline bint lease_expired(self) noexcept:
+        """A master lease is set and has run out: refuse the put (SERVICE_NOT_AVAILABLE)."""
+        return self._lease_until_ns != 0 and boottime_ns() > self._lease_until_ns
 
 
 cdef class _StoreQueues(_StoreState):

@@ -419,6 +419,17 @@ cdef class _StoreState:
         self.fenced = False
         self._writable = self.running and not self.slave and not self.disk_full
 
+    def set_master_lease(self, double until):
+        """Controller mode (rmq.broker.replicas): take puts only until ``until``, seconds on
+        CLOCK_BOOTTIME (``time.clock_gettime(time.CLOCK_BOOTTIME)``), after which the controllers
+        may have replaced this master; 0: no lease (any other mode)."""
+        self._lease_until_ns = <int64_t>(until * 1e9) if until > 0 else 0
+
+    @property
+    def master_lease_expired(self):
+        """A master lease is set and has run out: puts are refused until it is renewed."""
+        return self.lease_expired()
+
     def mark_disk_full(self, bint full):
         """Refuse puts (SERVICE_NOT_AVAILABLE) while ``full``, RocketMQ's ``makeDiskFull`` /
         ``makeDiskOK``; returns whether the disk was full before."""

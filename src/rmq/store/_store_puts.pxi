@@ -40,7 +40,7 @@ cdef class _StorePuts(_StoreGroupCommit):
         cdef int64_t store_timestamp, phy_offset
         cdef unsigned char* p
         cdef PropertySpans spans
-        if not self._writable:
+        if not self._writable or self.lease_expired():
             return SERVICE_NOT_AVAILABLE
         if props_len > PROPERTIES_MAX_BYTES:
             return PROPERTIES_SIZE_EXCEEDED
@@ -103,7 +103,7 @@ cdef class _StorePuts(_StoreGroupCommit):
         cdef int status
         cdef PutPlace place
         cdef PutFields fields
-        if not self._writable:
+        if not self._writable or self.lease_expired():
             return put_failure(SERVICE_NOT_AVAILABLE)
         properties = encoded_properties(properties)
         fields.sys_flag = sys_flag
@@ -164,7 +164,7 @@ cdef class _StorePuts(_StoreGroupCommit):
         cdef unsigned char* p
         cdef BatchRecord* record
         cdef PropertySpans spans
-        if not self._writable:
+        if not self._writable or self.lease_expired():
             return SERVICE_NOT_AVAILABLE
         topic_ptr = <const unsigned char*>PyUnicode_AsUTF8AndSize(topic, &topic_len)
         if n == 0 or topic_len > TOPIC_MAX_BYTES or topic_len == 0 or queue_id < 0:
@@ -239,7 +239,7 @@ cdef class _StorePuts(_StoreGroupCommit):
         cdef BatchRecord* records
         cdef list kept = []  # the bytes the records point into, alive until the put is done
         cdef list offsets
-        if not self._writable:
+        if not self._writable or self.lease_expired():
             return put_failure(SERVICE_NOT_AVAILABLE)
         if n == 0:
             return put_failure(MESSAGE_ILLEGAL)

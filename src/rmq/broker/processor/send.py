@@ -230,6 +230,14 @@ class SendProcessor(Processor[SendServices]):
                 f"of that name has a newer epoch than its {self.store.epoch}): send to the routed master, "
                 "or restart this one as a slave",
             )
+        if self.store.master_lease_expired:
+            return RemotingCommand.response_to(
+                request,
+                ResponseCode.SERVICE_NOT_AVAILABLE,
+                remark=f"service not available now: broker {self.broker_config.broker_name} at "
+                f"{controller.broker_addr} stalled past its master lease; it takes sends again once the "
+                "controllers confirm it is still master (else its set's new master does)",
+            )
         if self.store.disk_full:
             return RemotingCommand.response_to(
                 request, ResponseCode.SERVICE_NOT_AVAILABLE, remark=service_not_available(self.store)
