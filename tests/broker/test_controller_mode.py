@@ -183,3 +183,30 @@ def test_a_controller_id_of_another_broker_set_stops_the_start(tmp_path: Path):
     )
     with pytest.raises(ConfigError, match="controller.json holds broker id 2 of DefaultCluster/another-set"):
         BrokerController(*load_broker_config(None, settings))
+
+
+@pytest.mark.slow
+def test_with_two_of_three_controllers_gone_nothing_is_elected_and_the_master_keeps_taking_sends(spawn, tmp_path: Path):
+    """Issue 27, acceptance 3: the controller leader and one more killed, the one left has no
+    majority: nothing is elected (no split brain), and the master, its heartbeats still leaving on
+    time (so its lease runs on), takes sends for several heartbeat timeouts, though no controller
+    can confirm it."""
+    cluster = harness.ControllerModeSet(spawn, tmp_path, controllers=3).start()
+    try:
+        master = cluster.master()
+        assert master is not None
+        cluster.create_topic()
+        cluster.wait_in_sync(10)
+        leader = cluster.controller_leader()
+        for member in [leader, *(m for m in range(3) if m != leader)][:2]:
+            cluster.controllers.kill(member)
+        heartbeat_timeout = int(harness.CONTROLLER_MODE_BROKER_SETTINGS["controllerHeartBeatTimeoutMills"]) / 1000
+        answers = []
+        until = time.monotonic() + 3 * heartbeat_timeout
+        while time.monotonic() < until:
+            answers.append(cluster.send(master, b"no-majority-%d" % len(answers)).code)
+            time.sleep(0.05)
+        assert answers and set(answers) == {ResponseCode.SUCCESS}, answers
+        assert cluster.routes()[MASTER_ID] == cluster.addr(master)
+    finally:
+        cluster.close()
