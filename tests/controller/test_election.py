@@ -4,6 +4,7 @@ tells the brokers, and fences the replaced master (docs/controller.md#election).
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -14,7 +15,7 @@ from rmq.perf.procs import WaitTimeout, wait_until
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.controller import HEARTBEAT_TIMEOUT_MILLIS_DEFAULT, NO_BROKER_ID, ReplicaInfo, SyncStateSet
 from rmq.settings import CONTROLLER_SETTINGS
-from tests.helpers.controllers import TIMEOUT, Broker, ControllerGroup, expect, join_set
+from tests.helpers.controllers import HEARTBEAT_TIMEOUT_MS, TIMEOUT, Broker, ControllerGroup, expect, join_set
 
 # the heartbeat timeout (0.6 s) and a scan (0.1 s), with room for a loaded machine
 ELECTION_TIMEOUT = 5.0
@@ -190,5 +191,34 @@ def test_malformed_requests_are_refused_with_a_remark_and_nothing_breaks(spawn, 
             assert named in answer.remark
         info, _ = replica_info(group, brokers[0])
         assert info.master_broker_id == 1
+    finally:
+        group.close()
+
+
+def test_a_set_left_without_a_master_elects_once_a_broker_of_its_sync_state_set_is_alive_again(
+    spawn, tmp_path, brokers
+):
+    """An election that found nobody alive in the sync state set leaves the set without a master; the
+    leader's scan elects as soon as one of the set heart-beats again, without a broker asking (a
+    running slave never asks: the set would stay without a master until a restart)."""
+    group = start_group(spawn, tmp_path)
+    try:
+        master, slave, outsider = brokers
+        first = join_set(group, 0, brokers)
+        expect(group.call(0, master.alter(1, SyncStateSet(frozenset({1, 2}), first.sync_state_set_epoch))))
+
+        # the slave falls silent first (the master and the outsider heart-beat past its timeout),
+        # then the master: only the outsider, not in the set, is alive, and nobody may be elected
+        until = time.monotonic() + 2 * HEARTBEAT_TIMEOUT_MS / 1000
+        while time.monotonic() < until:
+            for broker in (master, outsider):
+                expect(group.call(0, broker.heartbeat()))
+            time.sleep(0.1)
+        assert replica_info(group, outsider)[0].master_epoch == 1
+        nobody = wait_for_master(group, [outsider], epoch=2)
+        assert not nobody.has_master
+
+        again = wait_for_master(group, [slave, outsider], epoch=3)
+        assert (again.master_broker_id, again.master_address) == (2, slave.address)
     finally:
         group.close()

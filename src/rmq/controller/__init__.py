@@ -24,6 +24,7 @@ from rmq.net.codec import RemotingCommand
 from rmq.net.loop import PeriodicHandle
 from rmq.net.server import RemotingServer
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.controller import NO_BROKER_ID
 
 log = logging.getLogger("rmq.controller")
 
@@ -163,7 +164,7 @@ class Controller:
         if state is None or processor is None or not state.is_leader:
             return
         with state.lock:
-            names = state.replicas.sets_to_reelect(self.live.is_alive)
+            names = state.replicas.sets_to_reelect(self.live.is_alive, self.config.enable_elect_unclean_master)
         for name in names:
             if (among is None or name in among) and name not in self._electing:
                 self._electing.add(name)
@@ -180,9 +181,9 @@ class Controller:
             seen_epoch, old = found.master_epoch, found.master_broker_id
             new_master = elect_policy(found, self.live, self.config.enable_elect_unclean_master, None)
         log.warning(
-            "broker set %s: master %d gone (silent, or its connection closed); electing %s in master epoch %d",
+            "broker set %s: %s; electing %s in master epoch %d",
             broker_name,
-            old,
+            "no master" if old == NO_BROKER_ID else f"master {old} gone (silent, or its connection closed)",
             "nobody (no alive broker of its sync state set)" if new_master is None else new_master,
             seen_epoch + 1,
         )

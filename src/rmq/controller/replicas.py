@@ -132,12 +132,20 @@ class ReplicasInfoManager:
             )
         return out
 
-    def sets_to_reelect(self, alive: AlivePredicate) -> list[str]:
+    def sets_to_reelect(self, alive: AlivePredicate, unclean: bool = False) -> list[str]:
         """Broker sets whose master is not alive while another of their brokers is (ReplicasInfoManager's
-        scanNeedReelectBrokerSets)."""
+        scanNeedReelectBrokerSets), and sets left with no master by an election that found nobody
+        once a broker it may elect is alive again (one of the sync state set; with ``unclean``, any):
+        RocketMQ leaves those to a broker asking, which a running slave never does, so a set whose
+        sync state set grew just after such an election would stay without a master."""
         out = []
         for name, found in self.broker_sets.items():
-            if found.master_broker_id == NO_BROKER_ID or alive(found.cluster_name, name, found.master_broker_id):
+            if found.master_broker_id == NO_BROKER_ID:
+                pool = found.brokers if unclean else found.sync_state_set
+                if any(alive(found.cluster_name, name, broker_id) for broker_id in pool):
+                    out.append(name)
+                continue
+            if alive(found.cluster_name, name, found.master_broker_id):
                 continue
             if any(alive(found.cluster_name, name, broker_id) for broker_id in found.brokers):
                 out.append(name)
