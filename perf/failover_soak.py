@@ -228,6 +228,7 @@ def soak(
         routes = RouteWatcher(cluster).start()
         sender = RoutedSender(cluster.client, lambda: routes.master).start()
         try:
+            wait_whole(cluster, sender)  # the first round too: a master killed before its slaves joined
             for n in range(1, rounds + 1):
                 wanted = len(sender.acked) + ACKED_PER_ROUND
                 wait_until(lambda: len(sender.acked) >= wanted, 60, f"{ACKED_PER_ROUND} sends acknowledged")  # noqa: B023
