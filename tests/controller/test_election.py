@@ -5,7 +5,6 @@ tells the brokers, and fences the replaced master (docs/controller.md#election).
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,16 +25,6 @@ def start_group(spawn, tmp_path: Path, **settings: str) -> ControllerGroup:
     group = ControllerGroup(spawn, tmp_path, size=1, **settings).start()
     group.leader()
     return group
-
-
-@pytest.fixture
-def brokers() -> Iterator[list[Broker]]:
-    made = [Broker() for _ in range(3)]
-    try:
-        yield made
-    finally:
-        for broker in made:
-            broker.close()
 
 
 def replica_info(group: ControllerGroup, broker: Broker) -> tuple[ReplicaInfo, SyncStateSet]:

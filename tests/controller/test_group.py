@@ -24,16 +24,6 @@ def group(spawn, tmp_path: Path) -> Iterator[ControllerGroup]:
         g.close()
 
 
-@pytest.fixture
-def brokers() -> Iterator[list[Broker]]:
-    made = [Broker() for _ in range(3)]
-    try:
-        yield made
-    finally:
-        for broker in made:
-            broker.close()
-
-
 def replica_info(group: ControllerGroup, member: int, broker: Broker) -> tuple[ReplicaInfo, SyncStateSet]:
     answer = expect(group.call(member, broker.replica_info()))
     return ReplicaInfo.from_fields(answer.ext_fields), SyncStateSet.decode(answer.body)

@@ -27,7 +27,7 @@ import click
 
 from rmq.broker.config import BrokerConfig, load_broker_settings
 from rmq.broker.controller import BrokerController
-from rmq.cli.settings_options import SettingsRefused, print_config, settings_options
+from rmq.cli.settings_options import SettingsRefused, log_level_option, print_config, settings_options
 from rmq.errors import ConfigError, RmqError
 from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.namesrv.config import cluster_auth
@@ -108,12 +108,7 @@ class BrokerStartup:
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @settings_options(example="listenPort=20911")
 @click.option("-n", "--namesrv-addr", help='Name servers, "host:port;host:port". Absent: run an embedded one.')
-@click.option(
-    "--log-level",
-    default="INFO",
-    show_default=True,
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-)
+@log_level_option
 def main(
     config_file: str | None, namesrv_addr: str | None, settings: tuple[str, ...], print_only: bool, log_level: str
 ) -> None:

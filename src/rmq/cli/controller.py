@@ -27,7 +27,7 @@ from typing import Any
 
 import click
 
-from rmq.cli.settings_options import SettingsRefused, print_config, settings_options
+from rmq.cli.settings_options import SettingsRefused, host_option, log_level_option, print_config, settings_options
 from rmq.controller import Controller
 from rmq.controller.config import ControllerSettings, load_controller_settings
 from rmq.errors import ConfigError
@@ -36,19 +36,14 @@ from rmq.settings import parse_set_options
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @settings_options(example="controllerDLegerSelfId=n1")
-@click.option("--host", default=None, help="Address to listen on (bindAddress; default every interface).")
+@host_option
 @click.option(
     "--port",
     default=None,
     type=click.IntRange(0, 65535),
     help="Remoting port to listen on (listenPort; 0: a free one).",
 )
-@click.option(
-    "--log-level",
-    default="INFO",
-    show_default=True,
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-)
+@log_level_option
 def main(
     config_file: str | None,
     settings: tuple[str, ...],

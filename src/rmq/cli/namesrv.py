@@ -23,7 +23,7 @@ from typing import Any
 
 import click
 
-from rmq.cli.settings_options import SettingsRefused, print_config, settings_options
+from rmq.cli.settings_options import SettingsRefused, host_option, log_level_option, print_config, settings_options
 from rmq.controller import Controller
 from rmq.controller.config import ControllerConfig, controller_config
 from rmq.errors import ConfigError
@@ -40,7 +40,7 @@ def _ms(seconds: float | None) -> int | None:
 
 @click.command(context_settings={"help_option_names": ["-h", "--help"]})
 @settings_options(example="listenPort=9877")
-@click.option("--host", default=None, help="Address to listen on (bindAddress; default every interface).")
+@host_option
 @click.option(
     "--port", default=None, type=click.IntRange(0, 65535), help="Port to listen on (listenPort; 0 picks a free one)."
 )
@@ -107,12 +107,7 @@ def _ms(seconds: float | None) -> int | None:
     help="With --cluster-access-key: enforcing refuses unsigned writes; permissive takes them and logs "
     "who sent them (clusterAuthMode).",
 )
-@click.option(
-    "--log-level",
-    default="INFO",
-    show_default=True,
-    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
-)
+@log_level_option
 def main(
     config_file: str | None,
     settings: tuple[str, ...],

@@ -1,6 +1,6 @@
-"""What ``rmq-broker`` and ``rmq-namesrv`` share of reading settings: ``-c FILE``, ``--set KEY=VALUE``
-and ``-p`` (print every effective setting, as RocketMQ's ``mqbroker -p`` / ``mqnamesrv -p``), and how a
-refused setting ends the command (one line, exit code 2)."""
+"""What ``rmq-broker``, ``rmq-namesrv`` and ``rmq-controller`` share of reading settings: ``-c FILE``,
+``--set KEY=VALUE`` and ``-p`` (print every effective setting, as RocketMQ's ``mqbroker -p`` /
+``mqnamesrv -p``), ``--log-level``, and how a refused setting ends the command (one line, exit code 2)."""
 
 from __future__ import annotations
 
@@ -42,6 +42,18 @@ def settings_options(example: str) -> Callable[[_Command], _Command]:
         return click.option("-c", "--config", "config_file", metavar="FILE", help=help_c)(command)
 
     return decorate
+
+
+# ``--host``: the address a server listens on
+host_option = click.option("--host", default=None, help="Address to listen on (bindAddress; default every interface).")
+
+# ``--log-level``: the logging level of the process's root logger
+log_level_option = click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
 
 
 def print_config(loaded: LoadedSettings, configs: Iterable[SettingsView]) -> None:

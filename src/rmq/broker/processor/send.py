@@ -207,41 +207,38 @@ class SendProcessor(Processor[SendServices]):
                 return self._busy(request, _OVERLOAD, waited)
         return None
 
+    def _not_taking_sends(self) -> str | None:
+        """Why this broker takes no send now (SERVICE_NOT_AVAILABLE's remark), or None."""
+        where = f"broker {self.broker_config.broker_name} at {self.controller.broker_addr}"
+        if self.slave:
+            # RocketMQ's store: "message store is slave mode, so putMessage is forbidden"
+            return (
+                f"service not available now: {where} is a slave (brokerId {self.broker_config.broker_id}); "
+                "messages are put to its master"
+            )
+        if self.store.fenced:
+            return (
+                f"service not available now: {where} was refused as master by the name servers (another "
+                f"master of that name has a newer epoch than its {self.store.epoch}): send to the routed "
+                "master, or restart this one as a slave"
+            )
+        if self.store.master_lease_expired:
+            return (
+                f"service not available now: {where} stalled past its master lease; it takes sends again "
+                "once the controllers confirm it is still master (else its set's new master does)"
+            )
+        if self.store.disk_full:
+            return service_not_available(self.store)
+        return None
+
     def send_message(self, channel, request: RemotingCommand):
         busy = self.busy_answer(channel, request)
         if busy is not None:
             return busy
+        refused = self._not_taking_sends()
+        if refused is not None:
+            return RemotingCommand.response_to(request, ResponseCode.SERVICE_NOT_AVAILABLE, remark=refused)
         controller = self.controller
-        if self.slave:
-            # RocketMQ's store: "message store is slave mode, so putMessage is forbidden"
-            return RemotingCommand.response_to(
-                request,
-                ResponseCode.SERVICE_NOT_AVAILABLE,
-                remark=f"service not available now: broker {self.broker_config.broker_name} at "
-                f"{controller.broker_addr} is a slave (brokerId {self.broker_config.broker_id}); "
-                "messages are put to its master",
-            )
-        if self.store.fenced:
-            return RemotingCommand.response_to(
-                request,
-                ResponseCode.SERVICE_NOT_AVAILABLE,
-                remark=f"service not available now: broker {self.broker_config.broker_name} at "
-                f"{controller.broker_addr} was refused as master by the name servers (another master "
-                f"of that name has a newer epoch than its {self.store.epoch}): send to the routed master, "
-                "or restart this one as a slave",
-            )
-        if self.store.master_lease_expired:
-            return RemotingCommand.response_to(
-                request,
-                ResponseCode.SERVICE_NOT_AVAILABLE,
-                remark=f"service not available now: broker {self.broker_config.broker_name} at "
-                f"{controller.broker_addr} stalled past its master lease; it takes sends again once the "
-                "controllers confirm it is still master (else its set's new master does)",
-            )
-        if self.store.disk_full:
-            return RemotingCommand.response_to(
-                request, ResponseCode.SERVICE_NOT_AVAILABLE, remark=service_not_available(self.store)
-            )
         # the header the ACL check read, if it ran (rmq.protocol.headers)
         header = send_header(request)
         topic = header.topic
