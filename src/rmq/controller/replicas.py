@@ -137,10 +137,13 @@ class ReplicasInfoManager:
         scanNeedReelectBrokerSets), and sets left with no master by an election that found nobody
         once a broker it may elect is alive again (one of the sync state set; with ``unclean``, any):
         RocketMQ leaves those to a broker asking, which a running slave never does, so a set whose
-        sync state set grew just after such an election would stay without a master."""
+        sync state set grew just after such an election would stay without a master. A set never
+        elected is left to its brokers' own first ask, as RocketMQ does."""
         out = []
         for name, found in self.broker_sets.items():
             if found.master_broker_id == NO_BROKER_ID:
+                if found.master_epoch == 0:
+                    continue  # never elected: its brokers ask for the first election themselves
                 pool = found.brokers if unclean else found.sync_state_set
                 if any(alive(found.cluster_name, name, broker_id) for broker_id in pool):
                     out.append(name)
