@@ -170,6 +170,7 @@ class PopService:
         self._revive_puts_waiting = 0
         # (revive queue, offset) to commit once the re-puts on their way to the disk are durable
         self._after_revive_puts: list[tuple[int, int]] = []
+        self._revive_put_failed = False
         self.order_batches: dict[tuple[str, str, int], OrderBatch] = {}
         self._parked: list[ParkedPop] = []
         self._wake: Callable[[ParkedPop, bool], None] | None = None
@@ -362,13 +363,15 @@ class PopService:
         if not result.ok:
             log.error("revive: a re-put failed (%s); its checkpoint is read again after a restart",
                       result.status.name)  # fmt: skip
+            self._revive_put_failed = True
         self._revive_puts_waiting -= 1
         if self._revive_puts_waiting == 0:
-            # a failed re-put keeps its revive offset back: the checkpoint is revived again at restart
-            if result.ok:
+            # a failed re-put keeps the revive offsets back: its checkpoint is revived again at restart
+            if not self._revive_put_failed:
                 for qid, offset in self._after_revive_puts:
                     self._commit_revive_offset(qid, offset)
             self._after_revive_puts.clear()
+            self._revive_put_failed = False
 
     def in_flight(self, group: str) -> int:
         """Messages of ``group`` popped and neither acked nor revived yet (for admin views)."""
