@@ -122,7 +122,12 @@ class PopProcessor(Processor[PopServices]):
                 f"the broker[{c.broker_addr}] pop message is timeout too much: bornTime {header.born_time} + "
                 f"pollTime {header.poll_time} is more than {POLL_LATE_MILLIS} ms before now ({now})",
             )
-        queue_nums, tag_filter = self._check(header, channel, request, built, parked, expired)
+        try:
+            queue_nums, tag_filter = self._check(header, channel, request, built, parked, expired)
+        except RequestRefused:
+            if parked is not None:  # refused now (a topic deleted meanwhile): answered once, not again
+                self.pop.finish(parked)
+            raise
         if tag_filter is NOT_BUILT:
             return None
         taken, rest = self._take(header, queue_nums, tag_filter, now)
