@@ -59,6 +59,7 @@ def test_acked_messages_never_come_back_and_unacked_come_back_with_one_more_atte
     put(pop_broker, TOPIC, b"dropped")
     popped = {m.body: m for m in popper.pop(invisible_ms=500)}
     assert popper.ack(popped[b"acked"]).code == ResponseCode.SUCCESS
+    wait_until(lambda: pop_broker.pop_service.in_flight(GROUP) == 1, 5, "one message in flight")
     back = wait_until(lambda: popper.pop(invisible_ms=60_000), 5, "the unacked message came back")
     assert bodies(back) == [b"dropped"]
     assert back[0].reconsume_times == 1

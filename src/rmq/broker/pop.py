@@ -358,7 +358,8 @@ class PopService:
             self._revive_put_failed = False
 
     def in_flight(self, group: str) -> int:
-        """Messages of ``group`` popped and neither acked nor revived yet (for admin views)."""
+        """Messages of ``group`` popped and neither acked nor revived yet, as the revive service has
+        read them (up to one reviveInterval behind): what a consumer progress view calls invisible."""
         return sum(
             bin(~p.ck.bit_map & ((1 << p.ck.num) - 1)).count("1")
             for pending in self._pending.values()
