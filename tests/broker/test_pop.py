@@ -179,3 +179,17 @@ def test_a_fifo_lock_outlives_a_restart_of_the_broker(start_broker, client):
     assert popper.pop(order=True, max_msgs=1) == []  # o0 is still out, invisible
     assert popper.ack(first).code == ResponseCode.SUCCESS
     assert [m.body for m in popper.pop(order=True, max_msgs=1)] == [b"o1"]
+
+
+def test_a_pop_whose_checkpoint_cannot_be_stored_pops_nothing_and_loses_nothing(pop_broker, popper):
+    put(pop_broker, TOPIC, b"kept")
+    level = pop_broker.store.config.disk_space_warning_level_ratio
+    pop_broker.store.config.disk_space_warning_level_ratio = 0.0  # every disk is "full": puts refused
+    pop_broker.check_disk()
+    try:
+        answer = call(popper.client, popper.addr, pop_request(TOPIC, GROUP))
+        assert answer.code == ResponseCode.POLLING_TIMEOUT and answer.remark == "checkpoint not stored"
+    finally:
+        pop_broker.store.config.disk_space_warning_level_ratio = level
+        pop_broker.check_disk()
+    assert bodies(popper.pop()) == [b"kept"]
