@@ -1,6 +1,6 @@
 """rmq-capacity on a real Spark standalone cluster: a master and two workers of the pip-installed
-PySpark started on loopback (``rmq.perf.capacity.spark_cluster``, what ``rmq-capacity cluster up``
-runs), then ``rmq-capacity --master spark://...`` and ``spark-submit --master spark://...
+PySpark started on free loopback ports by ``rmq-capacity cluster up`` (stopped by ``down``, which
+leaves no process and no pid file), then ``rmq-capacity --master spark://...`` and ``spark-submit --master spark://...
 spark/capacity.py`` against it. Each plans what local mode plans, and the work ran in both workers'
 executors: the driver's event log says which executor ran each task, each worker's own JSON which
 executors of the application it ran."""
@@ -13,13 +13,14 @@ import subprocess
 import sys
 from collections import Counter
 from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from rmq.perf.capacity import cli
-from rmq.perf.capacity.spark_cluster import SparkCluster, worker_json
+from rmq.perf.capacity.spark_cluster import START_TIMEOUT, SparkCluster, worker_json
 from rmq.perf.procs import free_port
 from tests.helpers.perf_logs import stats_log_lines
 from tests.perf.capacity.test_cli import ROOT, SAMPLES, _env
@@ -30,22 +31,53 @@ WORKLOAD = {"peak_rate": 50_000, "avg_rate": 20_000, "size": 1024, "slo_p99_ms":
 FLAGS = ("--groups", "2", "--disk-bytes", "800g")
 
 
+def _cluster_command(*args: str) -> subprocess.CompletedProcess[str]:
+    command = [sys.executable, "-m", "rmq.perf.capacity.cli", "cluster", *args]
+    return subprocess.run(command, capture_output=True, text=True, timeout=START_TIMEOUT + 30, env=_env(), cwd=ROOT)
+
+
+def _up(cluster: SparkCluster) -> SparkCluster:
+    """``rmq-capacity cluster up``, as a user starts one: it prints the master URL once both
+    workers are ALIVE, and ``status`` says so."""
+    up = _cluster_command("up", "--dir", str(cluster.root), "--port", str(cluster.port), "--webui-port",
+                          str(cluster.webui_port), "--workers", "2", "--cores", "1", "--memory", "1g")  # fmt: skip
+    assert up.returncode == 0, up.stderr[-3000:]
+    assert up.stdout == f"{cluster.master_url}\n"
+    status = _cluster_command("status", "--dir", str(cluster.root))
+    assert status.returncode == 0 and f"{cluster.master_url} ALIVE, 2 worker(s) ALIVE" in status.stdout
+    return cluster
+
+
 @pytest.fixture(scope="module")
-def spark_cluster(tmp_path_factory) -> Iterator[SparkCluster]:
+def booting_cluster(tmp_path_factory) -> Iterator[tuple[SparkCluster, Future[SparkCluster]]]:
+    """A master and two workers starting in the background (their JVMs take tens of seconds here)
+    while local mode plans; ``cluster down`` stops them, whatever happened, and leaves nothing."""
     root = tmp_path_factory.mktemp("spark-cluster")
-    cluster = SparkCluster(root, free_port(), free_port(), workers=2, cores=1, memory="1g").start()
-    try:
-        events = root / "events"
-        events.mkdir()
-        with (cluster.conf_dir / "spark-defaults.conf").open("a") as conf:
-            conf.write(
-                f"spark.eventLog.enabled true\nspark.eventLog.compress false\nspark.eventLog.dir {events.as_uri()}\n"
-                "spark.driver.memory 512m\nspark.executor.memory 512m\n"
-            )
-        yield cluster
-    finally:
-        cluster.stop()
+    cluster = SparkCluster(root, free_port(), free_port())
+    with ThreadPoolExecutor(1, thread_name_prefix="spark-cluster-start") as pool:
+        started = pool.submit(_up, cluster)
+        try:
+            yield cluster, started
+        finally:
+            wait([started])  # stop once ``up`` ended, however it ended (its error is the test's)
+            down = _cluster_command("down", "--dir", str(root))
+    assert down.returncode == 0, down.stderr
     assert not cluster.running_pids() and not cluster.pid_files()
+    assert _cluster_command("status", "--dir", str(root)).returncode == 1
+
+
+@pytest.fixture(scope="module")
+def spark_cluster(booting_cluster, local_plan) -> SparkCluster:
+    cluster, started = booting_cluster
+    started.result(timeout=START_TIMEOUT + 30)
+    events = cluster.root / "events"
+    events.mkdir()
+    with (cluster.conf_dir / "spark-defaults.conf").open("a") as conf:
+        conf.write(
+            f"spark.eventLog.enabled true\nspark.eventLog.compress false\nspark.eventLog.dir {events.as_uri()}\n"
+            "spark.driver.memory 512m\nspark.executor.memory 512m\n"
+        )
+    return cluster
 
 
 @pytest.fixture(scope="module")

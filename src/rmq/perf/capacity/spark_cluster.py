@@ -75,6 +75,7 @@ class SparkCluster:
         self.cores = cores
         self.memory = memory
         self.host = host
+        self._started: dict[str, subprocess.Popen[bytes]] = {}  # by this object, by role
 
     @property
     def master_url(self) -> str:
@@ -100,6 +101,10 @@ class SparkCluster:
             "SPARK_PID_DIR": str(self.root),
             "SPARK_CONF_DIR": str(self.conf_dir),
             "SPARK_DAEMON_MEMORY": DAEMON_MEMORY,
+            # a port taken is an error, not a silent move to the next one (Spark's default, which
+            # would leave the printed master URL wrong); no REST submission server, whose fixed
+            # port 6066 would keep a second cluster on this machine from starting
+            "SPARK_MASTER_OPTS": "-Dspark.port.maxRetries=0 -Dspark.master.rest.enabled=false",
         }
 
     def _spawn(self, role: str, *args: str) -> int:
@@ -114,6 +119,7 @@ class SparkCluster:
                 start_new_session=True,  # outlives ``up``; ``down`` signals it by its pid file
             )
         (self.root / f"{role}.pid").write_text(f"{proc.pid}\n")
+        self._started[role] = proc
         return proc.pid
 
     def start(self, timeout: float = START_TIMEOUT) -> SparkCluster:
@@ -155,9 +161,13 @@ class SparkCluster:
             raise
         return self
 
+    def _master_alive(self) -> bool:
+        master = self.master_json() or {}
+        return master.get("status") == ALIVE and master.get("url") == self.master_url
+
     def _wait(self, predicate: Any, deadline: float, what: str, role: str) -> None:
         def check() -> bool:
-            for dead in set(self.pid_files()) - set(self.running_pids()):
+            for dead in [role for role, proc in self._started.items() if proc.poll() is not None]:
                 raise SparkClusterError(f"the {dead} exited while waiting for {what}; see {self.log(dead)}")
             return bool(predicate())
 
@@ -226,11 +236,20 @@ def _get_json(url: str) -> dict[str, Any] | None:
 
 
 def _is_spark_daemon(pid: int) -> bool:
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-    except OSError:
-        return False
-    return any(arg.decode(errors="replace") in (MASTER_CLASS, WORKER_CLASS) for arg in cmdline)
+    """Whether ``pid`` runs a Spark master or worker (``spark-class`` before its exec, java after)."""
+    for _ in range(50):
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+            # empty: a zombie, or a process in the middle of exec; only the second is still running
+            zombie = not cmdline and Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0] == "Z"
+        except OSError:
+            return False
+        if cmdline:
+            return any(arg.decode(errors="replace") in (MASTER_CLASS, WORKER_CLASS) for arg in cmdline.split(b"\0"))
+        if zombie:
+            return False
+        time.sleep(0.01)
+    return False
 
 
 def _signal(pid: int, sig: int) -> None:
