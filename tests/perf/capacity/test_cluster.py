@@ -8,6 +8,7 @@ executors of the application it ran."""
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -24,8 +25,6 @@ from rmq.perf.capacity.spark_cluster import START_TIMEOUT, SparkCluster, worker_
 from rmq.perf.procs import free_port
 from tests.helpers.perf_logs import stats_log_lines
 from tests.perf.capacity.test_cli import ROOT, SAMPLES, _env
-
-pytestmark = pytest.mark.slow
 
 WORKLOAD = {"peak_rate": 50_000, "avg_rate": 20_000, "size": 1024, "slo_p99_ms": 2, "retention_hours": 48}
 FLAGS = ("--groups", "2", "--disk-bytes", "800g")
@@ -135,6 +134,7 @@ def _same_plan(on_cluster: dict[str, Any], local: dict[str, Any]) -> None:
     assert (rec["mode"], rec["broker_sets"], rec["binding"]) == ("ASYNC_FLUSH standalone", 7, "disk")
 
 
+@pytest.mark.slow
 def test_rmq_capacity_on_the_cluster_plans_as_local_mode_in_both_workers_executors(
     spark_cluster, logs, local_plan, tmp_path
 ):
@@ -148,6 +148,7 @@ def test_rmq_capacity_on_the_cluster_plans_as_local_mode_in_both_workers_executo
     assert len(by_worker) == 2 and all(by_worker.values()), by_worker
 
 
+@pytest.mark.slow
 def test_spark_submit_on_the_cluster_plans_as_local_mode_in_both_workers_executors(
     spark_cluster, logs, local_plan, tmp_path
 ):
@@ -161,3 +162,14 @@ def test_spark_submit_on_the_cluster_plans_as_local_mode_in_both_workers_executo
     _same_plan(on_cluster, local_plan)
     by_worker = _tasks_by_worker(spark_cluster, app_id)
     assert len(by_worker) == 2 and all(by_worker.values()), by_worker
+
+
+def test_down_stops_only_what_a_pid_file_names_and_that_still_runs_as_a_spark_daemon(tmp_path):
+    # a pid file left from a cluster long gone, its pid since reused by a process of someone else
+    (tmp_path / "worker-1.pid").write_text(f"{os.getpid()}\n")
+    (tmp_path / "master.pid").write_text("not a pid\n")
+    status = _cluster_command("status", "--dir", str(tmp_path))
+    assert status.returncode == 1 and "worker-1: pid" in status.stdout and "not running" in status.stderr
+    down = _cluster_command("down", "--dir", str(tmp_path))
+    assert down.returncode == 0 and down.stderr.strip() == "nothing was running"
+    assert not list(tmp_path.glob("*.pid"))  # and this process, which one of them named, was left alone

@@ -209,8 +209,8 @@ class SparkCluster:
             for pid in running.values():
                 if _is_spark_daemon(pid):
                     _signal(pid, signal.SIGKILL)
-        for role in self.pid_files():
-            (self.root / f"{role}.pid").unlink(missing_ok=True)
+        for path in self.root.glob("*.pid"):  # unreadable ones too: they name nothing to stop
+            path.unlink(missing_ok=True)
         return sorted(running)
 
     def master_json(self) -> dict[str, Any] | None:
