@@ -4,6 +4,8 @@ the response's status (rmq.proxy.status): a call is answered, never failed at th
 
     route        QueryRoute
     client       Heartbeat, Telemetry, NotifyClientTermination
+    send         SendMessage
+    transaction  EndTransaction; the broker's transaction checks down a client's Telemetry stream
 """
 
 from __future__ import annotations
@@ -11,14 +13,18 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+from rmq.net.codec import RemotingCommand
 from rmq.protocol.grpc.v2 import service_pb2 as pb
 from rmq.protocol.grpc.v2.service_pb2_grpc import MessagingServiceServicer
+from rmq.proxy.bridge import LocalChannel
 from rmq.proxy.calls import BrokerCalls
-from rmq.proxy.client import ClientService
+from rmq.proxy.client import ClientService, TelemetryStream
 from rmq.proxy.config import ProxyConfig
 from rmq.proxy.context import CallContext
 from rmq.proxy.route import RouteService
+from rmq.proxy.send import SendService
 from rmq.proxy.status import from_exception
+from rmq.proxy.transaction import TransactionService, TransactionTable
 
 _Response = TypeVar("_Response")
 
@@ -32,6 +38,15 @@ class MessagingService(MessagingServiceServicer):
         self.clients = ClientService(
             calls, config.max_message_size, config.enable_topic_message_type_check, config.delay_levels_ms
         )
+        table = TransactionTable()
+        self.sends = SendService(calls, table, config.max_message_size, config.enable_topic_message_type_check)
+        self.transactions = TransactionService(calls, table)
+        self.clients.on_broker_request = self._to_client
+
+    def _to_client(self, channel: LocalChannel, stream: TelemetryStream, request: RemotingCommand) -> None:
+        command = self.transactions.recovery_command(channel, request)
+        if command is not None:
+            stream.write(command)
 
     def close(self) -> None:
         """End the open streams (shutdown)."""
@@ -68,3 +83,11 @@ class MessagingService(MessagingServiceServicer):
         # an async generator function itself: grpc.aio tells streaming handlers by that
         async for command in self.clients.telemetry(request_iterator, context):
             yield command
+
+    async def SendMessage(self, request: pb.SendMessageRequest, context: Any) -> pb.SendMessageResponse:
+        return await self._unary(context, pb.SendMessageResponse, lambda ctx: self.sends.send_message(ctx, request))
+
+    async def EndTransaction(self, request: pb.EndTransactionRequest, context: Any) -> pb.EndTransactionResponse:
+        return await self._unary(
+            context, pb.EndTransactionResponse, lambda ctx: self.transactions.end_transaction(ctx, request)
+        )
