@@ -129,7 +129,7 @@ class SendService:
             ext["batch"] = "true"
             batch = encode_batch((body, encode_properties(properties), 0) for body, properties in built)
             remoting = RemotingCommand.request(RequestCode.SEND_BATCH_MESSAGE, ext, batch)
-        response = await self.calls.local(remoting, ctx.channel)
+        response = await self.calls.for_client(ctx, remoting)
         return self._response(topic, queue_id, built, response, transactional)
 
     def _response(

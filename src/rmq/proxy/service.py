@@ -36,7 +36,11 @@ class MessagingService(MessagingServiceServicer):
         self.bridge = calls.bridge
         self.routes = RouteService(calls, grpc_port)
         self.clients = ClientService(
-            calls, config.max_message_size, config.enable_topic_message_type_check, config.delay_levels_ms
+            calls,
+            config.max_message_size,
+            config.enable_topic_message_type_check,
+            config.delay_levels_ms,
+            config.acl_enable,
         )
         table = TransactionTable()
         self.sends = SendService(calls, table, config.max_message_size, config.enable_topic_message_type_check)
@@ -59,13 +63,13 @@ class MessagingService(MessagingServiceServicer):
         serve: Callable[[CallContext], Awaitable[_Response]],
     ) -> _Response:
         try:
-            ctx = CallContext.of(context, self.bridge)
+            ctx = CallContext.of(context, self.bridge, self.config.acl_enable)
             return await serve(ctx)
         except Exception as e:  # every failure is the response's status
             return response_type(status=from_exception(e))
 
     async def QueryRoute(self, request: pb.QueryRouteRequest, context: Any) -> pb.QueryRouteResponse:
-        return await self._unary(context, pb.QueryRouteResponse, lambda ctx: self.routes.query_route(request))
+        return await self._unary(context, pb.QueryRouteResponse, lambda ctx: self.routes.query_route(ctx, request))
 
     async def Heartbeat(self, request: pb.HeartbeatRequest, context: Any) -> pb.HeartbeatResponse:
         return await self._unary(context, pb.HeartbeatResponse, lambda ctx: self.clients.heartbeat(ctx, request))

@@ -109,7 +109,7 @@ class TransactionService:
         )
         remoting = RemotingCommand.request(RequestCode.END_TRANSACTION, header.to_ext_fields())
         try:
-            check(await self.calls.local(remoting, ctx.channel))
+            check(await self.calls.for_client(ctx, remoting))
         except ProxyError:
             if header.commit_or_rollback == TransactionState.NOT_TYPE:
                 raise
