@@ -194,7 +194,7 @@ class Bridge:
     def _to_client(self, channel: LocalChannel, request: RemotingCommand) -> None:
         def deliver() -> None:
             if channel.on_request is None:
-                log.warning("request code %d for %s dropped: the client has no open stream", request.code, channel)
+                log.debug("request code %d for %s dropped: the client has no open stream", request.code, channel)
                 return
             channel.on_request(request)
 
