@@ -7,6 +7,7 @@ import grpc
 import pytest
 
 from rmq.broker.topic_config import TopicConfig
+from rmq.perf.procs import wait_until
 from rmq.protocol.grpc.v2.definition_pb2 import Code
 from tests.helpers.grpc import Telemetry, message, messaging_stub, metadata, producer_settings, resource, send, service
 
@@ -68,3 +69,37 @@ def test_a_wrong_signature_gets_no_route_and_no_settings(acl_broker):
                 telemetry.receive()
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert acl_broker.controller.client_manager.producers.client_ids("Orders") == []
+
+
+CLUSTER_RULES = (
+    RULES
+    + """\
+  - accessKey: cluster-key
+    secretKey: cluster-secret
+"""
+)
+
+
+def test_with_acl_another_brokers_endpoint_is_found_with_the_cluster_account(start_grpc_broker, tmp_path):
+    rules = tmp_path / "cluster_acl.yml"
+    rules.write_text(CLUSTER_RULES)
+    secured = {
+        "aclEnable": "true",
+        "aclConfigFile": str(rules),
+        "clusterAccessKey": "cluster-key",
+        "clusterSecretKey": "cluster-secret",
+    }
+    a = start_grpc_broker(**secured)
+    b = start_grpc_broker(brokerName="broker-b", namesrvAddr=a.namesrv.address, **secured)
+    for startup in (a, b):
+        startup.controller.topic_config_manager.update_topic_config(TopicConfig("Orders", 1, 1))
+    with messaging_stub(a.proxy.port) as stub:
+
+        def routed() -> dict[str, int]:
+            route = stub.QueryRoute(
+                service.QueryRouteRequest(topic=resource("Orders")), metadata=metadata(**GOOD), timeout=5
+            )
+            return {q.broker.name: q.broker.endpoints.addresses[0].port for q in route.message_queues}
+
+        ports = wait_until(lambda: len(routed()) == 2 and routed(), 10, "both broker sets routed")
+    assert ports == {"broker-a": a.proxy.port, "broker-b": b.proxy.port}

@@ -52,7 +52,7 @@ class GrpcProxy(ServiceThread):
         self.loop: asyncio.AbstractEventLoop | None = None
         self.bridge: Bridge | None = None
         self.service: MessagingService | None = None
-        self.remoting = RemotingClient(name="rmq-grpc-remoting")
+        self.remoting = RemotingClient(name="rmq-grpc-remoting", credentials=config.cluster_credentials)
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._stop: asyncio.Event | None = None
