@@ -1,7 +1,7 @@
 """The import rule of README.md's architecture section, checked over every source file.
 
     neutral   rmq, rmq.errors, rmq._clock, rmq._files, rmq._service,    import only neutral modules
-              rmq._log, rmq.includes (C declarations shared by .pyx files of several areas:
+              rmq._log, rmq._rpc_latency, rmq.includes (C declarations shared by .pyx files of several areas:
               big-endian loads and stores, decimal text, Java's string hash; .pxd only)
     protocol  rmq.protocol                                              + neutral
     net       rmq.net                                                   + protocol
@@ -29,8 +29,17 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._log", "rmq.includes"}
-ROLES = {"store", "namesrv", "controller", "broker", "client", "cli", "perf"}
+NEUTRAL = {
+    "rmq",
+    "rmq.errors",
+    "rmq._clock",
+    "rmq._files",
+    "rmq._service",
+    "rmq._log",
+    "rmq._rpc_latency",
+    "rmq.includes",
+}
+ROLES = {"store", "namesrv", "controller", "broker", "client", "cli", "perf", "proxy"}
 # what each layer or role may import besides itself
 ALLOWED = {
     "neutral": {"neutral"},
@@ -43,6 +52,7 @@ ALLOWED = {
     "client": {"neutral", "protocol", "net", "settings"},
     "broker": {"neutral", "protocol", "net", "settings", "store"},
     "perf": {"neutral", "protocol", "net", "settings", "client"},
+    "proxy": {"neutral", "protocol", "net", "settings"},
     "cli": {"neutral", "protocol", "net", "settings"} | ROLES,
 }
 # Cython's import lines: `from rmq.x import y`, `from rmq.x cimport (y, z)`, `cimport rmq.x`, `from . import y`
