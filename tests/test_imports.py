@@ -6,7 +6,7 @@
     protocol  rmq.protocol                                              + neutral
     net       rmq.net                                                   + protocol
     settings  rmq.settings (every setting's declaration)                + protocol
-    roles     store, namesrv, controller, broker, client, cli           + net, settings (and all below)
+    roles     store, namesrv, controller, broker, client, proxy, cli    + net, settings (and all below)
     tools     perf (rmq-perf and its perf logs)                        + client (and all below it)
               broker may also use store; cli may use any role; no other role crosses to another
 
@@ -51,8 +51,8 @@ ALLOWED = {
     "controller": {"neutral", "protocol", "net", "settings"},
     "client": {"neutral", "protocol", "net", "settings"},
     "broker": {"neutral", "protocol", "net", "settings", "store"},
-    "perf": {"neutral", "protocol", "net", "settings", "client"},
     "proxy": {"neutral", "protocol", "net", "settings"},
+    "perf": {"neutral", "protocol", "net", "settings", "client"},
     "cli": {"neutral", "protocol", "net", "settings"} | ROLES,
 }
 # Cython's import lines: `from rmq.x import y`, `from rmq.x cimport (y, z)`, `cimport rmq.x`, `from . import y`

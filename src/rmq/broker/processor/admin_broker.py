@@ -49,6 +49,7 @@ from rmq.protocol.fields import str_field
 from rmq.protocol.headers import reset_offset_header
 from rmq.protocol.message import SCHEDULE_TOPIC, topic_error
 from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.proxy import RUNTIME_GRPC_PORT
 from rmq.protocol.replica import RUNTIME_CONTROLLER_ADDR
 
 log = logging.getLogger("rmq.broker")
@@ -142,6 +143,8 @@ class AdminBrokerProcessor(Processor[AdminBrokerServices]):
             table["flushThreadRounds"] = store.group_commit_flushes - inline_rounds
         if c.config.enable_controller_mode:  # rmq's key: rmq-admin broker promote asks these controllers
             table[RUNTIME_CONTROLLER_ADDR] = c.config.controller_addr or ""
+        if c.config.enable_grpc:  # rmq's key: where its gRPC endpoint is, for another broker's routes
+            table[RUNTIME_GRPC_PORT] = c.config.grpc_server_port
         table.update(c.runtime_stats.table())
         if c.send_lane is not None:  # frames the compiled send lane served and left to the processors (rmq's keys)
             table["sendLaneServed"] = c.send_lane.served
