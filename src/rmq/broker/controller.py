@@ -46,6 +46,7 @@ from rmq.broker.delay import DelayOffsetManager, delay_level_to_queue_id
 from rmq.broker.long_polling import PullRequestHoldService
 from rmq.broker.metrics import MetricsExporter
 from rmq.broker.namesrv_api import NamesrvApi
+from rmq.broker.pop import PopService
 from rmq.broker.processor import PROCESSORS
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.send import SendProcessor
@@ -201,6 +202,9 @@ class BrokerController:
         self._store_ip = ipv4_to_int(broker_ip)
         self.get_counts = GetCounts()  # what pulls handed out, for the stats log
         self.runtime_stats = RuntimeStats(self.store, self.get_counts)  # brokerStatus's counters and rates
+        # POP's checkpoints, revive and long polls (rmq.broker.pop), woken by every stored message
+        self.pop_service = PopService(self)
+        self.pull_hold.add_arrival_listener(self.pop_service)
         self.processors = [cls(self) for cls in PROCESSORS]
         # its SYSTEM_BUSY counts, for the metrics
         self.send_processor = next(p for p in self.processors if isinstance(p, SendProcessor))
@@ -326,6 +330,8 @@ class BrokerController:
                 self.metrics.start()
             self.subscription_filters.start()
             self.digest_worker.start()
+            # before the server: a restarted master reads its pops back first (docs/pop.md)
+            self.pop_service.start()
             self.server.start()
             if self.acl_watcher is not None:
                 self.acl_watcher.start()
@@ -396,6 +402,7 @@ class BrokerController:
         if self.acl_watcher is not None:
             self.acl_watcher.shutdown()
         self.server.loop.run_and_wait(self.pull_hold.shutdown)
+        self.server.loop.run_and_wait(self.pop_service.shutdown)
         # before the loop stops: a compile finishing hands its result to the loop
         self.subscription_filters.shutdown()
         self.server.shutdown()
@@ -586,6 +593,7 @@ class BrokerController:
 
     def _on_channel_closed(self, channel) -> None:
         self.pull_hold.on_channel_closed(channel)
+        self.pop_service.on_channel_closed(channel)
         for group in self.client_manager.on_channel_closed(channel):
             self.notify_consumer_ids_changed(group)
 
@@ -627,7 +635,8 @@ def _serves_every_processor(c: BrokerController) -> None:
     n: services.TopicServices = c
     o: services.SlaveSyncServices = c
     p: services.MetricsServices = c
+    t: services.PopServices = c
     q: RoleServices = c
     r: TransactionServices = c
     s: ReplicasServices = c
-    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s))
+    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s, t))

@@ -108,6 +108,16 @@ def pop_retry_topic_v2(topic: str, group: str) -> str:
     return RETRY_GROUP_TOPIC_PREFIX + group + _RETRY_SEPARATOR_V2 + topic
 
 
+def original_topic(topic: str, group: str) -> str:
+    """The topic a POP retry topic of ``group`` is the retry topic of (KeyBuilder.parseNormalTopic);
+    any other topic as it is."""
+    for separator in (_RETRY_SEPARATOR_V2, _RETRY_SEPARATOR_V1):
+        prefix = RETRY_GROUP_TOPIC_PREFIX + group + separator
+        if topic.startswith(prefix):
+            return topic[len(prefix) :]
+    return topic
+
+
 def retry_kind(topic: str) -> str:
     """extraInfo's ``retry`` field for a popped topic (ExtraInfoUtil.getRetry)."""
     if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
