@@ -35,7 +35,7 @@ from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.namesrv.config import cluster_auth
 from rmq.protocol.tls import TlsMode
 from rmq.proxy import GrpcProxy, ProxyConfig
-from rmq.settings import parse_set_options
+from rmq.settings import ProxySettings, parse_set_options
 from rmq.store import MessageStoreConfig
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
@@ -103,9 +103,7 @@ class BrokerStartup:
         """The gRPC endpoint's settings: the broker's, and what it needs to know of the broker."""
         config = self.broker_config
         return ProxyConfig(
-            enable_grpc=config.enable_grpc,
-            grpc_server_port=config.grpc_server_port,
-            enable_topic_message_type_check=config.enable_topic_message_type_check,
+            **{field.name: getattr(config, field.name) for field in dataclasses.fields(ProxySettings)},
             host=BIND_ADDRESS,
             namesrv_addrs=config.namesrv_addr_list,
             broker_name=config.broker_name,

@@ -60,6 +60,8 @@ class RequestCode(IntEnum):
     QUERY_DATA_VERSION = 322
     # RocketMQ 5.x: one topic's config (GetTopicConfigRequestHeader {topic}), attributes included
     GET_TOPIC_CONFIG = 351
+    # RocketMQ 5.x: one consumer group's config ({group}), for a 5.x client's settings
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352
     # RocketMQ 5.x controller mode (rmq.protocol.controller): a broker's heartbeat to every controller
     BROKER_HEARTBEAT = 904
     CONTROLLER_ALTER_SYNC_STATE_SET = 1001
