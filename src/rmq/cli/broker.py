@@ -27,6 +27,7 @@ import threading
 
 import click
 
+from rmq._rpc_latency import PROTOCOL_GRPC
 from rmq.broker.config import BrokerConfig, load_broker_settings
 from rmq.broker.controller import BIND_ADDRESS, BrokerController
 from rmq.cli.settings_options import SettingsRefused, log_level_option, print_config, settings_options
@@ -92,6 +93,10 @@ class BrokerStartup:
             self.controller = BrokerController(config, self.store_config).start()
             if config.enable_grpc:
                 self.proxy = GrpcProxy(self.proxy_config(), self.controller.server).start()
+                if self.controller.metrics is not None:  # one scrape shows both protocols
+                    self.controller.metrics.collector.rpc_latency_sources.append(
+                        (PROTOCOL_GRPC, self.proxy.rpc_latency)
+                    )
                 # what the broker tells another broker's endpoint its gRPC port is (a port 0 was a free one)
                 config.grpc_server_port = self.proxy.port
         except BaseException:
