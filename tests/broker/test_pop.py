@@ -163,3 +163,18 @@ def test_bad_pop_ack_and_change_requests_get_rocketmqs_codes_and_the_broker_goes
     assert call(client, addr, ack_request(gone, TOPIC, GROUP)).code == ResponseCode.NO_MESSAGE
     assert call(client, addr, ack_request(message, TOPIC, GROUP)).code == ResponseCode.SUCCESS
     assert_still_serving(broker, client)
+
+
+def test_a_fifo_lock_outlives_a_restart_of_the_broker(start_broker, client):
+    broker = start_broker(**FAST_REVIVE)
+    create_topic(broker, TOPIC, 1)
+    for i in range(2):
+        put(broker, TOPIC, b"o%d" % i)
+    [first] = Popper(client, broker.broker_addr, TOPIC, GROUP).pop(order=True, max_msgs=1)
+    broker.shutdown()
+
+    again = start_broker(**FAST_REVIVE)
+    popper = Popper(client, again.broker_addr, TOPIC, GROUP)
+    assert popper.pop(order=True, max_msgs=1) == []  # o0 is still out, invisible
+    assert popper.ack(first).code == ResponseCode.SUCCESS
+    assert [m.body for m in popper.pop(order=True, max_msgs=1)] == [b"o1"]

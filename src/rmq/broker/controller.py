@@ -42,6 +42,7 @@ from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
 from rmq.broker.client_manager import ClientManager
 from rmq.broker.config import BrokerConfig, BrokerRole, MetricsExporterType
 from rmq.broker.consumer_offset import ConsumerOffsetManager
+from rmq.broker.consumer_order_info import ConsumerOrderInfoManager
 from rmq.broker.delay import DelayOffsetManager, delay_level_to_queue_id
 from rmq.broker.long_polling import PullRequestHoldService
 from rmq.broker.metrics import MetricsExporter
@@ -159,6 +160,7 @@ class BrokerController:
         self.store = MessageStore(store_config)
         self.topic_config_manager = TopicConfigManager(self.config, root, on_change=self._topics_changed)
         self.consumer_offset_manager = ConsumerOffsetManager(root, slave=self.is_slave)
+        self.consumer_order_info_manager = ConsumerOrderInfoManager(root)  # FIFO POP's queue locks
         self.subscription_group_manager = SubscriptionGroupManager(self.config, root)
         self.delay_offset_manager = DelayOffsetManager(root)
         self.client_manager = ClientManager()
@@ -312,6 +314,7 @@ class BrokerController:
         for manager in (
             self.topic_config_manager,
             self.consumer_offset_manager,
+            self.consumer_order_info_manager,
             self.subscription_group_manager,
             self.delay_offset_manager,
         ):
@@ -428,10 +431,12 @@ class BrokerController:
 
     def persist_offsets(self) -> None:
         self.consumer_offset_manager.persist()
+        self.consumer_order_info_manager.persist()
 
     def persist_all(self) -> None:
         for manager in (
             self.consumer_offset_manager,
+            self.consumer_order_info_manager,
             self.topic_config_manager,
             self.subscription_group_manager,
             self.delay_offset_manager,

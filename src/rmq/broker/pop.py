@@ -48,6 +48,7 @@ from rmq.protocol.record import StoredMessage
 if TYPE_CHECKING:
     from rmq.broker.config import BrokerConfig
     from rmq.broker.consumer_offset import ConsumerOffsetManager
+    from rmq.broker.consumer_order_info import ConsumerOrderInfoManager
     from rmq.broker.subscription_group import SubscriptionGroupManager
     from rmq.broker.topic_config import TopicConfigManager
     from rmq.net.channel import Channel
@@ -86,6 +87,8 @@ class PopStateServices(Protocol):
     def subscription_group_manager(self) -> SubscriptionGroupManager: ...
     @property
     def consumer_offset_manager(self) -> ConsumerOffsetManager: ...
+    @property
+    def consumer_order_info_manager(self) -> ConsumerOrderInfoManager: ...
     def put_inner(
         self, topic: str, queue_id: int, body: Any, properties: Any = ..., *args: Any, **kwargs: Any
     ) -> PutMessageResult: ...
@@ -105,25 +108,6 @@ class _Pending:
 
     ck: PopCheckPoint
     revive_offset: int
-
-
-@dataclasses.dataclass
-class OrderBatch:
-    """A FIFO queue's last popped batch (ConsumerOrderInfoManager's OrderInfo): the queue is locked
-    to it until every offset is acked or ``visible_at`` passes."""
-
-    offsets: list[int]
-    next_offset: int  # where the queue goes on once the batch is acked
-    visible_at: int
-    acked: set[int] = dataclasses.field(default_factory=set)
-    attempts: dict[int, int] = dataclasses.field(default_factory=dict)  # offset -> times popped
-
-    @property
-    def done(self) -> bool:
-        return len(self.acked) >= len(self.offsets)
-
-    def blocks(self, now: int) -> bool:
-        return not self.done and now < self.visible_at
 
 
 class ParkedPop:
@@ -171,7 +155,7 @@ class PopService:
         # (revive queue, offset) to commit once the re-puts on their way to the disk are durable
         self._after_revive_puts: list[tuple[int, int]] = []
         self._revive_put_failed = False
-        self.order_batches: dict[tuple[str, str, int], OrderBatch] = {}
+        self.order_info = controller.consumer_order_info_manager
         self._parked: list[ParkedPop] = []
         self._wake: Callable[[ParkedPop, bool], None] | None = None
         self.revived = 0  # messages put back to a retry topic
@@ -385,42 +369,21 @@ class PopService:
     # -- FIFO -------------------------------------------------------------------------------------
 
     def order_blocked(self, group: str, topic: str, queue_id: int, now: int) -> bool:
-        batch = self.order_batches.get((group, topic, queue_id))
+        batch = self.order_info.get(group, topic, queue_id)
         return batch is not None and batch.blocks(now)
-
-    def order_popped(
-        self, group: str, topic: str, queue_id: int, offsets: list[int], next_offset: int, visible_at: int
-    ) -> OrderBatch:
-        """A FIFO pop took ``offsets``: the queue is locked to them. A batch popped again (its
-        invisible time passed unacked) counts one more attempt per message."""
-        old = self.order_batches.get((group, topic, queue_id))
-        attempts = {o: (old.attempts.get(o, 0) if old is not None else 0) + 1 for o in offsets}
-        batch = OrderBatch(offsets, next_offset, visible_at, attempts=attempts)
-        self.order_batches[(group, topic, queue_id)] = batch
-        return batch
 
     def order_ack(self, group: str, topic: str, queue_id: int, offset: int) -> bool:
         """Ack ``offset`` of a FIFO batch; the consume offset moves to the first unacked message
         (past the batch once all are acked), then pops parked on the topic try again. False: the
         offset is not in the queue's current batch (acked already, or a batch popped again)."""
-        batch = self.order_batches.get((group, topic, queue_id))
-        if batch is None or offset not in batch.offsets:
+        batch = self.order_info.ack(group, topic, queue_id, offset)
+        if batch is None:
             return False
-        batch.acked.add(offset)
-        unacked = [o for o in batch.offsets if o not in batch.acked]
-        consume_offset = unacked[0] if unacked else batch.next_offset
+        consume_offset = batch.first_unacked()
         if consume_offset > self.offsets.query_offset(group, topic, queue_id):
             self.offsets.commit_offset(group, topic, queue_id, consume_offset, self.controller.broker_addr)
         if batch.done:
-            del self.order_batches[(group, topic, queue_id)]
             self.notify_message_arriving(topic, queue_id)
-        return True
-
-    def order_change_invisible_time(self, group: str, topic: str, queue_id: int, offset: int, visible_at: int) -> bool:
-        batch = self.order_batches.get((group, topic, queue_id))
-        if batch is None or offset not in batch.offsets or offset in batch.acked:
-            return False
-        batch.visible_at = visible_at
         return True
 
     # -- long polling (PopLongPollingService) -----------------------------------------------------
@@ -487,4 +450,4 @@ class PopService:
         self._parked.clear()
 
 
-__all__ = ["POP_ORDER_REVIVE_QUEUE", "OrderBatch", "ParkedPop", "PopService", "put_durably"]
+__all__ = ["POP_ORDER_REVIVE_QUEUE", "ParkedPop", "PopService", "put_durably"]

@@ -287,7 +287,7 @@ class PopProcessor(Processor[PopServices]):
             return None, backlog
         item = _Taken(topic, queue_id, offset, result.next_begin_offset, list(result.queue_offsets), result.messages)
         if header.order:
-            batch = self.pop.order_popped(
+            batch = self.pop.order_info.popped(
                 group, topic, queue_id, item.queue_offsets, item.next_offset, now + header.invisible_time
             )
             item.attempts = batch.attempts
@@ -443,7 +443,7 @@ class PopProcessor(Processor[PopServices]):
         now = now_ms()
         group, queue_id, offset = header.consumer_group, header.queue_id, header.offset
         if info.order:
-            self.pop.order_change_invisible_time(group, topic, queue_id, offset, now + invisible_time)
+            self.pop.order_info.change_visible_at(group, topic, queue_id, offset, now + invisible_time)
             return success(request, ChangeInvisibleTimeResponse(now, invisible_time, POP_ORDER_REVIVE_QUEUE).fields())
         # RocketMQ's order: the new checkpoint first, then the ack of the old one; a crash between
         # the two revives the message twice at worst, never loses it
