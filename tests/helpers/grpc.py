@@ -3,6 +3,8 @@ the 5.x clients send (signed when given credentials), and the generated message 
 
 from __future__ import annotations
 
+import queue
+import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -14,7 +16,16 @@ from rmq.protocol.grpc.v2 import definition_pb2 as definition
 from rmq.protocol.grpc.v2 import service_pb2 as service
 from rmq.protocol.grpc.v2.service_pb2_grpc import MessagingServiceStub
 
-__all__ = ["definition", "metadata", "messaging_stub", "resource", "service"]
+__all__ = [
+    "Telemetry",
+    "consumer_settings",
+    "definition",
+    "messaging_stub",
+    "metadata",
+    "producer_settings",
+    "resource",
+    "service",
+]
 
 
 def resource(name: str) -> definition.Resource:
@@ -45,3 +56,64 @@ def messaging_stub(port: int, host: str = "127.0.0.1") -> Iterator[MessagingServ
         yield MessagingServiceStub(channel)
     finally:
         channel.close()
+
+
+class Telemetry:
+    """An open Telemetry stream, as a client keeps one: ``send`` commands, ``receive`` the server's."""
+
+    def __init__(self, stub: MessagingServiceStub, client_id: str = "test-client", **credentials: str):
+        self._outgoing: queue.Queue[service.TelemetryCommand | None] = queue.Queue()
+        self._responses = stub.Telemetry(iter(self._outgoing.get, None), metadata=metadata(client_id, **credentials))
+
+    def send(self, command: service.TelemetryCommand) -> None:
+        self._outgoing.put(command)
+
+    def receive(self, timeout: float = 5.0) -> service.TelemetryCommand:
+        """The server's next command; AssertionError when none comes within ``timeout``."""
+        result: list[service.TelemetryCommand | BaseException] = []
+
+        def read() -> None:
+            try:
+                result.append(next(self._responses))
+            except BaseException as e:  # the stream's end or failure: the caller's to see
+                result.append(e)
+
+        reader = threading.Thread(target=read, name="test-telemetry")
+        reader.start()
+        reader.join(timeout)
+        assert result, f"no telemetry command from the server within {timeout} s"
+        if isinstance(result[0], BaseException):
+            raise result[0]
+        return result[0]
+
+    def close(self) -> None:
+        self._outgoing.put(None)
+        self._responses.cancel()
+
+    def __enter__(self) -> Telemetry:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def producer_settings(*topics: str) -> service.TelemetryCommand:
+    return service.TelemetryCommand(
+        settings=definition.Settings(
+            client_type=definition.ClientType.PRODUCER,
+            publishing=definition.Publishing(topics=[resource(t) for t in topics]),
+        )
+    )
+
+
+def consumer_settings(group: str, topic: str, expression: str = "*", sql: bool = False) -> service.TelemetryCommand:
+    filter_type = definition.FilterType.SQL if sql else definition.FilterType.TAG
+    entry = definition.SubscriptionEntry(
+        topic=resource(topic), expression=definition.FilterExpression(type=filter_type, expression=expression)
+    )
+    return service.TelemetryCommand(
+        settings=definition.Settings(
+            client_type=definition.ClientType.SIMPLE_CONSUMER,
+            subscription=definition.Subscription(group=resource(group), subscriptions=[entry]),
+        )
+    )

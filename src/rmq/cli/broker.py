@@ -114,6 +114,7 @@ class BrokerStartup:
             broker_name=config.broker_name,
             broker_addr=config.broker_addr,
             max_message_size=self.store_config.max_message_size,
+            delay_levels_ms=list(self.store_config.delay_level_ms),
             tls_cert_path=config.tls_server_cert_path if config.tls_enable else None,
             tls_key_path=config.tls_server_key_path if config.tls_enable else None,
             acl_enable=config.acl_enable,

@@ -24,5 +24,7 @@ class ProxyConfig(ProxySettings):
     #: TLS: the broker's certificate chain and key (PEM files); both None: plain
     tls_cert_path: str | None = None
     tls_key_path: str | None = None
+    #: the broker's delay levels (messageDelayLevel), ms: a consumer's retry schedule in its settings
+    delay_levels_ms: list[int] = dataclasses.field(default_factory=list)
     #: aclEnable: calls must carry a valid 5.x signature (rmq.proxy.auth)
     acl_enable: bool = False

@@ -50,13 +50,13 @@ from rmq.protocol.compression import UndecodableBody
 from rmq.protocol.fields import BadRequest
 from rmq.protocol.grpc.v2 import definition_pb2, service_pb2
 from rmq.protocol.grpc.v2.definition_pb2 import Code
-from rmq.protocol.message import group_error
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.receipt_handle import ReceiptHandle
 from rmq.protocol.record import decode_records
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import ExpressionType, build_subscription_data
 from rmq.proxy.calls import BrokerCalls
+from rmq.proxy.client import check_group
 from rmq.proxy.receive import build_message
 from rmq.proxy.route import RouteService, check_topic, endpoints
 from rmq.proxy.status import OK, ProxyError, check, from_exception, from_response, status
@@ -104,14 +104,6 @@ class GroupSettings:
         if config is None:
             return cls()
         return cls(bool(config.get("consumeMessageOrderly")), int(config.get("retryMaxTimes", 16)) + 1)
-
-
-def validate_group(resource: definition_pb2.Resource) -> str:
-    name = resource.name
-    error = group_error(name)
-    if error is not None:
-        raise ProxyError(Code.ILLEGAL_CONSUMER_GROUP, error)
-    return name
 
 
 def validate_invisible_time(config: ConsumerConfig, invisible_ms: int, minimum: int) -> None:
@@ -173,7 +165,7 @@ class ConsumerActivities:
         (its lowest id when the master is gone, so a slave serves receives) at its gRPC endpoint;
         a FIFO group one assignment per queue, others one for all (queue id -1)."""
         topic = check_topic(request.topic)
-        group = validate_group(request.group)
+        group = check_group(request.group)
         route = await self.routes.topic_route(topic)
         fifo = (await self.group_settings(group)).fifo
         brokers: dict[str, definition_pb2.Broker] = {}
@@ -260,7 +252,7 @@ class ConsumerActivities:
         c = self.config
         polling = self.polling_time(request, request_timeout_ms, remaining_ms)
         topic = check_topic(request.message_queue.topic)
-        group = validate_group(request.group)
+        group = check_group(request.group)
         settings = await self.group_settings(group)
         if c.enable_proxy_auto_renew and request.auto_renew:
             invisible = c.default_invisible_time_mills
@@ -332,7 +324,7 @@ class ConsumerActivities:
     async def ack_message(self, request: service_pb2.AckMessageRequest, call: Call) -> service_pb2.AckMessageResponse:
         try:
             topic = check_topic(request.topic)
-            group = validate_group(request.group)
+            group = check_group(request.group)
         except ProxyError as e:
             return service_pb2.AckMessageResponse(status=status(e.code, e.message))
         entries = []
@@ -375,7 +367,7 @@ class ConsumerActivities:
     ) -> service_pb2.ChangeInvisibleDurationResponse:
         try:
             topic = check_topic(request.topic)
-            group = validate_group(request.group)
+            group = check_group(request.group)
             invisible = request.invisible_duration.ToMilliseconds()
             validate_invisible_time(self.config, invisible, 0)
             handle = decode_handle(request.receipt_handle)
@@ -408,7 +400,7 @@ class ConsumerActivities:
     ) -> service_pb2.ForwardMessageToDeadLetterQueueResponse:
         try:
             topic = check_topic(request.topic)
-            group = validate_group(request.group)
+            group = check_group(request.group)
             handle = decode_handle(request.receipt_handle)
             answer = await self._to_dlq(topic, group, handle, request.message_id, call)
         except Exception as exc:

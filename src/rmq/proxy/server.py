@@ -13,6 +13,7 @@ request through the bridge (rmq.proxy.bridge), served on the broker's loop.
 from __future__ import annotations
 
 import asyncio
+import gc
 import logging
 import threading
 from typing import Any
@@ -93,6 +94,10 @@ class GrpcProxy:
             if thread.is_alive():
                 log.error("the gRPC endpoint's thread did not stop within %s s", STOP_TIMEOUT)
         self.remoting.shutdown()
+        # grpc.aio keeps a poller thread of its own while any server object lives, and a call that
+        # ended in an error leaves its server in a reference cycle: collect it, so that thread ends
+        # with the endpoint rather than at some later collection
+        gc.collect()
 
     def __enter__(self) -> GrpcProxy:
         return self.start()

@@ -3,6 +3,7 @@ serves it (RocketMQ's GrpcMessagingApplication and its activities), and every fa
 the response's status (rmq.proxy.status): a call is answered, never failed at the gRPC level.
 
     route        QueryRoute
+    client       Heartbeat, Telemetry, NotifyClientTermination
     consumer     QueryAssignment, ReceiveMessage, AckMessage, ChangeInvisibleDuration,
                  ForwardMessageToDeadLetterQueue
 """
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 from rmq.protocol.grpc.v2 import service_pb2 as pb
 from rmq.protocol.grpc.v2.service_pb2_grpc import MessagingServiceServicer
 from rmq.proxy.calls import BrokerCalls
+from rmq.proxy.client import ClientService
 from rmq.proxy.config import ProxyConfig
 from rmq.proxy.consumer import Call, ConsumerActivities
 from rmq.proxy.context import CallContext
@@ -32,10 +34,14 @@ class MessagingService(MessagingServiceServicer):
         self.calls = calls
         self.bridge = calls.bridge
         self.routes = RouteService(calls, grpc_port)
+        self.clients = ClientService(
+            calls, config.max_message_size, config.enable_topic_message_type_check, config.delay_levels_ms
+        )
         self.consumers = ConsumerActivities(config, calls, self.routes)
 
     def close(self) -> None:
         """End the open streams (shutdown)."""
+        self.clients.close()
 
     async def _unary(
         self,
@@ -75,7 +81,11 @@ class MessagingService(MessagingServiceServicer):
             yield pb.ReceiveMessageResponse(status=from_exception(e))
             return
         remaining_ms = None if remaining is None else remaining * 1000
-        async for response in self.consumers.receive_message(request, call, REQUEST_TIMEOUT_MS, remaining_ms):
+        settings = self.clients.settings.get(ctx.channel.client_id)
+        request_timeout_ms = REQUEST_TIMEOUT_MS
+        if settings is not None and settings.HasField("request_timeout"):
+            request_timeout_ms = settings.request_timeout.ToMilliseconds()
+        async for response in self.consumers.receive_message(request, call, request_timeout_ms, remaining_ms):
             yield response
 
     async def AckMessage(self, request: pb.AckMessageRequest, context: Any) -> pb.AckMessageResponse:
@@ -100,3 +110,20 @@ class MessagingService(MessagingServiceServicer):
             pb.ForwardMessageToDeadLetterQueueResponse,
             lambda ctx: self.consumers.forward_message_to_dead_letter_queue(request, self._call(ctx)),
         )
+
+    async def Heartbeat(self, request: pb.HeartbeatRequest, context: Any) -> pb.HeartbeatResponse:
+        return await self._unary(context, pb.HeartbeatResponse, lambda ctx: self.clients.heartbeat(ctx, request))
+
+    async def NotifyClientTermination(
+        self, request: pb.NotifyClientTerminationRequest, context: Any
+    ) -> pb.NotifyClientTerminationResponse:
+        return await self._unary(
+            context,
+            pb.NotifyClientTerminationResponse,
+            lambda ctx: self.clients.notify_client_termination(ctx, request),
+        )
+
+    async def Telemetry(self, request_iterator: Any, context: Any) -> AsyncIterator[pb.TelemetryCommand]:
+        # an async generator function itself: grpc.aio tells streaming handlers by that
+        async for command in self.clients.telemetry(request_iterator, context):
+            yield command
