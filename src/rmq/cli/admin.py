@@ -514,9 +514,9 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic_name:
     pop = {(r.topic, r.broker_name, r.queue_id): r for r in pop_rows}
     # a POP group: something in flight, or a POP retry topic (a pull group has neither)
     pop_group = any(r.invisible or r.retry for r in pop_rows)
-    data = []
+    data: list[dict[str, Any]] = []
     for r in rows:
-        row = {
+        row: dict[str, Any] = {
             "topic": r.topic,
             "brokerName": r.broker_name,
             "queueId": r.queue_id,
@@ -532,18 +532,18 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic_name:
                 row["retrying"] = found.lag + found.invisible
         data.append(row)
     # an online group's consume stats leave its retry topics out
-    for r in (r for r in pop.values() if r.retry):
+    for retry in (p for p in pop.values() if p.retry):
         data.append(
             {
-                "topic": r.topic,
-                "brokerName": r.broker_name,
-                "queueId": r.queue_id,
-                "brokerOffset": r.broker_offset,
-                "consumerOffset": r.consumer_offset,
-                "lag": r.lag,
-                "invisible": r.invisible,
-                "acked": r.acked,
-                "retrying": r.lag + r.invisible,
+                "topic": retry.topic,
+                "brokerName": retry.broker_name,
+                "queueId": retry.queue_id,
+                "brokerOffset": retry.broker_offset,
+                "consumerOffset": retry.consumer_offset,
+                "lag": retry.lag,
+                "invisible": retry.invisible,
+                "acked": retry.acked,
+                "retrying": retry.lag + retry.invisible,
             }
         )
 

@@ -175,12 +175,12 @@ class ConsumerActivities:
                 if port is None:
                     continue
                 name = broker_data["brokerName"]
-                broker = definition_pb2.Broker(
+                member = definition_pb2.Broker(
                     name=name, id=int(broker_id), endpoints=endpoints(addr.rpartition(":")[0], port)
                 )
-                brokers.setdefault(name, broker)
+                brokers.setdefault(name, member)
                 if int(broker_id) == MASTER_ID:
-                    brokers[name] = broker
+                    brokers[name] = member
         assignments = []
         for queue_data in route.get("queueDatas", []):
             perm, read_nums = int(queue_data.get("perm", 0)), int(queue_data.get("readQueueNums", 0))
@@ -349,15 +349,7 @@ class ConsumerActivities:
         return service_pb2.AckMessageResponse(status=overall, entries=entries)
 
     async def _ack(self, topic: str, group: str, handle: ReceiptHandle, call: Call) -> RemotingCommand:
-        extra = handle.extra_info
-        # the topic asked for: the broker reads the retry topic off the extraInfo (docs/pop.md)
-        ack = pop.AckRequest(
-            consumer_group=group,
-            topic=topic,
-            queue_id=extra.queue_id,
-            extra_info=extra.encode(),
-            offset=extra.msg_queue_offset,
-        )
+        ack = _ack_request(topic, group, handle)
         return await call(RemotingCommand.request(RequestCode.ACK_MESSAGE, ack.fields()))
 
     # -- ChangeInvisibleDuration ---------------------------------------------------------------
@@ -372,14 +364,7 @@ class ConsumerActivities:
             validate_invisible_time(self.config, invisible, 0)
             handle = decode_handle(request.receipt_handle)
             extra = handle.extra_info
-            change = pop.AckRequest(
-                consumer_group=group,
-                topic=topic,
-                queue_id=extra.queue_id,
-                extra_info=extra.encode(),
-                offset=extra.msg_queue_offset,
-                invisible_time=invisible,
-            )
+            change = _ack_request(topic, group, handle, invisible)
             answer = await call(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, change.fields()))
             if answer.code != ResponseCode.SUCCESS:
                 return service_pb2.ChangeInvisibleDurationResponse(status=_abnormal("changeInvisibleDuration"))
@@ -436,6 +421,13 @@ _PERMISSIONS = {
     (False, True): definition_pb2.WRITE,
     (False, False): definition_pb2.NONE,
 }
+
+
+def _ack_request(topic: str, group: str, handle: ReceiptHandle, invisible_time: int | None = None) -> pop.AckRequest:
+    """ACK_MESSAGE's header, with ``invisible_time`` CHANGE_MESSAGE_INVISIBLETIME's. The topic is
+    the one asked for: the broker reads the retry topic off the extraInfo (docs/pop.md)."""
+    extra = handle.extra_info
+    return pop.AckRequest(group, topic, extra.queue_id, extra.encode(), extra.msg_queue_offset, invisible_time)
 
 
 def _abnormal(what: str) -> definition_pb2.Status:
