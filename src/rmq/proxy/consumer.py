@@ -46,7 +46,6 @@ from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol import pop
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.compression import UndecodableBody
 from rmq.protocol.fields import BadRequest
 from rmq.protocol.grpc.v2 import definition_pb2, service_pb2
 from rmq.protocol.grpc.v2.definition_pb2 import Code
@@ -57,7 +56,7 @@ from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import ExpressionType, build_subscription_data
 from rmq.proxy.calls import BrokerCalls
 from rmq.proxy.client import check_group
-from rmq.proxy.receive import build_message
+from rmq.proxy.convert import grpc_message
 from rmq.proxy.route import RouteService, check_topic, endpoints
 from rmq.proxy.status import OK, ProxyError, check, from_exception, from_response, status
 
@@ -300,7 +299,7 @@ class ConsumerActivities:
         call: Call,
     ) -> list[definition_pb2.Message]:
         """The popped messages to hand the client; those past its max attempts go to the DLQ
-        (PopMessageResultFilterImpl), one whose body cannot be inflated too (it never will be)."""
+        (PopMessageResultFilterImpl)."""
         out = []
         for record in decode_records(_body_bytes(response.body)):
             ck = record.properties.get(pop.PROPERTY_POP_CK)
@@ -312,11 +311,7 @@ class ConsumerActivities:
             if record.reconsume_times >= settings.max_attempts:
                 await self._to_dlq(topic, group, handle, record.properties.get("UNIQ_KEY") or record.msg_id, call)
                 continue
-            try:
-                out.append(build_message(record, topic, handle))
-            except UndecodableBody as e:
-                log.error("popped message %s of %s goes to the DLQ: %s", record.msg_id, topic, e)
-                await self._to_dlq(topic, group, handle, record.msg_id, call)
+            out.append(grpc_message(record, topic, handle))
         return out
 
     # -- AckMessage ----------------------------------------------------------------------------
