@@ -49,13 +49,14 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.fields import BadRequest
 from rmq.protocol.grpc.v2 import definition_pb2, service_pb2
 from rmq.protocol.grpc.v2.definition_pb2 import Code
+from rmq.protocol.message import MessageProperty
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.receipt_handle import ReceiptHandle
 from rmq.protocol.record import decode_records
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import ExpressionType, build_subscription_data
 from rmq.proxy.calls import BrokerCalls
-from rmq.proxy.client import check_group
+from rmq.proxy.client import DEFAULT_RETRY_MAX_TIMES, check_group
 from rmq.proxy.convert import grpc_message
 from rmq.proxy.route import RouteService, check_topic, endpoints
 from rmq.proxy.status import OK, ProxyError, check, from_exception, from_response, status
@@ -65,8 +66,8 @@ log = logging.getLogger("rmq.proxy")
 # A broker answers a POP at its poll time at the latest; the call to it may take this much longer.
 POP_CALL_MARGIN_S = 3.0
 # What a group the broker has no config of is served with: not FIFO, and the attempts of a group's
-# default retryMaxTimes (16) + 1.
-DEFAULT_MAX_ATTEMPTS = 17
+# default retryMaxTimes + 1.
+DEFAULT_MAX_ATTEMPTS = DEFAULT_RETRY_MAX_TIMES + 1
 # How long a group's config (FIFO, max attempts) is reused: a change reaches receives within this.
 GROUP_CACHE_SECONDS = 1.0
 
@@ -80,7 +81,6 @@ class Call(Protocol):
 class ConsumerConfig(Protocol):
     """The ProxyConfig keys the consumer side reads (rmq.settings declares them)."""
 
-    broker_name: str
     min_invisible_time_mills_for_recv: int
     max_invisible_time_mills: int
     default_invisible_time_mills: int
@@ -102,7 +102,8 @@ class GroupSettings:
     def of(cls, config: dict[str, Any] | None) -> GroupSettings:
         if config is None:
             return cls()
-        return cls(bool(config.get("consumeMessageOrderly")), int(config.get("retryMaxTimes", 16)) + 1)
+        retry_max_times = int(config.get("retryMaxTimes", DEFAULT_RETRY_MAX_TIMES))
+        return cls(bool(config.get("consumeMessageOrderly")), retry_max_times + 1)
 
 
 def validate_invisible_time(config: ConsumerConfig, invisible_ms: int, minimum: int) -> None:
@@ -306,7 +307,7 @@ class ConsumerActivities:
         """The popped messages to hand the client; those past its max attempts go to the DLQ
         (PopMessageResultFilterImpl)."""
         out = []
-        for record in decode_records(_body_bytes(response.body)):
+        for record in decode_records(body_bytes(response.body)):
             ck = record.properties.get(pop.PROPERTY_POP_CK)
             if ck is None:
                 log.error("popped message %s of %s carries no %s", record.msg_id, topic, pop.PROPERTY_POP_CK)
@@ -314,7 +315,9 @@ class ConsumerActivities:
             handle = ReceiptHandle(pop.ExtraInfo.decode(ck), record.physical_offset)
             # a FIFO pop's attempts are the record's reconsume times too (the broker sets them)
             if record.reconsume_times >= settings.max_attempts:
-                await self._to_dlq(topic, group, handle, record.properties.get("UNIQ_KEY") or record.msg_id, call)
+                await self._to_dlq(
+                    topic, group, handle, record.properties.get(MessageProperty.UNIQ_KEY) or record.msg_id, call
+                )
                 continue
             out.append(grpc_message(record, topic, handle))
         return out
@@ -443,9 +446,3 @@ def _ack_status(answer: RemotingCommand, what: str) -> definition_pb2.Status:
 
 def _abnormal(what: str) -> definition_pb2.Status:
     return status(Code.INTERNAL_SERVER_ERROR, f"{what} failed: status is abnormal")
-
-
-def _body_bytes(body: Any) -> bytes:
-    if isinstance(body, list | tuple):
-        return b"".join(bytes(part) for part in body)
-    return bytes(body)
