@@ -32,6 +32,7 @@ is INVALID_RECEIPT_HANDLE without asking the broker.
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
@@ -330,18 +331,19 @@ class ConsumerActivities:
             group = check_group(request.group)
         except ProxyError as e:
             return service_pb2.AckMessageResponse(status=status(e.code, e.message))
-        entries = []
-        for entry in request.entries:
+
+        async def ack_one(entry: service_pb2.AckMessageEntry) -> definition_pb2.Status:
             try:
-                answer = await self._ack(topic, group, decode_handle(entry.receipt_handle), call)
-                entry_status = _ack_status(answer, "ack")
+                return _ack_status(await self._ack(topic, group, decode_handle(entry.receipt_handle), call), "ack")
             except Exception as exc:
-                entry_status = from_exception(exc)
-            entries.append(
-                service_pb2.AckMessageResultEntry(
-                    message_id=entry.message_id, receipt_handle=entry.receipt_handle, status=entry_status
-                )
-            )
+                return from_exception(exc)
+
+        # all at once, as the proxy's ackMessageOneByOne: a batch costs one round of broker writes
+        statuses = await asyncio.gather(*(ack_one(entry) for entry in request.entries))
+        entries = [
+            service_pb2.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle, status=s)
+            for e, s in zip(request.entries, statuses, strict=True)
+        ]
         codes = {e.status.code for e in entries}
         if len(codes) > 1:
             overall = status(Code.MULTIPLE_RESULTS)
