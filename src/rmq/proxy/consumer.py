@@ -28,6 +28,10 @@ and by the call's deadline less longPollingReserveTimeInMillis, the time the ans
 
 A receipt handle (rmq.protocol.receipt_handle) that does not parse, or whose invisible time is over,
 is INVALID_RECEIPT_HANDLE without asking the broker.
+
+What a receive popped for a client that went away (the call cancelled while the broker held its
+long poll, or the stream ended before its messages were written) is nacked: changed to
+NACK_INVISIBLE_TIME_MS, on a task of its own, so it comes back at once.
 """
 
 from __future__ import annotations
@@ -36,7 +40,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Coroutine
 from typing import Any, Protocol
 
 import orjson
@@ -71,6 +75,9 @@ POP_CALL_MARGIN_S = 3.0
 DEFAULT_MAX_ATTEMPTS = DEFAULT_RETRY_MAX_TIMES + 1
 # How long a group's config (FIFO, max attempts) is reused: a change reaches receives within this.
 GROUP_CACHE_SECONDS = 1.0
+# A message popped for a client that never got it is visible again this soon (the proxy's
+# ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME).
+NACK_INVISIBLE_TIME_MS = 1000
 
 
 class Call(Protocol):
@@ -141,6 +148,8 @@ class ConsumerActivities:
         self.calls = calls
         self.routes = routes
         self._groups: dict[str, tuple[float, GroupSettings]] = {}
+        # nacks of messages popped for a client that went away (kept: the loop holds tasks weakly)
+        self._tasks: set[asyncio.Future[None]] = set()
 
     async def group_settings(self, group: str, call: Call | None = None) -> GroupSettings:
         """The group's FIFO flag and max attempts, at most GROUP_CACHE_SECONDS old; asked with
@@ -243,10 +252,17 @@ class ConsumerActivities:
             answer, messages = await self._receive(request, call, request_timeout_ms, remaining_ms)
         except Exception as exc:  # every refusal still ends with the delivery timestamp
             answer, messages = from_exception(exc), []
-        yield service_pb2.ReceiveMessageResponse(status=answer)
-        for message in messages:
-            yield service_pb2.ReceiveMessageResponse(message=message)
-        yield service_pb2.ReceiveMessageResponse(delivery_timestamp=_timestamp_now())
+        written = 0
+        try:
+            yield service_pb2.ReceiveMessageResponse(status=answer)
+            for message in messages:
+                yield service_pb2.ReceiveMessageResponse(message=message)
+                written += 1
+            yield service_pb2.ReceiveMessageResponse(delivery_timestamp=_timestamp_now())
+        finally:
+            if written < len(messages):  # the stream ended under them: the client never got these
+                handles = [m.system_properties.receipt_handle for m in messages[written:]]
+                self._background(self._nack(request, handles, call))
 
     async def _receive(
         self,
@@ -286,7 +302,13 @@ class ConsumerActivities:
             attempt_id=request.attempt_id if request.HasField("attempt_id") else None,
         )
         pop_call = RemotingCommand.request(RequestCode.POP_MESSAGE, pop_request.fields())
-        response = await call(pop_call, polling / 1000 + POP_CALL_MARGIN_S)
+        popping = asyncio.ensure_future(call(pop_call, polling / 1000 + POP_CALL_MARGIN_S))
+        try:
+            response = await asyncio.shield(popping)
+        except asyncio.CancelledError:
+            # the client went away while the broker held its pop: what it pops reaches nobody
+            self._background(self._nack_popped(request, popping, call))
+            raise
         if response.code == ResponseCode.POLLING_FULL:
             return status(Code.TOO_MANY_REQUESTS, "polling full"), []
         if response.code in (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND):
@@ -322,6 +344,38 @@ class ConsumerActivities:
                 continue
             out.append(grpc_message(record, topic, handle))
         return out
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _nack_popped(
+        self, request: service_pb2.ReceiveMessageRequest, popping: asyncio.Future[RemotingCommand], call: Call
+    ) -> None:
+        try:
+            response = await popping
+        except Exception:
+            return  # nothing popped, or the endpoint is shutting down (the messages come back anyway)
+        if response.code != ResponseCode.SUCCESS:
+            return
+        handles = []
+        for record in decode_records(body_bytes(response.body)):
+            ck = record.properties.get(pop.PROPERTY_POP_CK)
+            if ck is not None:
+                handles.append(ReceiptHandle(pop.ExtraInfo.decode(ck), record.physical_offset).encode())
+        await self._nack(request, handles, call)
+
+    async def _nack(self, request: service_pb2.ReceiveMessageRequest, handles: list[str], call: Call) -> None:
+        """Messages popped for a client that never got them come back after NACK_INVISIBLE_TIME_MS,
+        not after their whole invisible time (ReceiveMessageResponseStreamWriter's nack)."""
+        topic, group = request.message_queue.topic.name, request.group.name
+        for text in handles:
+            try:
+                change = _ack_request(topic, group, ReceiptHandle.decode(text), NACK_INVISIBLE_TIME_MS)
+                await call(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, change.fields()))
+            except Exception as e:  # they come back after their invisible time anyway
+                log.warning("nack of a message %s of %s never delivered failed: %s", topic, group, e)
 
     # -- AckMessage ----------------------------------------------------------------------------
 
