@@ -345,6 +345,11 @@ class ConsumerActivities:
             out.append(grpc_message(record, topic, handle))
         return out
 
+    def close(self) -> None:
+        """Shutdown: the nacks still running stop (their messages come back after their invisible time)."""
+        for task in list(self._tasks):
+            task.cancel()
+
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
         self._tasks.add(task)
