@@ -734,6 +734,17 @@ _section(
     Setting("longPollingReserveTimeInMillis", Int(0), 100,
             "ms of a ReceiveMessage's deadline kept for its answer to travel: the poll ends this much "
             "before the client gives up"),
+    Setting("renewSchedulePeriodMillis", _POSITIVE_MS, 5000,
+            "ms between scans of the auto-renewed messages (enableProxyAutoRenew) for those to renew"),
+    Setting("renewAheadTimeMillis", Int(0), 10_000,
+            "ms before its invisible time ends that an auto-renewed message is made invisible for "
+            "defaultInvisibleTimeMills more"),
+    Setting("renewMaxTimeMillis", _POSITIVE_MS, 3 * 3_600_000,
+            "ms after its receive an auto-renewed message is no longer renewed (it comes back when its "
+            "invisible time ends)"),
+    Setting("maxRenewRetryTimes", Int(0), 3, "failed renewals in a row after which a message is no longer renewed"),
+    Setting("invisibleTimeMillisWhenClear", Int(0), 1000,
+            "ms: the invisible time left to the auto-renewed messages of a client that went away"),
 )
 
 # The name server's (rmq-namesrv -c namesrv.conf, --set): RocketMQ's NamesrvConfig and NettyServerConfig
@@ -938,6 +949,11 @@ class ProxySettings:
     grpc_client_consumer_min_long_polling_timeout_millis: int = setting("grpcClientConsumerMinLongPollingTimeoutMillis")
     grpc_client_consumer_max_long_polling_timeout_millis: int = setting("grpcClientConsumerMaxLongPollingTimeoutMillis")
     long_polling_reserve_time_in_millis: int = setting("longPollingReserveTimeInMillis")
+    renew_schedule_period_millis: int = setting("renewSchedulePeriodMillis")
+    renew_ahead_time_millis: int = setting("renewAheadTimeMillis")
+    renew_max_time_millis: int = setting("renewMaxTimeMillis")
+    max_renew_retry_times: int = setting("maxRenewRetryTimes")
+    invisible_time_millis_when_clear: int = setting("invisibleTimeMillisWhenClear")
 
 
 @dataclasses.dataclass

@@ -278,6 +278,31 @@ def test_what_a_receive_pops_after_its_client_went_away_comes_back_in_a_second(b
     assert found.code == Code.OK and bodies(messages) == [b"orphan"]
 
 
+def test_auto_renew_keeps_a_push_consumers_message_invisible_and_its_first_handle_acks_it(start_grpc_broker):
+    # a 0.6 s invisible time renewed from 0.4 s before its end, checked every 0.1 s
+    renew = {"defaultInvisibleTimeMills": "600", "renewAheadTimeMillis": "400", "renewSchedulePeriodMillis": "100"}
+    started = start_grpc_broker(**FAST, **renew)
+    started.controller.topic_config_manager.update_topic_config(TopicConfig(TOPIC, 1, 1))
+    put(started.controller, TOPIC, b"slow")
+    with messaging_stub(started.proxy.port) as stub:
+        request = service.ReceiveMessageRequest(
+            group=resource(GROUP),
+            message_queue=definition.MessageQueue(topic=resource(TOPIC), id=-1),
+            batch_size=1,
+            auto_renew=True,  # what the push consumers send, with no invisible duration
+            long_polling_timeout=ms(200),
+        )
+        [message] = [
+            a.message for a in stub.ReceiveMessage(request, metadata=metadata(), timeout=5) if a.HasField("message")
+        ]
+        assert message.system_properties.invisible_duration.ToMilliseconds() == 600
+        # twice past its first invisible time, still invisible: renewed
+        assert receive(stub, poll_ms=1200)[0].code == Code.MESSAGE_NOT_FOUND
+        # acked with the handle the client got, whose time is over: the proxy acks the renewed one
+        assert ack(stub, message).status.code == Code.OK
+        assert receive(stub, poll_ms=1000)[0].code == Code.MESSAGE_NOT_FOUND
+
+
 def test_the_node_client_naming_queue_0_receives_from_every_queue(broker, stub):
     put(broker, TOPIC, b"q0", 0)
     put(broker, TOPIC, b"q1", 1)

@@ -22,7 +22,9 @@ ReceiveMessage answers a stream: one ``status``, the messages (when found), then
 Its invisible duration is checked against minInvisibleTimeMillsForRecv (10 s) and
 maxInvisibleTimeMills (12 h), ILLEGAL_INVISIBLE_TIME outside; ChangeInvisibleDuration's only against
 the maximum (RocketMQ's minimum there is 0). ``auto_renew`` (the push consumers') pops for
-defaultInvisibleTimeMills instead (enableProxyAutoRenew). The long polling time is the client's (or
+defaultInvisibleTimeMills instead (enableProxyAutoRenew), and the message is renewed while its client
+holds it (``_renew_rounds``, every renewSchedulePeriodMillis: RocketMQ's receipt handle manager); an
+ack, change or forward of it uses its latest handle, not the one the client received. The long polling time is the client's (or
 its deadline less half its request timeout), bounded by grpcClientConsumerMin/MaxLongPollingTimeoutMillis
 and by the call's deadline less longPollingReserveTimeInMillis, the time the answer needs to travel.
 
@@ -60,6 +62,7 @@ from rmq.protocol.receipt_handle import ReceiptHandle
 from rmq.protocol.record import decode_records
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import ExpressionType, build_subscription_data
+from rmq.proxy.bridge import LocalChannel
 from rmq.proxy.calls import BrokerCalls
 from rmq.proxy.client import DEFAULT_RETRY_MAX_TIMES, check_group
 from rmq.proxy.convert import grpc_message
@@ -96,6 +99,11 @@ class ConsumerConfig(Protocol):
     grpc_client_consumer_min_long_polling_timeout_millis: int
     grpc_client_consumer_max_long_polling_timeout_millis: int
     long_polling_reserve_time_in_millis: int
+    renew_schedule_period_millis: int
+    renew_ahead_time_millis: int
+    renew_max_time_millis: int
+    max_renew_retry_times: int
+    invisible_time_millis_when_clear: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,6 +120,22 @@ class GroupSettings:
             return cls()
         retry_max_times = int(config.get("retryMaxTimes", DEFAULT_RETRY_MAX_TIMES))
         return cls(bool(config.get("consumeMessageOrderly")), retry_max_times + 1)
+
+
+@dataclasses.dataclass
+class _Renewing:
+    """A message received with auto_renew, renewed until its client acks, changes or forwards it
+    (RocketMQ's MessageReceiptHandle): its latest handle is the one those use."""
+
+    topic: str
+    group: str
+    handle: str
+    received_at: int
+    owner: LocalChannel
+    call: Call
+    failures: int = 0
+    # a renewal in flight: an ack waits for it, and takes the handle it makes
+    busy: asyncio.Future[None] | None = None
 
 
 def validate_invisible_time(config: ConsumerConfig, invisible_ms: int, minimum: int) -> None:
@@ -150,6 +174,9 @@ class ConsumerActivities:
         self._groups: dict[str, tuple[float, GroupSettings]] = {}
         # nacks of messages popped for a client that went away (kept: the loop holds tasks weakly)
         self._tasks: set[asyncio.Future[None]] = set()
+        # (client id, group, message id) -> a message auto_renew keeps invisible (ReceiptHandleManager)
+        self._renewing: dict[tuple[str, str, str], _Renewing] = {}
+        self._renewer: asyncio.Future[None] | None = None
 
     async def group_settings(self, group: str, call: Call | None = None) -> GroupSettings:
         """The group's FIFO flag and max attempts, at most GROUP_CACHE_SECONDS old; asked with
@@ -244,10 +271,12 @@ class ConsumerActivities:
         call: Call,
         request_timeout_ms: int,
         remaining_ms: float | None,
+        owner: LocalChannel | None = None,
     ) -> AsyncIterator[service_pb2.ReceiveMessageResponse]:
         """The answers of one ReceiveMessage: a status, the messages, the delivery timestamp.
         ``request_timeout_ms``: the client's request timeout (its settings), ``remaining_ms``: what
-        is left of the call's deadline (None: it has none)."""
+        is left of the call's deadline (None: it has none), ``owner``: the client's channel (what
+        it receives with auto_renew is renewed while the channel is active)."""
         try:
             answer, messages = await self._receive(request, call, request_timeout_ms, remaining_ms)
         except Exception as exc:  # every refusal still ends with the delivery timestamp
@@ -263,6 +292,8 @@ class ConsumerActivities:
             if written < len(messages):  # the stream ended under them: the client never got these
                 handles = [m.system_properties.receipt_handle for m in messages[written:]]
                 self._background(self._nack(request, handles, call))
+            if owner is not None and written and self.config.enable_proxy_auto_renew and request.auto_renew:
+                self._renew(owner, request, messages[:written], call)
 
     async def _receive(
         self,
@@ -349,6 +380,8 @@ class ConsumerActivities:
         """Shutdown: the nacks still running stop (their messages come back after their invisible time)."""
         for task in list(self._tasks):
             task.cancel()
+        if self._renewer is not None:
+            self._renewer.cancel()
 
     def _background(self, work: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(work)
@@ -382,9 +415,84 @@ class ConsumerActivities:
             except Exception as e:  # they come back after their invisible time anyway
                 log.warning("nack of a message %s of %s never delivered failed: %s", topic, group, e)
 
+    # -- auto renewal (RocketMQ's DefaultReceiptHandleManager) ----------------------------------
+
+    def _renew(
+        self, owner: LocalChannel, request: service_pb2.ReceiveMessageRequest, messages: list[Any], call: Call
+    ) -> None:
+        topic, group, now = request.message_queue.topic.name, request.group.name, now_ms()
+        for message in messages:
+            system = message.system_properties
+            key = (owner.client_id, group, system.message_id)
+            self._renewing[key] = _Renewing(topic, group, system.receipt_handle, now, owner, call)
+        if self._renewer is None or self._renewer.done():
+            self._renewer = asyncio.ensure_future(self._renew_rounds())
+
+    async def _renewed_handle(self, owner: LocalChannel | None, group: str, message_id: str, handle: str) -> str:
+        """The latest handle of a message auto_renew keeps (an ack, change or forward ends that),
+        else ``handle``: the client holds the one it received, which a renewal replaced."""
+        if owner is None:
+            return handle
+        renewing = self._renewing.pop((owner.client_id, group, message_id), None)
+        if renewing is None:
+            return handle
+        if renewing.busy is not None:
+            await asyncio.shield(renewing.busy)
+        return renewing.handle
+
+    async def _renew_rounds(self) -> None:
+        c = self.config
+        while self._renewing:
+            await asyncio.sleep(c.renew_schedule_period_millis / 1000)
+            for key, renewing in list(self._renewing.items()):
+                try:
+                    await self._renew_one(key, renewing)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as e:  # the message comes back when its invisible time ends
+                    log.warning("renewal of message %s of %s failed: %s", key[2], key[1], e)
+                    self._renewing.pop(key, None)
+
+    async def _renew_one(self, key: tuple[str, str, str], renewing: _Renewing) -> None:
+        c = self.config
+        now = now_ms()
+        if not renewing.owner.is_active:  # the client went away: its messages come back soon
+            self._renewing.pop(key, None)
+            await self._change(renewing, c.invisible_time_millis_when_clear)
+            return
+        if ReceiptHandle.decode(renewing.handle).next_visible_time - now > c.renew_ahead_time_millis:
+            return
+        if now - renewing.received_at >= c.renew_max_time_millis:
+            self._renewing.pop(key, None)
+            return
+        renewing.busy = asyncio.get_running_loop().create_future()
+        try:
+            answer, renewed = await self._change(renewing, c.default_invisible_time_mills)
+            if renewed is not None:  # also when an ack took it meanwhile: it waits for this handle
+                renewing.handle, renewing.failures = renewed, 0
+        finally:
+            renewing.busy.set_result(None)
+            renewing.busy = None
+        if renewed is None:
+            renewing.failures += 1
+            if renewing.failures >= c.max_renew_retry_times:
+                log.warning("message %s of %s no longer renewed: %s", key[2], key[1], answer.remark)
+                self._renewing.pop(key, None)
+
+    async def _change(self, renewing: _Renewing, invisible_ms: int) -> tuple[RemotingCommand, str | None]:
+        """CHANGE_MESSAGE_INVISIBLETIME of a renewed message: the answer, and its new handle."""
+        handle = ReceiptHandle.decode(renewing.handle)
+        change = _ack_request(renewing.topic, renewing.group, handle, invisible_ms)
+        answer = await renewing.call(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, change.fields()))
+        if answer.code != ResponseCode.SUCCESS:
+            return answer, None
+        return answer, _changed_handle(handle, answer).encode()
+
     # -- AckMessage ----------------------------------------------------------------------------
 
-    async def ack_message(self, request: service_pb2.AckMessageRequest, call: Call) -> service_pb2.AckMessageResponse:
+    async def ack_message(
+        self, request: service_pb2.AckMessageRequest, call: Call, owner: LocalChannel | None = None
+    ) -> service_pb2.AckMessageResponse:
         try:
             topic = check_topic(request.topic)
             group = check_group(request.group)
@@ -393,7 +501,8 @@ class ConsumerActivities:
 
         async def ack_one(entry: service_pb2.AckMessageEntry) -> definition_pb2.Status:
             try:
-                return _ack_status(await self._ack(topic, group, decode_handle(entry.receipt_handle), call), "ack")
+                text = await self._renewed_handle(owner, group, entry.message_id, entry.receipt_handle)
+                return _ack_status(await self._ack(topic, group, decode_handle(text), call), "ack")
             except Exception as exc:
                 return from_exception(exc)
 
@@ -419,27 +528,21 @@ class ConsumerActivities:
     # -- ChangeInvisibleDuration ---------------------------------------------------------------
 
     async def change_invisible_duration(
-        self, request: service_pb2.ChangeInvisibleDurationRequest, call: Call
+        self, request: service_pb2.ChangeInvisibleDurationRequest, call: Call, owner: LocalChannel | None = None
     ) -> service_pb2.ChangeInvisibleDurationResponse:
         try:
             topic = check_topic(request.topic)
             group = check_group(request.group)
             invisible = request.invisible_duration.ToMilliseconds()
             validate_invisible_time(self.config, invisible, 0)
-            handle = decode_handle(request.receipt_handle)
-            extra = handle.extra_info
+            handle = decode_handle(await self._renewed_handle(owner, group, request.message_id, request.receipt_handle))
             change = _ack_request(topic, group, handle, invisible)
             answer = await call(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, change.fields()))
             if answer.code != ResponseCode.SUCCESS:
                 return service_pb2.ChangeInvisibleDurationResponse(
                     status=_ack_status(answer, "changeInvisibleDuration")
                 )
-            changed = pop.ChangeInvisibleTimeResponse.from_fields(answer.ext_fields)
-            # the broker checkpointed the message anew, from its own offset (ChangeInvisibleTimeProcessor)
-            renewed = ReceiptHandle(
-                extra.changed(extra.msg_queue_offset, changed.pop_time, changed.invisible_time, changed.revive_qid),
-                handle.commit_log_offset,
-            )
+            renewed = _changed_handle(handle, answer)
         except Exception as exc:
             return service_pb2.ChangeInvisibleDurationResponse(status=from_exception(exc))
         return service_pb2.ChangeInvisibleDurationResponse(status=OK, receipt_handle=renewed.encode())
@@ -447,12 +550,15 @@ class ConsumerActivities:
     # -- ForwardMessageToDeadLetterQueue -------------------------------------------------------
 
     async def forward_message_to_dead_letter_queue(
-        self, request: service_pb2.ForwardMessageToDeadLetterQueueRequest, call: Call
+        self,
+        request: service_pb2.ForwardMessageToDeadLetterQueueRequest,
+        call: Call,
+        owner: LocalChannel | None = None,
     ) -> service_pb2.ForwardMessageToDeadLetterQueueResponse:
         try:
             topic = check_topic(request.topic)
             group = check_group(request.group)
-            handle = decode_handle(request.receipt_handle)
+            handle = decode_handle(await self._renewed_handle(owner, group, request.message_id, request.receipt_handle))
             answer = await self._to_dlq(topic, group, handle, request.message_id, call)
         except Exception as exc:
             return service_pb2.ForwardMessageToDeadLetterQueueResponse(status=from_exception(exc))
@@ -494,6 +600,15 @@ def _ack_request(topic: str, group: str, handle: ReceiptHandle, invisible_time: 
     the one asked for: the broker reads the retry topic off the extraInfo (docs/pop.md)."""
     extra = handle.extra_info
     return pop.AckRequest(group, topic, extra.queue_id, extra.encode(), extra.msg_queue_offset, invisible_time)
+
+
+def _changed_handle(handle: ReceiptHandle, answer: RemotingCommand) -> ReceiptHandle:
+    """The handle after a CHANGE_MESSAGE_INVISIBLETIME answered ``answer``: the broker checkpointed
+    the message anew, from its own offset (ChangeInvisibleTimeProcessor)."""
+    changed = pop.ChangeInvisibleTimeResponse.from_fields(answer.ext_fields)
+    extra = handle.extra_info
+    renewed = extra.changed(extra.msg_queue_offset, changed.pop_time, changed.invisible_time, changed.revive_qid)
+    return ReceiptHandle(renewed, handle.commit_log_offset)
 
 
 def _ack_status(answer: RemotingCommand, what: str) -> definition_pb2.Status:

@@ -105,12 +105,15 @@ class MessagingService(MessagingServiceServicer):
         request_timeout_ms = REQUEST_TIMEOUT_MS
         if settings is not None and settings.HasField("request_timeout"):
             request_timeout_ms = settings.request_timeout.ToMilliseconds()
-        async for response in self.consumers.receive_message(request, call, request_timeout_ms, remaining_ms):
+        responses = self.consumers.receive_message(request, call, request_timeout_ms, remaining_ms, ctx.channel)
+        async for response in responses:
             yield response
 
     async def AckMessage(self, request: pb.AckMessageRequest, context: Any) -> pb.AckMessageResponse:
         return await self._unary(
-            context, pb.AckMessageResponse, lambda ctx: self.consumers.ack_message(request, self._call(ctx))
+            context,
+            pb.AckMessageResponse,
+            lambda ctx: self.consumers.ack_message(request, self._call(ctx), ctx.channel),
         )
 
     async def ChangeInvisibleDuration(
@@ -119,7 +122,7 @@ class MessagingService(MessagingServiceServicer):
         return await self._unary(
             context,
             pb.ChangeInvisibleDurationResponse,
-            lambda ctx: self.consumers.change_invisible_duration(request, self._call(ctx)),
+            lambda ctx: self.consumers.change_invisible_duration(request, self._call(ctx), ctx.channel),
         )
 
     async def ForwardMessageToDeadLetterQueue(
@@ -128,7 +131,7 @@ class MessagingService(MessagingServiceServicer):
         return await self._unary(
             context,
             pb.ForwardMessageToDeadLetterQueueResponse,
-            lambda ctx: self.consumers.forward_message_to_dead_letter_queue(request, self._call(ctx)),
+            lambda ctx: self.consumers.forward_message_to_dead_letter_queue(request, self._call(ctx), ctx.channel),
         )
 
     async def Heartbeat(self, request: pb.HeartbeatRequest, context: Any) -> pb.HeartbeatResponse:
