@@ -24,9 +24,10 @@ maxInvisibleTimeMills (12 h), ILLEGAL_INVISIBLE_TIME outside; ChangeInvisibleDur
 the maximum (RocketMQ's minimum there is 0). ``auto_renew`` (the push consumers') pops for
 defaultInvisibleTimeMills instead (enableProxyAutoRenew), and the message is renewed while its client
 holds it (``_renew_rounds``, every renewSchedulePeriodMillis: RocketMQ's receipt handle manager); an
-ack, change or forward of it uses its latest handle, not the one the client received. The long polling time is the client's (or
-its deadline less half its request timeout), bounded by grpcClientConsumerMin/MaxLongPollingTimeoutMillis
-and by the call's deadline less longPollingReserveTimeInMillis, the time the answer needs to travel.
+ack, change or forward of it uses its latest handle, not the one the client received. The long
+polling time is the client's (or its deadline less half its request timeout), bounded by
+grpcClientConsumerMin/MaxLongPollingTimeoutMillis and by the call's deadline less
+longPollingReserveTimeInMillis, the time the answer needs to travel.
 
 A receipt handle (rmq.protocol.receipt_handle) that does not parse, or whose invisible time is over,
 is INVALID_RECEIPT_HANDLE without asking the broker.
