@@ -7,8 +7,19 @@ import grpc
 import pytest
 
 from rmq.broker.topic_config import TopicConfig
+from rmq.perf.procs import wait_until
 from rmq.protocol.grpc.v2.definition_pb2 import Code
-from tests.helpers.grpc import Telemetry, message, messaging_stub, metadata, producer_settings, resource, send, service
+from tests.helpers.grpc import (
+    Telemetry,
+    consumer_settings,
+    message,
+    messaging_stub,
+    metadata,
+    producer_settings,
+    resource,
+    send,
+    service,
+)
 
 RULES = """\
 accounts:
@@ -16,6 +27,11 @@ accounts:
     secretKey: producer-secret
     defaultTopicPerm: DENY
     topicPerms: [Orders=PUB]
+  - accessKey: consumer-key
+    secretKey: consumer-secret
+    defaultTopicPerm: SUB
+    defaultGroupPerm: DENY
+    groupPerms: [billing=SUB]
 """
 GOOD = {"access_key": "producer-key", "secret_key": "producer-secret"}
 
@@ -68,3 +84,53 @@ def test_a_wrong_signature_gets_no_route_and_no_settings(acl_broker):
                 telemetry.receive()
     assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
     assert acl_broker.controller.client_manager.producers.client_ids("Orders") == []
+
+
+CLUSTER_RULES = (
+    RULES
+    + """\
+  - accessKey: cluster-key
+    secretKey: cluster-secret
+"""
+)
+
+
+def test_with_acl_another_brokers_endpoint_is_found_with_the_cluster_account(start_grpc_broker, tmp_path):
+    rules = tmp_path / "cluster_acl.yml"
+    rules.write_text(CLUSTER_RULES)
+    secured = {
+        "aclEnable": "true",
+        "aclConfigFile": str(rules),
+        "clusterAccessKey": "cluster-key",
+        "clusterSecretKey": "cluster-secret",
+    }
+    a = start_grpc_broker(**secured)
+    b = start_grpc_broker(brokerName="broker-b", namesrvAddr=a.namesrv.address, **secured)
+    for startup in (a, b):
+        startup.controller.topic_config_manager.update_topic_config(TopicConfig("Orders", 1, 1))
+    with messaging_stub(a.proxy.port) as stub:
+
+        def routed() -> dict[str, int]:
+            route = stub.QueryRoute(
+                service.QueryRouteRequest(topic=resource("Orders")), metadata=metadata(**GOOD), timeout=5
+            )
+            return {q.broker.name: q.broker.endpoints.addresses[0].port for q in route.message_queues}
+
+        ports = wait_until(lambda: len(routed()) == 2 and routed(), 10, "both broker sets routed")
+    assert ports == {"broker-a": a.proxy.port, "broker-b": b.proxy.port}
+
+
+def test_a_consumer_registers_only_in_a_group_its_account_may_consume_as(acl_broker):
+    consumer = {"access_key": "consumer-key", "secret_key": "consumer-secret"}
+    with messaging_stub(acl_broker.proxy.port) as stub:
+        with Telemetry(stub, "billing-consumer", **consumer) as telemetry:
+            telemetry.send(consumer_settings("billing", "Orders"))
+            assert telemetry.receive().settings.subscription.receive_batch_size > 0
+        with Telemetry(stub, "other-consumer", **consumer) as telemetry:
+            telemetry.send(consumer_settings("shipping", "Orders"))
+            with pytest.raises(grpc.RpcError) as refused:
+                telemetry.receive()
+    assert refused.value.code() == grpc.StatusCode.UNAUTHENTICATED
+    assert "group:shipping" in refused.value.details()
+    consumers = acl_broker.controller.client_manager.consumers
+    assert consumers.consumer_ids("billing") == ["billing-consumer"] and consumers.consumer_ids("shipping") == []

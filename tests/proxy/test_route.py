@@ -57,3 +57,8 @@ def test_a_bad_or_unknown_topic_is_answered_with_its_code(stub):
     assert query_route(stub, "").status.code == Code.ILLEGAL_TOPIC
     missing = query_route(stub, "NeverCreated")
     assert missing.status.code == Code.TOPIC_NOT_FOUND and "NeverCreated" in missing.status.message
+
+
+def test_a_call_without_a_client_id_is_refused(stub):
+    route = stub.QueryRoute(service.QueryRouteRequest(topic=resource("TBW102")), timeout=5)
+    assert route.status.code == Code.CLIENT_ID_REQUIRED

@@ -118,6 +118,7 @@ class BrokerStartup:
             tls_cert_path=config.tls_server_cert_path if config.tls_enable else None,
             tls_key_path=config.tls_server_key_path if config.tls_enable else None,
             acl_enable=config.acl_enable,
+            cluster_credentials=config.cluster_credentials(),
         )
 
     def shutdown(self) -> None:

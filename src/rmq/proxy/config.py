@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 
+from rmq.protocol.acl import SessionCredentials
 from rmq.settings import ProxySettings
 
 
@@ -26,5 +27,8 @@ class ProxyConfig(ProxySettings):
     tls_key_path: str | None = None
     #: the broker's delay levels (messageDelayLevel), ms: a consumer's retry schedule in its settings
     delay_levels_ms: list[int] = dataclasses.field(default_factory=list)
-    #: aclEnable: calls must carry a valid 5.x signature (rmq.proxy.auth)
+    #: aclEnable: calls must carry a valid 5.x signature, checked by the broker (docs/grpc.md#acl)
     acl_enable: bool = False
+    #: the cluster account (clusterAccessKey): what the endpoint signs its requests to other brokers
+    #: with, which their ACL must let read (GET_BROKER_RUNTIME_INFO, GET_TOPIC_CONFIG)
+    cluster_credentials: SessionCredentials | None = None

@@ -46,6 +46,11 @@ class CallContext:
                 raise ProxyError(Code.UNAUTHORIZED, str(e)) from None
         return ctx
 
+    def check_client_id(self) -> None:
+        """CLIENT_ID_REQUIRED unless the call names its client: every unary call must
+        (GrpcMessagingApplication.validateContext)."""
+        self.client_id  # noqa: B018 - the property raises
+
     @property
     def client_id(self) -> str:
         """The client's id (``x-mq-client-id``); CLIENT_ID_REQUIRED without one."""

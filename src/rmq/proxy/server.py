@@ -20,6 +20,7 @@ from typing import Any
 
 import grpc
 
+from rmq._service import ServiceThread
 from rmq.errors import RmqError
 from rmq.net.client import RemotingClient
 from rmq.protocol.grpc.v2 import service_pb2_grpc
@@ -41,19 +42,20 @@ INBOUND_BODIES = 4
 _INBOUND_OVERHEAD = 1 << 20
 
 
-class GrpcProxy:
-    """The endpoint: its thread, loop, server, bridge and services."""
+class GrpcProxy(ServiceThread):
+    """The endpoint: its thread (a ServiceThread whose one round is the asyncio loop serving until
+    shutdown), loop, server, bridge and services."""
 
     def __init__(self, config: ProxyConfig, broker: BrokerSide):
+        super().__init__("rmq-grpc")
         self.config = config
         self.broker = broker
         self.loop: asyncio.AbstractEventLoop | None = None
         self.bridge: Bridge | None = None
         self.service: MessagingService | None = None
-        self.remoting = RemotingClient(name="rmq-grpc-remoting")
+        self.remoting = RemotingClient(name="rmq-grpc-remoting", credentials=config.cluster_credentials)
         #: every call's latency by method and status code (rocketmq_rpc_latency, protocol_type grpc_v2)
         self.rpc_latency = GrpcRpcLatency()
-        self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._failure: BaseException | None = None
         self._stop: asyncio.Event | None = None
@@ -66,34 +68,32 @@ class GrpcProxy:
             raise RuntimeError("the gRPC endpoint is not listening yet: call start() first")
         return self._port
 
-    def start(self) -> GrpcProxy:
+    def start(self) -> GrpcProxy:  # type: ignore[override]  # returns itself, as the roles' start() do
         self.remoting.start()
-        self._thread = threading.Thread(target=self._run, name="rmq-grpc", daemon=True)
-        self._thread.start()
+        super().start()
         if not self._ready.wait(START_TIMEOUT):
             self.shutdown()
             raise RmqError(f"the gRPC endpoint did not start within {START_TIMEOUT} s")
         if self._failure is not None:
-            self._thread.join(STOP_TIMEOUT)
-            self.remoting.shutdown()
-            gc.collect()  # the server that failed to bind: grpc.aio's poller thread ends with it
+            self.shutdown()
             raise RmqError(
                 f"the gRPC endpoint cannot listen on {self.config.host}:{self.config.grpc_server_port}: {self._failure}"
             )
         log.info("gRPC endpoint listening on %s:%d", self.config.host, self._port)
         return self
 
-    def shutdown(self) -> None:
-        """Cancel the calls and streams, stop the server and its loop, join the thread."""
-        loop, thread = self.loop, self._thread
-        if loop is not None and thread is not None and thread.is_alive() and self._stop is not None:
+    def wakeup(self) -> None:
+        super().wakeup()
+        loop, stop = self.loop, self._stop
+        if self.is_stopped and loop is not None and stop is not None:
             try:
-                loop.call_soon_threadsafe(self._stop.set)
+                loop.call_soon_threadsafe(stop.set)
             except RuntimeError:
                 pass  # the loop already ended
-            thread.join(STOP_TIMEOUT)
-            if thread.is_alive():
-                log.error("the gRPC endpoint's thread did not stop within %s s", STOP_TIMEOUT)
+
+    def shutdown(self, timeout: float = STOP_TIMEOUT) -> None:
+        """Cancel the calls and streams, stop the server and its loop, join the thread."""
+        super().shutdown(timeout)
         self.remoting.shutdown()
         # grpc.aio keeps a poller thread of its own while any server object lives, and a call that
         # ended in an error leaves its server in a reference cycle: collect it, so that thread ends
@@ -108,7 +108,8 @@ class GrpcProxy:
 
     # -- the rmq-grpc thread ------------------------------------------------------------------
 
-    def _run(self) -> None:
+    def run_once(self) -> None:
+        """The one round: serve until shutdown (a failure to start ends the service)."""
         loop = self.loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
         try:
@@ -117,6 +118,7 @@ class GrpcProxy:
             # without its traceback, whose frames would keep the grpc server alive
             self._failure = e.with_traceback(None)
         finally:
+            self._stopped = True  # never a second round: a server that stopped is not restarted
             self._ready.set()
             try:
                 loop.run_until_complete(loop.shutdown_asyncgens())
@@ -151,7 +153,8 @@ class GrpcProxy:
         await server.start()
         self._ready.set()
         try:
-            await self._stop.wait()
+            if not self.is_stopped:  # a shutdown that came while starting
+                await self._stop.wait()
         finally:
             # streams first (their handlers return), then the calls still waiting on the broker
             self.service.close()

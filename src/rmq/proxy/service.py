@@ -71,6 +71,7 @@ class MessagingService(MessagingServiceServicer):
     ) -> _Response:
         try:
             ctx = CallContext.of(context, self.bridge, self.config.acl_enable)
+            ctx.check_client_id()
             return await serve(ctx)
         except Exception as e:  # every failure is the response's status
             return response_type(status=from_exception(e))
