@@ -16,6 +16,7 @@ gives a broker's settings a free port for it, ``endpoint`` names it. The scripts
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from rmq.protocol.codes import ResponseCode
@@ -28,6 +29,10 @@ PYTHON_PEER = "rocketmq-python-5"
 NODE_PEER = "rocketmq-nodejs-5"
 #: the broker setting of the gRPC endpoint's port (RocketMQ's proxy key)
 GRPC_PORT_KEY = "grpcServerPort"
+#: what a README snippet of the 5.x Python client (not of our SDK) begins with
+PYTHON_CLIENT_SNIPPET = "from rocketmq import"
+#: the gRPC endpoint the README's snippets name
+README_ENDPOINT = "127.0.0.1:8081"
 #: CreateTopicRequestHeader's field of topic attributes ("+key=value,..."), and the 5.x type's key
 TOPIC_ATTRIBUTES_FIELD = "attributes"
 MESSAGE_TYPE_ATTRIBUTE = "message.type"
@@ -107,6 +112,13 @@ class Grpc5Clients:
         self, endpoint: str, topic: str, group: str, expression: str, count: int, idle: float, timeout: float = 60
     ) -> list[dict]:
         return self.runner.run("py5_push_consume.py", endpoint, topic, group, expression, count, idle, timeout=timeout)
+
+
+def readme_python_client_snippets(readme: Path) -> list[str]:
+    """The README's ```python snippets of the 5.x Python client."""
+    return [
+        s for s in re.findall(r"^```python\n(.*?)^```$", readme.read_text(), re.S | re.M) if PYTHON_CLIENT_SNIPPET in s
+    ]
 
 
 def acked_bodies(lines: list[dict]) -> list[str]:
