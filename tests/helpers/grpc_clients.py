@@ -121,6 +121,11 @@ def readme_python_client_snippets(readme: Path) -> list[str]:
     ]
 
 
+def python_client_log(home: Path) -> str:
+    """What the 5.x Python client logged (it logs under ``$HOME/logs/rocketmq_python`` only)."""
+    return "".join(log.read_text() for log in sorted((home / "logs" / "rocketmq_python").glob("*.log*")))
+
+
 def acked_bodies(lines: list[dict]) -> list[str]:
     """The bodies a SimpleConsumer script acked (with success), in order."""
     return [line["body"] for line in lines if "acked" in line]
