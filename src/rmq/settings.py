@@ -663,6 +663,21 @@ _section(
     Setting("metricsPromExporterPort", _PORT, 5557, "the port of the Prometheus endpoint (GET /metrics)"),
 )
 
+# The gRPC endpoint for RocketMQ 5.x clients (rmq.proxy, RocketMQ 5.x's proxy in local mode; its
+# ProxyConfig keys and defaults; docs/grpc.md).
+_section(
+    "broker",
+    Setting("enableGrpc", Bool(), True,
+            "serve RocketMQ 5.x clients (apache.rocketmq.v2.MessagingService) on grpcServerPort beside "
+            "the remoting port (rmq's key: RocketMQ runs its proxy as a separate mode)"),
+    Setting("grpcServerPort", _PORT, 8081,
+            "the port of the gRPC endpoint (enableGrpc); with tlsEnable it serves TLS only, with the "
+            "broker's certificate and key"),
+    Setting("enableTopicMessageTypeCheck", Bool(), True,
+            "refuse a send whose message type (normal, FIFO, delay, transactional) is not its topic's "
+            "+message.type attribute (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE; remoting: MESSAGE_ILLEGAL)"),
+)
+
 # Controller mode (RocketMQ 5.x's BrokerConfig keys and defaults; docs/controller.md): the controllers
 # elect this broker set's master, rmq.broker.replicas follows them.
 _section(
@@ -871,6 +886,16 @@ class ServerSettings:
     cluster_access_key: str | None = setting("clusterAccessKey")
     cluster_secret_key: str | None = setting("clusterSecretKey")
     cluster_auth_mode: ClusterAuthMode = setting("clusterAuthMode")
+
+
+@dataclasses.dataclass
+class ProxySettings:
+    """The fields of the gRPC endpoint a broker runs (rmq.proxy): declared once, read by BrokerConfig
+    from the broker's settings and handed to the endpoint's ProxyConfig."""
+
+    enable_grpc: bool = setting("enableGrpc")
+    grpc_server_port: int = setting("grpcServerPort")
+    enable_topic_message_type_check: bool = setting("enableTopicMessageTypeCheck")
 
 
 @dataclasses.dataclass

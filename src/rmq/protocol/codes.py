@@ -58,6 +58,10 @@ class RequestCode(IntEnum):
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
     QUERY_DATA_VERSION = 322
+    # RocketMQ 5.x: one topic's config (GetTopicConfigRequestHeader {topic}), attributes included
+    GET_TOPIC_CONFIG = 351
+    # RocketMQ 5.x: one consumer group's config ({group}), for a 5.x client's settings
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352
     # RocketMQ 5.x controller mode (rmq.protocol.controller): a broker's heartbeat to every controller
     BROKER_HEARTBEAT = 904
     CONTROLLER_ALTER_SYNC_STATE_SET = 1001
