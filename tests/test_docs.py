@@ -153,6 +153,36 @@ def test_request_and_response_codes_are_the_codes_of_rmq_protocol():
     assert degraded and {int(n) for n in re.findall(r"\d+", degraded.group(1))} == set(DEGRADED_SEND_CODES)
 
 
+def test_pop_page_states_the_codes_records_and_settings_of_the_code():
+    import json
+
+    from rmq.protocol import pop
+    from rmq.protocol.codes import RequestCode
+    from rmq.settings import SETTINGS
+
+    requests = section("pop.md", "## Requests")
+    assert code_rows(requests) == {
+        name: RequestCode[name].value for name in ("POP_MESSAGE", "ACK_MESSAGE", "CHANGE_MESSAGE_INVISIBLETIME")
+    }
+    header = re.search(r"^\| 200050 \| `POP_MESSAGE` \| `([^`]+)`", requests, re.M)
+    assert header and {f.rstrip("?") for f in header.group(1).split(", ")} == set(
+        pop.PopRequest("g", "t", 0, 1, 1, 0, 0, exp_type="", exp="", attempt_id="").fields()
+    )
+    records = section("pop.md", "## Checkpoints and acks in the revive topic")
+    stated = {
+        tag: set(re.findall(r'"(\w+)":', body))
+        for tag, body in re.findall(r"^\| `(\w+)` \| .*? \| `(.*)` \|$", records, re.M)
+    }
+    ck = pop.PopCheckPoint(0, 0, 0, 0, 1, 0, "t", "c", broker_name="b")
+    assert stated == {
+        pop.CK_TAG: set(json.loads(ck.encode())),
+        pop.ACK_TAG: set(json.loads(pop.AckMsg(0, 0, "c", "t", 0, 0).encode())),
+    }
+    assert pop.REVIVE_TOPIC_PREFIX + "<brokerClusterName>" in records
+    rows = re.findall(r"^\| `(\w+)` \| (\d+) \|", section("pop.md", "## Settings"), re.M)
+    assert rows and all(SETTINGS[key].default == int(default) for key, default in rows)
+
+
 def test_send_header_letters_are_send_message_v2s():
     from rmq.protocol.send_header import FIELDS
 

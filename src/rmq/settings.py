@@ -476,6 +476,18 @@ _section(
     Setting("transactionCheckInterval", _POSITIVE_MS, 60_000, "ms between transaction check rounds"),
 )
 
+# POP consumption (RocketMQ 5.x's names and defaults; docs/pop.md)
+_section(
+    "broker",
+    Setting("reviveQueueNum", Int(1, 999 - 1), 8,
+            "queues of the revive topic rmq_sys_REVIVE_LOG_<cluster>, where POP checkpoints and acks are kept"),
+    Setting("reviveInterval", _POSITIVE_MS, 1000,
+            "ms between revive rounds: unacked POP messages past their invisible time go to the retry topic"),
+    Setting("popFromRetryProbability", Int(0, 100), 20,
+            "percent of POP requests that look in the group's POP retry topic first"),
+    Setting("maxPopPollingSize", Int(0), 100000, "POP long polls parked at once; more are answered POLLING_FULL"),
+)
+
 # SQL92 subscriptions (RocketMQ's name and default): filtered on the broker, by message properties.
 _section(
     "broker",

@@ -2,6 +2,7 @@
 
     config/topics.json             TopicConfigManager
     config/consumerOffset.json     ConsumerOffsetManager
+    config/consumerOrderInfo.json  ConsumerOrderInfoManager (FIFO POP's queue locks)
     config/subscriptionGroup.json  SubscriptionGroupManager
     config/delayOffset.json        DelayOffsetManager
 

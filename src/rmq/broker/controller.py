@@ -42,10 +42,12 @@ from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
 from rmq.broker.client_manager import ClientManager
 from rmq.broker.config import BrokerConfig, BrokerRole, MetricsExporterType
 from rmq.broker.consumer_offset import ConsumerOffsetManager
+from rmq.broker.consumer_order_info import ConsumerOrderInfoManager
 from rmq.broker.delay import DelayOffsetManager, delay_level_to_queue_id
 from rmq.broker.long_polling import PullRequestHoldService
 from rmq.broker.metrics import MetricsExporter
 from rmq.broker.namesrv_api import NamesrvApi
+from rmq.broker.pop import PopService
 from rmq.broker.processor import PROCESSORS
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.send import SendProcessor
@@ -158,6 +160,7 @@ class BrokerController:
         self.store = MessageStore(store_config)
         self.topic_config_manager = TopicConfigManager(self.config, root, on_change=self._topics_changed)
         self.consumer_offset_manager = ConsumerOffsetManager(root, slave=self.is_slave)
+        self.consumer_order_info_manager = ConsumerOrderInfoManager(root)  # FIFO POP's queue locks
         self.subscription_group_manager = SubscriptionGroupManager(self.config, root)
         self.delay_offset_manager = DelayOffsetManager(root)
         self.client_manager = ClientManager()
@@ -201,6 +204,9 @@ class BrokerController:
         self._store_ip = ipv4_to_int(broker_ip)
         self.get_counts = GetCounts()  # what pulls handed out, for the stats log
         self.runtime_stats = RuntimeStats(self.store, self.get_counts)  # brokerStatus's counters and rates
+        # POP's checkpoints, revive and long polls (rmq.broker.pop), woken by every stored message
+        self.pop_service = PopService(self)
+        self.pull_hold.add_arrival_listener(self.pop_service)
         self.processors = [cls(self) for cls in PROCESSORS]
         # its SYSTEM_BUSY counts, for the metrics
         self.send_processor = next(p for p in self.processors if isinstance(p, SendProcessor))
@@ -308,6 +314,7 @@ class BrokerController:
         for manager in (
             self.topic_config_manager,
             self.consumer_offset_manager,
+            self.consumer_order_info_manager,
             self.subscription_group_manager,
             self.delay_offset_manager,
         ):
@@ -326,6 +333,8 @@ class BrokerController:
                 self.metrics.start()
             self.subscription_filters.start()
             self.digest_worker.start()
+            # before the server: a restarted master reads its pops back first (docs/pop.md)
+            self.pop_service.start()
             self.server.start()
             if self.acl_watcher is not None:
                 self.acl_watcher.start()
@@ -396,6 +405,7 @@ class BrokerController:
         if self.acl_watcher is not None:
             self.acl_watcher.shutdown()
         self.server.loop.run_and_wait(self.pull_hold.shutdown)
+        self.server.loop.run_and_wait(self.pop_service.shutdown)
         # before the loop stops: a compile finishing hands its result to the loop
         self.subscription_filters.shutdown()
         self.server.shutdown()
@@ -421,10 +431,12 @@ class BrokerController:
 
     def persist_offsets(self) -> None:
         self.consumer_offset_manager.persist()
+        self.consumer_order_info_manager.persist()
 
     def persist_all(self) -> None:
         for manager in (
             self.consumer_offset_manager,
+            self.consumer_order_info_manager,
             self.topic_config_manager,
             self.subscription_group_manager,
             self.delay_offset_manager,
@@ -586,6 +598,7 @@ class BrokerController:
 
     def _on_channel_closed(self, channel) -> None:
         self.pull_hold.on_channel_closed(channel)
+        self.pop_service.on_channel_closed(channel)
         for group in self.client_manager.on_channel_closed(channel):
             self.notify_consumer_ids_changed(group)
 
@@ -627,7 +640,8 @@ def _serves_every_processor(c: BrokerController) -> None:
     n: services.TopicServices = c
     o: services.SlaveSyncServices = c
     p: services.MetricsServices = c
+    t: services.PopServices = c
     q: RoleServices = c
     r: TransactionServices = c
     s: ReplicasServices = c
-    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s))
+    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s, t))

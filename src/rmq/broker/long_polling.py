@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Protocol
 
 from rmq.net.loop import EventLoop, TimerHandle
 
@@ -78,6 +78,15 @@ class ParkedPull:
 Executor = Callable[[ParkedPull, bool, bool], Optional["RemotingCommand"]]
 
 
+class ArrivalListener(Protocol):
+    """Other requests parked for arrivals (POP's long polls, rmq.broker.pop): every path that
+    stores a message tells the hold service, and the hold service tells them."""
+
+    @property
+    def has_parked(self) -> bool: ...
+    def notify_message_arriving(self, topic: str, queue_id: int) -> None: ...
+
+
 class PullRequestHoldService:
     """(topic, queueId) -> the pulls parked on it."""
 
@@ -85,15 +94,19 @@ class PullRequestHoldService:
         self.loop = loop
         self._parked: dict[tuple[str, int], list[ParkedPull]] = {}
         self._execute: Executor | None = None
+        self._listeners: list[ArrivalListener] = []
 
     def set_executor(self, execute: Executor) -> None:
         """The pull processor's re-read (set once it exists)."""
         self._execute = execute
 
+    def add_arrival_listener(self, listener: ArrivalListener) -> None:
+        self._listeners.append(listener)
+
     @property
     def has_parked(self) -> bool:
-        """Any pull waiting (a cheap test for the send path before it notifies)."""
-        return bool(self._parked)
+        """Any pull (or listener's request) waiting: a cheap test for the send path before it notifies."""
+        return bool(self._parked) or any(listener.has_parked for listener in self._listeners)
 
     @property
     def parked_count(self) -> int:
@@ -111,6 +124,9 @@ class PullRequestHoldService:
         if not self.loop.in_loop_thread():
             self.loop.call_soon_threadsafe(self.notify_message_arriving, topic, queue_id)
             return
+        for listener in self._listeners:
+            if listener.has_parked:
+                listener.notify_message_arriving(topic, queue_id)
         if not self._parked:
             return
         waiting = self._parked.pop((topic, queue_id), None)

@@ -14,6 +14,10 @@ from __future__ import annotations
 import concurrent.futures
 from typing import TYPE_CHECKING, Protocol
 
+# POP's state names the services it uses itself (it sits below this module: it imports nothing of
+# the broker's at run time)
+from rmq.broker.pop import PopStateServices
+
 if TYPE_CHECKING:
     from rmq._service import Scheduler
     from rmq.broker.acl import PlainAccessValidator
@@ -22,6 +26,7 @@ if TYPE_CHECKING:
     from rmq.broker.consumer_offset import ConsumerOffsetManager
     from rmq.broker.delay import DelayOffsetManager
     from rmq.broker.long_polling import PullRequestHoldService
+    from rmq.broker.pop import PopService
     from rmq.broker.rebalance_lock import RebalanceLockManager
     from rmq.broker.runtime_stats import RuntimeStats
     from rmq.broker.stats_log import GetCounts
@@ -218,6 +223,17 @@ class SendBackServices(Identity, Store, Topics, Groups, Protocol):
         properties: dict[str, str],
         reconsume_times: int | None = None,
     ) -> PutMessageResult: ...
+
+
+class PopServices(PopStateServices, Protocol):
+    """POP's processor (rmq.broker.processor.pop): the POP state's services, and these."""
+
+    @property
+    def subscription_filters(self) -> SubscriptionFilters: ...
+    @property
+    def get_counts(self) -> GetCounts: ...
+    @property
+    def pop_service(self) -> PopService: ...
 
 
 class TopicServices(Topics, Protocol):

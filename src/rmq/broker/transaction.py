@@ -365,17 +365,7 @@ class TransactionalMessageService:
         return loaded
 
     def _read_entry(self, queue, offset: int) -> StoredMessage | None:
-        entry = queue.get_entry(offset)
-        if entry is None:
-            return None
-        record = self.store.look_message_by_offset(entry[0], entry[1])
-        if record is None:
-            return None
-        try:
-            return decode_record(record, check_crc=False)
-        except RecordError as e:
-            log.error("%s offset %d: unreadable record at %d (%s)", queue.topic, offset, entry[0], e)
-            return None
+        return self.store.message_in_queue(queue, offset)
 
     def _read_half(self, offset: int) -> StoredMessage | None:
         queue = self.store.find_consume_queue(TRANS_HALF_TOPIC, HALF_QUEUE_ID)

@@ -74,6 +74,11 @@ class RequestCode(IntEnum):
     NOTIFY_BROKER_ROLE_CHANGED = 1008
     CONTROLLER_GET_NEXT_BROKER_ID = 1012
     CONTROLLER_APPLY_BROKER_ID = 1013
+    # RocketMQ 5.x POP consumption (rmq.protocol.pop, docs/pop.md)
+    POP_MESSAGE = 200050
+    ACK_MESSAGE = 200051
+    CHANGE_MESSAGE_INVISIBLETIME = 200053
+    BATCH_ACK_MESSAGE = 200151
 
     # rmq's own requests, with no RocketMQ counterpart (documented in the README's protocol section);
     # numbered from 9100, far from RocketMQ's codes.
@@ -109,7 +114,14 @@ class ResponseCode(IntEnum):
     SUBSCRIPTION_PARSE_FAILED = 23
     SUBSCRIPTION_NOT_EXIST = 24
     SUBSCRIPTION_GROUP_NOT_EXIST = 26
+    # a request's value is out of what the broker accepts (POP's maxMsgNums > 32, queueId out of range)
+    INVALID_PARAMETER = 29
     CONSUMER_NOT_ONLINE = 206
+    # POP: the popped message is not there any more (an ack of a checkpoint already revived or gone)
+    NO_MESSAGE = 208
+    # POP long polling: too many polls parked / the poll ended with nothing to pop
+    POLLING_FULL = 209
+    POLLING_TIMEOUT = 210
     # RocketMQ 5.x controller mode's code: a master's epoch is older than the routed master's. An rmq
     # name server answers it to a REGISTER_BROKER of a second, stale master of a broker name.
     CONTROLLER_FENCED_MASTER_EPOCH = 2000

@@ -17,6 +17,8 @@ request could be checked against one topic and served on another; with one decod
     UNREGISTER_CLIENT, GET_CONSUMER_LIST_BY_GROUP  ClientHeader  consumerGroup
     HEART_BEAT                        HeartbeatData (body)   each consumer's group and topics
     LOCK_BATCH_MQ, UNLOCK_BATCH_MQ    LockBatchRequest (body)  consumerGroup, each queue's topic
+    POP_MESSAGE                       pop.PopRequest         consumerGroup, topic
+    ACK_MESSAGE, CHANGE_MESSAGE_INVISIBLETIME  pop.AckRequest  consumerGroup, topic
 
 A field that cannot be used is refused as ``rmq.protocol.fields`` refuses it (BadRequest naming
 the field), whichever reader decodes first.
@@ -42,6 +44,7 @@ from rmq.protocol.fields import (
 )
 from rmq.protocol.heartbeat import HeartbeatData, parse_heartbeat
 from rmq.protocol.message_queue import LockBatchRequest, parse_lock_batch_body
+from rmq.protocol.pop import AckRequest, PopRequest
 from rmq.protocol.request_flags import UNIQUE_MSG_QUERY_FLAG
 from rmq.protocol.send_header import LONG_KEYS, SHORT_KEYS
 
@@ -299,6 +302,18 @@ def heartbeat(request: RemotingCommand) -> HeartbeatData:
 def lock_batch(request: RemotingCommand) -> LockBatchRequest:
     """LOCK_BATCH_MQ's and UNLOCK_BATCH_MQ's body."""
     return parse_lock_batch_body(_body_bytes(request.body))
+
+
+@cached_on_request
+def pop_header(request: RemotingCommand) -> PopRequest:
+    return PopRequest.from_fields(request.ext_fields)
+
+
+@cached_on_request
+def ack_header(request: RemotingCommand) -> AckRequest:
+    """ACK_MESSAGE's, or CHANGE_MESSAGE_INVISIBLETIME's (with its invisibleTime)."""
+    change = request.code == RequestCode.CHANGE_MESSAGE_INVISIBLETIME
+    return AckRequest.from_fields(request.ext_fields, change=change)
 
 
 def _body_bytes(body: Any) -> bytes:

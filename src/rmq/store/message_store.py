@@ -21,11 +21,12 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from typing import Any
 
 from rmq._service import ServiceThread
-from rmq.errors import StoreError, StoreLockedError
+from rmq.errors import RecordError, StoreError, StoreLockedError
 from rmq.protocol.message import MessageProperty, encode_properties, topic_error
-from rmq.protocol.record import decode_record, ipv4_to_int
+from rmq.protocol.record import StoredMessage, decode_record, ipv4_to_int
 from rmq.store._index import IndexService
 from rmq.store._store import PutMessageResult, StoreCheckpoint, StoreCore, TagFilter
 from rmq.store.config import BrokerRole, MessageStoreConfig
@@ -439,6 +440,22 @@ class MessageStore(StoreCore):
         return result
 
     # -- reads -------------------------------------------------------------------------------
+
+    def message_in_queue(self, queue: Any, offset: int) -> StoredMessage | None:
+        """The message at ``offset`` of a ConsumeQueue, decoded; None when the queue or the CommitLog
+        no longer holds it, or its record cannot be read (logged): the broker's own readers of a
+        queue (transaction checks, POP revive) skip such a message and go on."""
+        entry = queue.get_entry(offset)
+        if entry is None:
+            return None
+        record = self.look_message_by_offset(entry[0], entry[1])
+        if record is None:
+            return None
+        try:
+            return decode_record(record, check_crc=False)
+        except RecordError as e:
+            log.error("%s offset %d: unreadable record at %d (%s)", queue.topic, offset, entry[0], e)
+            return None
 
     def get_min_offset_in_queue(self, topic: str, queue_id: int) -> int:
         queue = self.find_consume_queue(topic, queue_id)

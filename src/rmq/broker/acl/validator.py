@@ -121,6 +121,14 @@ def needed_resources(request: RemotingCommand) -> dict[str, int]:
             add_group(consumer.group_name)
             for subscription in consumer.subscriptions:
                 add(subscription.topic, SUB)
+    elif code == RequestCode.POP_MESSAGE:
+        pop = headers.pop_header(request)
+        add(pop.topic, SUB)
+        add_group(pop.consumer_group)
+    elif code in (RequestCode.ACK_MESSAGE, RequestCode.CHANGE_MESSAGE_INVISIBLETIME):
+        ack = headers.ack_header(request)
+        add(ack.topic, SUB)
+        add_group(ack.consumer_group)
     elif code == RequestCode.CONSUMER_SEND_MSG_BACK:
         add_group(headers.send_back_header(request).group)
     elif code == RequestCode.QUERY_MESSAGE:

@@ -10,6 +10,7 @@ with ``handlers() -> {request code: handler(channel, request)}``.
     lock            LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)
     admin_broker    what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
                     stats, offset reset, topic deletion, connections, runtime info
+    pop             POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME (200053)
     replica         rmq's own replication requests: CommitLog digests for ha-verify
     base            header fields, refusals as responses (shared by all of them)
 
@@ -22,6 +23,7 @@ from rmq.broker.processor.client_manage import ClientManageProcessor
 from rmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from rmq.broker.processor.end_transaction import EndTransactionProcessor
 from rmq.broker.processor.lock import LockProcessor
+from rmq.broker.processor.pop import PopProcessor
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.query import QueryMessageProcessor
 from rmq.broker.processor.queue_offset import QueueOffsetProcessor
@@ -43,6 +45,7 @@ PROCESSORS = [
     LockProcessor,
     AdminBrokerProcessor,
     ReplicaProcessor,
+    PopProcessor,
 ]
 
 __all__ = ["PROCESSORS"]
