@@ -1,7 +1,7 @@
 """The import rule of README.md's architecture section, checked over every source file.
 
     neutral   rmq, rmq.errors, rmq._clock, rmq._files, rmq._service,    import only neutral modules
-              rmq._log, rmq.includes (C declarations shared by .pyx files of several areas:
+              rmq._log, rmq._rpc_latency, rmq.includes (C declarations shared by .pyx files of several areas:
               big-endian loads and stores, decimal text, Java's string hash; .pxd only)
     protocol  rmq.protocol                                              + neutral
     net       rmq.net                                                   + protocol
@@ -29,7 +29,16 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._log", "rmq.includes"}
+NEUTRAL = {
+    "rmq",
+    "rmq.errors",
+    "rmq._clock",
+    "rmq._files",
+    "rmq._service",
+    "rmq._log",
+    "rmq._rpc_latency",
+    "rmq.includes",
+}
 ROLES = {"store", "namesrv", "controller", "broker", "client", "cli", "perf", "proxy"}
 # what each layer or role may import besides itself
 ALLOWED = {

@@ -714,6 +714,28 @@ _section(
             "the controllers prefer the lowest among candidates of equal epoch and log length"),
 )
 
+# The gRPC endpoint's consumer side (rmq.proxy.consumer; RocketMQ 5.x's ProxyConfig keys and defaults):
+# what a 5.x consumer's receive may ask for.
+_section(
+    "broker",
+    Setting("minInvisibleTimeMillsForRecv", Int(0), 10_000,
+            "ms: the shortest invisible duration a ReceiveMessage may ask for (ILLEGAL_INVISIBLE_TIME "
+            "below; ChangeInvisibleDuration may go lower)"),
+    Setting("maxInvisibleTimeMills", Int(0), 12 * 3_600_000,
+            "ms: the longest invisible duration a receive or a change may ask for (0: no bound)"),
+    Setting("defaultInvisibleTimeMills", _POSITIVE_MS, 60_000,
+            "ms a message is invisible when its consumer asks for auto renewal (the push consumers)"),
+    Setting("enableProxyAutoRenew", Bool(), True,
+            "a receive with auto_renew pops for defaultInvisibleTimeMills whatever duration it names"),
+    Setting("grpcClientConsumerMinLongPollingTimeoutMillis", _POSITIVE_MS, 5000,
+            "ms: the shortest long poll of a ReceiveMessage (a shorter one is lengthened)"),
+    Setting("grpcClientConsumerMaxLongPollingTimeoutMillis", _POSITIVE_MS, 20_000,
+            "ms: the longest long poll of a ReceiveMessage (a longer one is shortened)"),
+    Setting("longPollingReserveTimeInMillis", Int(0), 100,
+            "ms of a ReceiveMessage's deadline kept for its answer to travel: the poll ends this much "
+            "before the client gives up"),
+)
+
 # The name server's (rmq-namesrv -c namesrv.conf, --set): RocketMQ's NamesrvConfig and NettyServerConfig
 # keys. What it serves connections with, TLS and the cluster account are the broker's keys, meaning the
 # same; a broker's embedded name server takes its broker's values of those.
@@ -908,6 +930,14 @@ class ProxySettings:
     enable_grpc: bool = setting("enableGrpc")
     grpc_server_port: int = setting("grpcServerPort")
     enable_topic_message_type_check: bool = setting("enableTopicMessageTypeCheck")
+    # the consumer side's (rmq.proxy.consumer)
+    min_invisible_time_mills_for_recv: int = setting("minInvisibleTimeMillsForRecv")
+    max_invisible_time_mills: int = setting("maxInvisibleTimeMills")
+    default_invisible_time_mills: int = setting("defaultInvisibleTimeMills")
+    enable_proxy_auto_renew: bool = setting("enableProxyAutoRenew")
+    grpc_client_consumer_min_long_polling_timeout_millis: int = setting("grpcClientConsumerMinLongPollingTimeoutMillis")
+    grpc_client_consumer_max_long_polling_timeout_millis: int = setting("grpcClientConsumerMaxLongPollingTimeoutMillis")
+    long_polling_reserve_time_in_millis: int = setting("longPollingReserveTimeInMillis")
 
 
 @dataclasses.dataclass

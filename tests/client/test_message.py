@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from rmq.client.compression import compress_body
+from rmq.protocol.compression import compress_body
 from rmq.client.message import (
     Message,
     decode_messages,

@@ -27,6 +27,7 @@ import threading
 
 import click
 
+from rmq._rpc_latency import PROTOCOL_GRPC
 from rmq.broker.config import BrokerConfig, load_broker_settings
 from rmq.broker.controller import BIND_ADDRESS, BrokerController
 from rmq.cli.settings_options import SettingsRefused, log_level_option, print_config, settings_options
@@ -35,7 +36,7 @@ from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.namesrv.config import cluster_auth
 from rmq.protocol.tls import TlsMode
 from rmq.proxy import GrpcProxy, ProxyConfig
-from rmq.settings import parse_set_options
+from rmq.settings import ProxySettings, parse_set_options
 from rmq.store import MessageStoreConfig
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
@@ -92,6 +93,10 @@ class BrokerStartup:
             self.controller = BrokerController(config, self.store_config).start()
             if config.enable_grpc:
                 self.proxy = GrpcProxy(self.proxy_config(), self.controller.server).start()
+                if self.controller.metrics is not None:  # one scrape shows both protocols
+                    self.controller.metrics.collector.rpc_latency_sources.append(
+                        (PROTOCOL_GRPC, self.proxy.rpc_latency)
+                    )
                 # what the broker tells another broker's endpoint its gRPC port is (a port 0 was a free one)
                 config.grpc_server_port = self.proxy.port
         except BaseException:
@@ -103,9 +108,7 @@ class BrokerStartup:
         """The gRPC endpoint's settings: the broker's, and what it needs to know of the broker."""
         config = self.broker_config
         return ProxyConfig(
-            enable_grpc=config.enable_grpc,
-            grpc_server_port=config.grpc_server_port,
-            enable_topic_message_type_check=config.enable_topic_message_type_check,
+            **{field.name: getattr(config, field.name) for field in dataclasses.fields(ProxySettings)},
             host=BIND_ADDRESS,
             namesrv_addrs=config.namesrv_addr_list,
             broker_name=config.broker_name,

@@ -20,12 +20,12 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from rmq.client.compression import UndecodableBody, decompress_body
 from rmq.errors import AdminError, NotFound, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.compression import UndecodableBody, decompress_body
 from rmq.protocol.controller import (
     BROKER_ID,
     BROKER_NAME,

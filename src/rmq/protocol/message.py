@@ -60,6 +60,72 @@ class MessageProperty:
     BORN_TIMESTAMP = "BORN_TIMESTAMP"
 
 
+# RocketMQ 5.x's properties outside MessageProperty that the 5.x protocol carries as system
+# properties (a message group, a born host, DLQ provenance) or the proxy and broker keep to themselves.
+SHARDING_KEY = "__SHARDINGKEY"  # the message group of a FIFO message
+BORN_HOST = "__BORNHOST"
+TRACE_CONTEXT = "TRACE_CONTEXT"
+DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
+DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
+
+# Every key RocketMQ treats as a system property (MessageConst.STRING_HASH_SET): the 5.x proxy hands
+# a consumer the others as user properties, and a 5.x producer may not set these as user properties.
+SYSTEM_PROPERTY_KEYS = frozenset(
+    {
+        "TRACE_ON",
+        "MSG_REGION",
+        MessageProperty.KEYS,
+        MessageProperty.TAGS,
+        MessageProperty.WAIT_STORE_MSG_OK,
+        MessageProperty.DELAY_TIME_LEVEL,
+        MessageProperty.RETRY_TOPIC,
+        MessageProperty.REAL_TOPIC,
+        MessageProperty.REAL_QUEUE_ID,
+        MessageProperty.TRANSACTION_PREPARED,
+        MessageProperty.PRODUCER_GROUP,
+        MessageProperty.MIN_OFFSET,
+        MessageProperty.MAX_OFFSET,
+        MessageProperty.BUYER_ID,
+        MessageProperty.ORIGIN_MESSAGE_ID,
+        "TRANSFER_FLAG",
+        "CORRECTION_FLAG",
+        "MQ2_FLAG",
+        MessageProperty.RECONSUME_TIME,
+        MessageProperty.UNIQ_KEY,
+        MessageProperty.MAX_RECONSUME_TIMES,
+        MessageProperty.CONSUME_START_TIMESTAMP,
+        "POP_CK",
+        "POP_CK_OFFSET",
+        "1ST_POP_TIME",
+        MessageProperty.TRANSACTION_PREPARED_QUEUE_OFFSET,
+        "DUP_INFO",
+        "EXTEND_UNIQ_INFO",
+        "INSTANCE_ID",
+        "CORRELATION_ID",
+        "REPLY_TO_CLIENT",
+        "TTL",
+        "ARRIVE_TIME",
+        "PUSH_REPLY_TIME",
+        "CLUSTER",
+        "MSG_TYPE",
+        "INNER_MULTI_QUEUE_OFFSET",
+        MessageProperty.TIMER_DELAY_MS,
+        MessageProperty.TIMER_DELAY_SEC,
+        MessageProperty.TIMER_DELIVER_MS,
+        MessageProperty.TIMER_ENQUEUE_MS,
+        MessageProperty.TIMER_DEQUEUE_MS,
+        "TIMER_ROLL_TIMES",
+        MessageProperty.TIMER_OUT_MS,
+        "TIMER_DEL_UNIQKEY",
+        "TIMER_DELAY_LEVEL",
+        BORN_HOST,
+        "BORN_TIMESTAMP",
+        DLQ_ORIGIN_TOPIC,
+        DLQ_ORIGIN_MESSAGE_ID,
+        "__CRC32#",
+    }
+)
+
 # The common prefix of TIMER_DELIVER_MS, TIMER_DELAY_SEC and TIMER_DELAY_MS: one cheap test on a send's
 # hot path (the broker's processor and its compiled lane), the timer store decides the rest.
 TIMER_PROPERTY_MARK = "TIMER_DEL"

@@ -26,6 +26,7 @@ from rmq.protocol.grpc.v2 import service_pb2_grpc
 from rmq.proxy.bridge import Bridge, BrokerSide
 from rmq.proxy.calls import BrokerCalls
 from rmq.proxy.config import ProxyConfig
+from rmq.proxy.metrics import GrpcRpcLatency, LatencyInterceptor
 from rmq.proxy.service import MessagingService
 
 log = logging.getLogger("rmq.proxy")
@@ -50,6 +51,8 @@ class GrpcProxy:
         self.bridge: Bridge | None = None
         self.service: MessagingService | None = None
         self.remoting = RemotingClient(name="rmq-grpc-remoting")
+        #: every call's latency by method and status code (rocketmq_rpc_latency, protocol_type grpc_v2)
+        self.rpc_latency = GrpcRpcLatency()
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._failure: BaseException | None = None
@@ -132,7 +135,7 @@ class GrpcProxy:
         calls = BrokerCalls(self.config, self.bridge, self.remoting)
         inbound = INBOUND_BODIES * self.config.max_message_size + _INBOUND_OVERHEAD
         options: list[tuple[str, Any]] = [("grpc.max_receive_message_length", inbound), ("grpc.so_reuseport", 0)]
-        server = grpc.aio.server(options=options)
+        server = grpc.aio.server(options=options, interceptors=[LatencyInterceptor(self.rpc_latency)])
         address = f"{self.config.host}:{self.config.grpc_server_port}"
         credentials = self._credentials()
         port = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)

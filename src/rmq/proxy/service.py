@@ -4,6 +4,8 @@ the response's status (rmq.proxy.status): a call is answered, never failed at th
 
     route        QueryRoute
     client       Heartbeat, Telemetry, NotifyClientTermination
+    consumer     QueryAssignment, ReceiveMessage, AckMessage, ChangeInvisibleDuration,
+                 ForwardMessageToDeadLetterQueue
 """
 
 from __future__ import annotations
@@ -16,11 +18,14 @@ from rmq.protocol.grpc.v2.service_pb2_grpc import MessagingServiceServicer
 from rmq.proxy.calls import BrokerCalls
 from rmq.proxy.client import ClientService
 from rmq.proxy.config import ProxyConfig
+from rmq.proxy.consumer import Call, ConsumerActivities
 from rmq.proxy.context import CallContext
 from rmq.proxy.route import RouteService
 from rmq.proxy.status import from_exception
 
 _Response = TypeVar("_Response")
+# a client's request timeout when its settings do not say (the 5.x clients' default)
+REQUEST_TIMEOUT_MS = 3000
 
 
 class MessagingService(MessagingServiceServicer):
@@ -32,6 +37,7 @@ class MessagingService(MessagingServiceServicer):
         self.clients = ClientService(
             calls, config.max_message_size, config.enable_topic_message_type_check, config.delay_levels_ms
         )
+        self.consumers = ConsumerActivities(config, calls, self.routes)
 
     def close(self) -> None:
         """End the open streams (shutdown)."""
@@ -51,6 +57,59 @@ class MessagingService(MessagingServiceServicer):
 
     async def QueryRoute(self, request: pb.QueryRouteRequest, context: Any) -> pb.QueryRouteResponse:
         return await self._unary(context, pb.QueryRouteResponse, lambda ctx: self.routes.query_route(request))
+
+    def _call(self, ctx: CallContext) -> Call:
+        """The client's requests to the broker: through the bridge, on its channel."""
+        channel = ctx.channel
+
+        def call(request: Any, timeout: float | None = None) -> Awaitable[Any]:
+            return self.bridge.call(request, channel, timeout)
+
+        return call
+
+    async def QueryAssignment(self, request: pb.QueryAssignmentRequest, context: Any) -> pb.QueryAssignmentResponse:
+        return await self._unary(
+            context, pb.QueryAssignmentResponse, lambda ctx: self.consumers.query_assignment(request)
+        )
+
+    async def ReceiveMessage(self, request: pb.ReceiveMessageRequest, context: Any) -> AsyncIterator[Any]:
+        remaining = context.time_remaining()
+        try:
+            ctx = CallContext.of(context, self.bridge)
+            call = self._call(ctx)
+        except Exception as e:
+            yield pb.ReceiveMessageResponse(status=from_exception(e))
+            return
+        remaining_ms = None if remaining is None else remaining * 1000
+        settings = self.clients.settings.get(ctx.channel.client_id)
+        request_timeout_ms = REQUEST_TIMEOUT_MS
+        if settings is not None and settings.HasField("request_timeout"):
+            request_timeout_ms = settings.request_timeout.ToMilliseconds()
+        async for response in self.consumers.receive_message(request, call, request_timeout_ms, remaining_ms):
+            yield response
+
+    async def AckMessage(self, request: pb.AckMessageRequest, context: Any) -> pb.AckMessageResponse:
+        return await self._unary(
+            context, pb.AckMessageResponse, lambda ctx: self.consumers.ack_message(request, self._call(ctx))
+        )
+
+    async def ChangeInvisibleDuration(
+        self, request: pb.ChangeInvisibleDurationRequest, context: Any
+    ) -> pb.ChangeInvisibleDurationResponse:
+        return await self._unary(
+            context,
+            pb.ChangeInvisibleDurationResponse,
+            lambda ctx: self.consumers.change_invisible_duration(request, self._call(ctx)),
+        )
+
+    async def ForwardMessageToDeadLetterQueue(
+        self, request: pb.ForwardMessageToDeadLetterQueueRequest, context: Any
+    ) -> pb.ForwardMessageToDeadLetterQueueResponse:
+        return await self._unary(
+            context,
+            pb.ForwardMessageToDeadLetterQueueResponse,
+            lambda ctx: self.consumers.forward_message_to_dead_letter_queue(request, self._call(ctx)),
+        )
 
     async def Heartbeat(self, request: pb.HeartbeatRequest, context: Any) -> pb.HeartbeatResponse:
         return await self._unary(context, pb.HeartbeatResponse, lambda ctx: self.clients.heartbeat(ctx, request))
