@@ -76,7 +76,7 @@ def main() -> int:
     four = [sys.executable, str(HERE / "sdk_vs_generator.py"), "--client"]
     grpc_port = free_port()
     with tempfile.TemporaryDirectory(prefix="rmq-grpc-perf-") as store:
-        proc, port, namesrv_port = start_broker(store, "ASYNC_FLUSH", grpcServerPort=str(grpc_port))
+        proc, port, namesrv_port = start_broker(store, "ASYNC_FLUSH", enableGrpc="true", grpcServerPort=str(grpc_port))
         try:
             endpoint, namesrv = f"{LOOPBACK}:{grpc_port}", f"{LOOPBACK}:{namesrv_port}"
             for topic in ("Send5", "Send4", "Drain5", "Drain4", "Latency5"):

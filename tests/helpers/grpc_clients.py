@@ -50,10 +50,16 @@ def install_node_client() -> Path:
     return Path(peer(NODE_PEER)["node_path"])
 
 
+#: tests wait seconds, not the proxy's defaults: a receive may ask for 1 s of invisibility (10 s by
+#: default) and an empty one long-polls 1 s at least (5 s)
+FAST_RECEIVES = {"minInvisibleTimeMillsForRecv": "1000", "grpcClientConsumerMinLongPollingTimeoutMillis": "1000"}
+
+
 def with_grpc(settings: dict[str, str]) -> dict[str, str]:
-    """``settings`` of a broker with its gRPC endpoint on a free port (kept when it has one)."""
+    """``settings`` of a broker with its gRPC endpoint on a free port (kept when it has one), and
+    FAST_RECEIVES."""
     settings.setdefault(GRPC_PORT_KEY, str(free_port()))
-    settings["enableGrpc"] = "true"
+    settings.update(FAST_RECEIVES, enableGrpc="true")
     return settings
 
 
