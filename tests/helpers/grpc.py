@@ -3,6 +3,7 @@ the 5.x clients send (signed when given credentials), and the generated message 
 
 from __future__ import annotations
 
+import gzip
 import queue
 import threading
 import time
@@ -22,7 +23,9 @@ __all__ = [
     "definition",
     "messaging_stub",
     "metadata",
+    "message",
     "producer_settings",
+    "send",
     "resource",
     "service",
 ]
@@ -117,3 +120,35 @@ def consumer_settings(group: str, topic: str, expression: str = "*", sql: bool =
             subscription=definition.Subscription(group=resource(group), subscriptions=[entry]),
         )
     )
+
+
+def message(
+    topic: str,
+    body: bytes,
+    message_id: str,
+    *,
+    tag: str = "",
+    keys: tuple[str, ...] = (),
+    group: str = "",
+    kind: int = definition.MessageType.NORMAL,
+    deliver_at_ms: int | None = None,
+    gzip_body: bool = False,
+    **user_properties: str,
+) -> definition.Message:
+    """A 5.x message as the clients build it (a message group makes it FIFO, a delivery time DELAY)."""
+    system = definition.SystemProperties(
+        message_id=message_id, tag=tag, keys=list(keys), message_group=group, message_type=kind
+    )
+    if deliver_at_ms is not None:
+        system.delivery_timestamp.FromMilliseconds(deliver_at_ms)
+    if gzip_body:
+        system.body_encoding = definition.Encoding.GZIP
+        body = gzip.compress(body)
+    return definition.Message(
+        topic=resource(topic), body=body, system_properties=system, user_properties=user_properties
+    )
+
+
+def send(stub: MessagingServiceStub, *messages: definition.Message, client_id: str = "test-client", **credentials: str):
+    request = service.SendMessageRequest(messages=list(messages))
+    return stub.SendMessage(request, metadata=metadata(client_id, **credentials), timeout=5)

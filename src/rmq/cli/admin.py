@@ -38,6 +38,7 @@ from rmq.protocol.perm import PERM_READ, PERM_WRITE, perm_to_string
 from rmq.protocol.record import StoredMessage
 from rmq.protocol.replica import DEFAULT_RANGE_SIZE
 from rmq.protocol.route import MASTER_ID
+from rmq.protocol.topic_attributes import SETTABLE_TYPES
 from rmq.settings import Invalid, Size
 
 EXIT_FAILED = 1
@@ -318,6 +319,15 @@ def topic_settings(fn: Callable) -> Callable:
             help="Permission bits: 4 read, 2 write.",
         ),
         click.option("-o", "--order", is_flag=True, help="An ordered topic."),
+        click.option(
+            "-t",
+            "--type",
+            "message_type",
+            type=click.Choice(SETTABLE_TYPES, case_sensitive=False),
+            default=None,
+            help="The messages it takes (RocketMQ 5.x's +message.type attribute; checked on every send). "
+            "Unset: NORMAL.",
+        ),
         click.option("-c", "--cluster", default=None, help="Only the masters of this cluster."),
         click.option("-b", "--broker", default=None, help="Only this broker (host:port)."),
     ]
@@ -335,13 +345,15 @@ def _update(
     write_queues,
     perm,
     order,
+    message_type,
     cluster_name,
     broker,
     verb: str,
 ) -> None:
     read = read_queues if read_queues is not None else (queues or 8)
     write = write_queues if write_queues is not None else (queues or 8)
-    addrs = admin.update_topic(topic_name, read, write, perm, order, cluster_name, broker)
+    kind = message_type.upper() if message_type else None
+    addrs = admin.update_topic(topic_name, read, write, perm, order, cluster_name, broker, message_type=kind)
     data = {
         "topic": topic_name,
         "readQueueNums": read,
@@ -350,12 +362,15 @@ def _update(
         "order": order,
         "brokers": addrs,
     }
+    if kind:
+        data["messageType"] = kind
+    type_text = f", {kind} messages" if kind else ""
     emit(
         as_json,
         data,
         lambda: (
             f"{verb} topic {topic_name} ({read} read / {write} write queues, "
-            f"perm {perm_to_string(perm)}) on {', '.join(addrs)}"
+            f"perm {perm_to_string(perm)}{type_text}) on {', '.join(addrs)}"
         ),
     )
 

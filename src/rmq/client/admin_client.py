@@ -56,6 +56,7 @@ from rmq.protocol.replica import (
     RangeDigest,
 )
 from rmq.protocol.route import MASTER_ID
+from rmq.protocol.topic_attributes import MESSAGE_TYPE_ATTRIBUTE, format_attribute_changes
 from rmq.settings import DEFAULT_CONTROLLER_PORT, DEFAULT_NAMESRV_ADDR
 
 DEFAULT_NAMESRV = DEFAULT_NAMESRV_ADDR
@@ -309,8 +310,11 @@ class AdminClient:
         order: bool = False,
         cluster: str | None = None,
         broker_addr: str | None = None,
+        message_type: str | None = None,
     ) -> list[str]:
-        """UPDATE_AND_CREATE_TOPIC on one broker, or on every master (of a cluster); the addresses."""
+        """UPDATE_AND_CREATE_TOPIC on one broker, or on every master (of a cluster); the addresses.
+        ``message_type`` sets RocketMQ 5.x's ``message.type`` attribute (NORMAL, FIFO, DELAY,
+        TRANSACTION, MIXED); None leaves the topic's as it is."""
         addrs = [broker_addr] if broker_addr else list(self.master_addrs(cluster).values())
         if not addrs:
             raise AdminError("no master broker is registered with the name server")
@@ -324,6 +328,8 @@ class AdminClient:
             "topicSysFlag": 0,
             "order": order,
         }
+        if message_type is not None:
+            ext["attributes"] = format_attribute_changes({MESSAGE_TYPE_ATTRIBUTE: message_type})
         for addr in addrs:
             self.invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
         return addrs

@@ -12,6 +12,8 @@ from __future__ import annotations
 import hashlib
 import hmac
 
+from rmq.protocol.acl import SignedCall
+
 # metadata keys (GrpcConstants)
 CLIENT_ID = "x-mq-client-id"
 LANGUAGE = "x-mq-language"
@@ -38,6 +40,13 @@ RUNTIME_GRPC_PORT = "grpcServerPort"
 def sign(secret_key: str, date_time: str) -> str:
     """The Signature a 5.x client sends for ``date_time`` (hex, as the Python and Java clients)."""
     return hmac.new(secret_key.encode("utf-8"), date_time.encode("utf-8"), hashlib.sha1).hexdigest()
+
+
+def signed_call(authorization_value: str, date_time: str) -> SignedCall:
+    """The call a client signed with this ``authorization`` and ``x-mq-date-time``; ValueError
+    saying what is wrong with the header."""
+    access_key, signature = parse_authorization(authorization_value)
+    return SignedCall(access_key, date_time.encode("utf-8"), signature)
 
 
 def authorization(access_key: str, secret_key: str, date_time: str) -> str:

@@ -29,6 +29,7 @@ from typing import Any, Protocol
 
 from rmq.errors import RmqError
 from rmq.net.codec import RemotingCommand
+from rmq.protocol.acl import SignedCall
 
 log = logging.getLogger("rmq.proxy")
 
@@ -66,8 +67,10 @@ class LocalChannel:
         self._answers_due: dict[int, tuple[int, float, Callable[[int, int | None, float], object]]] = {}
         #: rmq-grpc loop: a request the broker sends this client (CHECK_TRANSACTION_STATE)
         self.on_request: Callable[[RemotingCommand], None] | None = None
-        #: the access key the endpoint authenticated this client's calls with (ACL), if any
-        self.access_key: str | None = None
+        #: the endpoint's own channel (its requests pass the broker's ACL check)
+        self.internal = False
+        #: broker loop: the signed 5.x call the request being dispatched serves (the ACL check reads it)
+        self.signed_call: SignedCall | None = None
 
     def __repr__(self) -> str:
         return f"<LocalChannel {self.client_id} {self.remote_address}>"
@@ -144,16 +147,21 @@ class Bridge:
     # -- calls --------------------------------------------------------------------------------
 
     async def call(
-        self, request: RemotingCommand, channel: LocalChannel, timeout: float | None = None
+        self,
+        request: RemotingCommand,
+        channel: LocalChannel,
+        signed: SignedCall | None = None,
+        timeout: float | None = None,
     ) -> RemotingCommand:
         """Serve ``request`` from ``channel``'s client by the broker's processors; their answer.
-        asyncio.TimeoutError after ``timeout`` (the bridge's by default); BridgeClosed on shutdown."""
+        ``signed``: the client's signed call it serves, for the broker's ACL check. asyncio.TimeoutError
+        after ``timeout`` (the bridge's by default); BridgeClosed on shutdown."""
         if self._closed:
             raise BridgeClosed("the gRPC endpoint is shutting down")
         future: asyncio.Future[RemotingCommand] = self._loop.create_future()
         self._pending[request.opaque] = future
         try:
-            self._broker.call_soon_threadsafe(self._dispatch, channel, request)
+            self._broker.call_soon_threadsafe(self._dispatch, channel, request, signed)
         except RuntimeError:
             self._pending.pop(request.opaque, None)
             raise BridgeClosed("the broker is shutting down") from None
@@ -166,9 +174,10 @@ class Bridge:
         finally:
             self._pending.pop(request.opaque, None)
 
-    def _dispatch(self, channel: LocalChannel, request: RemotingCommand) -> None:
-        # broker loop thread
+    def _dispatch(self, channel: LocalChannel, request: RemotingCommand, signed: SignedCall | None) -> None:
+        # broker loop thread: the check runs inside dispatch, before anything else is dispatched
         channel.read_at = time.monotonic()
+        channel.signed_call = signed
         self._broker.dispatch(channel, request)
 
     def _answer(self, response: RemotingCommand) -> None:

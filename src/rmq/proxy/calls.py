@@ -4,6 +4,7 @@ topic facts it needs on every send, cached briefly.
 
     calls = BrokerCalls(config, bridge, remoting_client)
     await calls.local(request)               # this broker's processors (as the endpoint itself)
+    await calls.for_client(ctx, request)     # ... for a calling client (its channel, its signed call)
     await calls.namesrv(request)             # the first name server that answers
     await calls.broker(addr, request)        # this broker in process, another over remoting
     await calls.topic(topic)                 # TopicInfo (queues, perm, message type), or None
@@ -25,7 +26,8 @@ from rmq.protocol.grpc.v2.definition_pb2 import Code
 from rmq.protocol.topic_attributes import TopicMessageType, topic_message_type
 from rmq.proxy.bridge import Bridge, LocalChannel
 from rmq.proxy.config import ProxyConfig
-from rmq.proxy.status import ProxyError
+from rmq.proxy.context import CallContext
+from rmq.proxy.status import ProxyError, check
 
 # How long a topic's config is reused for sends (RocketMQ's proxy caches topic metadata too): a
 # change of queues or message type reaches the endpoint within this; the broker checks types itself.
@@ -69,10 +71,16 @@ class BrokerCalls:
     def own_channel(self) -> LocalChannel:
         if self._self is None or not self._self.is_active:
             self._self = self.bridge.channel(SELF_CLIENT_ID, f"{self.config.host}:0")
+            self._self.internal = True
         return self._self
 
-    async def local(self, request: RemotingCommand, channel: LocalChannel | None = None) -> RemotingCommand:
-        return await self.bridge.call(request, channel or self.own_channel)
+    async def local(self, request: RemotingCommand) -> RemotingCommand:
+        """``request`` to this broker as the endpoint itself (past the broker's ACL check)."""
+        return await self.bridge.call(request, self.own_channel)
+
+    async def for_client(self, ctx: CallContext, request: RemotingCommand) -> RemotingCommand:
+        """``request`` to this broker for the calling client: its channel, its signed call checked."""
+        return await self.bridge.call(request, ctx.channel, ctx.signed)
 
     async def remote(self, addr: str, request: RemotingCommand) -> RemotingCommand:
         """``request`` to ``addr`` over remoting; ProxyError PROXY_TIMEOUT / INTERNAL_SERVER_ERROR
@@ -85,9 +93,10 @@ class BrokerCalls:
         except RemotingError as e:
             raise ProxyError(Code.INTERNAL_SERVER_ERROR, f"cannot reach {addr}: {e}") from None
 
-    async def broker(self, addr: str, request: RemotingCommand) -> RemotingCommand:
+    async def broker(self, addr: str, request: RemotingCommand, ctx: CallContext | None = None) -> RemotingCommand:
+        """This broker in process (for ``ctx``'s client when given), another over remoting."""
         if addr == self.config.broker_addr:
-            return await self.local(request)
+            return await (self.for_client(ctx, request) if ctx is not None else self.local(request))
         return await self.remote(addr, request)
 
     async def namesrv(self, request_factory) -> RemotingCommand:
@@ -113,11 +122,10 @@ class BrokerCalls:
         self._topics[topic] = (now + TOPIC_CACHE_SECONDS, info)
         return info
 
-    async def fetch_topic(self, topic: str, addr: str) -> TopicInfo | None:
+    async def fetch_topic(self, topic: str, addr: str, ctx: CallContext | None = None) -> TopicInfo | None:
         """GET_TOPIC_CONFIG of ``topic`` at the broker ``addr``; None when it has no such topic."""
-        response = await self.broker(addr, RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, {"topic": topic}))
+        request = RemotingCommand.request(RequestCode.GET_TOPIC_CONFIG, {"topic": topic})
+        response = await self.broker(addr, request, ctx)
         if response.code == ResponseCode.TOPIC_NOT_EXIST:
             return None
-        if response.code != ResponseCode.SUCCESS:
-            raise ProxyError(Code.INTERNAL_SERVER_ERROR, response.remark or f"GET_TOPIC_CONFIG: {response.code}")
-        return topic_info(body_bytes(response.body))
+        return topic_info(body_bytes(check(response).body))

@@ -112,7 +112,15 @@ class TelemetryStream:
 
 
 class ClientService:
-    def __init__(self, calls: BrokerCalls, max_body_size: int, validate_message_type: bool, delay_levels_ms: list[int]):
+    def __init__(
+        self,
+        calls: BrokerCalls,
+        max_body_size: int,
+        validate_message_type: bool,
+        delay_levels_ms: list[int],
+        acl_enable: bool = False,
+    ):
+        self.acl_enable = acl_enable
         self.calls = calls
         self.max_body_size = max_body_size
         self.validate_message_type = validate_message_type
@@ -167,7 +175,7 @@ class ClientService:
         )
         request.language = ctx.language or request.language
         request.version = CLIENT_VERSION_5
-        check(await self.calls.local(request, channel))
+        check(await self.calls.for_client(ctx, request))
         return channel
 
     async def _group_config(self, group: str) -> dict[str, Any] | None:
@@ -218,7 +226,10 @@ class ClientService:
     async def telemetry(
         self, request_iterator: AsyncIterator[pb.TelemetryCommand], context
     ) -> AsyncIterator[pb.TelemetryCommand]:
-        ctx = CallContext.of(context, self.calls.bridge)
+        try:
+            ctx = CallContext.of(context, self.calls.bridge, self.acl_enable)
+        except ProxyError as e:
+            await context.abort(grpc.StatusCode.UNAUTHENTICATED, e.message)
         stream = TelemetryStream(ctx)
         self._streams.add(stream)
         reader = asyncio.ensure_future(self._read(stream, request_iterator, context))
@@ -244,12 +255,14 @@ class ClientService:
                     await self._settings_from(stream, command.settings)
                 # thread stack traces and verify results answer requests rmq never makes
         except ProxyError as e:
-            # the proxy's processTelemetryException: a client's mistake is INVALID_ARGUMENT
-            code = (
-                grpc.StatusCode.INVALID_ARGUMENT
-                if Code.BAD_REQUEST <= e.code < Code.INTERNAL_ERROR
-                else grpc.StatusCode.INTERNAL
-            )
+            # the proxy's processTelemetryException: a client's mistake is INVALID_ARGUMENT; a refused
+            # signature or permission is what the proxy's authentication interceptor answers
+            if e.code == Code.UNAUTHORIZED:
+                code = grpc.StatusCode.UNAUTHENTICATED
+            elif Code.BAD_REQUEST <= e.code < Code.INTERNAL_ERROR:
+                code = grpc.StatusCode.INVALID_ARGUMENT
+            else:
+                code = grpc.StatusCode.INTERNAL
             stream.failure = (code, f"process client telemetryCommand failed. {e.message}")
         except asyncio.CancelledError:
             raise
@@ -300,7 +313,7 @@ class ClientService:
         for fields in unregisters:
             request_fields = {"clientID": channel.client_id, **fields}
             check(
-                await self.calls.local(RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, request_fields), channel)
+                await self.calls.for_client(ctx, RemotingCommand.request(RequestCode.UNREGISTER_CLIENT, request_fields))
             )
         ctx.bridge.forget(channel)
         return pb.NotifyClientTerminationResponse(status=OK)

@@ -7,6 +7,7 @@ import dataclasses
 from typing import Any
 
 from rmq.protocol import proxy as metadata_keys
+from rmq.protocol.acl import SignedCall
 from rmq.protocol.grpc.v2.definition_pb2 import Code
 from rmq.proxy.bridge import Bridge, LocalChannel
 from rmq.proxy.status import ProxyError
@@ -26,12 +27,24 @@ class CallContext:
     metadata: dict[str, str]
     remote_address: str
     bridge: Bridge
+    #: the client's signed call (aclEnable only: otherwise the authorization header is ignored)
+    signed: SignedCall | None = None
 
     @classmethod
-    def of(cls, context: Any, bridge: Bridge) -> CallContext:
-        """From a grpc.aio ServicerContext."""
+    def of(cls, context: Any, bridge: Bridge, acl_enable: bool = False) -> CallContext:
+        """From a grpc.aio ServicerContext. With ``acl_enable``, a malformed authorization header
+        is UNAUTHORIZED; a missing one leaves the call unsigned (the broker's check refuses it)."""
         metadata = {k: v for k, v in (context.invocation_metadata() or ()) if isinstance(v, str)}
-        return cls(metadata, peer_address(context.peer() or ""), bridge)
+        ctx = cls(metadata, peer_address(context.peer() or ""), bridge)
+        if acl_enable and metadata.get(metadata_keys.AUTHORIZATION):
+            date_time = metadata.get(metadata_keys.DATE_TIME)
+            if not date_time:
+                raise ProxyError(Code.UNAUTHORIZED, f"the call is signed but carries no {metadata_keys.DATE_TIME}")
+            try:
+                ctx.signed = metadata_keys.signed_call(metadata[metadata_keys.AUTHORIZATION], date_time)
+            except ValueError as e:
+                raise ProxyError(Code.UNAUTHORIZED, str(e)) from None
+        return ctx
 
     @property
     def client_id(self) -> str:

@@ -43,6 +43,7 @@ from rmq.protocol.proxy import RUNTIME_GRPC_PORT
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.topic_attributes import TopicMessageType
 from rmq.proxy.calls import BrokerCalls
+from rmq.proxy.context import CallContext
 from rmq.proxy.status import OK, ProxyError
 
 # How long another broker's gRPC port is reused before it is asked again (a broker restarted with
@@ -135,10 +136,11 @@ class RouteService:
         self._grpc_ports[addr] = (now + GRPC_PORT_CACHE_SECONDS, port)
         return port
 
-    async def message_type(self, topic: str, route: dict[str, Any]) -> TopicMessageType:
+    async def message_type(self, ctx: CallContext, topic: str, route: dict[str, Any]) -> TopicMessageType:
         names = {q.get("brokerName") for q in route.get("queueDatas", [])}
         if self.calls.config.broker_name in names:
-            info = await self.calls.topic(topic)
+            # for the client, not from the cache: with aclEnable the broker checks its signature here
+            info = await self.calls.fetch_topic(topic, self.calls.config.broker_addr, ctx)
         else:
             masters = [
                 b["brokerAddrs"][str(MASTER_ID)]
@@ -148,10 +150,10 @@ class RouteService:
             info = await self.calls.fetch_topic(topic, masters[0]) if masters else None
         return info.message_type if info is not None else TopicMessageType.UNSPECIFIED
 
-    async def query_route(self, request: QueryRouteRequest) -> QueryRouteResponse:
+    async def query_route(self, ctx: CallContext, request: QueryRouteRequest) -> QueryRouteResponse:
         topic = check_topic(request.topic)
         route = await self.topic_route(topic)
-        accepted = _ACCEPTED[await self.message_type(topic, route)]
+        accepted = _ACCEPTED[await self.message_type(ctx, topic, route)]
         brokers: dict[str, list[Broker]] = {}
         for broker_data in route.get("brokerDatas", []):
             name = broker_data["brokerName"]

@@ -6,6 +6,8 @@ the response's status (rmq.proxy.status): a call is answered, never failed at th
     client       Heartbeat, Telemetry, NotifyClientTermination
     consumer     QueryAssignment, ReceiveMessage, AckMessage, ChangeInvisibleDuration,
                  ForwardMessageToDeadLetterQueue
+    send         SendMessage
+    transaction  EndTransaction; the broker's transaction checks down a client's Telemetry stream
 """
 
 from __future__ import annotations
@@ -13,15 +15,19 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
+from rmq.net.codec import RemotingCommand
 from rmq.protocol.grpc.v2 import service_pb2 as pb
 from rmq.protocol.grpc.v2.service_pb2_grpc import MessagingServiceServicer
+from rmq.proxy.bridge import LocalChannel
 from rmq.proxy.calls import BrokerCalls
-from rmq.proxy.client import ClientService
+from rmq.proxy.client import ClientService, TelemetryStream
 from rmq.proxy.config import ProxyConfig
 from rmq.proxy.consumer import Call, ConsumerActivities
 from rmq.proxy.context import CallContext
 from rmq.proxy.route import RouteService
+from rmq.proxy.send import SendService
 from rmq.proxy.status import from_exception
+from rmq.proxy.transaction import TransactionService, TransactionTable
 
 _Response = TypeVar("_Response")
 # a client's request timeout when its settings do not say (the 5.x clients' default)
@@ -35,9 +41,22 @@ class MessagingService(MessagingServiceServicer):
         self.bridge = calls.bridge
         self.routes = RouteService(calls, grpc_port)
         self.clients = ClientService(
-            calls, config.max_message_size, config.enable_topic_message_type_check, config.delay_levels_ms
+            calls,
+            config.max_message_size,
+            config.enable_topic_message_type_check,
+            config.delay_levels_ms,
+            config.acl_enable,
         )
         self.consumers = ConsumerActivities(config, calls, self.routes)
+        table = TransactionTable()
+        self.sends = SendService(calls, table, config.max_message_size, config.enable_topic_message_type_check)
+        self.transactions = TransactionService(calls, table)
+        self.clients.on_broker_request = self._to_client
+
+    def _to_client(self, channel: LocalChannel, stream: TelemetryStream, request: RemotingCommand) -> None:
+        command = self.transactions.recovery_command(channel, request)
+        if command is not None:
+            stream.write(command)
 
     def close(self) -> None:
         """End the open streams (shutdown)."""
@@ -50,20 +69,21 @@ class MessagingService(MessagingServiceServicer):
         serve: Callable[[CallContext], Awaitable[_Response]],
     ) -> _Response:
         try:
-            ctx = CallContext.of(context, self.bridge)
+            ctx = CallContext.of(context, self.bridge, self.config.acl_enable)
             return await serve(ctx)
         except Exception as e:  # every failure is the response's status
             return response_type(status=from_exception(e))
 
     async def QueryRoute(self, request: pb.QueryRouteRequest, context: Any) -> pb.QueryRouteResponse:
-        return await self._unary(context, pb.QueryRouteResponse, lambda ctx: self.routes.query_route(request))
+        return await self._unary(context, pb.QueryRouteResponse, lambda ctx: self.routes.query_route(ctx, request))
 
     def _call(self, ctx: CallContext) -> Call:
-        """The client's requests to the broker: through the bridge, on its channel."""
-        channel = ctx.channel
+        """The client's requests to the broker: through the bridge, on its channel, signed as the
+        call is (the broker's ACL check)."""
+        channel, signed = ctx.channel, ctx.signed
 
         def call(request: Any, timeout: float | None = None) -> Awaitable[Any]:
-            return self.bridge.call(request, channel, timeout)
+            return self.bridge.call(request, channel, signed, timeout)
 
         return call
 
@@ -127,3 +147,11 @@ class MessagingService(MessagingServiceServicer):
         # an async generator function itself: grpc.aio tells streaming handlers by that
         async for command in self.clients.telemetry(request_iterator, context):
             yield command
+
+    async def SendMessage(self, request: pb.SendMessageRequest, context: Any) -> pb.SendMessageResponse:
+        return await self._unary(context, pb.SendMessageResponse, lambda ctx: self.sends.send_message(ctx, request))
+
+    async def EndTransaction(self, request: pb.EndTransactionRequest, context: Any) -> pb.EndTransactionResponse:
+        return await self._unary(
+            context, pb.EndTransactionResponse, lambda ctx: self.transactions.end_transaction(ctx, request)
+        )
