@@ -59,6 +59,7 @@ def test_acked_messages_never_come_back_and_unacked_come_back_with_one_more_atte
     put(pop_broker, TOPIC, b"dropped")
     popped = {m.body: m for m in popper.pop(invisible_ms=500)}
     assert popper.ack(popped[b"acked"]).code == ResponseCode.SUCCESS
+    wait_until(lambda: pop_broker.pop_service.in_flight(GROUP) == 1, 5, "one message in flight")
     back = wait_until(lambda: popper.pop(invisible_ms=60_000), 5, "the unacked message came back")
     assert bodies(back) == [b"dropped"]
     assert back[0].reconsume_times == 1
@@ -178,3 +179,17 @@ def test_a_fifo_lock_outlives_a_restart_of_the_broker(start_broker, client):
     assert popper.pop(order=True, max_msgs=1) == []  # o0 is still out, invisible
     assert popper.ack(first).code == ResponseCode.SUCCESS
     assert [m.body for m in popper.pop(order=True, max_msgs=1)] == [b"o1"]
+
+
+def test_a_pop_whose_checkpoint_cannot_be_stored_pops_nothing_and_loses_nothing(pop_broker, popper):
+    put(pop_broker, TOPIC, b"kept")
+    level = pop_broker.store.config.disk_space_warning_level_ratio
+    pop_broker.store.config.disk_space_warning_level_ratio = 0.0  # every disk is "full": puts refused
+    pop_broker.check_disk()
+    try:
+        answer = call(popper.client, popper.addr, pop_request(TOPIC, GROUP))
+        assert answer.code == ResponseCode.POLLING_TIMEOUT and answer.remark == "checkpoint not stored"
+    finally:
+        pop_broker.store.config.disk_space_warning_level_ratio = level
+        pop_broker.check_disk()
+    assert bodies(popper.pop()) == [b"kept"]

@@ -5,8 +5,9 @@ event loop thread (``rmq-broker-loop``); the request side is ``rmq.broker.proces
 
 Crash safety rests on three orderings:
 
-1. a pop advances the group's consume offset in memory at once (no second pop takes the same
-   messages), but answers only once its checkpoint is durable in the revive topic (SYNC_FLUSH);
+1. a pop advances the queue's pop offset at once (no second pop takes the same messages), but the
+   group's consume offset, and its answer, only once its checkpoint is durable in the revive topic
+   (SYNC_FLUSH): the offsets file never passes a checkpoint a crash could still take;
 2. an ack is answered once its ack record is durable; the revive service reads checkpoints and acks
    of a revive queue in order (an ack always follows its checkpoint there);
 3. the revive offset (the group ``CID_RMQ_SYS_REVIVE_GROUP``'s offset in each revive queue) never
@@ -156,6 +157,10 @@ class PopService:
         self._after_revive_puts: list[tuple[int, int]] = []
         self._revive_put_failed = False
         self.order_info = controller.consumer_order_info_manager
+        # (group, topic, queueId) -> [where its next pop starts, checkpoints of it not yet durable]:
+        # the consume offset moves only once they are, so the offsets file never passes a
+        # checkpoint a crash could still take
+        self._pop_offsets: dict[tuple[str, str, int], list[int]] = {}
         self._parked: list[ParkedPop] = []
         self._wake: Callable[[ParkedPop, bool], None] | None = None
         self.revived = 0  # messages put back to a retry topic
@@ -259,6 +264,49 @@ class PopService:
         if self.offsets.query_offset(ck.cid, ck.topic, ck.queue_id) < end:
             self.offsets.commit_offset(ck.cid, ck.topic, ck.queue_id, end, self.controller.broker_addr)
 
+    # -- pop offsets ----------------------------------------------------------------------------
+
+    def pop_offset(self, group: str, topic: str, queue_id: int) -> int:
+        """Where the next pop of the queue starts (-1: the group has no offset there yet)."""
+        pending = self._pop_offsets.get((group, topic, queue_id))
+        return pending[0] if pending is not None else self.offsets.query_offset(group, topic, queue_id)
+
+    def skip_to(self, group: str, topic: str, queue_id: int, offset: int) -> None:
+        """The group will never pop what lies before ``offset`` (filtered out, or out of the queue)."""
+        pending = self._pop_offsets.get((group, topic, queue_id))
+        if pending is not None:
+            pending[0] = max(pending[0], offset)
+        else:
+            self.offsets.commit_offset(group, topic, queue_id, offset, self.controller.broker_addr)
+
+    def checkpoint_pending(self, group: str, topic: str, queue_id: int, next_offset: int) -> None:
+        """A pop took the queue up to ``next_offset``; its checkpoint is on its way to the disk."""
+        pending = self._pop_offsets.setdefault((group, topic, queue_id), [next_offset, 0])
+        pending[0] = max(pending[0], next_offset)
+        pending[1] += 1
+
+    def checkpoint_failed(self, group: str, topic: str, queue_id: int, start_offset: int) -> None:
+        """The checkpoint just put could not be stored (nothing else ran since ``checkpoint_pending``):
+        its messages were not popped, the next pop takes them again."""
+        key = (group, topic, queue_id)
+        pending = self._pop_offsets[key]
+        pending[0] = start_offset
+        pending[1] -= 1
+        if pending[1] == 0:
+            del self._pop_offsets[key]
+
+    def checkpoint_durable(self, group: str, topic: str, queue_id: int, next_offset: int) -> None:
+        """That checkpoint is durable (checkpoints complete in the order they were put): the consume
+        offset moves past its messages, and to the pop offset once no checkpoint of the queue waits."""
+        key = (group, topic, queue_id)
+        pending = self._pop_offsets[key]
+        pending[1] -= 1
+        if pending[1] == 0:
+            next_offset = pending[0]
+            del self._pop_offsets[key]
+        if next_offset > self.offsets.query_offset(group, topic, queue_id):
+            self.offsets.commit_offset(group, topic, queue_id, next_offset, self.controller.broker_addr)
+
     # -- revive ---------------------------------------------------------------------------------
 
     def revive_round(self) -> None:
@@ -358,7 +406,8 @@ class PopService:
             self._revive_put_failed = False
 
     def in_flight(self, group: str) -> int:
-        """Messages of ``group`` popped and neither acked nor revived yet (for admin views)."""
+        """Messages of ``group`` popped and neither acked nor revived yet, as the revive service has
+        read them (up to one reviveInterval behind): what a consumer progress view calls invisible."""
         return sum(
             bin(~p.ck.bit_map & ((1 << p.ck.num) - 1)).count("1")
             for pending in self._pending.values()

@@ -122,7 +122,12 @@ class PopProcessor(Processor[PopServices]):
                 f"the broker[{c.broker_addr}] pop message is timeout too much: bornTime {header.born_time} + "
                 f"pollTime {header.poll_time} is more than {POLL_LATE_MILLIS} ms before now ({now})",
             )
-        queue_nums, tag_filter = self._check(header, channel, request, built, parked, expired)
+        try:
+            queue_nums, tag_filter = self._check(header, channel, request, built, parked, expired)
+        except RequestRefused:
+            if parked is not None:  # refused now (a topic deleted meanwhile): answered once, not again
+                self.pop.finish(parked)
+            raise
         if tag_filter is NOT_BUILT:
             return None
         taken, rest = self._take(header, queue_nums, tag_filter, now)
@@ -257,11 +262,11 @@ class PopProcessor(Processor[PopServices]):
         return taken, rest
 
     def _backlog(self, group: str, topic: str, queue_id: int) -> int:
-        offset = self.controller.consumer_offset_manager.query_offset(group, topic, queue_id)
+        offset = self.pop.pop_offset(group, topic, queue_id)
         return max(0, self.store.get_max_offset_in_queue(topic, queue_id) - max(offset, 0))
 
     def _pop_offset(self, header: PopRequest, topic: str, queue_id: int) -> int:
-        offset = self.controller.consumer_offset_manager.query_offset(header.consumer_group, topic, queue_id)
+        offset = self.pop.pop_offset(header.consumer_group, topic, queue_id)
         if offset >= 0:
             return offset
         if header.init_mode == INIT_MODE_MAX and topic == header.topic:
@@ -271,19 +276,17 @@ class PopProcessor(Processor[PopServices]):
     def _take_queue(
         self, header: PopRequest, topic: str, queue_id: int, room: int, tag_filter: Any, now: int
     ) -> tuple[_Taken | None, int] | None:
-        c = self.controller
         group = header.consumer_group
-        offsets = c.consumer_offset_manager
         offset = self._pop_offset(header, topic, queue_id)
         result = self.store.get_message(group, topic, queue_id, offset, room, MAX_POP_BYTES, tag_filter)
         if result.status in _CORRECTED_STATUSES and result.next_begin_offset != offset:
             offset = result.next_begin_offset
-            offsets.commit_offset(group, topic, queue_id, offset, c.broker_addr)
+            self.pop.skip_to(group, topic, queue_id, offset)
             result = self.store.get_message(group, topic, queue_id, offset, room, MAX_POP_BYTES, tag_filter)
         backlog = max(0, result.max_offset - result.next_begin_offset)
         if result.status != GetMessageStatus.FOUND or not result.messages:
             if result.next_begin_offset > offset:  # filtered out: never to be popped by this group
-                offsets.commit_offset(group, topic, queue_id, result.next_begin_offset, c.broker_addr)
+                self.pop.skip_to(group, topic, queue_id, result.next_begin_offset)
             return None, backlog
         item = _Taken(topic, queue_id, offset, result.next_begin_offset, list(result.queue_offsets), result.messages)
         if header.order:
@@ -323,38 +326,45 @@ class PopProcessor(Processor[PopServices]):
             c.get_counts.add(header.consumer_group, header.topic, len(body), sum(map(len, body)))
             return success(request, fields, body=body, remark="FOUND")
 
-        def durable(_result: PutMessageResult) -> None:
+        def answer_when_durable(_result: PutMessageResult | None = None) -> None:
             waiting[0] -= 1
             if waiting[0] == 0:
                 channel.send_response(answer())
 
+        def durable(item: _Taken, result: PutMessageResult) -> None:
+            if result.ok:
+                self.pop.checkpoint_durable(header.consumer_group, item.topic, item.queue_id, item.next_offset)
+            answer_when_durable()
+
         for item in taken:
-            if not header.order:
-                ck = PopCheckPoint(
-                    item.start_offset,
-                    now,
-                    header.invisible_time,
-                    0,
-                    len(item.records),
-                    item.queue_id,
-                    item.topic,
-                    header.consumer_group,
-                    0,
-                    [o - item.start_offset for o in item.queue_offsets],
-                    broker_name,
+            if header.order:
+                # the queue stays at its batch: an ack moves it (ConsumerOrderInfoManager)
+                c.consumer_offset_manager.commit_offset(
+                    header.consumer_group, item.topic, item.queue_id, item.start_offset, channel.remote_address
                 )
-                waiting[0] += 1
-                if not self.pop.put_record(revive_qid, CK_TAG, ck.encode(), durable).ok:
-                    # not stored: these messages were not popped (the consume offset stays)
-                    log.error("POP checkpoint of %s/%d not stored", item.topic, item.queue_id)
-                    continue
-            c.consumer_offset_manager.commit_offset(
-                header.consumer_group,
-                item.topic,
+                kept.append(item)
+                continue
+            ck = PopCheckPoint(
+                item.start_offset,
+                now,
+                header.invisible_time,
+                0,
+                len(item.records),
                 item.queue_id,
-                item.start_offset if header.order else item.next_offset,
-                channel.remote_address,
+                item.topic,
+                header.consumer_group,
+                0,
+                [o - item.start_offset for o in item.queue_offsets],
+                broker_name,
             )
+            waiting[0] += 1
+            # the next pop starts past these at once; the consume offset follows once the checkpoint is durable
+            self.pop.checkpoint_pending(header.consumer_group, item.topic, item.queue_id, item.next_offset)
+            if not self.pop.put_record(revive_qid, CK_TAG, ck.encode(), partial(durable, item)).ok:
+                log.error("POP checkpoint of %s/%d not stored: its messages stay to be popped", item.topic,
+                          item.queue_id)  # fmt: skip
+                self.pop.checkpoint_failed(header.consumer_group, item.topic, item.queue_id, item.start_offset)
+                continue
             kept.append(item)
         for item in kept:
             start_infos.append(offset_info_entry(item.topic, item.queue_id, item.start_offset))
