@@ -10,7 +10,7 @@ each row, so it may see a row a moment old, never a torn one that matters to a c
 from __future__ import annotations
 
 import bisect
-from collections.abc import Hashable
+from typing import Any
 
 # RocketMQ 5.x's buckets (RemotingMetricsManager's rpcCostTimeBuckets), ms
 RPC_LATENCY_BOUNDS_MS = (1, 3, 5, 7, 10, 100, 1000)
@@ -20,15 +20,16 @@ PROTOCOL_GRPC = "grpc_v2"
 
 
 class LatencyTable:
-    """Per key: counts per RPC_LATENCY_BOUNDS_MS bucket (the last one above them all), then the sum
-    of ms. The caller bounds the keys (known codes only), so a client cannot grow the table."""
+    """Per key (request, response): counts per RPC_LATENCY_BOUNDS_MS bucket (the last one above them
+    all), then the sum of ms. The caller bounds the keys (known codes only), so a client cannot grow
+    the table."""
 
     __slots__ = ("table",)
 
     def __init__(self) -> None:
-        self.table: dict[Hashable, list[float]] = {}
+        self.table: dict[tuple[Any, Any], list[float]] = {}
 
-    def observe_key(self, key: Hashable, seconds: float) -> None:
+    def observe_key(self, key: tuple[Any, Any], seconds: float) -> None:
         counts = self.table.get(key)
         if counts is None:
             counts = self.table[key] = [0] * (len(RPC_LATENCY_BOUNDS_MS) + 2)
@@ -36,5 +37,5 @@ class LatencyTable:
         counts[bisect.bisect_left(RPC_LATENCY_BOUNDS_MS, ms)] += 1
         counts[-1] += ms
 
-    def snapshot(self) -> list[tuple[Hashable, list[float]]]:
+    def snapshot(self) -> list[tuple[tuple[Any, Any], list[float]]]:
         return [(key, list(counts)) for key, counts in list(self.table.items())]

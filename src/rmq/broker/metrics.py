@@ -243,12 +243,10 @@ class BrokerCollector:
             ("protocol_type", "request_code", "response_code"),
         )
         rows = []
-        for key, counts in self.rpc_latency.snapshot():
-            request, response = key  # type: ignore[misc]
+        for (request, response), counts in self.rpc_latency.snapshot():
             rows.append((PROTOCOL_REMOTING, _code_label(request), _code_label(response), counts))
         for protocol_type, table in self.rpc_latency_sources:
-            for key, counts in table.snapshot():
-                request, response = key  # type: ignore[misc]
+            for (request, response), counts in table.snapshot():
                 rows.append((protocol_type, str(request), str(response), counts))
         for protocol_type, request_label, response_label, counts in sorted(rows):
             rpc.add_metric(

@@ -44,6 +44,7 @@ from rmq.protocol.message import (
     retry_topic,
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
+from rmq.protocol.pop import original_topic
 from rmq.protocol.record import StoredMessage, decode_msg_id, decode_records
 from rmq.protocol.replica import (
     PROMOTE_ROLE,
@@ -92,6 +93,26 @@ class QueueProgress:
     broker_offset: int
     consumer_offset: int
     last_timestamp: int
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+@dataclasses.dataclass
+class PopQueueProgress:
+    """One queue of a POP group (GET_POP_CONSUME_STATS, rmq's own): ``invisible`` popped and not
+    acked yet, ``acked`` popped and no longer invisible; a row of the group's POP retry topic
+    (``retry``) holds what came back unacked."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    invisible: int
+    acked: int
+    retry: bool
 
     @property
     def lag(self) -> int:
@@ -401,6 +422,34 @@ class AdminClient:
                     )
                 )
         return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
+
+    def pop_progress(self, group: str, topic: str | None = None) -> list[PopQueueProgress]:
+        """A POP group's queues (its POP retry topics' among them) on each broker it pops from; a
+        broker that does not know the request (an Apache RocketMQ one) has none."""
+        rows = []
+        ext = {"consumerGroup": group, "topic": topic or ""}
+        masters = self.topic_masters(topic) if topic else self._group_masters(group)
+        for addr in masters.values():
+            try:
+                body = self._mq_tables(addr, RequestCode.GET_POP_CONSUME_STATS, ext)
+            except ResponseError as e:
+                if e.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    raise
+                continue
+            for mq, o in body["offsetTable"].items():
+                rows.append(
+                    PopQueueProgress(
+                        mq.topic,
+                        mq.broker_name,
+                        mq.queue_id,
+                        int(o["brokerOffset"]),
+                        int(o["consumerOffset"]),
+                        int(o["invisible"]),
+                        int(o["acked"]),
+                        original_topic(mq.topic, group) != mq.topic,
+                    )
+                )
+        return sorted(rows, key=lambda r: (r.retry, r.topic, r.broker_name, r.queue_id))
 
     def consumer_connections(self, group: str) -> dict[str, Any]:
         """The group's online consumers (GET_CONSUMER_CONNECTION_LIST) merged over its brokers:

@@ -93,6 +93,9 @@ class RequestCode(IntEnum):
     PROMOTE_TO_MASTER = 9103
     # {} -> the timer store's checkpoint (JSON, rmq.broker.timer); a slave copies its master's
     GET_TIMER_CHECKPOINT = 9104
+    # {consumerGroup, topic?} -> a POP group's queues: offsets, invisible and acked messages
+    # (PopConsumeStats, rmq.broker.processor.pop_admin)
+    GET_POP_CONSUME_STATS = 9105
 
 
 class ResponseCode(IntEnum):

@@ -46,7 +46,6 @@ from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol import pop
 from rmq.protocol.codes import RequestCode, ResponseCode
-from rmq.protocol.compression import UndecodableBody
 from rmq.protocol.fields import BadRequest
 from rmq.protocol.grpc.v2 import definition_pb2, service_pb2
 from rmq.protocol.grpc.v2.definition_pb2 import Code
@@ -57,7 +56,7 @@ from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import ExpressionType, build_subscription_data
 from rmq.proxy.calls import BrokerCalls
 from rmq.proxy.client import check_group
-from rmq.proxy.receive import build_message
+from rmq.proxy.convert import grpc_message
 from rmq.proxy.route import RouteService, check_topic, endpoints
 from rmq.proxy.status import OK, ProxyError, check, from_exception, from_response, status
 
@@ -175,12 +174,12 @@ class ConsumerActivities:
                 if port is None:
                     continue
                 name = broker_data["brokerName"]
-                broker = definition_pb2.Broker(
+                member = definition_pb2.Broker(
                     name=name, id=int(broker_id), endpoints=endpoints(addr.rpartition(":")[0], port)
                 )
-                brokers.setdefault(name, broker)
+                brokers.setdefault(name, member)
                 if int(broker_id) == MASTER_ID:
-                    brokers[name] = broker
+                    brokers[name] = member
         assignments = []
         for queue_data in route.get("queueDatas", []):
             perm, read_nums = int(queue_data.get("perm", 0)), int(queue_data.get("readQueueNums", 0))
@@ -300,7 +299,7 @@ class ConsumerActivities:
         call: Call,
     ) -> list[definition_pb2.Message]:
         """The popped messages to hand the client; those past its max attempts go to the DLQ
-        (PopMessageResultFilterImpl), one whose body cannot be inflated too (it never will be)."""
+        (PopMessageResultFilterImpl)."""
         out = []
         for record in decode_records(_body_bytes(response.body)):
             ck = record.properties.get(pop.PROPERTY_POP_CK)
@@ -312,11 +311,7 @@ class ConsumerActivities:
             if record.reconsume_times >= settings.max_attempts:
                 await self._to_dlq(topic, group, handle, record.properties.get("UNIQ_KEY") or record.msg_id, call)
                 continue
-            try:
-                out.append(build_message(record, topic, handle))
-            except UndecodableBody as e:
-                log.error("popped message %s of %s goes to the DLQ: %s", record.msg_id, topic, e)
-                await self._to_dlq(topic, group, handle, record.msg_id, call)
+            out.append(grpc_message(record, topic, handle))
         return out
 
     # -- AckMessage ----------------------------------------------------------------------------
@@ -349,15 +344,7 @@ class ConsumerActivities:
         return service_pb2.AckMessageResponse(status=overall, entries=entries)
 
     async def _ack(self, topic: str, group: str, handle: ReceiptHandle, call: Call) -> RemotingCommand:
-        extra = handle.extra_info
-        # the topic asked for: the broker reads the retry topic off the extraInfo (docs/pop.md)
-        ack = pop.AckRequest(
-            consumer_group=group,
-            topic=topic,
-            queue_id=extra.queue_id,
-            extra_info=extra.encode(),
-            offset=extra.msg_queue_offset,
-        )
+        ack = _ack_request(topic, group, handle)
         return await call(RemotingCommand.request(RequestCode.ACK_MESSAGE, ack.fields()))
 
     # -- ChangeInvisibleDuration ---------------------------------------------------------------
@@ -372,14 +359,7 @@ class ConsumerActivities:
             validate_invisible_time(self.config, invisible, 0)
             handle = decode_handle(request.receipt_handle)
             extra = handle.extra_info
-            change = pop.AckRequest(
-                consumer_group=group,
-                topic=topic,
-                queue_id=extra.queue_id,
-                extra_info=extra.encode(),
-                offset=extra.msg_queue_offset,
-                invisible_time=invisible,
-            )
+            change = _ack_request(topic, group, handle, invisible)
             answer = await call(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, change.fields()))
             if answer.code != ResponseCode.SUCCESS:
                 return service_pb2.ChangeInvisibleDurationResponse(status=_abnormal("changeInvisibleDuration"))
@@ -436,6 +416,13 @@ _PERMISSIONS = {
     (False, True): definition_pb2.WRITE,
     (False, False): definition_pb2.NONE,
 }
+
+
+def _ack_request(topic: str, group: str, handle: ReceiptHandle, invisible_time: int | None = None) -> pop.AckRequest:
+    """ACK_MESSAGE's header, with ``invisible_time`` CHANGE_MESSAGE_INVISIBLETIME's. The topic is
+    the one asked for: the broker reads the retry topic off the extraInfo (docs/pop.md)."""
+    extra = handle.extra_info
+    return pop.AckRequest(group, topic, extra.queue_id, extra.encode(), extra.msg_queue_offset, invisible_time)
 
 
 def _abnormal(what: str) -> definition_pb2.Status:

@@ -33,8 +33,10 @@ import zlib
 
 from google.protobuf.timestamp_pb2 import Timestamp
 
+from rmq.protocol.compression import UndecodableBody, decompress_body
 from rmq.protocol.grpc.v2.definition_pb2 import (
     Code,
+    DeadLetterQueue,
     Digest,
     DigestType,
     Encoding,
@@ -43,7 +45,8 @@ from rmq.protocol.grpc.v2.definition_pb2 import (
     SystemProperties,
 )
 from rmq.protocol.grpc.v2.definition_pb2 import Message as GrpcMessage
-from rmq.protocol.message import CompressionType, MessageProperty, MessageSysFlag
+from rmq.protocol.message import MessageProperty
+from rmq.protocol.receipt_handle import ReceiptHandle
 from rmq.protocol.record import StoredMessage
 from rmq.protocol.topic_attributes import TopicMessageType, message_type_of
 from rmq.proxy.status import ProxyError
@@ -60,6 +63,8 @@ MAX_TRANSACTION_RECOVERY_SECONDS = 3600
 KEY_SEPARATOR = " "
 CHECK_IMMUNITY_TIME = MessageProperty.CHECK_IMMUNITY_TIME_IN_SECONDS
 TRACE_CONTEXT = "TRACE_CONTEXT"
+DLQ_ORIGIN_TOPIC = "DLQ_ORIGIN_TOPIC"
+DLQ_ORIGIN_MESSAGE_ID = "DLQ_ORIGIN_MESSAGE_ID"
 BORN_HOST = "__BORNHOST"
 # gzip's window bits for zlib: a gzip header and trailer
 _GZIP_WBITS = 16 + zlib.MAX_WBITS
@@ -215,23 +220,22 @@ def _timestamp(ms: int) -> Timestamp:
 
 
 def stored_body(message: StoredMessage) -> bytes:
-    """The body as its producer gave it: a 4.x client's zlib-COMPRESSED one inflated (the Node
-    client reads nothing but plain and gzip); another compression is passed on as stored."""
-    if (
-        message.sys_flag & MessageSysFlag.COMPRESSED
-        and CompressionType.of_sys_flag(message.sys_flag) == CompressionType.ZLIB
-    ):
-        try:
-            return zlib.decompress(message.body)
-        except zlib.error:
-            log.warning("message %s is marked compressed but is no zlib stream: passed on as stored", message.msg_id)
+    """The body as its producer gave it: a COMPRESSED one inflated (zlib as 4.x clients write it,
+    lz4 or zstd by the 5.x sysFlag bits; at most maxMessageSize), as the Node client reads nothing
+    but plain and gzip; one that does not inflate is passed on as stored."""
+    try:
+        return decompress_body(message.body, message.sys_flag)
+    except UndecodableBody as e:
+        log.warning("message %s: %s; passed on as stored", message.msg_id, e)
     return message.body
 
 
-def grpc_message(message: StoredMessage) -> GrpcMessage:
+def grpc_message(message: StoredMessage, topic: str | None = None, handle: ReceiptHandle | None = None) -> GrpcMessage:
     """A stored record as a 5.x ``Message`` (GrpcConverter.buildMessage): system properties from
     the record and its properties, the other properties as user properties, an MD5 body digest
-    (upper-case hex, as the Node and Python clients both accept)."""
+    (upper-case hex, as the Node and Python clients both accept). A popped one (rmq.proxy.consumer)
+    carries its receipt handle and invisible duration, and the topic it was asked for, also when it
+    was popped from the group's retry topic."""
     props = message.properties
     body = stored_body(message)
     system = SystemProperties(
@@ -257,8 +261,19 @@ def grpc_message(message: StoredMessage) -> GrpcMessage:
     trace = props.get(TRACE_CONTEXT)
     if trace:
         system.trace_context = trace
+    delay_sec = props.get(MessageProperty.TIMER_DELAY_SEC)
     deliver_ms = props.get(MessageProperty.TIMER_DELIVER_MS)
-    if deliver_ms and deliver_ms.isdigit():
+    if delay_sec and delay_sec.isdigit():  # GrpcConverter: counted from now
+        system.delivery_timestamp.CopyFrom(_timestamp(int(time.time() * 1000) + int(delay_sec) * 1000))
+    elif deliver_ms and deliver_ms.isdigit():
         system.delivery_timestamp.CopyFrom(_timestamp(int(deliver_ms)))
+    origin_topic, origin_id = props.get(DLQ_ORIGIN_TOPIC), props.get(DLQ_ORIGIN_MESSAGE_ID)
+    if origin_topic is not None and origin_id is not None:
+        system.dead_letter_queue.CopyFrom(DeadLetterQueue(topic=origin_topic, message_id=origin_id))
+    if handle is not None:
+        system.receipt_handle = handle.encode()
+        system.invisible_duration.FromMilliseconds(handle.extra_info.invisible_time)
     user = {k: v for k, v in props.items() if k not in SYSTEM_PROPERTY_KEYS and k not in _NOT_USER_PROPERTIES}
-    return GrpcMessage(topic=Resource(name=message.topic), user_properties=user, system_properties=system, body=body)
+    return GrpcMessage(
+        topic=Resource(name=topic or message.topic), user_properties=user, system_properties=system, body=body
+    )

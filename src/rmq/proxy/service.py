@@ -4,10 +4,10 @@ the response's status (rmq.proxy.status): a call is answered, never failed at th
 
     route        QueryRoute
     client       Heartbeat, Telemetry, NotifyClientTermination
-    consumer     QueryAssignment, ReceiveMessage, AckMessage, ChangeInvisibleDuration,
-                 ForwardMessageToDeadLetterQueue
     send         SendMessage
     transaction  EndTransaction; the broker's transaction checks down a client's Telemetry stream
+    consumer     QueryAssignment, ReceiveMessage, AckMessage, ChangeInvisibleDuration,
+                 ForwardMessageToDeadLetterQueue
 """
 
 from __future__ import annotations
@@ -47,11 +47,11 @@ class MessagingService(MessagingServiceServicer):
             config.delay_levels_ms,
             config.acl_enable,
         )
-        self.consumers = ConsumerActivities(config, calls, self.routes)
         table = TransactionTable()
         self.sends = SendService(calls, table, config.max_message_size, config.enable_topic_message_type_check)
         self.transactions = TransactionService(calls, table)
         self.clients.on_broker_request = self._to_client
+        self.consumers = ConsumerActivities(config, calls, self.routes)
 
     def _to_client(self, channel: LocalChannel, stream: TelemetryStream, request: RemotingCommand) -> None:
         command = self.transactions.recovery_command(channel, request)
@@ -78,8 +78,7 @@ class MessagingService(MessagingServiceServicer):
         return await self._unary(context, pb.QueryRouteResponse, lambda ctx: self.routes.query_route(ctx, request))
 
     def _call(self, ctx: CallContext) -> Call:
-        """The client's requests to the broker: through the bridge, on its channel, signed as the
-        call is (the broker's ACL check)."""
+        """The client's requests to the broker: through the bridge, on its channel."""
         channel, signed = ctx.channel, ctx.signed
 
         def call(request: Any, timeout: float | None = None) -> Awaitable[Any]:
@@ -95,7 +94,7 @@ class MessagingService(MessagingServiceServicer):
     async def ReceiveMessage(self, request: pb.ReceiveMessageRequest, context: Any) -> AsyncIterator[Any]:
         remaining = context.time_remaining()
         try:
-            ctx = CallContext.of(context, self.bridge)
+            ctx = CallContext.of(context, self.bridge, self.config.acl_enable)
             call = self._call(ctx)
         except Exception as e:
             yield pb.ReceiveMessageResponse(status=from_exception(e))
