@@ -20,6 +20,7 @@ import re
 from pathlib import Path
 
 from rmq.protocol.codes import ResponseCode
+from rmq.protocol.topic_attributes import MESSAGE_TYPE_ATTRIBUTE, format_attribute_changes
 from tests.helpers import LOOPBACK, free_port, wait_for_port
 from tests.helpers.compat import ClientRunner, peer
 from tests.helpers.processes import Cluster
@@ -33,9 +34,8 @@ GRPC_PORT_KEY = "grpcServerPort"
 PYTHON_CLIENT_SNIPPET = "from rocketmq import"
 #: the gRPC endpoint the README's snippets name
 README_ENDPOINT = "127.0.0.1:8081"
-#: CreateTopicRequestHeader's field of topic attributes ("+key=value,..."), and the 5.x type's key
+#: CreateTopicRequestHeader's field of topic attributes ("+key=value,...")
 TOPIC_ATTRIBUTES_FIELD = "attributes"
-MESSAGE_TYPE_ATTRIBUTE = "message.type"
 #: seconds a broker's gRPC endpoint may take to listen once its remoting port does
 GRPC_START_TIMEOUT = 10.0
 
@@ -83,7 +83,7 @@ class GrpcCluster(Cluster):
         """``topic`` with the 5.x attribute ``+message.type`` (NORMAL, FIFO, DELAY, TRANSACTION), as
         ``rmq-admin topic create --type`` sends it: the 5.x clients send only the types a route accepts."""
         request = update_topic_request(topic, queues)
-        request.ext_fields[TOPIC_ATTRIBUTES_FIELD] = f"+{MESSAGE_TYPE_ATTRIBUTE}={message_type}"
+        request.ext_fields[TOPIC_ATTRIBUTES_FIELD] = format_attribute_changes({MESSAGE_TYPE_ATTRIBUTE: message_type})
         answer = self.call(request)
         assert answer.code == ResponseCode.SUCCESS, answer.remark
         return topic

@@ -27,7 +27,7 @@ def configuration(endpoint: str) -> ClientConfiguration:
 def filter_expression(expression: str) -> FilterExpression:
     """``SQL92:<sql>`` subscribes by SQL92, anything else is a tag expression."""
     if expression.startswith("SQL92:"):
-        return FilterExpression(expression[len("SQL92:") :], FilterType.SQL92)
+        return FilterExpression(expression[len("SQL92:") :], FilterType.SQL)
     return FilterExpression(expression)
 
 
