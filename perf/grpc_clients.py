@@ -2,7 +2,7 @@
 remoting) on the same ASYNC_FLUSH broker (issue 24, acceptance 5; not part of the test suite).
 
     PYTHONPATH=src python perf/grpc_clients.py [--seconds 5] [--drain 5000] [--rate 5000]
-        [--python5 .cache/compat/venv-rocketmq-python-client-5.1.2/bin/python] [--rounds 1]
+        [--procs 4] [--python5 .cache/compat/venv-rocketmq-python-client-5.1.2/bin/python] [--rounds 1]
 
 Each figure is one client process (1 KiB bodies), the 5.x ones run by perf/grpc_client5.py in the
 client's own virtual environment (``.ci/install-peers rocketmq-python-5`` makes it), the 4.x ones by
@@ -15,8 +15,9 @@ perf/sdk_vs_generator.py's ``--client``:
   counted; a 5.x receive loop counts its ReceiveMessage and AckMessage requests; a 4.x send is one
   SEND_MESSAGE_V2, its 0.3 s warm-up not counted): what a client's start-up and heartbeats cost the
   broker is in it, so it is an upper bound, the 4.x one a little more so;
-- an open loop of 5.x sends at ``--rate`` msgs/s (send_async, latency from each send's due time):
-  p50 / p99 / p999 and the rate reached.
+- an open loop of 5.x sends at ``--rate`` msgs/s shared by ``--procs`` client processes (one
+  Python client process sends ~3,000/s at most; send_async, latency from each send's due time):
+  p50 / p99 / p999 over all of them, the rate reached and the broker's CPU per request.
 """
 
 from __future__ import annotations
@@ -24,10 +25,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from bench_broker import create_topic, exit_on_signal, start_broker, stop_process
@@ -44,7 +47,8 @@ RECEIVE_BATCH = 32
 
 
 def child(argv: list[str]) -> dict | float:
-    out = subprocess.run(argv, capture_output=True, text=True, timeout=900)
+    env = dict(os.environ, RMQ_PERF_DIR=str(HERE))  # sdk_vs_generator's --client finds bench_client there
+    out = subprocess.run(argv, capture_output=True, text=True, timeout=900, env=env)
     if out.returncode:
         raise RuntimeError(f"{argv[:4]} failed: {out.stderr[-2000:]}")
     last = out.stdout.strip().splitlines()[-1]
@@ -58,6 +62,30 @@ def measured(broker_pid: int, argv: list[str]) -> tuple[dict | float, float]:
     return result, cpu_seconds(broker_pid) - before
 
 
+def open_loop(broker_pid: int, five: list[str], endpoint: str, rate: float, procs: int, seconds: float) -> None:
+    """``procs`` 5.x client processes sending ``rate`` / ``procs`` msgs/s each, at once; their
+    latencies merged."""
+    argv = [*five, endpoint, "Latency5", "open-loop", str(seconds), str(rate / procs)]
+    before = cpu_seconds(broker_pid)
+    with ThreadPoolExecutor(procs) as pool:
+        results = list(pool.map(lambda _: child(argv), range(procs)))
+    broker_cpu = cpu_seconds(broker_pid) - before
+    latencies = sorted(x for r in results for x in r["latencies_ms"])
+    reached = sum(r["msgs_per_s"] for r in results)
+    requests = sum(r["requests"] for r in results)
+    failed = sum(r["failed"] for r in results)
+
+    def at(share: float) -> float:
+        return latencies[min(len(latencies) - 1, int(len(latencies) * share))]
+
+    print(
+        f"  5.x open loop at {rate:,.0f}/s ({procs} processes): reached {reached:,.0f}/s, p50 {at(0.5):.2f} ms, "
+        f"p99 {at(0.99):.2f} ms, p999 {at(0.999):.2f} ms, {failed} failed; "
+        f"broker {broker_cpu * 1e6 / requests:.1f} us CPU/request",
+        flush=True,
+    )
+
+
 def main() -> int:
     signal.signal(signal.SIGTERM, exit_on_signal)
     signal.signal(signal.SIGINT, exit_on_signal)
@@ -67,6 +95,7 @@ def main() -> int:
     parser.add_argument("--rate", type=float, default=5000.0)
     parser.add_argument("--python5", type=Path, default=DEFAULT_PYTHON5)
     parser.add_argument("--rounds", type=int, default=1)
+    parser.add_argument("--procs", type=int, default=4, help="5.x client processes sharing the open loop's rate")
     args = parser.parse_args()
     logging.basicConfig(level=logging.ERROR)
     if not args.python5.exists():
@@ -111,16 +140,7 @@ def main() -> int:
                     if requests:
                         line += f"   broker {broker_cpu * 1e6 / requests:7.1f} us CPU/request"
                     print(line, flush=True)
-                result, broker_cpu = measured(
-                    proc.pid, [*five, endpoint, "Latency5", "open-loop", str(args.seconds), str(args.rate)]
-                )
-                assert isinstance(result, dict)
-                print(
-                    f"  5.x open loop at {args.rate:,.0f}/s: reached {result['msgs_per_s']:,.0f}/s, "
-                    f"p50 {result['p50_ms']:.2f} ms, p99 {result['p99_ms']:.2f} ms, p999 {result['p999_ms']:.2f} ms, "
-                    f"{result['failed']} failed; broker {broker_cpu * 1e6 / result['requests']:.1f} us CPU/request",
-                    flush=True,
-                )
+                open_loop(proc.pid, five, endpoint, args.rate, args.procs, args.seconds)
         finally:
             stop_process(proc)
     return 0
