@@ -16,6 +16,7 @@ import pytest
 
 from rmq.protocol.grpc.v2.definition_pb2 import Code
 from tests.helpers.acl import write_acl_rules
+from tests.helpers.compat import ClientRunner
 from tests.helpers.grpc_clients import GrpcCluster, acked_bodies, delivered, python_client_log
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -92,7 +93,7 @@ def test_transactions_commit_roll_back_and_an_open_one_is_committed_by_the_produ
     assert not checked - left_open, "a transaction already ended was checked"
 
     committed = {body for body, decision in decisions.items() if decision != "rollback"}
-    got = grpc_clients.simple_consume(cluster.endpoint, topic, "py5-tx", len(committed) + 1, idle=4)
+    got = grpc_clients.simple_consume(cluster.endpoint, topic, "py5-tx", len(committed) + 1, idle=2)
     assert Counter(acked_bodies(got)) == Counter(committed), "rolled back ones delivered, or committed ones missing"
 
 
@@ -133,12 +134,16 @@ def test_tag_and_sql92_subscriptions_get_exactly_the_matching_messages(grpc_clie
     by_tag = {f"q-body-{i}" for i in range(count) if i % 3 != 2}  # TagA || TagB
     by_sql = {f"q-body-{i}" for i in range(count) if i >= 20 and i % 3 == 0}
 
-    tagged = grpc_clients.simple_consume(
-        cluster.endpoint, topic, "py5-tags", len(by_tag) + 1, idle=4, filter="TagA || TagB"
-    )
-    sql = grpc_clients.simple_consume(
-        cluster.endpoint, topic, "py5-sql", len(by_sql) + 1, idle=4, filter="SQL92:i >= 20 AND TAGS = 'TagA'"
-    )
+    # one more than should come: each waits out its idle time (at once, side by side)
+    consumers = {
+        name: grpc_clients.start_simple_consumer(cluster.endpoint, topic, f"py5-{name}", count + 1, 3, filter=expr)
+        for name, expr, count in (
+            ("tags", "TagA || TagB", len(by_tag)),
+            ("sql", "SQL92:i >= 20 AND TAGS = 'TagA'", len(by_sql)),
+        )
+    }
+    results = ClientRunner.wait_all(consumers, timeout=60)
+    tagged, sql = results["tags"], results["sql"]
 
     assert Counter(acked_bodies(tagged)) == Counter(by_tag)
     assert Counter(acked_bodies(sql)) == Counter(by_sql)

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 from rmq.protocol.codes import ResponseCode
@@ -113,6 +114,12 @@ class Grpc5Clients:
         return self.runner.run(
             "py5_simple_consume.py", endpoint, topic, group, count, idle, json.dumps(options), timeout=timeout
         )
+
+    def start_simple_consumer(
+        self, endpoint: str, topic: str, group: str, count: int, idle: float, **options
+    ) -> subprocess.Popen:
+        """``simple_consume`` started, for ClientRunner.wait_all."""
+        return self.runner.start("py5_simple_consume.py", endpoint, topic, group, count, idle, json.dumps(options))
 
     def push_consume(
         self, endpoint: str, topic: str, group: str, expression: str, count: int, idle: float, timeout: float = 60
