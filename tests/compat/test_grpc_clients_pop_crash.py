@@ -108,7 +108,10 @@ def test_a_simple_consumer_acks_every_message_exactly_once_across_broker_kills(g
 
     outcome = Outcome(consumer.lines)
     assert set(outcome.deliveries) == set(sent), f"delivered what was never sent\n{errors[-2000:]}"
-    assert not outcome.delivered_after_ack, f"delivered again after an ack succeeded: {outcome.delivered_after_ack}"
+    assert not outcome.delivered_after_ack, (
+        f"delivered again after an ack succeeded: {sorted(set(outcome.delivered_after_ack))}; the first: "
+        f"{[line for line in consumer.lines if line.get('body') == outcome.delivered_after_ack[0]]}"
+    )
     assert max(outcome.acked.values()) == 1
     # not vacuous: kills hit acks in flight, and messages left unacked came back across kills
     assert sum(outcome.deliveries.values()) > len(sent)
