@@ -108,7 +108,7 @@ def test_a_readme_snippet_runs_as_written(readme_broker, index):
 
 CONTROLLER_QUICK_START = "**Controller mode on one machine**"
 # what its commands name, each replaced by one of the test's own
-QUICK_START_PORTS = ("9876", "9880", "10911", "10921")
+QUICK_START_PORTS = ("9876", "9880", "10911", "10921", "8081", "8091")
 QUICK_START_STORE = "/tmp/rmq-ha"
 # the roles' commands, as the test's spawn runs them (``python ARGS``)
 MODULES = {"rmq-namesrv": ["-m", "rmq.cli.namesrv"], "rmq-broker": ["-m", "rmq.cli.broker"]}

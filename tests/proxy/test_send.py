@@ -11,7 +11,7 @@ from rmq.protocol.codes import ResponseCode
 from rmq.protocol.grpc.v2.definition_pb2 import Code, MessageType
 from rmq.protocol.message import MessageProperty, java_string_hash
 from rmq.proxy.send import consistent_hash
-from tests.helpers.grpc import message, messaging_stub, send
+from tests.helpers.grpc import message, messaging_stub, send, service
 from tests.helpers.requests import call, pull_all, send_request
 
 
@@ -116,3 +116,10 @@ def test_mixed_topics_take_every_type(grpc_broker, stub):
     assert send(stub, message("Anything", b"f", "M-2", group="g")).status.code == Code.OK
     tx = send(stub, message("Anything", b"t", "M-3", kind=MessageType.TRANSACTION))
     assert tx.status.code == Code.OK and tx.entries[0].transaction_id == "M-3"
+
+
+def test_a_send_without_a_client_id_is_refused(grpc_broker, stub):
+    create(grpc_broker, "Anonymous")
+    request = service.SendMessageRequest(messages=[message("Anonymous", b"x", "N-1")])
+    response = stub.SendMessage(request, timeout=5)  # no x-mq-client-id
+    assert response.status.code == Code.CLIENT_ID_REQUIRED

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from rmq.broker.topic_config import TopicConfig
 from rmq.perf.procs import wait_until
-from rmq.protocol.grpc.v2.definition_pb2 import Code, MessageType, TransactionResolution, TransactionSource
+from rmq.protocol.grpc.v2.definition_pb2 import ClientType, Code, MessageType, TransactionResolution, TransactionSource
 from tests.helpers.grpc import Telemetry, message, messaging_stub, metadata, producer_settings, resource, send, service
 from tests.helpers.requests import pull_all
 
@@ -66,3 +66,22 @@ def test_an_open_transaction_is_checked_on_the_producers_stream_and_ended_from_t
     addr = startup.controller.broker_addr
     (delivered,) = wait_until(lambda: pull_all(client, addr, "Orphans", 1), 5, "the checked message committed")
     assert delivered.body == b"orphan"
+
+
+def test_checks_still_reach_a_producer_the_broker_dropped_for_silence_once_it_heartbeats(start_grpc_broker):
+    startup = start_grpc_broker(transactionTimeOut="100", transactionCheckInterval="200")
+    create(startup, "Silent")
+    with messaging_stub(startup.proxy.port) as stub, Telemetry(stub, "quiet-producer") as telemetry:
+        telemetry.send(producer_settings("Silent"))
+        telemetry.receive()
+        # what the broker's scan does to a client silent for 120 s: its channel closed, it forgotten
+        startup.proxy.bridge.find("quiet-producer").close()
+        wait_until(
+            lambda: startup.controller.client_manager.producers.client_ids("Silent") == [], 5, "the producer dropped"
+        )
+        heartbeat = service.HeartbeatRequest(client_type=ClientType.PRODUCER)
+        assert stub.Heartbeat(heartbeat, metadata=metadata("quiet-producer"), timeout=5).status.code == Code.OK
+        sent = send(stub, message("Silent", b"late", "S-1", kind=MessageType.TRANSACTION), client_id="quiet-producer")
+        assert sent.status.code == Code.OK
+        check = telemetry.receive(timeout=10).recover_orphaned_transaction_command
+        assert check.transaction_id == "S-1"

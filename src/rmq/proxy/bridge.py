@@ -24,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import deque
 from collections.abc import Callable
 from typing import Any, Protocol
 
@@ -115,6 +116,11 @@ class Bridge:
         self._pending: dict[int, asyncio.Future[RemotingCommand]] = {}
         self._channels: dict[str, LocalChannel] = {}
         self._closed = False
+        # the broker's answers on their way to the rmq-grpc loop: one wake-up takes all of them
+        # (each wake-up of an asyncio loop from another thread is a socket write, tens of µs on the
+        # broker's loop when the GIL is busy)
+        self._answers: deque[RemotingCommand] = deque()
+        self._drain_scheduled = False
 
     # -- clients ------------------------------------------------------------------------------
 
@@ -181,20 +187,29 @@ class Bridge:
         self._broker.dispatch(channel, request)
 
     def _answer(self, response: RemotingCommand) -> None:
+        # appended before the flag is read: a drain that cleared it pops this answer, or a new one is asked
+        self._answers.append(response)
+        if self._drain_scheduled:
+            return
+        self._drain_scheduled = True
         try:
-            self._loop.call_soon_threadsafe(self._resolve, response)
+            self._loop.call_soon_threadsafe(self._drain)
         except RuntimeError:
             pass  # the rmq-grpc loop is closed: nobody waits any more
 
-    def _resolve(self, response: RemotingCommand) -> None:
-        future = self._pending.get(response.opaque)
-        if future is not None and not future.done():
-            future.set_result(response)
+    def _drain(self) -> None:
+        self._drain_scheduled = False
+        answers, pending = self._answers, self._pending
+        while answers:
+            response = answers.popleft()
+            future = pending.get(response.opaque)
+            if future is not None and not future.done():
+                future.set_result(response)
 
     def _to_client(self, channel: LocalChannel, request: RemotingCommand) -> None:
         def deliver() -> None:
             if channel.on_request is None:
-                log.warning("request code %d for %s dropped: the client has no open stream", request.code, channel)
+                log.debug("request code %d for %s dropped: the client has no open stream", request.code, channel)
                 return
             channel.on_request(request)
 

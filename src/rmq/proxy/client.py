@@ -128,6 +128,8 @@ class ClientService:
         #: client id -> the settings it wrote (GrpcClientSettingsManager's CLIENT_SETTINGS_MAP)
         self.settings: dict[str, Settings] = {}
         self._streams: set[TelemetryStream] = set()
+        #: client id -> its open stream, once its settings came (what its channel's requests go down)
+        self._stream_of: dict[str, TelemetryStream] = {}
         #: rmq-grpc loop: what a request the broker sends a client becomes on its stream
         self.on_broker_request: Callable[[LocalChannel, TelemetryStream, RemotingCommand], None] | None = None
 
@@ -176,7 +178,16 @@ class ClientService:
         request.language = ctx.language or request.language
         request.version = CLIENT_VERSION_5
         check(await self.calls.for_client(ctx, request))
+        stream = self._stream_of.get(channel.client_id)
+        if stream is not None and channel.on_request is None:
+            # a channel the broker dropped (silent 120 s) and this heartbeat made again
+            self._attach(stream, channel)
         return channel
+
+    def _attach(self, stream: TelemetryStream, channel: LocalChannel) -> None:
+        stream.channel = channel
+        stream.on_request = channel.on_request = functools.partial(self._broker_request, channel, stream)
+        self._stream_of[channel.client_id] = stream
 
     async def _group_config(self, group: str) -> dict[str, Any] | None:
         request = RemotingCommand.request(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": group})
@@ -245,8 +256,11 @@ class ClientService:
             reader.cancel()
             self._streams.discard(stream)
             # the client stays registered (its heartbeats keep it): only what went down this stream stops
-            if stream.channel is not None and stream.channel.on_request is stream.on_request:
-                stream.channel.on_request = None
+            if stream.channel is not None:
+                if stream.channel.on_request is stream.on_request:
+                    stream.channel.on_request = None
+                if self._stream_of.get(stream.channel.client_id) is stream:
+                    del self._stream_of[stream.channel.client_id]
 
     async def _read(self, stream: TelemetryStream, request_iterator, context) -> None:
         try:
@@ -277,8 +291,7 @@ class ClientService:
             raise ProxyError(Code.BAD_REQUEST, "there is no publishing or subscription data in settings")
         ctx = stream.ctx
         channel = await self.register(ctx, settings)
-        stream.channel = channel
-        stream.on_request = channel.on_request = functools.partial(self._broker_request, channel, stream)
+        self._attach(stream, channel)
         self.settings[channel.client_id] = settings
         stream.write(pb.TelemetryCommand(status=OK, settings=await self.answer_settings(settings)))
 

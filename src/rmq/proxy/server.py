@@ -76,9 +76,10 @@ class GrpcProxy:
         if self._failure is not None:
             self._thread.join(STOP_TIMEOUT)
             self.remoting.shutdown()
+            gc.collect()  # the server that failed to bind: grpc.aio's poller thread ends with it
             raise RmqError(
                 f"the gRPC endpoint cannot listen on {self.config.host}:{self.config.grpc_server_port}: {self._failure}"
-            ) from self._failure
+            )
         log.info("gRPC endpoint listening on %s:%d", self.config.host, self._port)
         return self
 
@@ -113,7 +114,8 @@ class GrpcProxy:
         try:
             loop.run_until_complete(self._serve())
         except BaseException as e:  # start() reports it
-            self._failure = e
+            # without its traceback, whose frames would keep the grpc server alive
+            self._failure = e.with_traceback(None)
         finally:
             self._ready.set()
             try:
@@ -138,7 +140,11 @@ class GrpcProxy:
         server = grpc.aio.server(options=options, interceptors=[LatencyInterceptor(self.rpc_latency)])
         address = f"{self.config.host}:{self.config.grpc_server_port}"
         credentials = self._credentials()
-        port = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)
+        try:
+            port = server.add_secure_port(address, credentials) if credentials else server.add_insecure_port(address)
+        except BaseException:
+            await server.stop(None)
+            raise
         self._port = port
         self.service = MessagingService(self.config, calls, port)
         service_pb2_grpc.add_MessagingServiceServicer_to_server(self.service, server)

@@ -124,7 +124,8 @@ class TransactionService:
         """What the broker's CHECK_TRANSACTION_STATE becomes on the client's stream; None (logged)
         for a request that is no check or cannot be read."""
         if request.code != RequestCode.CHECK_TRANSACTION_STATE:
-            log.warning("request code %d for gRPC client %s has no 5.x form: dropped", request.code, channel.client_id)
+            # NOTIFY_CONSUMER_IDS_CHANGED and the like: a 5.x consumer pops, it has nothing to rebalance
+            log.debug("request code %d for gRPC client %s has no 5.x form: dropped", request.code, channel.client_id)
             return None
         try:
             header = CheckTransactionStateHeader.from_ext_fields(request.ext_fields)
