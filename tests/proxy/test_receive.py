@@ -68,6 +68,7 @@ def receive(
     queue_id: int = -1,
     expression: definition.FilterExpression | None = None,
     timeout: float = 10,
+    **credentials: str,
 ):
     """The answers of one ReceiveMessage: (status, messages, the stream's last answer)."""
     request = service.ReceiveMessageRequest(
@@ -80,20 +81,20 @@ def receive(
         long_polling_timeout=ms(poll_ms),
         filter_expression=expression or definition.FilterExpression(type=definition.TAG, expression="*"),
     )
-    answers = list(stub.ReceiveMessage(request, metadata=metadata(), timeout=timeout))
+    answers = list(stub.ReceiveMessage(request, metadata=metadata(**credentials), timeout=timeout))
     statuses = [a.status for a in answers if a.HasField("status")]
     assert len(statuses) == 1, answers
     assert answers[0].HasField("status") and answers[-1].HasField("delivery_timestamp")
     return statuses[0], [a.message for a in answers if a.HasField("message")], answers[-1]
 
 
-def ack(stub, message, *, topic: str = TOPIC, group: str = GROUP, handle: str | None = None):
+def ack(stub, message, *, topic: str = TOPIC, group: str = GROUP, handle: str | None = None, **credentials: str):
     entry = service.AckMessageEntry(
         message_id=message.system_properties.message_id,
         receipt_handle=message.system_properties.receipt_handle if handle is None else handle,
     )
     request = service.AckMessageRequest(group=resource(group), topic=resource(topic), entries=[entry])
-    return stub.AckMessage(request, metadata=metadata(), timeout=5)
+    return stub.AckMessage(request, metadata=metadata(**credentials), timeout=5)
 
 
 def change(stub, message, invisible_ms: int, *, handle: str | None = None):
@@ -105,6 +106,11 @@ def change(stub, message, invisible_ms: int, *, handle: str | None = None):
         message_id=message.system_properties.message_id,
     )
     return stub.ChangeInvisibleDuration(request, metadata=metadata(), timeout=5)
+
+
+def query_assignment(stub, topic: str = TOPIC, group: str = GROUP, **credentials: str):
+    request = service.QueryAssignmentRequest(topic=resource(topic), group=resource(group))
+    return stub.QueryAssignment(request, metadata=metadata(**credentials), timeout=5)
 
 
 def bodies(messages) -> list[bytes]:
@@ -287,8 +293,7 @@ def test_bad_names_and_receipt_handles_get_the_proxys_codes(broker, stub):
 
 
 def test_query_assignment_is_one_assignment_of_all_queues_or_each_queue_for_fifo(broker, stub, startup):
-    request = service.QueryAssignmentRequest(topic=resource(TOPIC), group=resource(GROUP))
-    answer = stub.QueryAssignment(request, metadata=metadata(), timeout=5)
+    answer = query_assignment(stub)
     assert answer.status.code == Code.OK
     [assignment] = answer.assignments
     queue = assignment.message_queue
@@ -320,3 +325,35 @@ def test_popped_message_pop_ck_is_not_a_user_property(broker, stub):
     put(broker, TOPIC, b"m")
     _, [message], _ = receive(stub)
     assert PROPERTY_POP_CK not in message.user_properties
+
+
+ACL_RULES = """\
+accounts:
+  - accessKey: consumer-key
+    secretKey: consumer-secret
+    defaultTopicPerm: DENY
+    defaultGroupPerm: DENY
+    topicPerms: [RecvTopic=SUB]
+    groupPerms: [RecvGroup=SUB]
+"""
+CONSUMER = {"access_key": "consumer-key", "secret_key": "consumer-secret"}
+
+
+def test_with_acl_a_consumer_receives_and_acks_only_as_its_account_allows(start_grpc_broker, tmp_path):
+    rules = tmp_path / "plain_acl.yml"
+    rules.write_text(ACL_RULES)
+    started = start_grpc_broker(aclEnable="true", aclConfigFile=str(rules), **FAST)
+    broker = started.controller
+    broker.topic_config_manager.update_topic_config(TopicConfig(TOPIC, 1, 1))
+    put(broker, TOPIC, b"allowed")
+    with messaging_stub(started.proxy.port) as stub:
+        assert query_assignment(stub, **CONSUMER).status.code == Code.OK
+        wrong = {"access_key": "consumer-key", "secret_key": "wrong"}
+        assert query_assignment(stub, **wrong).status.code == Code.UNAUTHORIZED
+        refused, none, _ = receive(stub, **wrong)
+        assert refused.code == Code.UNAUTHORIZED and "Check signature failed" in refused.message and none == []
+        other_group, _, _ = receive(stub, group="OtherGroup", **CONSUMER)
+        assert other_group.code == Code.UNAUTHORIZED and "OtherGroup" in other_group.message
+        _, [message], _ = receive(stub, **CONSUMER)
+        assert ack(stub, message, **wrong).status.code == Code.UNAUTHORIZED
+        assert ack(stub, message, **CONSUMER).status.code == Code.OK

@@ -140,14 +140,18 @@ class ConsumerActivities:
         self.routes = routes
         self._groups: dict[str, tuple[float, GroupSettings]] = {}
 
-    async def group_settings(self, group: str) -> GroupSettings:
-        """The group's FIFO flag and max attempts, at most GROUP_CACHE_SECONDS old."""
+    async def group_settings(self, group: str, call: Call | None = None) -> GroupSettings:
+        """The group's FIFO flag and max attempts, at most GROUP_CACHE_SECONDS old; asked with
+        ``call`` (the client's, its signature checked by the broker) when given, else by the
+        endpoint itself."""
         now = time.monotonic()
         cached = self._groups.get(group)
-        if cached is not None and cached[0] > now:
+        if call is None and cached is not None and cached[0] > now:
             return cached[1]
         request = RemotingCommand.request(RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG, {"group": group})
-        response = await self.calls.local(request)
+        response = await (call(request) if call is not None else self.calls.local(request))
+        if response.code == ResponseCode.NO_PERMISSION:
+            check(response)
         config = orjson.loads(body_bytes(response.body)) if response.code == ResponseCode.SUCCESS else None
         settings = GroupSettings.of(config)
         if len(self._groups) > 10_000:
@@ -158,15 +162,16 @@ class ConsumerActivities:
     # -- QueryAssignment -----------------------------------------------------------------------
 
     async def query_assignment(
-        self, request: service_pb2.QueryAssignmentRequest
+        self, request: service_pb2.QueryAssignmentRequest, call: Call
     ) -> service_pb2.QueryAssignmentResponse:
         """RouteActivity#queryAssignment: per broker of the route with readable queues, its master
         (its lowest id when the master is gone, so a slave serves receives) at its gRPC endpoint;
-        a FIFO group one assignment per queue, others one for all (queue id -1)."""
+        a FIFO group one assignment per queue, others one for all (queue id -1). The group's config
+        is asked with the client's call: with aclEnable a wrong signature is UNAUTHORIZED."""
         topic = check_topic(request.topic)
         group = check_group(request.group)
+        fifo = (await self.group_settings(group, call)).fifo
         route = await self.routes.topic_route(topic)
-        fifo = (await self.group_settings(group)).fifo
         brokers: dict[str, definition_pb2.Broker] = {}
         for broker_data in route.get("brokerDatas", []):
             for broker_id, addr in sorted(broker_data.get("brokerAddrs", {}).items(), key=lambda kv: int(kv[0])):
@@ -326,7 +331,7 @@ class ConsumerActivities:
         for entry in request.entries:
             try:
                 answer = await self._ack(topic, group, decode_handle(entry.receipt_handle), call)
-                entry_status = OK if answer.code == ResponseCode.SUCCESS else _abnormal("ack")
+                entry_status = _ack_status(answer, "ack")
             except Exception as exc:
                 entry_status = from_exception(exc)
             entries.append(
@@ -362,7 +367,9 @@ class ConsumerActivities:
             change = _ack_request(topic, group, handle, invisible)
             answer = await call(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, change.fields()))
             if answer.code != ResponseCode.SUCCESS:
-                return service_pb2.ChangeInvisibleDurationResponse(status=_abnormal("changeInvisibleDuration"))
+                return service_pb2.ChangeInvisibleDurationResponse(
+                    status=_ack_status(answer, "changeInvisibleDuration")
+                )
             changed = pop.ChangeInvisibleTimeResponse.from_fields(answer.ext_fields)
             # the broker checkpointed the message anew, from its own offset (ChangeInvisibleTimeProcessor)
             renewed = ReceiptHandle(
@@ -423,6 +430,15 @@ def _ack_request(topic: str, group: str, handle: ReceiptHandle, invisible_time: 
     the one asked for: the broker reads the retry topic off the extraInfo (docs/pop.md)."""
     extra = handle.extra_info
     return pop.AckRequest(group, topic, extra.queue_id, extra.encode(), extra.msg_queue_offset, invisible_time)
+
+
+def _ack_status(answer: RemotingCommand, what: str) -> definition_pb2.Status:
+    """An ack's or change's status: a broker refusal of the client's permission is UNAUTHORIZED (the
+    proxy refuses it before asking the broker); any other failure "status is abnormal", as the
+    proxy answers a broker's NO_EXIST."""
+    if answer.code in (ResponseCode.SUCCESS, ResponseCode.NO_PERMISSION):
+        return from_response(answer)
+    return _abnormal(what)
 
 
 def _abnormal(what: str) -> definition_pb2.Status:

@@ -88,7 +88,7 @@ class MessagingService(MessagingServiceServicer):
 
     async def QueryAssignment(self, request: pb.QueryAssignmentRequest, context: Any) -> pb.QueryAssignmentResponse:
         return await self._unary(
-            context, pb.QueryAssignmentResponse, lambda ctx: self.consumers.query_assignment(request)
+            context, pb.QueryAssignmentResponse, lambda ctx: self.consumers.query_assignment(request, self._call(ctx))
         )
 
     async def ReceiveMessage(self, request: pb.ReceiveMessageRequest, context: Any) -> AsyncIterator[Any]:
