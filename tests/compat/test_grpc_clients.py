@@ -116,6 +116,24 @@ def test_a_message_whose_invisible_duration_is_changed_comes_back_with_delivery_
         assert first["msgId"] == second["msgId"]
 
 
+def test_a_message_not_acked_within_its_invisible_duration_comes_back_with_delivery_attempt_2(
+    grpc_clients, grpc_cluster
+):
+    cluster, count = grpc_cluster, 2
+    topic = cluster.create_typed_topic("Py5Invisible", "NORMAL")
+    grpc_clients.produce(cluster.endpoint, topic, count, prefix="v")
+
+    # invisible 1 s (the broker's minInvisibleTimeMillsForRecv lowered): the first delivery is left
+    got = grpc_clients.simple_consume(
+        cluster.endpoint, topic, "py5-invisible", count, idle=10, invisible=1, leave_first=["-0", "-1"]
+    )
+
+    for i in range(count):
+        mine = [line for line in got if line.get("body") == f"v-body-{i}"]
+        kinds = [("delivered", line["attempt"]) if "delivered" in line else next(iter(line)) for line in mine]
+        assert kinds == [("delivered", 1), "left", ("delivered", 2), "acked"], f"v-body-{i}: {kinds}"
+
+
 def test_a_push_consumer_gets_every_message(grpc_clients, grpc_cluster):
     cluster, count = grpc_cluster, 10
     topic = cluster.create_typed_topic("Py5Push", "NORMAL")
