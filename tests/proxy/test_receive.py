@@ -260,6 +260,24 @@ def test_a_long_poll_returns_when_a_message_arrives(broker, stub):
     assert time.monotonic() - started < 7  # answered by the message, not by the end of the poll
 
 
+def test_what_a_receive_pops_after_its_client_went_away_comes_back_in_a_second(broker, stub):
+    # the client gives up on a long poll; a message then arrives and the broker's parked pop takes it
+    # for nobody: the proxy nacks it (1 s), or it would stay invisible for the receive's 10 s
+    request = service.ReceiveMessageRequest(
+        group=resource(GROUP),
+        message_queue=definition.MessageQueue(topic=resource(TOPIC), id=-1),
+        batch_size=1,
+        invisible_duration=ms(10_000),
+        long_polling_timeout=ms(8_000),
+    )
+    gone = stub.ReceiveMessage(request, metadata=metadata(), timeout=10)
+    wait_until(lambda: broker.pop_service.parked_count == 1, 5, "the receive's pop is parked")
+    gone.cancel()
+    put(broker, TOPIC, b"orphan")
+    found, messages, _ = receive(stub, poll_ms=4000)
+    assert found.code == Code.OK and bodies(messages) == [b"orphan"]
+
+
 def test_the_node_client_naming_queue_0_receives_from_every_queue(broker, stub):
     put(broker, TOPIC, b"q0", 0)
     put(broker, TOPIC, b"q1", 1)

@@ -28,14 +28,19 @@ and by the call's deadline less longPollingReserveTimeInMillis, the time the ans
 
 A receipt handle (rmq.protocol.receipt_handle) that does not parse, or whose invisible time is over,
 is INVALID_RECEIPT_HANDLE without asking the broker.
+
+What a receive popped for a client that went away (the call cancelled while the broker held its
+long poll, or the stream ended before its messages were written) is nacked: changed to
+NACK_INVISIBLE_TIME_MS, on a task of its own, so it comes back at once.
 """
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable
+from collections.abc import AsyncIterator, Awaitable, Coroutine
 from typing import Any, Protocol
 
 import orjson
@@ -49,13 +54,14 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.fields import BadRequest
 from rmq.protocol.grpc.v2 import definition_pb2, service_pb2
 from rmq.protocol.grpc.v2.definition_pb2 import Code
+from rmq.protocol.message import MessageProperty
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.receipt_handle import ReceiptHandle
 from rmq.protocol.record import decode_records
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.subscription import ExpressionType, build_subscription_data
 from rmq.proxy.calls import BrokerCalls
-from rmq.proxy.client import check_group
+from rmq.proxy.client import DEFAULT_RETRY_MAX_TIMES, check_group
 from rmq.proxy.convert import grpc_message
 from rmq.proxy.route import RouteService, check_topic, endpoints
 from rmq.proxy.status import OK, ProxyError, check, from_exception, from_response, status
@@ -65,10 +71,13 @@ log = logging.getLogger("rmq.proxy")
 # A broker answers a POP at its poll time at the latest; the call to it may take this much longer.
 POP_CALL_MARGIN_S = 3.0
 # What a group the broker has no config of is served with: not FIFO, and the attempts of a group's
-# default retryMaxTimes (16) + 1.
-DEFAULT_MAX_ATTEMPTS = 17
+# default retryMaxTimes + 1.
+DEFAULT_MAX_ATTEMPTS = DEFAULT_RETRY_MAX_TIMES + 1
 # How long a group's config (FIFO, max attempts) is reused: a change reaches receives within this.
 GROUP_CACHE_SECONDS = 1.0
+# A message popped for a client that never got it is visible again this soon (the proxy's
+# ReceiveMessageResponseStreamWriter.NACK_INVISIBLE_TIME).
+NACK_INVISIBLE_TIME_MS = 1000
 
 
 class Call(Protocol):
@@ -80,7 +89,6 @@ class Call(Protocol):
 class ConsumerConfig(Protocol):
     """The ProxyConfig keys the consumer side reads (rmq.settings declares them)."""
 
-    broker_name: str
     min_invisible_time_mills_for_recv: int
     max_invisible_time_mills: int
     default_invisible_time_mills: int
@@ -102,7 +110,8 @@ class GroupSettings:
     def of(cls, config: dict[str, Any] | None) -> GroupSettings:
         if config is None:
             return cls()
-        return cls(bool(config.get("consumeMessageOrderly")), int(config.get("retryMaxTimes", 16)) + 1)
+        retry_max_times = int(config.get("retryMaxTimes", DEFAULT_RETRY_MAX_TIMES))
+        return cls(bool(config.get("consumeMessageOrderly")), retry_max_times + 1)
 
 
 def validate_invisible_time(config: ConsumerConfig, invisible_ms: int, minimum: int) -> None:
@@ -139,6 +148,8 @@ class ConsumerActivities:
         self.calls = calls
         self.routes = routes
         self._groups: dict[str, tuple[float, GroupSettings]] = {}
+        # nacks of messages popped for a client that went away (kept: the loop holds tasks weakly)
+        self._tasks: set[asyncio.Future[None]] = set()
 
     async def group_settings(self, group: str, call: Call | None = None) -> GroupSettings:
         """The group's FIFO flag and max attempts, at most GROUP_CACHE_SECONDS old; asked with
@@ -241,10 +252,17 @@ class ConsumerActivities:
             answer, messages = await self._receive(request, call, request_timeout_ms, remaining_ms)
         except Exception as exc:  # every refusal still ends with the delivery timestamp
             answer, messages = from_exception(exc), []
-        yield service_pb2.ReceiveMessageResponse(status=answer)
-        for message in messages:
-            yield service_pb2.ReceiveMessageResponse(message=message)
-        yield service_pb2.ReceiveMessageResponse(delivery_timestamp=_timestamp_now())
+        written = 0
+        try:
+            yield service_pb2.ReceiveMessageResponse(status=answer)
+            for message in messages:
+                yield service_pb2.ReceiveMessageResponse(message=message)
+                written += 1
+            yield service_pb2.ReceiveMessageResponse(delivery_timestamp=_timestamp_now())
+        finally:
+            if written < len(messages):  # the stream ended under them: the client never got these
+                handles = [m.system_properties.receipt_handle for m in messages[written:]]
+                self._background(self._nack(request, handles, call))
 
     async def _receive(
         self,
@@ -284,7 +302,13 @@ class ConsumerActivities:
             attempt_id=request.attempt_id if request.HasField("attempt_id") else None,
         )
         pop_call = RemotingCommand.request(RequestCode.POP_MESSAGE, pop_request.fields())
-        response = await call(pop_call, polling / 1000 + POP_CALL_MARGIN_S)
+        popping = asyncio.ensure_future(call(pop_call, polling / 1000 + POP_CALL_MARGIN_S))
+        try:
+            response = await asyncio.shield(popping)
+        except asyncio.CancelledError:
+            # the client went away while the broker held its pop: what it pops reaches nobody
+            self._background(self._nack_popped(request, popping, call))
+            raise
         if response.code == ResponseCode.POLLING_FULL:
             return status(Code.TOO_MANY_REQUESTS, "polling full"), []
         if response.code in (ResponseCode.POLLING_TIMEOUT, ResponseCode.PULL_NOT_FOUND):
@@ -306,7 +330,7 @@ class ConsumerActivities:
         """The popped messages to hand the client; those past its max attempts go to the DLQ
         (PopMessageResultFilterImpl)."""
         out = []
-        for record in decode_records(_body_bytes(response.body)):
+        for record in decode_records(body_bytes(response.body)):
             ck = record.properties.get(pop.PROPERTY_POP_CK)
             if ck is None:
                 log.error("popped message %s of %s carries no %s", record.msg_id, topic, pop.PROPERTY_POP_CK)
@@ -314,10 +338,49 @@ class ConsumerActivities:
             handle = ReceiptHandle(pop.ExtraInfo.decode(ck), record.physical_offset)
             # a FIFO pop's attempts are the record's reconsume times too (the broker sets them)
             if record.reconsume_times >= settings.max_attempts:
-                await self._to_dlq(topic, group, handle, record.properties.get("UNIQ_KEY") or record.msg_id, call)
+                await self._to_dlq(
+                    topic, group, handle, record.properties.get(MessageProperty.UNIQ_KEY) or record.msg_id, call
+                )
                 continue
             out.append(grpc_message(record, topic, handle))
         return out
+
+    def close(self) -> None:
+        """Shutdown: the nacks still running stop (their messages come back after their invisible time)."""
+        for task in list(self._tasks):
+            task.cancel()
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(work)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _nack_popped(
+        self, request: service_pb2.ReceiveMessageRequest, popping: asyncio.Future[RemotingCommand], call: Call
+    ) -> None:
+        try:
+            response = await popping
+        except Exception:
+            return  # nothing popped, or the endpoint is shutting down (the messages come back anyway)
+        if response.code != ResponseCode.SUCCESS:
+            return
+        handles = []
+        for record in decode_records(body_bytes(response.body)):
+            ck = record.properties.get(pop.PROPERTY_POP_CK)
+            if ck is not None:
+                handles.append(ReceiptHandle(pop.ExtraInfo.decode(ck), record.physical_offset).encode())
+        await self._nack(request, handles, call)
+
+    async def _nack(self, request: service_pb2.ReceiveMessageRequest, handles: list[str], call: Call) -> None:
+        """Messages popped for a client that never got them come back after NACK_INVISIBLE_TIME_MS,
+        not after their whole invisible time (ReceiveMessageResponseStreamWriter's nack)."""
+        topic, group = request.message_queue.topic.name, request.group.name
+        for text in handles:
+            try:
+                change = _ack_request(topic, group, ReceiptHandle.decode(text), NACK_INVISIBLE_TIME_MS)
+                await call(RemotingCommand.request(RequestCode.CHANGE_MESSAGE_INVISIBLETIME, change.fields()))
+            except Exception as e:  # they come back after their invisible time anyway
+                log.warning("nack of a message %s of %s never delivered failed: %s", topic, group, e)
 
     # -- AckMessage ----------------------------------------------------------------------------
 
@@ -327,18 +390,19 @@ class ConsumerActivities:
             group = check_group(request.group)
         except ProxyError as e:
             return service_pb2.AckMessageResponse(status=status(e.code, e.message))
-        entries = []
-        for entry in request.entries:
+
+        async def ack_one(entry: service_pb2.AckMessageEntry) -> definition_pb2.Status:
             try:
-                answer = await self._ack(topic, group, decode_handle(entry.receipt_handle), call)
-                entry_status = _ack_status(answer, "ack")
+                return _ack_status(await self._ack(topic, group, decode_handle(entry.receipt_handle), call), "ack")
             except Exception as exc:
-                entry_status = from_exception(exc)
-            entries.append(
-                service_pb2.AckMessageResultEntry(
-                    message_id=entry.message_id, receipt_handle=entry.receipt_handle, status=entry_status
-                )
-            )
+                return from_exception(exc)
+
+        # all at once, as the proxy's ackMessageOneByOne: a batch costs one round of broker writes
+        statuses = await asyncio.gather(*(ack_one(entry) for entry in request.entries))
+        entries = [
+            service_pb2.AckMessageResultEntry(message_id=e.message_id, receipt_handle=e.receipt_handle, status=s)
+            for e, s in zip(request.entries, statuses, strict=True)
+        ]
         codes = {e.status.code for e in entries}
         if len(codes) > 1:
             overall = status(Code.MULTIPLE_RESULTS)
@@ -443,9 +507,3 @@ def _ack_status(answer: RemotingCommand, what: str) -> definition_pb2.Status:
 
 def _abnormal(what: str) -> definition_pb2.Status:
     return status(Code.INTERNAL_SERVER_ERROR, f"{what} failed: status is abnormal")
-
-
-def _body_bytes(body: Any) -> bytes:
-    if isinstance(body, list | tuple):
-        return b"".join(bytes(part) for part in body)
-    return bytes(body)

@@ -61,6 +61,7 @@ class MessagingService(MessagingServiceServicer):
     def close(self) -> None:
         """End the open streams (shutdown)."""
         self.clients.close()
+        self.consumers.close()
 
     async def _unary(
         self,
