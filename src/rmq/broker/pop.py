@@ -402,6 +402,11 @@ class PopService:
             if not self._revive_put_failed:
                 for qid, offset in self._after_revive_puts:
                     self._commit_revive_offset(qid, offset)
+                if self._after_revive_puts:
+                    # on disk now, not at the next flushConsumerOffsetInterval: a crash meanwhile
+                    # would read the settled checkpoints back and put their messages back once more,
+                    # copies of a message its consumer may since have acked (once per restart)
+                    self.controller.consumer_offset_manager.persist()
             self._after_revive_puts.clear()
             self._revive_put_failed = False
 
