@@ -372,7 +372,7 @@ def _disk_answer(rec: ModePlan, w: Workload) -> str:
     if rec.disk_used_pct is None or w.disk_bytes is None:
         return text + " No disk given (--disk-bytes): not checked against the broker's disk levels."
     levels = w.disk_levels_pct()
-    margins = ", ".join(f"{pct - rec.disk_used_pct:.0f} points below {pct:g} % ({k})" for k, pct in levels.items())
+    margins = ", ".join(f"{pct - rec.disk_used_pct:.0f} % of the disk to {pct:g} % ({k})" for k, pct in levels.items())
     return text + (
         f" On a {_fmt_bytes(w.disk_bytes)} disk a broker fills at most <b>{rec.disk_used_pct:.0f} %</b>: {margins}."
     )
