@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
 import subprocess
 import sys
 from collections import Counter
@@ -22,7 +23,7 @@ import pytest
 
 from rmq.perf.capacity import cli
 from rmq.perf.capacity.spark_cluster import START_TIMEOUT, SparkCluster, worker_json
-from rmq.perf.procs import free_port
+from rmq.perf.procs import LOOPBACK, free_port
 from tests.helpers.perf_logs import stats_log_lines
 from tests.perf.capacity.test_cli import ROOT, SAMPLES, _env
 
@@ -173,3 +174,15 @@ def test_down_stops_only_what_a_pid_file_names_and_that_still_runs_as_a_spark_da
     down = _cluster_command("down", "--dir", str(tmp_path))
     assert down.returncode == 0 and down.stderr.strip() == "nothing was running"
     assert not list(tmp_path.glob("*.pid"))  # and this process, which one of them named, was left alone
+
+
+def test_up_on_a_taken_port_says_so_and_leaves_nothing_running(tmp_path):
+    port = free_port()
+    with socket.socket() as taken:
+        taken.bind((LOOPBACK, port))
+        taken.listen()
+        up = _cluster_command("up", "--dir", str(tmp_path), "--port", str(port), "--webui-port", str(free_port()))
+    assert up.returncode == 1 and up.stdout == ""
+    assert "Error: the master exited while waiting for the master ALIVE" in up.stderr
+    assert "Address already in use" in up.stderr and "master.log" in up.stderr
+    assert not SparkCluster(tmp_path).running_pids() and not list(tmp_path.glob("*.pid"))

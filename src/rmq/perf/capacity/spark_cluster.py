@@ -16,6 +16,7 @@ spread over all of them from the first stage.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -143,9 +144,7 @@ class SparkCluster:
         try:
             self._spawn("master", MASTER_CLASS, "--host", self.host, "--port", str(self.port),
                         "--webui-port", str(self.webui_port))  # fmt: skip
-            self._wait(
-                lambda: (self.master_json() or {}).get("status") == ALIVE, deadline, "the master ALIVE", "master"
-            )
+            self._wait(self._master_alive, deadline, f"the master ALIVE at {self.master_url}", "master")
             for n in range(1, self.workers + 1):
                 self._spawn(f"worker-{n}", WORKER_CLASS, "--host", self.host, "--cores", str(self.cores),
                             "--memory", self.memory, "--webui-port", "0", "--work-dir", str(self.root / "work"),
@@ -168,13 +167,24 @@ class SparkCluster:
     def _wait(self, predicate: Any, deadline: float, what: str, role: str) -> None:
         def check() -> bool:
             for dead in [role for role, proc in self._started.items() if proc.poll() is not None]:
-                raise SparkClusterError(f"the {dead} exited while waiting for {what}; see {self.log(dead)}")
+                raise SparkClusterError(
+                    f"the {dead} exited while waiting for {what}: {self._why(dead)}; see {self.log(dead)}"
+                )
             return bool(predicate())
 
         try:
             wait_until(check, max(0.0, deadline - time.monotonic()), what, interval=0.25)
         except WaitTimeout as e:
             raise SparkClusterError(f"{e}; see {self.log(role)}") from None
+
+    def _why(self, role: str) -> str:
+        """The last exception its log names (a port taken, too little memory), or its exit."""
+        try:
+            lines = self.log(role).read_text(errors="replace").splitlines()
+        except OSError:
+            lines = []
+        errors = [line.strip() for line in lines if "Exception:" in line or "Error:" in line]
+        return errors[-1][:300] if errors else "no exception logged"
 
     def log(self, role: str) -> Path:
         return self.root / "logs" / f"{role}.log"
@@ -200,18 +210,27 @@ class SparkCluster:
     def stop(self, timeout: float = STOP_TIMEOUT) -> list[str]:
         """SIGTERM each process of a pid file still running as its daemon, SIGKILL those left after
         ``timeout``; the pid files go. The roles stopped."""
-        running = self.running_pids()
+        # and what this object started, whatever /proc says of it (a failed start stops those)
+        running = {**self.running_pids(), **{r: p.pid for r, p in self._started.items() if p.poll() is None}}
         for pid in running.values():
             _signal(pid, signal.SIGTERM)
         try:
-            wait_until(lambda: not any(map(_is_spark_daemon, running.values())), timeout, "the cluster stopped", 0.1)
+            wait_until(lambda: not any(map(self._alive, running.items())), timeout, "the cluster stopped", 0.1)
         except WaitTimeout:
-            for pid in running.values():
-                if _is_spark_daemon(pid):
+            for role, pid in running.items():
+                if self._alive((role, pid)):
                     _signal(pid, signal.SIGKILL)
+        for proc in self._started.values():
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(STOP_TIMEOUT)  # reaped: no zombie left of what this object started
         for path in self.root.glob("*.pid"):  # unreadable ones too: they name nothing to stop
             path.unlink(missing_ok=True)
         return sorted(running)
+
+    def _alive(self, role_pid: tuple[str, int]) -> bool:
+        role, pid = role_pid
+        proc = self._started.get(role)
+        return proc.poll() is None if proc is not None and proc.pid == pid else _is_spark_daemon(pid)
 
     def master_json(self) -> dict[str, Any] | None:
         """The master web UI's ``/json/`` (status, workers, applications), None while it does not answer."""
