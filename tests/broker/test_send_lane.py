@@ -323,7 +323,9 @@ def test_a_producer_that_reads_slowly_gets_every_answer_in_the_order_it_sent(sta
     """The answers to a read the lane serves whole go to the socket at once, and what it does not
     take waits in the output: answers to the processors' requests among them, queued behind it,
     keep their place, and no later read's answers overtake them."""
-    broker = start_broker()
+    # 24,000 sends in ~500 reads: on a loaded machine some would wait past waitTimeMillsInSendQueue
+    # and be shed (SYSTEM_BUSY), a refusal in its place, but not what this test is about
+    broker = start_broker(waitTimeMillsInSendQueue="60000", osPageCacheBusyTimeOutMills="60000")
     create_topic(broker, "Lane")
     ext = {"b": "Lane", "e": "0", "g": "1"}
     info = b'{"code":%d,"opaque":%%d,"flag":0,"extFields":{}}' % RequestCode.GET_BROKER_RUNTIME_INFO
