@@ -3,7 +3,9 @@
 The pipeline is ``rmq.perf.capacity`` (installed with ``pip install 'rmq[spark]'``, so the
 ``rmq-capacity`` command and this launcher run the same code); from a checkout that is not installed,
 the launcher finds it in ``src/`` beside this directory. Its Spark work is DataFrame expressions only
-(no Python functions run on executors), so a cluster's executors need nothing of rmq installed.
+(no Python functions run on executors), so a cluster's executors need nothing of rmq installed;
+``--from-store`` is the exception: its CommitLog reader (rmq.perf.capacity.commitlog_source) runs on
+the executors with rmq's compiled record codec, so they need rmq installed.
 """
 
 from __future__ import annotations

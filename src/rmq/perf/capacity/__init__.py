@@ -13,5 +13,15 @@
 ``report``  capacity.json, report.html and the charts as PNG
 ``cli``     the ``rmq-capacity`` command (``spark/capacity.py`` launches it under spark-submit)
 
+From brokers' stores instead of benchmarks (``--from-store``, ``rmq-traffic``)::
+
+    STORE_DIR/commitlog  ──commitlog_source──▶  records  ──from_store──▶  rates, sizes, fan-out
+    (CommitLog files)      rmq-commitlog:        (Spark,   aggregates     ──▶ a workload for ``plan``
+                           a Python data source  Arrow)                   ──traffic──▶ traffic.html
+
+``commitlog_source``  ``spark.read.format("rmq-commitlog")``: partitions, record boundaries, corrupt rows
+``from_store``        the aggregates of stores' traffic and the workload they give
+``traffic``           the ``rmq-traffic`` command and its report
+
 Only ``read`` and ``model`` touch Spark; ``plan`` and ``report`` work on the small collected results.
 """

@@ -141,7 +141,6 @@ def commitlog_files(path: str | os.PathLike[str]) -> list[CommitLogFile]:
     return files
 
 
-@dataclasses.dataclass
 class CommitLogPartition(InputPartition):
     """The records starting in ``[start, end)`` of one CommitLog file (offsets in the file)."""
 
