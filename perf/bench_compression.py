@@ -25,7 +25,7 @@ from collections.abc import Callable
 import zstandard
 from report import JSON_HELP, Report
 
-from rmq.client.compression import compress_body, decompress_body
+from rmq.protocol.compression import compress_body, decompress_body
 
 
 def order_event(rng: random.Random, n: int) -> bytes:

@@ -47,6 +47,7 @@ def start(root: str, port: int, namesrv_port: int) -> BrokerStartup:
         "listenPort": str(port),
         "namesrvListenPort": str(namesrv_port),
         "haListenPort": str(free_port()),
+        "enableGrpc": "false",  # no 5.x endpoint to measure here, nor a fixed port to collide on
         "storePathRootDir": root,
     }
     return BrokerStartup(*load_broker_config(None, settings)).start()

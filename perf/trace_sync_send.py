@@ -119,6 +119,7 @@ def main() -> None:
         "namesrvListenPort": str(free_port()),
         "storePathRootDir": (store := tempfile.mkdtemp(prefix="rmq-trace-")),
         "flushDiskType": "SYNC_FLUSH",
+        "enableGrpc": "false",  # the 4.x path is what is traced; no fixed gRPC port to collide on
         **sizes,
     }
     startup = BrokerStartup(*load_broker_config(None, settings))

@@ -1,12 +1,12 @@
 """The import rule of README.md's architecture section, checked over every source file.
 
     neutral   rmq, rmq.errors, rmq._clock, rmq._files, rmq._service,    import only neutral modules
-              rmq._log, rmq.includes (C declarations shared by .pyx files of several areas:
+              rmq._log, rmq._rpc_latency, rmq.includes (C declarations shared by .pyx files of several areas:
               big-endian loads and stores, decimal text, Java's string hash; .pxd only)
     protocol  rmq.protocol                                              + neutral
     net       rmq.net                                                   + protocol
     settings  rmq.settings (every setting's declaration)                + protocol
-    roles     store, namesrv, controller, broker, client, cli           + net, settings (and all below)
+    roles     store, namesrv, controller, broker, client, proxy, cli    + net, settings (and all below)
     tools     perf (rmq-perf and its perf logs)                        + client (and all below it)
               broker may also use store; cli may use any role; no other role crosses to another
 
@@ -29,8 +29,17 @@ import pytest
 
 SRC = Path(__file__).resolve().parent.parent / "src"
 
-NEUTRAL = {"rmq", "rmq.errors", "rmq._clock", "rmq._files", "rmq._service", "rmq._log", "rmq.includes"}
-ROLES = {"store", "namesrv", "controller", "broker", "client", "cli", "perf"}
+NEUTRAL = {
+    "rmq",
+    "rmq.errors",
+    "rmq._clock",
+    "rmq._files",
+    "rmq._service",
+    "rmq._log",
+    "rmq._rpc_latency",
+    "rmq.includes",
+}
+ROLES = {"store", "namesrv", "controller", "broker", "client", "cli", "perf", "proxy"}
 # what each layer or role may import besides itself
 ALLOWED = {
     "neutral": {"neutral"},
@@ -42,6 +51,7 @@ ALLOWED = {
     "controller": {"neutral", "protocol", "net", "settings"},
     "client": {"neutral", "protocol", "net", "settings"},
     "broker": {"neutral", "protocol", "net", "settings", "store"},
+    "proxy": {"neutral", "protocol", "net", "settings"},
     "perf": {"neutral", "protocol", "net", "settings", "client"},
     "cli": {"neutral", "protocol", "net", "settings"} | ROLES,
 }

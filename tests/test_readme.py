@@ -22,6 +22,7 @@ from rmq.perf.procs import Processes, wait_listening
 from rmq.protocol.route import MASTER_ID
 from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.broker import broker_settings
+from tests.helpers.grpc_clients import PYTHON_CLIENT_SNIPPET
 from tests.helpers.processes import start_broker_process
 from tests.helpers.tls import make_certificate
 
@@ -40,7 +41,9 @@ EXPECTED_OUTPUT = {
 
 
 def snippets() -> list[str]:
-    return SNIPPET.findall(README.read_text())
+    """The snippets of our SDK (the 5.x Python client's runs in its own environment:
+    tests/compat/test_grpc_clients_readme.py)."""
+    return [s for s in SNIPPET.findall(README.read_text()) if PYTHON_CLIENT_SNIPPET not in s]
 
 
 @pytest.fixture(scope="module")
@@ -105,7 +108,7 @@ def test_a_readme_snippet_runs_as_written(readme_broker, index):
 
 CONTROLLER_QUICK_START = "**Controller mode on one machine**"
 # what its commands name, each replaced by one of the test's own
-QUICK_START_PORTS = ("9876", "9880", "10911", "10921")
+QUICK_START_PORTS = ("9876", "9880", "10911", "10921", "8081", "8091")
 QUICK_START_STORE = "/tmp/rmq-ha"
 # the roles' commands, as the test's spawn runs them (``python ARGS``)
 MODULES = {"rmq-namesrv": ["-m", "rmq.cli.namesrv"], "rmq-broker": ["-m", "rmq.cli.broker"]}

@@ -675,6 +675,21 @@ _section(
     Setting("metricsPromExporterPort", _PORT, 5557, "the port of the Prometheus endpoint (GET /metrics)"),
 )
 
+# The gRPC endpoint for RocketMQ 5.x clients (rmq.proxy, RocketMQ 5.x's proxy in local mode; its
+# ProxyConfig keys and defaults; docs/grpc.md).
+_section(
+    "broker",
+    Setting("enableGrpc", Bool(), True,
+            "serve RocketMQ 5.x clients (apache.rocketmq.v2.MessagingService) on grpcServerPort beside "
+            "the remoting port (rmq's key: RocketMQ runs its proxy as a separate mode)"),
+    Setting("grpcServerPort", _PORT, 8081,
+            "the port of the gRPC endpoint (enableGrpc); with tlsEnable it serves TLS only, with the "
+            "broker's certificate and key"),
+    Setting("enableTopicMessageTypeCheck", Bool(), True,
+            "refuse a send whose message type (normal, FIFO, delay, transactional) is not its topic's "
+            "+message.type attribute (MESSAGE_PROPERTY_CONFLICT_WITH_TYPE; remoting: MESSAGE_ILLEGAL)"),
+)
+
 # Controller mode (RocketMQ 5.x's BrokerConfig keys and defaults; docs/controller.md): the controllers
 # elect this broker set's master, rmq.broker.replicas follows them.
 _section(
@@ -697,6 +712,39 @@ _section(
             "another master if it was the master); it heartbeats every second"),
     Setting("brokerElectionPriority", Int(), 2**31 - 1,
             "the controllers prefer the lowest among candidates of equal epoch and log length"),
+)
+
+# The gRPC endpoint's consumer side (rmq.proxy.consumer; RocketMQ 5.x's ProxyConfig keys and defaults):
+# what a 5.x consumer's receive may ask for.
+_section(
+    "broker",
+    Setting("minInvisibleTimeMillsForRecv", Int(0), 10_000,
+            "ms: the shortest invisible duration a ReceiveMessage may ask for (ILLEGAL_INVISIBLE_TIME "
+            "below; ChangeInvisibleDuration may go lower)"),
+    Setting("maxInvisibleTimeMills", Int(0), 12 * 3_600_000,
+            "ms: the longest invisible duration a receive or a change may ask for (0: no bound)"),
+    Setting("defaultInvisibleTimeMills", _POSITIVE_MS, 60_000,
+            "ms a message is invisible when its consumer asks for auto renewal (the push consumers)"),
+    Setting("enableProxyAutoRenew", Bool(), True,
+            "a receive with auto_renew pops for defaultInvisibleTimeMills whatever duration it names"),
+    Setting("grpcClientConsumerMinLongPollingTimeoutMillis", _POSITIVE_MS, 5000,
+            "ms: the shortest long poll of a ReceiveMessage (a shorter one is lengthened)"),
+    Setting("grpcClientConsumerMaxLongPollingTimeoutMillis", _POSITIVE_MS, 20_000,
+            "ms: the longest long poll of a ReceiveMessage (a longer one is shortened)"),
+    Setting("longPollingReserveTimeInMillis", Int(0), 100,
+            "ms of a ReceiveMessage's deadline kept for its answer to travel: the poll ends this much "
+            "before the client gives up"),
+    Setting("renewSchedulePeriodMillis", _POSITIVE_MS, 5000,
+            "ms between scans of the auto-renewed messages (enableProxyAutoRenew) for those to renew"),
+    Setting("renewAheadTimeMillis", Int(0), 10_000,
+            "ms before its invisible time ends that an auto-renewed message is made invisible for "
+            "defaultInvisibleTimeMills more"),
+    Setting("renewMaxTimeMillis", _POSITIVE_MS, 3 * 3_600_000,
+            "ms after its receive an auto-renewed message is no longer renewed (it comes back when its "
+            "invisible time ends)"),
+    Setting("maxRenewRetryTimes", Int(0), 3, "failed renewals in a row after which a message is no longer renewed"),
+    Setting("invisibleTimeMillisWhenClear", Int(0), 1000,
+            "ms: the invisible time left to the auto-renewed messages of a client that went away"),
 )
 
 # The name server's (rmq-namesrv -c namesrv.conf, --set): RocketMQ's NamesrvConfig and NettyServerConfig
@@ -883,6 +931,29 @@ class ServerSettings:
     cluster_access_key: str | None = setting("clusterAccessKey")
     cluster_secret_key: str | None = setting("clusterSecretKey")
     cluster_auth_mode: ClusterAuthMode = setting("clusterAuthMode")
+
+
+@dataclasses.dataclass
+class ProxySettings:
+    """The fields of the gRPC endpoint a broker runs (rmq.proxy): declared once, read by BrokerConfig
+    from the broker's settings and handed to the endpoint's ProxyConfig."""
+
+    enable_grpc: bool = setting("enableGrpc")
+    grpc_server_port: int = setting("grpcServerPort")
+    enable_topic_message_type_check: bool = setting("enableTopicMessageTypeCheck")
+    # the consumer side's (rmq.proxy.consumer)
+    min_invisible_time_mills_for_recv: int = setting("minInvisibleTimeMillsForRecv")
+    max_invisible_time_mills: int = setting("maxInvisibleTimeMills")
+    default_invisible_time_mills: int = setting("defaultInvisibleTimeMills")
+    enable_proxy_auto_renew: bool = setting("enableProxyAutoRenew")
+    grpc_client_consumer_min_long_polling_timeout_millis: int = setting("grpcClientConsumerMinLongPollingTimeoutMillis")
+    grpc_client_consumer_max_long_polling_timeout_millis: int = setting("grpcClientConsumerMaxLongPollingTimeoutMillis")
+    long_polling_reserve_time_in_millis: int = setting("longPollingReserveTimeInMillis")
+    renew_schedule_period_millis: int = setting("renewSchedulePeriodMillis")
+    renew_ahead_time_millis: int = setting("renewAheadTimeMillis")
+    renew_max_time_millis: int = setting("renewMaxTimeMillis")
+    max_renew_retry_times: int = setting("maxRenewRetryTimes")
+    invisible_time_millis_when_clear: int = setting("invisibleTimeMillisWhenClear")
 
 
 @dataclasses.dataclass

@@ -7,16 +7,15 @@ import json
 import re
 import socket
 import subprocess
-import urllib.request
 from pathlib import Path
 
 import pytest
-from prometheus_client.parser import text_string_to_metric_families
 
 from rmq.perf.remoting import send_request
 from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.helpers import LOOPBACK, free_port
 from tests.helpers.broker import broker_settings
+from tests.helpers.metrics import scrape, value
 from tests.helpers.processes import start_broker_process
 from tests.helpers.requests import call, offset_request, pull_request, update_topic_request
 
@@ -26,25 +25,6 @@ BODY = b"m" * 300
 
 
 DASHBOARD = Path(__file__).resolve().parents[2] / "docs" / "grafana-rmq.json"
-
-
-def scrape(port: int, families: set[str] | None = None) -> dict[str, list]:
-    """name -> samples of ``GET /metrics``; the families' names go to ``families``."""
-    with urllib.request.urlopen(f"http://{LOOPBACK}:{port}/metrics", timeout=5) as answer:
-        text = answer.read().decode()
-    samples: dict[str, list] = {}
-    for family in text_string_to_metric_families(text):
-        if families is not None:
-            families.add(family.name)
-        for sample in family.samples:
-            samples.setdefault(sample.name, []).append(sample)
-    return samples
-
-
-def value(samples: dict[str, list], name: str, **labels: str) -> float:
-    found = [s.value for s in samples.get(name, []) if all(s.labels.get(k) == v for k, v in labels.items())]
-    assert len(found) == 1, f"{name}{labels}: {found} in {samples.get(name)}"
-    return found[0]
 
 
 def test_counters_histograms_and_lag_show_what_was_sent_and_consumed(spawn, client, store_dir):

@@ -118,7 +118,7 @@ def test_the_two_broker_set_conf_files_fit_on_one_machine():
     brokers = {(b.broker_name, b.broker_id): b for b, _ in configs}
     assert sorted(brokers) == [("broker-a", 0), ("broker-a", 1), ("broker-b", 0), ("broker-b", 1)]
     assert all((b.broker_id == 0) == (b.broker_role is not BrokerRole.SLAVE) for b in brokers.values())
-    ports = [port for b, _ in configs for port in (b.listen_port, b.ha_listen_port)]
-    assert len(set(ports)) == len(ports) == 8
+    ports = [port for b, _ in configs for port in (b.listen_port, b.ha_listen_port, b.grpc_server_port)]
+    assert len(set(ports)) == len(ports) == 12
     assert len({store.store_path_root_dir for _, store in configs}) == 4
     assert len({b.namesrv_addr for b, _ in configs}) == 1

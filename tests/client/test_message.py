@@ -7,7 +7,6 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from rmq.client.compression import compress_body
 from rmq.client.message import (
     Message,
     decode_messages,
@@ -15,6 +14,7 @@ from rmq.client.message import (
     validate_message,
 )
 from rmq.errors import ClientError
+from rmq.protocol.compression import compress_body
 from rmq.protocol.record import encode_msg_id
 from tests.helpers.golden import spec_record
 

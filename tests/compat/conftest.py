@@ -1,8 +1,10 @@
 """Fixtures of the compatibility tests: real third-party RocketMQ clients (installed once into
-``.cache/compat``, see tests.helpers.compat) against real rmq processes (the ``cluster`` fixture)."""
+``.cache/compat``, see tests.helpers.compat and tests.helpers.grpc_clients) against real rmq
+processes (the ``cluster`` fixture, ``grpc_cluster`` for the 5.x clients)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,6 +17,8 @@ from tests.helpers.compat import (
     install_ali_ons,
     install_rocketmq_python,
 )
+from tests.helpers.grpc_clients import Grpc5Clients, GrpcCluster, install_node_client, install_python_client
+from tests.helpers.transaction import FAST_CHECKS
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +55,36 @@ def family_clients(request, home: Path) -> FamilyClients:
     else:
         runner = ClientRunner(home, python=request.getfixturevalue("rocketmq_python"))
     return FamilyClients(family, runner)
+
+
+@pytest.fixture(scope="session")
+def python_client_5() -> Path:
+    """The python executable of a virtual environment holding rocketmq-python-client==5.1.2."""
+    return install_python_client()
+
+
+@pytest.fixture
+def grpc_clients(python_client_5: Path, home: Path) -> Grpc5Clients:
+    """The 5.x Python client's scripts (the Node client's too, once ``node_client_5`` installed it)."""
+    return Grpc5Clients(ClientRunner(home, python=python_client_5))
+
+
+@pytest.fixture
+def node_clients(grpc_clients: Grpc5Clients) -> Grpc5Clients:
+    """``grpc_clients`` with the 5.x Node client on NODE_PATH."""
+    grpc_clients.runner.node_path = install_node_client()
+    return grpc_clients
+
+
+@pytest.fixture
+def grpc_cluster(spawn, tmp_path: Path) -> Iterator[GrpcCluster]:
+    """The ``cluster`` fixture's processes, the broker serving gRPC on a free port (``endpoint``),
+    SQL92 filters (enablePropertyFilter) and checking open transactions every 0.5 s."""
+    store = tmp_path / "broker-store"
+    store.mkdir()
+    cluster = GrpcCluster(spawn, store)
+    cluster.settings.update(FAST_CHECKS, enablePropertyFilter="true")
+    try:
+        yield cluster.start()
+    finally:
+        cluster.close()

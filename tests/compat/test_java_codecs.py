@@ -10,7 +10,7 @@ import subprocess
 import pytest
 
 from rmq.client import Message, Producer
-from rmq.client.compression import compress_body, decompress_body
+from rmq.protocol.compression import compress_body, decompress_body
 from rmq.protocol.record import decode_records
 from tests.helpers.compat import install_java_codecs
 from tests.helpers.requests import pull_request

@@ -16,6 +16,7 @@ other test modules or conftests (tests/test_tree.py checks it).
                              a disk whose msync stalls (msync_stall.c, preloaded)
     tests.helpers.threads    what the leak checks look at: rmq threads, open descriptors
     tests.helpers.compat     third-party RocketMQ clients: where .ci/install-peers put them, families, a runner
+    tests.helpers.grpc_clients  Apache's 5.x (gRPC) clients: where they are, a broker with a gRPC endpoint
     tests.helpers.twins      which twin of a codec (compiled or pure Python) a module picks
     tests.helpers.perf_logs  perf logs made for tests: hand-made cells, the synthetic spark/samples
 """

@@ -170,7 +170,8 @@ class ClientRunner:
         #: more environment of the scripts (ACL_ACCESS_KEY / ACL_SECRET_KEY: they sign their requests)
         self.env: dict[str, str] = {}
 
-    def _env(self) -> dict[str, str]:
+    def environment(self) -> dict[str, str]:
+        """The environment the scripts run in."""
         env = dict(os.environ)
         if self.node_path is not None:
             env["NODE_PATH"] = str(self.node_path)
@@ -185,7 +186,12 @@ class ClientRunner:
 
     def run(self, script: str, *args: object, timeout: float = 120) -> list[dict]:
         done = subprocess.run(
-            self.command(script, *args), capture_output=True, text=True, timeout=timeout, env=self._env(), cwd=self.home
+            self.command(script, *args),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=self.environment(),
+            cwd=self.home,
         )
         if done.returncode != 0:
             raise AssertionError(f"{script} exited {done.returncode}:\n{done.stderr[-3000:]}")
@@ -199,7 +205,7 @@ class ClientRunner:
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
-            env=self._env(),
+            env=self.environment(),
             cwd=self.home,
         )
 

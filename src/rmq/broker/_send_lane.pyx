@@ -41,7 +41,8 @@ escape above ASCII, a raw byte above 0x7F, a duplicate key, a number that is no 
 id, properties marking a transaction, a delay level or a timer, properties or a body past their
 limits; a batch body the processor would refuse, or one whose messages' properties, with the
 header's appended, would be), when the broker is not in the plain case (a slave, fenced, disk full,
-a topic the processor has not yet checked under the current topic table version, sends waiting for
+a topic the processor has not yet checked under the current topic table version, a topic with
+attributes (its message type is checked), sends waiting for
 the disk or a slave past the processor's busy bounds, a batch that would wait), or when the store
 refuses the put (nothing stored: the processor repeats it and answers the refusal).
 
@@ -565,7 +566,8 @@ cdef class SendLane(FastLane):
             return None
         topic = PyUnicode_DecodeASCII(<const char*>name, length, NULL)
         config = processor._writable_topics.get(topic)
-        if config is None:
+        # a topic with attributes (message.type) has its sends' types checked: the processor's
+        if config is None or config.attributes:
             return None
         entry = _Topic.__new__(_Topic)
         entry.name = topic.encode("ascii")

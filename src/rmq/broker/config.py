@@ -23,6 +23,7 @@ from rmq.settings import (
     BrokerRole,
     LoadedSettings,
     MetricsExporterType,
+    ProxySettings,
     ServerSettings,
     SettingsView,
     load_settings,
@@ -39,7 +40,7 @@ __all__ = ["BrokerConfig", "BrokerRole", "MetricsExporterType", "load_broker_con
 
 
 @dataclasses.dataclass
-class BrokerConfig(SettingsView, ServerSettings, ServerConfig):
+class BrokerConfig(SettingsView, ServerSettings, ProxySettings, ServerConfig):
     """The broker's settings (``rmq.settings`` declares each one's type, default and help). The
     server part (limits, TLS, cluster account) also serves the name server it may embed."""
 

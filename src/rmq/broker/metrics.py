@@ -29,7 +29,9 @@ rocketmq_messages_out_total          counter, messages pulls handed out, by topi
 rocketmq_throughput_out_total        counter, bytes pulls handed out, by topic, consumer_group
 rocketmq_consumer_lag_messages       gauge, messages stored and not yet committed, by topic, group
 rocketmq_consumer_connections        gauge, consumer clients online, by consumer_group
-rocketmq_rpc_latency                 histogram, ms per request, by request_code, response_code
+rocketmq_rpc_latency                 histogram, ms per request, by protocol_type, request_code,
+                                     response_code: "remoting" requests by their codes; "grpc_v2"
+                                     (the gRPC endpoint, rmq.proxy) by method and status Code
 rocketmq_storage_size                gauge, bytes of the store's files on disk
 rocketmq_storage_flush_behind_bytes  gauge, CommitLog bytes not yet flushed
 rocketmq_topic_number                gauge, topics
@@ -52,7 +54,6 @@ Every SYSTEM_BUSY answer is also in ``rocketmq_rpc_latency_count{response_code="
 
 from __future__ import annotations
 
-import bisect
 import logging
 import os
 import threading
@@ -64,6 +65,7 @@ from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily, Metric
 from prometheus_client.process_collector import ProcessCollector
 
+from rmq._rpc_latency import PROTOCOL_REMOTING, RPC_LATENCY_BOUNDS_MS, LatencyTable
 from rmq.errors import ConfigError
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.store.layout import CQ_STORE_UNIT_SIZE
@@ -73,9 +75,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("rmq.broker")
 
-# RocketMQ 5.x's buckets: RemotingMetricsManager's rpcCostTimeBuckets (ms), BrokerMetricsManager's
-# messageSizeBuckets (bytes)
-RPC_LATENCY_BOUNDS_MS = (1, 3, 5, 7, 10, 100, 1000)
+# RocketMQ 5.x's buckets: BrokerMetricsManager's messageSizeBuckets (bytes)
 MESSAGE_SIZE_BOUNDS = (1024, 4 * 1024, 512 * 1024, 1024 * 1024, 2 * 1024 * 1024, 4 * 1024 * 1024)
 DEFERRED = -1  # response_code of a oneway request (timed to its processor's return)
 UNKNOWN = -2  # a request or response code rmq.protocol.codes does not name
@@ -88,14 +88,11 @@ assert _CQ_ENTRY.itemsize == CQ_STORE_UNIT_SIZE
 _READ_CHUNK = 65536
 
 
-class RpcLatency:
-    """Per (request code, response code): counts per RPC_LATENCY_BOUNDS_MS bucket (the last one
-    above them all), then the sum of ms. Observed on the event loop thread, read by scrapes."""
+class RpcLatency(LatencyTable):
+    """The remoting server's requests, keyed (request code, response code); observed on the event
+    loop thread, read by scrapes."""
 
-    __slots__ = ("table",)
-
-    def __init__(self) -> None:
-        self.table: dict[tuple[int, int], list[float]] = {}
+    __slots__ = ()
 
     def observe(self, request_code: int, response_code: int | None, seconds: float) -> None:
         if request_code not in _REQUEST_CODES:
@@ -104,16 +101,7 @@ class RpcLatency:
             response_code = DEFERRED
         elif response_code not in _RESPONSE_CODES:
             response_code = UNKNOWN
-        key = (request_code, response_code)
-        counts = self.table.get(key)
-        if counts is None:
-            counts = self.table[key] = [0] * (len(RPC_LATENCY_BOUNDS_MS) + 2)
-        ms = seconds * 1000.0
-        counts[bisect.bisect_left(RPC_LATENCY_BOUNDS_MS, ms)] += 1
-        counts[-1] += ms
-
-    def snapshot(self) -> list[tuple[tuple[int, int], list[float]]]:
-        return [(key, list(counts)) for key, counts in list(self.table.items())]
+        self.observe_key((request_code, response_code), seconds)
 
 
 class _TopicPuts:
@@ -185,6 +173,8 @@ class BrokerCollector:
     def __init__(self, controller: MetricsServices) -> None:
         self.controller = controller
         self.rpc_latency = RpcLatency()
+        # other endpoints' tables (the gRPC endpoint's, keyed (method, Code)), added by who starts them
+        self.rpc_latency_sources: list[tuple[str, LatencyTable]] = []
         self._puts = _TopicPuts(controller.store)
         self._lock = threading.Lock()  # two scrapes at once read new ConsumeQueue entries once
         config = controller.config
@@ -252,9 +242,15 @@ class BrokerCollector:
             "ms from a request's dispatch to its answer (response_code -1: oneway)",
             ("protocol_type", "request_code", "response_code"),
         )
-        for (request_code, response_code), counts in sorted(self.rpc_latency.snapshot()):
+        rows = []
+        for (request, response), counts in self.rpc_latency.snapshot():
+            rows.append((PROTOCOL_REMOTING, _code_label(request), _code_label(response), counts))
+        for protocol_type, table in self.rpc_latency_sources:
+            for (request, response), counts in table.snapshot():
+                rows.append((protocol_type, str(request), str(response), counts))
+        for protocol_type, request_label, response_label, counts in sorted(rows):
             rpc.add_metric(
-                [*base, "remoting", _code_label(request_code), _code_label(response_code)],
+                [*base, protocol_type, request_label, response_label],
                 _cumulative(counts[:-1], RPC_LATENCY_BOUNDS_MS),
                 sum_value=counts[-1],
             )

@@ -402,18 +402,28 @@ class PopService:
             if not self._revive_put_failed:
                 for qid, offset in self._after_revive_puts:
                     self._commit_revive_offset(qid, offset)
+                if self._after_revive_puts:
+                    # on disk now, not at the next flushConsumerOffsetInterval: a crash meanwhile
+                    # would read the settled checkpoints back and put their messages back once more,
+                    # copies of a message its consumer may since have acked (once per restart)
+                    self.controller.consumer_offset_manager.persist()
             self._after_revive_puts.clear()
             self._revive_put_failed = False
 
     def in_flight(self, group: str) -> int:
         """Messages of ``group`` popped and neither acked nor revived yet, as the revive service has
         read them (up to one reviveInterval behind): what a consumer progress view calls invisible."""
-        return sum(
-            bin(~p.ck.bit_map & ((1 << p.ck.num) - 1)).count("1")
-            for pending in self._pending.values()
-            for p in pending.values()
-            if p.ck.cid == group
-        )
+        return sum(self.in_flight_by_queue(group).values())
+
+    def in_flight_by_queue(self, group: str) -> dict[tuple[str, int], int]:
+        """``in_flight`` per (topic, queue id) popped from (rmq.broker.processor.pop_admin)."""
+        counts: dict[tuple[str, int], int] = {}
+        for pending in self._pending.values():
+            for p in pending.values():
+                if p.ck.cid == group:
+                    key = (p.ck.topic, p.ck.queue_id)
+                    counts[key] = counts.get(key, 0) + bin(~p.ck.bit_map & ((1 << p.ck.num) - 1)).count("1")
+        return counts
 
     # -- FIFO -------------------------------------------------------------------------------------
 

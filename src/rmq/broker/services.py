@@ -236,6 +236,13 @@ class PopServices(PopStateServices, Protocol):
     def pop_service(self) -> PopService: ...
 
 
+class PopAdminServices(Identity, Store, Topics, Offsets, Protocol):
+    """rmq-admin's view of POP groups (rmq.broker.processor.pop_admin)."""
+
+    @property
+    def pop_service(self) -> PopService: ...
+
+
 class TopicServices(Topics, Protocol):
     @property
     def last_registration(self) -> list[concurrent.futures.Future]: ...

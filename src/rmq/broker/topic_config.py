@@ -1,7 +1,8 @@
 """Topic configs of a broker (RocketMQ's TopicConfigManager), persisted as ``config/topics.json``:
 
     {"topicConfigTable": {"<topic>": {"topicName", "readQueueNums", "writeQueueNums", "perm",
-                                      "topicFilterType": "SINGLE_TAG", "topicSysFlag", "order"}},
+                                      "topicFilterType": "SINGLE_TAG", "topicSysFlag", "order",
+                                      "attributes": {"message.type": "FIFO"}}},
      "dataVersion": {"timestamp", "counter"}}
 
 The same object is the ``topicConfigSerializeWrapper`` of REGISTER_BROKER (docs/nameserver.md#registration);
@@ -36,6 +37,7 @@ from rmq.protocol.perm import (
     PERM_WRITE,
     is_inherited,
 )
+from rmq.protocol.topic_attributes import TopicMessageType, topic_message_type
 
 log = logging.getLogger("rmq.broker")
 
@@ -64,9 +66,11 @@ class TopicConfig:
     topic_filter_type: str = SINGLE_TAG
     topic_sys_flag: int = 0
     order: bool = False
+    #: RocketMQ 5.x's topic attributes (rmq.protocol.topic_attributes): ``message.type``
+    attributes: dict[str, str] = dataclasses.field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
-        return {
+        obj: dict[str, Any] = {
             "topicName": self.topic_name,
             "readQueueNums": self.read_queue_nums,
             "writeQueueNums": self.write_queue_nums,
@@ -75,6 +79,13 @@ class TopicConfig:
             "topicSysFlag": self.topic_sys_flag,
             "order": self.order,
         }
+        if self.attributes:  # as 5.x writes it; a 4.x reader ignores the key
+            obj["attributes"] = dict(self.attributes)
+        return obj
+
+    @property
+    def message_type(self) -> TopicMessageType:
+        return topic_message_type(self.attributes)
 
     @classmethod
     def from_json(cls, obj: dict[str, Any]) -> TopicConfig:
@@ -86,6 +97,7 @@ class TopicConfig:
             topic_filter_type=str(obj.get("topicFilterType") or SINGLE_TAG),
             topic_sys_flag=int(obj.get("topicSysFlag", 0)),
             order=bool(obj.get("order", False)),
+            attributes={str(k): str(v) for k, v in (obj.get("attributes") or {}).items()},
         )
 
 

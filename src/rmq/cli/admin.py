@@ -38,6 +38,7 @@ from rmq.protocol.perm import PERM_READ, PERM_WRITE, perm_to_string
 from rmq.protocol.record import StoredMessage
 from rmq.protocol.replica import DEFAULT_RANGE_SIZE
 from rmq.protocol.route import MASTER_ID
+from rmq.protocol.topic_attributes import SETTABLE_TYPES
 from rmq.settings import Invalid, Size
 
 EXIT_FAILED = 1
@@ -318,6 +319,15 @@ def topic_settings(fn: Callable) -> Callable:
             help="Permission bits: 4 read, 2 write.",
         ),
         click.option("-o", "--order", is_flag=True, help="An ordered topic."),
+        click.option(
+            "-t",
+            "--type",
+            "message_type",
+            type=click.Choice(SETTABLE_TYPES, case_sensitive=False),
+            default=None,
+            help="The messages it takes (RocketMQ 5.x's +message.type attribute; checked on every send). "
+            "Unset: NORMAL.",
+        ),
         click.option("-c", "--cluster", default=None, help="Only the masters of this cluster."),
         click.option("-b", "--broker", default=None, help="Only this broker (host:port)."),
     ]
@@ -335,13 +345,15 @@ def _update(
     write_queues,
     perm,
     order,
+    message_type,
     cluster_name,
     broker,
     verb: str,
 ) -> None:
     read = read_queues if read_queues is not None else (queues or 8)
     write = write_queues if write_queues is not None else (queues or 8)
-    addrs = admin.update_topic(topic_name, read, write, perm, order, cluster_name, broker)
+    kind = message_type.upper() if message_type else None
+    addrs = admin.update_topic(topic_name, read, write, perm, order, cluster_name, broker, message_type=kind)
     data = {
         "topic": topic_name,
         "readQueueNums": read,
@@ -350,12 +362,15 @@ def _update(
         "order": order,
         "brokers": addrs,
     }
+    if kind:
+        data["messageType"] = kind
+    type_text = f", {kind} messages" if kind else ""
     emit(
         as_json,
         data,
         lambda: (
             f"{verb} topic {topic_name} ({read} read / {write} write queues, "
-            f"perm {perm_to_string(perm)}) on {', '.join(addrs)}"
+            f"perm {perm_to_string(perm)}{type_text}) on {', '.join(addrs)}"
         ),
     )
 
@@ -507,10 +522,16 @@ def cluster_list(admin: AdminClient, as_json: bool) -> None:
 @click.argument("group")
 @click.option("-t", "--topic", "topic_name", default=None, help="Only this topic.")
 def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic_name: str | None) -> None:
-    """Per queue of GROUP: broker offset, consumer offset, lag."""
+    """Per queue of GROUP: broker offset, consumer offset, lag; for a POP group (5.x consumers) also
+    the messages invisible (popped, not acked), acked, and retrying (in its POP retry topic)."""
     rows = admin.consume_progress(group, topic_name)
-    data = [
-        {
+    pop_rows = admin.pop_progress(group, topic_name)
+    pop = {(r.topic, r.broker_name, r.queue_id): r for r in pop_rows}
+    # a POP group: something in flight, or a POP retry topic (a pull group has neither)
+    pop_group = any(r.invisible or r.retry for r in pop_rows)
+    data: list[dict[str, Any]] = []
+    for r in rows:
+        row: dict[str, Any] = {
             "topic": r.topic,
             "brokerName": r.broker_name,
             "queueId": r.queue_id,
@@ -519,28 +540,68 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic_name:
             "lag": r.lag,
             "lastTimestamp": r.last_timestamp,
         }
-        for r in rows
-    ]
+        found = pop.pop((r.topic, r.broker_name, r.queue_id), None)
+        if found is not None:
+            row.update(invisible=found.invisible, acked=found.acked)
+            if found.retry:
+                row["retrying"] = found.lag + found.invisible
+        data.append(row)
+    # an online group's consume stats leave its retry topics out
+    for retry in (p for p in pop.values() if p.retry):
+        data.append(
+            {
+                "topic": retry.topic,
+                "brokerName": retry.broker_name,
+                "queueId": retry.queue_id,
+                "brokerOffset": retry.broker_offset,
+                "consumerOffset": retry.consumer_offset,
+                "lag": retry.lag,
+                "invisible": retry.invisible,
+                "acked": retry.acked,
+                "retrying": retry.lag + retry.invisible,
+            }
+        )
 
     def human() -> str:
-        if not rows:
+        if not data:
             return f"group {group} has no committed offsets"
+        if not pop_group:
+            table = render_table(
+                ["Topic", "Broker", "Queue", "Broker Offset", "Consumer Offset", "Lag", "Last Consumed"],
+                [
+                    [
+                        r.topic,
+                        r.broker_name,
+                        r.queue_id,
+                        r.broker_offset,
+                        r.consumer_offset,
+                        r.lag,
+                        format_time(r.last_timestamp),
+                    ]
+                    for r in rows
+                ],
+            )
+            return f"{table}\n\nTotal lag: {sum(r.lag for r in rows)}"
         table = render_table(
-            ["Topic", "Broker", "Queue", "Broker Offset", "Consumer Offset", "Lag", "Last Consumed"],
+            ["Topic", "Broker", "Queue", "Broker Offset", "Consumer Offset", "Lag", "Invisible", "Acked"],
             [
                 [
-                    r.topic,
-                    r.broker_name,
-                    r.queue_id,
-                    r.broker_offset,
-                    r.consumer_offset,
-                    r.lag,
-                    format_time(r.last_timestamp),
+                    d["topic"],
+                    d["brokerName"],
+                    d["queueId"],
+                    d["brokerOffset"],
+                    d["consumerOffset"],
+                    d["lag"],
+                    d.get("invisible", "-"),
+                    d.get("acked", "-"),
                 ]
-                for r in rows
+                for d in data
             ],
         )
-        return f"{table}\n\nTotal lag: {sum(r.lag for r in rows)}"
+        lag = sum(d["lag"] for d in data if "retrying" not in d)
+        retrying = sum(d["retrying"] for d in data if "retrying" in d)
+        invisible = sum(d.get("invisible", 0) for d in data)
+        return f"{table}\n\nTotal lag: {lag}\nInvisible: {invisible}\nRetrying: {retrying}"
 
     emit(as_json, data, human)
 

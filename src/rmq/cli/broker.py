@@ -10,7 +10,9 @@ file stops the command with exit code 2 and one line naming the key, the value a
 Logs go to stderr and to ``<storePathRootDir>/logs/broker.log``. With no name server configured
 (``namesrvAddr``, ``-n``), ``BrokerStartup`` runs one in the same process first, on
 ``namesrvListenPort``, and the broker registers with it: one command gives a working broker. The
-broker and the name server stay separate roles; this command is where they are put together.
+broker and the name server stay separate roles; this command is where they are put together. With
+``enableGrpc`` (the default) the gRPC endpoint for RocketMQ 5.x clients (rmq.proxy) starts after the
+broker, on ``grpcServerPort``, and stops before it.
 The threads of the process are listed in docs/threads.md.
 """
 
@@ -25,14 +27,16 @@ import threading
 
 import click
 
+from rmq._rpc_latency import PROTOCOL_GRPC
 from rmq.broker.config import BrokerConfig, load_broker_settings
-from rmq.broker.controller import BrokerController
+from rmq.broker.controller import BIND_ADDRESS, BrokerController
 from rmq.cli.settings_options import SettingsRefused, log_level_option, print_config, settings_options
 from rmq.errors import ConfigError, RmqError
 from rmq.namesrv import NameServer, NamesrvConfig
 from rmq.namesrv.config import cluster_auth
 from rmq.protocol.tls import TlsMode
-from rmq.settings import parse_set_options
+from rmq.proxy import GrpcProxy, ProxyConfig
+from rmq.settings import ProxySettings, parse_set_options
 from rmq.store import MessageStoreConfig
 
 LOG_FORMAT = "%(asctime)s %(levelname)s %(threadName)s %(name)s: %(message)s"
@@ -58,8 +62,8 @@ class BrokerStartup:
     """A broker, and the name server it embeds when none is configured (RocketMQ's BrokerStartup).
 
     startup = BrokerStartup(broker_config, store_config).start()
-    startup.controller ...; startup.namesrv (None with external name servers)
-    startup.shutdown()    # the broker unregisters first, then the embedded name server stops
+    startup.controller ...; startup.namesrv (None with external name servers); startup.proxy
+    startup.shutdown()    # the gRPC endpoint stops, the broker unregisters, the embedded name server stops
     """
 
     def __init__(self, broker_config: BrokerConfig, store_config: MessageStoreConfig):
@@ -67,6 +71,7 @@ class BrokerStartup:
         self.store_config = store_config
         self.namesrv: NameServer | None = None
         self.controller: BrokerController | None = None
+        self.proxy: GrpcProxy | None = None
 
     def start(self) -> BrokerStartup:
         config = self.broker_config
@@ -86,13 +91,39 @@ class BrokerStartup:
             config.namesrv_addr = self.namesrv.address
         try:
             self.controller = BrokerController(config, self.store_config).start()
+            if config.enable_grpc:
+                self.proxy = GrpcProxy(self.proxy_config(), self.controller.server).start()
+                if self.controller.metrics is not None:  # one scrape shows both protocols
+                    self.controller.metrics.collector.rpc_latency_sources.append(
+                        (PROTOCOL_GRPC, self.proxy.rpc_latency)
+                    )
+                # what the broker tells another broker's endpoint its gRPC port is (a port 0 was a free one)
+                config.grpc_server_port = self.proxy.port
         except BaseException:
-            if self.namesrv is not None:
-                self.namesrv.shutdown()
+            self.shutdown()
             raise
         return self
 
+    def proxy_config(self) -> ProxyConfig:
+        """The gRPC endpoint's settings: the broker's, and what it needs to know of the broker."""
+        config = self.broker_config
+        return ProxyConfig(
+            **{field.name: getattr(config, field.name) for field in dataclasses.fields(ProxySettings)},
+            host=BIND_ADDRESS,
+            namesrv_addrs=config.namesrv_addr_list,
+            broker_name=config.broker_name,
+            broker_addr=config.broker_addr,
+            max_message_size=self.store_config.max_message_size,
+            delay_levels_ms=list(self.store_config.delay_level_ms),
+            tls_cert_path=config.tls_server_cert_path if config.tls_enable else None,
+            tls_key_path=config.tls_server_key_path if config.tls_enable else None,
+            acl_enable=config.acl_enable,
+            cluster_credentials=config.cluster_credentials(),
+        )
+
     def shutdown(self) -> None:
+        if self.proxy is not None:
+            self.proxy.shutdown()
         if self.controller is not None:
             self.controller.shutdown()
         if self.namesrv is not None:
@@ -140,8 +171,9 @@ def main(
         if startup.namesrv is not None
         else f"name servers {';'.join(controller.namesrv_addrs)}"
     )
+    grpc_text = f", gRPC (5.x clients) on port {startup.proxy.port}" if startup.proxy is not None else ""
     click.echo(
-        f"rmq-broker {broker_config.broker_name} listening on port {controller.server.port} "
+        f"rmq-broker {broker_config.broker_name} listening on port {controller.server.port}{grpc_text} "
         f"(address {controller.broker_addr}), {namesrv_text}, store {controller.store.store_path} "
         f"({store_config.flush_disk_type.value}), log {log_file}",
         err=True,

@@ -20,12 +20,12 @@ import time
 from collections.abc import Iterable
 from typing import Any
 
-from rmq.client.compression import UndecodableBody, decompress_body
 from rmq.errors import AdminError, NotFound, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand, body_bytes
 from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.compression import UndecodableBody, decompress_body
 from rmq.protocol.controller import (
     BROKER_ID,
     BROKER_NAME,
@@ -44,6 +44,7 @@ from rmq.protocol.message import (
     retry_topic,
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
+from rmq.protocol.pop import original_topic
 from rmq.protocol.record import StoredMessage, decode_msg_id, decode_records
 from rmq.protocol.replica import (
     PROMOTE_ROLE,
@@ -56,6 +57,7 @@ from rmq.protocol.replica import (
     RangeDigest,
 )
 from rmq.protocol.route import MASTER_ID
+from rmq.protocol.topic_attributes import MESSAGE_TYPE_ATTRIBUTE, format_attribute_changes
 from rmq.settings import DEFAULT_CONTROLLER_PORT, DEFAULT_NAMESRV_ADDR
 
 DEFAULT_NAMESRV = DEFAULT_NAMESRV_ADDR
@@ -91,6 +93,26 @@ class QueueProgress:
     broker_offset: int
     consumer_offset: int
     last_timestamp: int
+
+    @property
+    def lag(self) -> int:
+        return max(0, self.broker_offset - self.consumer_offset)
+
+
+@dataclasses.dataclass
+class PopQueueProgress:
+    """One queue of a POP group (GET_POP_CONSUME_STATS, rmq's own): ``invisible`` popped and not
+    acked yet, ``acked`` popped and no longer invisible; a row of the group's POP retry topic
+    (``retry``) holds what came back unacked."""
+
+    topic: str
+    broker_name: str
+    queue_id: int
+    broker_offset: int
+    consumer_offset: int
+    invisible: int
+    acked: int
+    retry: bool
 
     @property
     def lag(self) -> int:
@@ -309,8 +331,11 @@ class AdminClient:
         order: bool = False,
         cluster: str | None = None,
         broker_addr: str | None = None,
+        message_type: str | None = None,
     ) -> list[str]:
-        """UPDATE_AND_CREATE_TOPIC on one broker, or on every master (of a cluster); the addresses."""
+        """UPDATE_AND_CREATE_TOPIC on one broker, or on every master (of a cluster); the addresses.
+        ``message_type`` sets RocketMQ 5.x's ``message.type`` attribute (NORMAL, FIFO, DELAY,
+        TRANSACTION, MIXED); None leaves the topic's as it is."""
         addrs = [broker_addr] if broker_addr else list(self.master_addrs(cluster).values())
         if not addrs:
             raise AdminError("no master broker is registered with the name server")
@@ -324,6 +349,8 @@ class AdminClient:
             "topicSysFlag": 0,
             "order": order,
         }
+        if message_type is not None:
+            ext["attributes"] = format_attribute_changes({MESSAGE_TYPE_ATTRIBUTE: message_type})
         for addr in addrs:
             self.invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
         return addrs
@@ -395,6 +422,34 @@ class AdminClient:
                     )
                 )
         return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
+
+    def pop_progress(self, group: str, topic: str | None = None) -> list[PopQueueProgress]:
+        """A POP group's queues (its POP retry topics' among them) on each broker it pops from; a
+        broker that does not know the request (an Apache RocketMQ one) has none."""
+        rows = []
+        ext = {"consumerGroup": group, "topic": topic or ""}
+        masters = self.topic_masters(topic) if topic else self._group_masters(group)
+        for addr in masters.values():
+            try:
+                body = self._mq_tables(addr, RequestCode.GET_POP_CONSUME_STATS, ext)
+            except ResponseError as e:
+                if e.code != ResponseCode.REQUEST_CODE_NOT_SUPPORTED:
+                    raise
+                continue
+            for mq, o in body["offsetTable"].items():
+                rows.append(
+                    PopQueueProgress(
+                        mq.topic,
+                        mq.broker_name,
+                        mq.queue_id,
+                        int(o["brokerOffset"]),
+                        int(o["consumerOffset"]),
+                        int(o["invisible"]),
+                        int(o["acked"]),
+                        original_topic(mq.topic, group) != mq.topic,
+                    )
+                )
+        return sorted(rows, key=lambda r: (r.retry, r.topic, r.broker_name, r.queue_id))
 
     def consumer_connections(self, group: str) -> dict[str, Any]:
         """The group's online consumers (GET_CONSUMER_CONNECTION_LIST) merged over its brokers:

@@ -2,7 +2,7 @@
 
 A PULL_MESSAGE body is stored CommitLog records back to back (docs/store-format.md#commitlog-record), decoded with
 ``rmq.protocol.record``, the one reader of that layout; a SEND_BATCH_MESSAGE body is
-``rmq.protocol.batch``'s. Bodies are compressed and restored by ``rmq.client.compression``; a
+``rmq.protocol.batch``'s. Bodies are compressed and restored by ``rmq.protocol.compression``; a
 pulled message whose body cannot be restored is logged and not handed on.
 """
 
@@ -12,9 +12,9 @@ import logging
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 
-from rmq.client.compression import UndecodableBody, decompress_body
 from rmq.errors import ClientError
 from rmq.protocol import batch
+from rmq.protocol.compression import UndecodableBody, decompress_body
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     KEY_SEPARATOR,

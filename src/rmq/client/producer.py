@@ -35,13 +35,6 @@ from typing import Any
 
 from rmq._clock import now_ms
 from rmq.client import send_wire
-from rmq.client.compression import (
-    COMPRESS_LEVEL,
-    COMPRESS_OVER,
-    DEFAULT_COMPRESSION,
-    check_compression,
-    compress_body,
-)
 from rmq.client.fault import LatencyFaultTolerance
 from rmq.client.futures import LightFuture
 from rmq.client.instance import ClientConfig, InstanceMember, check_group, option_fields
@@ -59,6 +52,13 @@ from rmq.net import RemotingCommand
 from rmq.net.channel import COPY_LIMIT
 from rmq.net.codec_py import next_opaque
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.compression import (
+    COMPRESS_LEVEL,
+    COMPRESS_OVER,
+    DEFAULT_COMPRESSION,
+    check_compression,
+    compress_body,
+)
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     RETRY_GROUP_TOPIC_PREFIX,

@@ -19,7 +19,7 @@ import time
 from collections import deque
 from collections.abc import Callable
 from itertools import islice
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from rmq._log import RateLimitedLog
 from rmq._service import TimerHandle
@@ -266,6 +266,17 @@ class Endpoint:
         code (None for a oneway request, timed to its processor's return). A request answered later
         (``channel.send_response``) is timed then, with the code it was answered with."""
         self._request_timer = timer
+
+    def dispatch(self, channel: Any, request: RemotingCommand) -> None:
+        """Loop thread: serve ``request`` as if read from ``channel``, a connection or a stand-in
+        for one (rmq.proxy.bridge's LocalChannel: ``remote_address``, ``send_response``,
+        ``send_oneway``): the same request check, timer and processors."""
+        self._dispatch(channel, request)
+
+    def channel_closed(self, channel: Any) -> None:
+        """Loop thread: forget ``channel`` as a closed connection is forgotten (its clients); the
+        closed-channel callbacks only: a stand-in was never one of a server's sockets."""
+        Endpoint._channel_closed(self, channel)
 
     def _dispatch(self, channel: Channel, request: RemotingCommand) -> None:
         timer = self._request_timer

@@ -339,14 +339,19 @@ SMALL_FILES = {
 
 def broker_settings(store_dir: Path, small_files: bool = True, **overrides: Any) -> dict[str, str]:
     """``--set`` style settings of a broker, in-process or a process: loopback only, free ports
-    (its own, its HA port and its embedded name server's), ``SMALL_FILES`` unless not
-    ``small_files``, then ``overrides``."""
+    (its own, its HA port, its gRPC port and its embedded name server's), no gRPC endpoint
+    (``enableGrpc=true`` in ``overrides`` starts one), ``SMALL_FILES`` unless not ``small_files``,
+    then ``overrides``."""
     settings = {
         "brokerIP1": LOOPBACK,
         "listenPort": str(free_port()),
         "namesrvListenPort": str(free_port()),
         # not the default listenPort + 1: free ports come in sequence, and that one may be taken
         "haListenPort": str(free_port()),
+        # the gRPC endpoint only where a test asks for it (enableGrpc=true): each costs a thread
+        # and a server; its port is free either way
+        "enableGrpc": "false",
+        "grpcServerPort": str(free_port()),
         "storePathRootDir": str(store_dir),
         **(SMALL_FILES if small_files else {}),
     }

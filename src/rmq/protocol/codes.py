@@ -58,6 +58,10 @@ class RequestCode(IntEnum):
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
     QUERY_DATA_VERSION = 322
+    # RocketMQ 5.x: one topic's config (GetTopicConfigRequestHeader {topic}), attributes included
+    GET_TOPIC_CONFIG = 351
+    # RocketMQ 5.x: one consumer group's config ({group}), for a 5.x client's settings
+    GET_SUBSCRIPTIONGROUP_CONFIG = 352
     # RocketMQ 5.x controller mode (rmq.protocol.controller): a broker's heartbeat to every controller
     BROKER_HEARTBEAT = 904
     CONTROLLER_ALTER_SYNC_STATE_SET = 1001
@@ -89,6 +93,9 @@ class RequestCode(IntEnum):
     PROMOTE_TO_MASTER = 9103
     # {} -> the timer store's checkpoint (JSON, rmq.broker.timer); a slave copies its master's
     GET_TIMER_CHECKPOINT = 9104
+    # {consumerGroup, topic?} -> a POP group's queues: offsets, invisible and acked messages
+    # (PopConsumeStats, rmq.broker.processor.pop_admin)
+    GET_POP_CONSUME_STATS = 9105
 
 
 class ResponseCode(IntEnum):

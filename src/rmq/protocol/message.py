@@ -52,6 +52,12 @@ class MessageProperty:
     TIMER_OUT_MS = "TIMER_OUT_MS"
     TIMER_ENQUEUE_MS = "TIMER_ENQUEUE_MS"
     TIMER_DEQUEUE_MS = "TIMER_DEQUEUE_MS"
+    # RocketMQ 5.x: a FIFO message's group (a 5.x client's message_group), what makes it FIFO
+    SHARDING_KEY = "__SHARDINGKEY"
+    # a message moved between clusters by a replicator: its type is not checked against its topic's
+    TRANSFER_FLAG = "TRANSFER_FLAG"
+    # when a 5.x client made the message (epoch ms); 4.x clients carry it in the send header only
+    BORN_TIMESTAMP = "BORN_TIMESTAMP"
 
 
 # The common prefix of TIMER_DELIVER_MS, TIMER_DELAY_SEC and TIMER_DELAY_MS: one cheap test on a send's

@@ -21,6 +21,12 @@ VIEW_MESSAGE_BY_ID SUB on the found message's topic; CONSUMER_SEND_MSG_BACK SUB 
 the message's original topic; INVOKE_BROKER_TO_RESET_OFFSET SUB on the group and the topic (or an
 admin account without lists); LOCK_BATCH_MQ / UNLOCK_BATCH_MQ SUB on the group and each topic.
 
+Requests of the gRPC endpoint (rmq.proxy) reach the check on a stand-in channel: one carrying a 5.x
+client's signed call (``signed_call``, rmq.protocol.acl.SignedCall) is checked as above with that
+call's access key and signature (HMAC-SHA1 over its ``x-mq-date-time``, in hex) in place of the
+request's extFields, so both protocols meet the same accounts, white lists and permissions; the
+endpoint's own requests (``internal``: topic and group configs for routes and settings) pass.
+
 A refusal is NO_PERMISSION (16) with a remark naming the access key, the resource and the permission
 it lacks, as RocketMQ 5.x answers; 4.x answered SYSTEM_ERROR (1) with its AclException's text. Both
 make clients give up the request rather than wait.
@@ -48,7 +54,7 @@ from rmq.broker.acl.config import (
 from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol import headers
-from rmq.protocol.acl import ACCESS_KEY, signature_matches
+from rmq.protocol.acl import ACCESS_KEY, SignedCall, signature_matches
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, retry_topic
 
@@ -168,14 +174,21 @@ class PlainAccessValidator:
 
     def check(self, channel: Channel, request: RemotingCommand) -> None:
         """Raise RequestRefused (NO_PERMISSION) unless ``request`` from ``channel`` is allowed."""
-        self.validate(host_of(channel.remote_address), request)
+        if getattr(channel, "internal", False):
+            return  # the gRPC endpoint's own request, in process
+        self.validate(host_of(channel.remote_address), request, getattr(channel, "signed_call", None))
 
-    def validate(self, host: str, request: RemotingCommand) -> None:
-        account = self._account_to_check(host, request)
+    def validate(self, host: str, request: RemotingCommand, signed: SignedCall | None = None) -> None:
+        """``signed``: the 5.x call the request serves, whose signature stands for the request's."""
+        account = self._account_to_check(host, request, signed)
         if account is None:
             return
         access_key = account.access_key
-        if not signature_matches(request.ext_fields, request.body, account.secret_key):
+        if signed is not None:
+            matches = signed.matches(account.secret_key)
+        else:
+            matches = signature_matches(request.ext_fields, request.body, account.secret_key)
+        if not matches:
             raise _refuse(f"Check signature failed for accessKey={access_key}: wrong secret key?")
         needed = needed_resources(request)
         # message traces may always be written (4.x skips the check for its trace topic)
@@ -190,18 +203,23 @@ class PlainAccessValidator:
         ``topic`` (a ``%RETRY%<group>`` topic: the group): for what a processor finds only after
         its lookup, the topic of the message a VIEW_MESSAGE_BY_ID or CONSUMER_SEND_MSG_BACK names
         (RocketMQ 5.x's ACL 2.0 scoping). Call it before anything of the message is answered."""
-        account = self._account_to_check(host_of(channel.remote_address), request)
+        if getattr(channel, "internal", False):
+            return
+        signed = getattr(channel, "signed_call", None)
+        account = self._account_to_check(host_of(channel.remote_address), request, signed)
         if account is not None:
             self._require(account, {topic: SUB})
 
-    def _account_to_check(self, host: str, request: RemotingCommand) -> PlainAccount | None:
+    def _account_to_check(
+        self, host: str, request: RemotingCommand, signed: SignedCall | None = None
+    ) -> PlainAccount | None:
         """Steps 1 to 3: None when the client's address lets the request through unchecked, else
-        the account whose key it carries; refused when there is none."""
+        the account whose key it carries (or its 5.x call: ``signed``); refused when there is none."""
         rules = self.rules
         for pattern in rules.global_white_remote_addresses:
             if pattern.match(host):
                 return None
-        access_key = request.ext_fields.get(ACCESS_KEY)
+        access_key = signed.access_key if signed is not None else request.ext_fields.get(ACCESS_KEY)
         if not access_key:
             raise _refuse(
                 f"No accessKey is configured: request code {request.code} from {host} is not signed, "

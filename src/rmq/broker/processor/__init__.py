@@ -11,6 +11,7 @@ with ``handlers() -> {request code: handler(channel, request)}``.
     admin_broker    what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
                     stats, offset reset, topic deletion, connections, runtime info
     pop             POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME (200053)
+    pop_admin       rmq's own GET_POP_CONSUME_STATS (9105): a POP group's progress for rmq-admin
     replica         rmq's own replication requests: CommitLog digests for ha-verify
     base            header fields, refusals as responses (shared by all of them)
 
@@ -24,6 +25,7 @@ from rmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from rmq.broker.processor.end_transaction import EndTransactionProcessor
 from rmq.broker.processor.lock import LockProcessor
 from rmq.broker.processor.pop import PopProcessor
+from rmq.broker.processor.pop_admin import PopAdminProcessor
 from rmq.broker.processor.pull import PullProcessor
 from rmq.broker.processor.query import QueryMessageProcessor
 from rmq.broker.processor.queue_offset import QueueOffsetProcessor
@@ -46,6 +48,7 @@ PROCESSORS = [
     AdminBrokerProcessor,
     ReplicaProcessor,
     PopProcessor,
+    PopAdminProcessor,
 ]
 
 __all__ = ["PROCESSORS"]

@@ -7,6 +7,7 @@
     GET_ALL_CONSUMER_OFFSET (43)        -> consumerOffset.json's object (ConsumerOffsetSerializeWrapper)
     GET_ALL_DELAY_OFFSET (45)           -> delayOffset.json's object
     GET_ALL_SUBSCRIPTIONGROUP_CONFIG (201) -> subscriptionGroup.json's object (SubscriptionGroupWrapper)
+    GET_SUBSCRIPTIONGROUP_CONFIG (352) {group} -> that group's object; SUBSCRIPTION_GROUP_NOT_EXIST
     GET_TOPIC_STATS_INFO (202) {topic}  -> TopicStatsTable: per write queue min/max offset, last store time
     GET_CONSUMER_CONNECTION_LIST (203) {consumerGroup} -> ConsumerConnection; CONSUMER_NOT_ONLINE
     GET_CONSUME_STATS (208) {consumerGroup, topic?} -> ConsumeStats: per read queue broker/consumer offset
@@ -49,6 +50,7 @@ from rmq.protocol.fields import str_field
 from rmq.protocol.headers import reset_offset_header
 from rmq.protocol.message import SCHEDULE_TOPIC, topic_error
 from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.proxy import RUNTIME_GRPC_PORT
 from rmq.protocol.replica import RUNTIME_CONTROLLER_ADDR
 
 log = logging.getLogger("rmq.broker")
@@ -72,6 +74,7 @@ class AdminBrokerProcessor(Processor[AdminBrokerServices]):
             RequestCode.GET_ALL_DELAY_OFFSET: self.get_all_delay_offset,
             RequestCode.GET_TIMER_CHECKPOINT: self.get_timer_checkpoint,
             RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG: self.get_all_subscription_group_config,
+            RequestCode.GET_SUBSCRIPTIONGROUP_CONFIG: self.get_subscription_group_config,
             RequestCode.GET_TOPIC_STATS_INFO: self.get_topic_stats_info,
             RequestCode.GET_CONSUMER_CONNECTION_LIST: self.get_consumer_connection_list,
             RequestCode.GET_CONSUME_STATS: self.get_consume_stats,
@@ -116,6 +119,15 @@ class AdminBrokerProcessor(Processor[AdminBrokerServices]):
     def get_all_subscription_group_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         return success(request, body=_json(self.controller.subscription_group_manager.encode()))
 
+    def get_subscription_group_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        group = str_field(request.ext_fields, "group")
+        config = self.controller.subscription_group_manager.find_subscription_group_config(group)
+        if config is None:
+            raise RequestRefused(
+                ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"consumer group {group!r} does not exist on this broker"
+            )
+        return success(request, body=_json(config.to_json()))
+
     def get_broker_runtime_info(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         c = self.controller
         store = c.store
@@ -142,6 +154,8 @@ class AdminBrokerProcessor(Processor[AdminBrokerServices]):
             table["flushThreadRounds"] = store.group_commit_flushes - inline_rounds
         if c.config.enable_controller_mode:  # rmq's key: rmq-admin broker promote asks these controllers
             table[RUNTIME_CONTROLLER_ADDR] = c.config.controller_addr or ""
+        if c.config.enable_grpc:  # rmq's key: where its gRPC endpoint is, for another broker's routes
+            table[RUNTIME_GRPC_PORT] = c.config.grpc_server_port
         table.update(c.runtime_stats.table())
         if c.send_lane is not None:  # frames the compiled send lane served and left to the processors (rmq's keys)
             table["sendLaneServed"] = c.send_lane.served

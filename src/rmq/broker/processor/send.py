@@ -70,6 +70,7 @@ from rmq.protocol.codes import DEGRADED_SEND_CODES, RequestCode, ResponseCode
 from rmq.protocol.headers import SendHeader, send_header
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DLQ_GROUP_TOPIC_PREFIX,
     NAME_VALUE_SEPARATOR,
     NOT_ALLOWED_SEND_TOPICS,
     PROPERTIES_MAX_LENGTH,
@@ -83,6 +84,7 @@ from rmq.protocol.message import (
 )
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, is_writeable
 from rmq.protocol.record import ipv4_to_int
+from rmq.protocol.topic_attributes import message_type_of, type_conflict
 from rmq.protocol.transaction import PREPARED_MARK, is_prepared
 from rmq.store import MessageStore, PutMessageStatus
 
@@ -148,6 +150,21 @@ _PUT_REPLIES: dict[int, tuple[int, str | None, bool]] = {
     for status, (code, remark) in _PUT_OUTCOMES.items()
 }
 _UNKNOWN_PUT_REPLY = (int(ResponseCode.SYSTEM_ERROR), "unknown store status", False)
+
+
+def _check_message_type(topic_config: TopicConfig, properties: str) -> None:
+    """Refuse (MESSAGE_ILLEGAL, as RocketMQ 5.x's proxy answers a remoting send) a message whose type
+    is not its topic's ``message.type`` attribute; retry and dead-letter topics, and messages a
+    replicator moved (TRANSFER_FLAG), are not checked, as there."""
+    topic = topic_config.topic_name
+    if topic.startswith(RETRY_GROUP_TOPIC_PREFIX) or topic.startswith(DLQ_GROUP_TOPIC_PREFIX):
+        return
+    props = decode_properties(properties)
+    if MessageProperty.TRANSFER_FLAG in props:
+        return
+    conflict = type_conflict(topic_config.message_type, message_type_of(props))
+    if conflict is not None:
+        raise RequestRefused(ResponseCode.MESSAGE_ILLEGAL, f"{conflict} (topic {topic})")
 
 
 class SendProcessor(Processor[SendServices]):
@@ -252,6 +269,8 @@ class SendProcessor(Processor[SendServices]):
         topic_config = self._writable_topics.get(topic)
         if topic_config is None or self._topics_version != self.topics.data_version.counter:
             topic_config = self._check_topic(channel, header)
+        if topic_config.attributes and self.broker_config.enable_topic_message_type_check:
+            _check_message_type(topic_config, properties)
         if queue_id < 0:
             queue_id = random.randrange(max(1, topic_config.write_queue_nums))
         elif queue_id >= topic_config.write_queue_nums and queue_id >= topic_config.read_queue_nums:

@@ -14,7 +14,9 @@ import pytest
 import zstandard
 
 from rmq.client import Message, Producer, PullConsumer
-from rmq.client.compression import (
+from rmq.errors import ClientError
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.compression import (
     COMPRESS_OVER,
     BodyTooLarge,
     UndecodableBody,
@@ -22,8 +24,6 @@ from rmq.client.compression import (
     compress_body,
     decompress_body,
 )
-from rmq.errors import ClientError
-from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import MAX_MESSAGE_SIZE
 from tests.helpers.requests import send_request
 

@@ -1,4 +1,5 @@
-"""Message body compression, as RocketMQ producers and consumers do it.
+"""Message body compression, as RocketMQ producers and consumers do it (and the gRPC endpoint, which
+inflates a compressed body for 5.x consumers: rmq.proxy.convert).
 
     sysFlag bit 0      COMPRESSED: the body is compressed
     sysFlag bits 8-10  how (RocketMQ 5.x CompressionType): 0 or 3 zlib, 1 LZ4, 2 ZSTD; 4-7 unassigned
