@@ -91,7 +91,7 @@ def test_rmq_traffic_reports_topics_rates_sizes_producers_and_the_stats_log(spar
     doc = json.loads((out / "traffic.json").read_text())
     (topic,) = doc["topics"]
     assert (topic["topic"], topic["messages"], topic["body_bytes"]) == (TOPIC, acked, acked * SIZE)
-    assert sum(n for _s, n, _b in doc["rate_1s"]) == sum(n for _m, n, _b in doc["rate_1min"]) == acked
+    assert sum(n for _s, n, _b in doc["rate_1s"]) == sum(n for _m, n, _b, _k in doc["rate_1min"]) == acked
     assert max(n for _s, n, _b in doc["rate_1s"]) >= 1100  # the burst's full second
     assert doc["size"]["histogram"] == [{"low": 128, "high": 256, "count": acked}]
     (producer,) = doc["producers"]

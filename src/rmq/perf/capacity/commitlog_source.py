@@ -279,30 +279,34 @@ def _walk(
                 chunk_bytes = max(chunk_bytes, total)
                 continue
             bad = layout.CHECK_RESULTS.get(outcome, str(outcome))
-        yield _problem(view, data, part, at, end, bad)
-        pos = next_record(view, data, base, at + 1, end)
+        problem, pos = _problem(view, data, part, at, end, bad)
+        yield problem
     if pos is not None and end <= pos < size:
         # the walk ran past ``end`` into what the next partition's scan would skip unseen
         outcome = check_record(view[pos:], base + pos, check_crc)
         if outcome < 0 and outcome != layout.CHECK_EMPTY:
             next_end = min(size, end + (end - part.start))
-            yield _problem(view, data, part, pos, next_end, layout.CHECK_RESULTS.get(outcome, str(outcome)))
+            yield _problem(view, data, part, pos, next_end, layout.CHECK_RESULTS.get(outcome, str(outcome)))[0]
 
 
-def _problem(view: memoryview, data: Any, part: CommitLogPartition, at: int, end: int, reason: str) -> Problem:
-    """The corrupt region at ``at``: up to the next record before ``end``, else up to its last
-    byte that is not zero (a torn tail is followed by the unwritten rest of the file)."""
+def _problem(
+    view: memoryview, data: Any, part: CommitLogPartition, at: int, end: int, reason: str
+) -> tuple[Problem, int | None]:
+    """The corrupt region at ``at``, and the next record before ``end`` (None: none). The region
+    runs to that record, else to its last byte that is not zero (a torn tail is followed by the
+    unwritten rest of the file)."""
     resume = next_record(view, data, part.base, at + 1, end)
-    if resume is None:
-        resume = end
-        while resume > at:
-            low = max(at, resume - ZERO_SCAN_BYTES)
-            written = data[low:resume].rstrip(b"\0")
+    stop = resume
+    if stop is None:
+        stop = end
+        while stop > at:
+            low = max(at, stop - ZERO_SCAN_BYTES)
+            written = data[low:stop].rstrip(b"\0")
             if written:
-                resume = low + len(written)
+                stop = low + len(written)
                 break
-            resume = low
-    return Problem(part.path, part.base + at, max(resume - at, 1), reason)
+            stop = low
+    return Problem(part.path, part.base + at, max(stop - at, 1), reason), resume
 
 
 class CommitLogReader(DataSourceReader):

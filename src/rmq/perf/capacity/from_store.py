@@ -195,20 +195,9 @@ def store_traffic(
 ) -> StoreTraffic:
     """The aggregates of ``stores``' CommitLogs (a Spark job over commitlog_source)."""
     stores = [str(s) for s in stores]
-    rows = load(spark, stores, partition_bytes)
-    corrupt = {
-        r["file"]: {"regions": r["regions"], "bytes": r["bytes"]}
-        for r in rows.filter(F.col(CORRUPT).isNotNull())
-        .groupBy("file")
-        .agg(F.count("*").alias("regions"), F.sum("total_size").alias("bytes"))
-        .collect()
-    }
-    good = rows.filter(F.col(CORRUPT).isNull())
-    skipped = {
-        r["topic"]: r["count"] for r in good.filter(~_produced(F.col("topic"))).groupBy("topic").count().collect()
-    }
-    produced = (
-        good.filter(_produced(F.col("topic")))
+    # the stores are read once: every aggregate below is of this cached projection
+    rows = (
+        load(spark, stores, partition_bytes)
         .select(
             "topic",
             "store_timestamp",
@@ -219,13 +208,27 @@ def store_traffic(
             "keys",
             F.substring_index("born_host", ":", 1).alias("host"),
             "born_host",
+            "file",
+            CORRUPT,
         )
         .cache()
     )
     try:
+        corrupt = {
+            r["file"]: {"regions": r["regions"], "bytes": r["bytes"]}
+            for r in rows.filter(F.col(CORRUPT).isNotNull())
+            .groupBy("file")
+            .agg(F.count("*").alias("regions"), F.sum("total_size").alias("bytes"))
+            .collect()
+        }
+        good = rows.filter(F.col(CORRUPT).isNull())
+        skipped = {
+            r["topic"]: r["count"] for r in good.filter(~_produced(F.col("topic"))).groupBy("topic").count().collect()
+        }
+        produced = good.filter(_produced(F.col("topic")))
         return _aggregate(produced, stores, corrupt, skipped, top_hosts, consumer_groups(stores))
     finally:
-        produced.unpersist()
+        rows.unpersist()
 
 
 def _aggregate(

@@ -44,14 +44,16 @@ TOP_TOPICS = 10
 CHARTS = ("rates", "topics", "sizes", "latency")
 
 
-def per_minute(per_second: Sequence[tuple[int, int, int]]) -> list[tuple[int, int, int]]:
-    """(minute's first second, messages, body bytes) of each minute of 1 s points."""
+def per_minute(per_second: Sequence[tuple[int, int, int]]) -> list[tuple[int, int, int, int]]:
+    """(minute's first second, messages, body bytes, seconds of the span in it) of each minute of
+    1 s points: the first and last minutes are partial, their rate is over their own seconds."""
     minutes: dict[int, list[int]] = {}
     for second, messages, size in per_second:
-        m = minutes.setdefault(second - second % 60, [0, 0])
+        m = minutes.setdefault(second - second % 60, [0, 0, 0])
         m[0] += messages
         m[1] += size
-    return [(m, n, b) for m, (n, b) in sorted(minutes.items())]
+        m[2] += 1
+    return [(m, n, b, k) for m, (n, b, k) in sorted(minutes.items())]
 
 
 def traffic_doc(traffic: StoreTraffic, stats: Sequence[Mapping[str, Any]], peak_window_s: int) -> dict[str, Any]:
@@ -83,9 +85,9 @@ def write_charts(out: Path, doc: Mapping[str, Any]) -> dict[str, Path]:
         ax.plot([(s - t0) / 60 for s, _n, _b in doc["rate_1s"]], [n for _s, n, _b in doc["rate_1s"]],
                 lw=0.6, color="#1f77b4", label="per second")  # fmt: skip
         minutes = doc["rate_1min"]
-        ax.step([(m - t0) / 60 for m, _n, _b in minutes] + [(minutes[-1][0] + 60 - t0) / 60],
-                [n / 60 for _m, n, _b in minutes] + [minutes[-1][1] / 60], where="post", color="#d62728",
-                lw=1.5, label="1-minute average")  # fmt: skip
+        ax.step([(m - t0) / 60 for m, _n, _b, _k in minutes] + [(minutes[-1][0] + 60 - t0) / 60],
+                [n / k for _m, n, _b, k in minutes] + [minutes[-1][1] / minutes[-1][3]], where="post",
+                color="#d62728", lw=1.5, label="1-minute average")  # fmt: skip
         ax.axhline(doc["peak_rate"], color="#555", ls=":", lw=1)
         ax.annotate(f"peak {doc['peak_rate']:,.0f} msgs/s (over {doc['peak_window_s']} s)",
                     ((doc["peak_starts"] - t0) / 60, doc["peak_rate"]), fontsize=8, va="bottom")  # fmt: skip
@@ -115,7 +117,8 @@ def write_charts(out: Path, doc: Mapping[str, Any]) -> dict[str, Path]:
         ax.bar(range(len(hist)), [b["count"] for b in hist], color="#1f77b4")
         ax.set_xticks(range(len(hist)), labels, rotation=45, fontsize=8)
         ax.set_xlabel(unit)
-        ax.set_ylabel("messages")
+        ax.set_ylabel("messages (log scale: the tail shows)")
+        ax.set_yscale("log")
         ax.set_title(title)
         save(name, fig)
     return paths
