@@ -15,7 +15,7 @@ from rmq.perf.capacity import commitlog_source
 from rmq.perf.capacity.commitlog_source import CORRUPT, commitlog_files, plan_partitions, read_partition
 from rmq.perf.procs import Processes
 from rmq.protocol import layout
-from rmq.protocol.record import decode_msg_id
+from rmq.protocol.record import StoredMessage, body_crc, decode_msg_id, encode_record
 from tests.helpers.processes import Cluster
 
 FILE_BYTES = 64 * 1024
@@ -23,6 +23,11 @@ PARTITION_BYTES = 8 * 1024
 TOPICS = ("OrdersTopic", "ClicksTopic")
 MESSAGES = 240
 Key = tuple[str, int, int, int]  # topic, queue id, queue offset, CommitLog offset
+# a valid stored record (of another CommitLog, at offset 0), to be carried in bodies
+NESTED = encode_record(
+    StoredMessage(0, body_crc(b"n" * 40), 0, 0, 0, 0, 0, 0, ("10.0.0.1", 5000), 0, ("10.0.0.2", 10911), 0, 0,
+                  b"n" * 40, "NestedTopic", {})
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +49,10 @@ def written(tmp_path_factory) -> Iterator[tuple[Path, dict[Key, tuple[int, str |
                 topic = TOPICS[i % 2]
                 size = 100 + (i * 37) % 1400  # 100 .. 1499 bytes: records of many lengths
                 tags = f"tag{i % 3}" if i % 4 else None
-                result = producer.send(Message(topic, b"b" * size, tags=tags, keys=[f"k{i}", f"o{i // 10}"]))
+                # every sixth body holds whole records (a store dump sent as messages): a partition's
+                # scan for its first record must not take them for the CommitLog's own
+                body = (NESTED * (size // len(NESTED) + 1))[:size] if i % 6 == 0 else b"b" * size
+                result = producer.send(Message(topic, body, tags=tags, keys=[f"k{i}", f"o{i // 10}"]))
                 _ip, _port, offset = decode_msg_id(result.offset_msg_id)
                 key = (topic, result.message_queue.queue_id, result.queue_offset, offset)
                 acked[key] = (size, tags, f"k{i} o{i // 10}")
