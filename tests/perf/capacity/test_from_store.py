@@ -5,8 +5,6 @@ the profile's rates and fan-out, and the plan is made for that workload."""
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,14 +16,16 @@ from rmq.perf.load import LoadSpec, run_load
 from rmq.perf.procs import Processes
 from rmq.protocol.codes import RequestCode, ResponseCode
 from tests.helpers import LOOPBACK
+from tests.helpers.capacity import SAMPLES, run_module
 from tests.helpers.processes import Cluster
 from tests.helpers.requests import offset_request
-from tests.perf.capacity.test_cli import SAMPLES, capacity
 
 TOPIC = "ProfileTopic"
 PROFILE = ((300.0, 2.0), (1200.0, 2.0), (300.0, 2.0))
 GROUPS = ("BillingGroup", "AuditGroup")
 SIZE = 200
+CAPACITY = "rmq.perf.capacity.cli"
+TRAFFIC = "rmq.perf.capacity.traffic"
 
 
 @pytest.fixture(scope="module")
@@ -60,9 +60,10 @@ def test_from_store_derives_the_rates_of_a_known_profile_and_plans_for_them(prof
     store, acked = profiled
     out = tmp_path / "plan"
 
-    result = capacity(
-        str(SAMPLES), "--from-store", str(store), "--peak-window", "1", "--slo-p99-ms", "20", "--out", str(out)
-    )
+    result = run_module(
+        CAPACITY, str(SAMPLES), "--from-store", str(store), "--peak-window", "1", "--slo-p99-ms", "20",
+        "--out", str(out),
+    )  # fmt: skip
 
     assert result.returncode == 0, result.stderr
     derived = json.loads((out / "from_store.json").read_text())
@@ -105,12 +106,9 @@ def test_rmq_traffic_reports_topics_rates_sizes_producers_and_the_stats_log(spar
 
 
 def test_a_store_without_a_commitlog_fails_with_one_line(tmp_path):
-    result = capacity("--from-store", str(tmp_path), "--out", str(tmp_path / "out"))
+    result = run_module(CAPACITY, "--from-store", str(tmp_path), "--out", str(tmp_path / "out"))
     assert result.returncode == 1
     assert "no CommitLog here: expected a store root with commitlog/" in result.stderr
     assert "Traceback" not in result.stderr
-    result = subprocess.run(
-        [sys.executable, "-m", "rmq.perf.capacity.traffic", str(tmp_path), "--out", str(tmp_path / "out")],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+    result = run_module(TRAFFIC, str(tmp_path), "--out", str(tmp_path / "out"))
     assert result.returncode == 1 and result.stderr.startswith(f"Error: {tmp_path}: no CommitLog here"), result.stderr
