@@ -15,6 +15,16 @@
 ``spark_cluster``  ``rmq-capacity cluster up|down|status``: a Spark standalone master and workers
             on this machine, to run the pipeline on executors instead of in local mode
 
+From brokers' stores instead of benchmarks (``--from-store``, ``rmq-traffic``)::
+
+    STORE_DIR/commitlog  ──commitlog_source──▶  records  ──from_store──▶  rates, sizes, fan-out
+    (CommitLog files)      rmq-commitlog:        (Spark,   aggregates     ──▶ a workload for ``plan``
+                           a Python data source  Arrow)                   ──traffic──▶ traffic.html
+
+``commitlog_source``  ``spark.read.format("rmq-commitlog")``: partitions, record boundaries, corrupt rows
+``from_store``        the aggregates of stores' traffic and the workload they give
+``traffic``           the ``rmq-traffic`` command and its report
+
 Only ``read`` and ``model`` touch Spark; ``plan`` and ``report`` work on the small collected results.
 On a cluster the records are read, exploded and summed in the executors; only aggregates reach the
 driver: a row per measured point and per repeat, a header per run, a row per broker, topic and

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
     from rmq.perf.capacity.report import Capacity
 
+# what --from-store derived, beside capacity.json
+FROM_STORE_JSON = "from_store.json"
 # workload fields that have a flag, and their flags' names
 WORKLOAD_FLAGS = (
     "peak_rate",
@@ -46,9 +48,10 @@ WORKLOAD_FLAGS = (
 )
 
 
-def load_workload(path: str | None, flags: dict[str, Any]) -> Workload:
-    """The workload of a YAML file, flags laid over it; WorkloadError saying what is wrong."""
-    data: dict[str, Any] = {}
+def load_workload(path: str | None, flags: dict[str, Any], base: dict[str, Any] | None = None) -> Workload:
+    """The workload of a YAML file, flags laid over it (both over ``base``: what --from-store
+    derived); WorkloadError saying what is wrong."""
+    data: dict[str, Any] = dict(base or {})
     if path is not None:
         try:
             loaded = yaml.safe_load(Path(path).read_text())
@@ -78,7 +81,7 @@ def _say(quiet: bool, text: str) -> None:
 
 
 @click.command(cls=_PlanOrCluster, context_settings={"help_option_names": ["-h", "--help"]})
-@click.argument("logdirs", nargs=-1, required=True, type=click.Path(exists=True))
+@click.argument("logdirs", nargs=-1, type=click.Path(exists=True))
 @click.option("--out", "out", required=True, type=click.Path(file_okay=False), help="directory to write into")
 @click.option("--master", help="Spark master URL (default local[*], or spark-submit's --master)")
 @click.option("--workload", "workload_file", type=click.Path(exists=True, dir_okay=False), help="workload YAML")
@@ -97,16 +100,43 @@ def _say(quiet: bool, text: str) -> None:
 @click.option("--disk-bytes", help="a broker machine's disk: bytes, or 800g (binary units); sizes the broker count "
               "so that a broker's files stay below diskMaxUsedSpaceRatio")  # fmt: skip
 @click.option("--network-mb-per-s", type=float, help="a machine's network each way, MB/s (10^6 B; 1 GbE = 125)")
+@click.option(
+    "--from-store",
+    "stores",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="derive the workload from a broker's store (repeat for a cluster's brokers): rates, sizes, fan-out",
+)
+@click.option(
+    "--peak-window",
+    type=click.IntRange(1),
+    help="--from-store: seconds the peak rate is averaged over (default 10, RocketMQ's shortest putTps window)",
+)
 @click.option("-q", "--quiet", is_flag=True, help="print only the output paths")
 def main(
-    logdirs: tuple[str, ...], out: str, master: str | None, workload_file: str | None, quiet: bool, **flags: Any
+    logdirs: tuple[str, ...],
+    out: str,
+    master: str | None,
+    workload_file: str | None,
+    quiet: bool,
+    stores: tuple[str, ...],
+    peak_window: int | None,
+    **flags: Any,
 ) -> None:
     """Read perf logs (rmq-perf's *.perf.jsonl under each LOGDIR), model each mode's throughput and
     latency, plan brokers and disk for a workload; write capacity.json, report.html and PNG charts.
+    With --from-store the workload comes from brokers' stores (flags and --workload override it);
+    with no LOGDIR it writes only what it derived (from_store.json).
 
     rmq-capacity cluster up|down|status: a Spark standalone cluster on this machine to run it on."""
+    if not logdirs and not stores:
+        raise click.UsageError("nothing to read: give LOGDIR... (perf logs), --from-store STORE_DIR, or both")
+    derived = _derive_from_stores(stores, master, peak_window, Path(out), quiet, bool(logdirs)) if stores else None
+    if not logdirs:
+        click.echo(str(Path(out) / FROM_STORE_JSON))
+        return
     try:
-        workload = load_workload(workload_file, {k: flags[k] for k in WORKLOAD_FLAGS})
+        workload = load_workload(workload_file, {k: flags[k] for k in WORKLOAD_FLAGS}, derived)
     except WorkloadError as e:
         raise click.UsageError(str(e)) from None
     # Spark and the model load only once the command line is known good: a JVM takes seconds
@@ -129,6 +159,8 @@ def main(
         sys.exit(1)
     finally:
         spark.stop()
+    if derived is not None:
+        capacity.inputs["from_store"] = {"file": FROM_STORE_JSON, "workload": derived}
     rec = capacity.plan.recommended
     paths = report.write_outputs(Path(out), capacity)
     for note in capacity.inputs["notes"]:
@@ -253,6 +285,39 @@ def cluster_status(root: Path | None) -> None:
     master = spark.master_json() or {}
     alive = sum(1 for w in master.get("workers", []) if w.get("state") == "ALIVE")
     click.echo(f"{spark.master_url_file()} {master.get('status', 'not answering')}, {alive} worker(s) ALIVE")
+
+
+def _derive_from_stores(
+    stores: tuple[str, ...], master: str | None, peak_window: int | None, out: Path, quiet: bool, keep_session: bool
+) -> dict[str, Any]:
+    """The workload fields the stores' traffic gives; from_store.json (what they came from) in ``out``.
+    ``keep_session``: the Spark session stays for the perf logs (one JVM start, not two)."""
+    from rmq.perf.capacity import from_store, read
+    from rmq.perf.capacity.commitlog_source import CommitLogError, store_commitlog_dir
+
+    window = peak_window or from_store.DEFAULT_PEAK_WINDOW_S
+    try:
+        for store in stores:  # before a JVM starts: a wrong path is said in one line, at once
+            store_commitlog_dir(store)
+    except CommitLogError as e:
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+    _say(quiet, f"reading {len(stores)} store(s) with Spark ({master or 'local[*]'})")
+    spark = read.session(master)
+    spark.sparkContext.setLogLevel("ERROR")
+    try:
+        traffic = from_store.store_traffic(spark, stores)
+        fields = traffic.workload_fields(window)
+    except ValueError as e:  # no producer's message in the stores
+        spark.stop()
+        click.echo(f"Error: {e}", err=True)
+        sys.exit(1)
+    if not keep_session:
+        spark.stop()
+    out.mkdir(parents=True, exist_ok=True)
+    from_store.write_summary(out / FROM_STORE_JSON, traffic, window)
+    _say(quiet, from_store.describe(traffic, window))
+    return fields
 
 
 if __name__ == "__main__":
