@@ -15,6 +15,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import socket
 import threading
 from typing import Any
 
@@ -40,6 +41,20 @@ STOP_GRACE = 0.5
 # A request carries at most a batch of messages: a few maxMessageSize bodies and their properties.
 INBOUND_BODIES = 4
 _INBOUND_OVERHEAD = 1 << 20
+
+
+def bind_error(host: str, port: int) -> str | None:
+    """Why the OS refuses ``host:port`` to a listener ("Address already in use"), None when it takes
+    it: grpcio's "Failed to bind" names no cause, and whoever starts brokers on free ports (the
+    tests, rmq-perf) picks another port only for a taken one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            return e.strerror
+    return None
 
 
 class GrpcProxy(ServiceThread):
@@ -76,8 +91,10 @@ class GrpcProxy(ServiceThread):
             raise RmqError(f"the gRPC endpoint did not start within {START_TIMEOUT} s")
         if self._failure is not None:
             self.shutdown()
+            host, port = self.config.host, self.config.grpc_server_port
+            cause = bind_error(host, port)
             raise RmqError(
-                f"the gRPC endpoint cannot listen on {self.config.host}:{self.config.grpc_server_port}: {self._failure}"
+                f"the gRPC endpoint cannot listen on {host}:{port}: {self._failure}" + (f" ({cause})" if cause else "")
             )
         log.info("gRPC endpoint listening on %s:%d", self.config.host, self._port)
         return self
