@@ -178,6 +178,9 @@ class PopProcessor(Processor[PopServices]):
                 ResponseCode.SERVICE_NOT_AVAILABLE,
                 f"the broker[{c.broker_addr}] is a slave: POP writes checkpoints, pop from the master",
             )
+        # a slave promoted since: its consume offsets are the old master's as last synced, behind
+        # what the checkpoints it replicated popped (and acked): those move them first
+        self.pop.recover_if_promoted()
         if not 0 < header.max_msg_nums <= MAX_POP_NUMS:
             raise RequestRefused(
                 ResponseCode.INVALID_PARAMETER,
