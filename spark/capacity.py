@@ -3,7 +3,11 @@
 The pipeline is ``rmq.perf.capacity`` (installed with ``pip install 'rmq[spark]'``, so the
 ``rmq-capacity`` command and this launcher run the same code); from a checkout that is not installed,
 the launcher finds it in ``src/`` beside this directory. Its Spark work is DataFrame expressions only
-(no Python functions run on executors), so a cluster's executors need nothing of rmq installed.
+(no Python functions run on executors), so a cluster's executors need nothing of rmq installed, and
+only per-point aggregates come back to the driver. ``rmq-capacity cluster up`` starts a standalone
+cluster on this machine and prints the master URL to pass as ``--master``. ``--from-store`` is the
+exception: its CommitLog reader (rmq.perf.capacity.commitlog_source) runs on the executors with rmq's
+compiled record codec, so they need rmq installed.
 """
 
 from __future__ import annotations

@@ -15,8 +15,10 @@ import pytest
 from hypothesis import strategies as st
 
 from rmq.broker.controller import NO_FAST_LANE_ENV
+from rmq.errors import ProtocolError, RequestRefused
 from rmq.net import _codec, codec
-from rmq.protocol.codes import ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.headers import send_header
 from rmq.protocol.message import SCHEDULE_TOPIC
 from rmq.store._store import LAYOUT
 from tests.helpers.frames import RawConnection, raw_frame
@@ -49,6 +51,20 @@ def header_mutations(header: bytes, data: st.DataObject) -> tuple[bytes, ...]:
     cut = data.draw(st.integers(0, len(header)))
     junk = data.draw(st.binary(max_size=8))
     return header[:cut], header[:cut] + junk + header[cut:], junk, header[:cut] + junk
+
+
+_SEND_CODES = (RequestCode.SEND_MESSAGE, RequestCode.SEND_MESSAGE_V2, RequestCode.SEND_BATCH_MESSAGE)
+
+
+def random_queue_send(header: bytes) -> bool:
+    """A send whose header names a negative queue id, in the spelling send_header reads (V2
+    letters, or long names under any send code): each twin's processor picks one of the topic's
+    write queues at random (RocketMQ's randomQueueId), so the twins may store it apart."""
+    try:
+        (command,) = codec.decode_frames(raw_frame(header))
+        return command.code in _SEND_CODES and send_header(command).queue_id < 0
+    except (ProtocolError, RequestRefused):
+        return False
 
 
 # the fields of a record that differ between twins: where and when it was stored, who sent it

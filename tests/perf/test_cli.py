@@ -75,3 +75,10 @@ def test_producer_without_a_cluster_fails_with_one_line(tmp_path):
     assert result.returncode == 1
     assert result.stderr.startswith("Error: cannot reach the cluster at 127.0.0.1:"), result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_a_rate_profile_that_cannot_be_run_is_refused_saying_what_was_expected(tmp_path):
+    steps = rmq_perf("producer", "--rate-profile", "2000:270,8000", "--out", str(tmp_path))
+    assert steps.returncode == 2 and "'8000': expected RATE:SECONDS, e.g. 2000:270" in steps.stderr, steps.stderr
+    both = rmq_perf("producer", "--rate", "500", "--rate-profile", "2000:2", "--out", str(tmp_path))
+    assert both.returncode == 2 and "--rate-profile sets the rate and the duration: drop --rate" in both.stderr

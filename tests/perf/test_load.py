@@ -78,3 +78,16 @@ def test_a_generator_the_machine_does_not_run_says_how_late_it_woke(cluster, eng
     assert total.send_delay.max_us() >= 300_000 and abs(p99 - sent_p99) < 50_000, (p99, sent_p99)
     # the second interval ran undisturbed: its worst wake-up was far below the stall
     assert intervals[1].wake_late_max_s < 0.2, [r.wake_late_max_s for r in intervals]
+
+
+def test_a_rate_profile_steps_the_offered_rate_at_its_interval(cluster, engine):
+    cluster.create_topic(TOPIC)
+    spec = LoadSpec(
+        "rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=8, rate=200, duration=3, engine=engine,
+        profile=((200, 1), (600, 1), (200, 1)),
+    )  # fmt: skip
+    intervals: list[IntervalReport] = []
+    total = run_load(spec, lambda report, t_start, t_end: intervals.append(report))
+    # each second offers its step's rate; a stall of the machine may push a few into the next second
+    acked = [r.acked for r in intervals]
+    assert 980 <= total.acked <= 1000 and 150 <= acked[0] <= 250 and 520 <= acked[1] <= 680 and acked[2] <= 280, acked

@@ -24,6 +24,7 @@ from rmq.protocol.codes import ResponseCode
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     SCHEDULE_TOPIC,
+    SYSTEM_TOPIC_PREFIX,
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
     TRANS_OP_HALF_TOPIC,
@@ -49,7 +50,6 @@ SCHEDULE_TOPIC_QUEUE_NUMS = 18
 # TopicConfig's defaults in RocketMQ, used by the system topics that do not set their own.
 DEFAULT_QUEUE_NUMS = 16
 SINGLE_TAG = "SINGLE_TAG"
-SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 # Broker-owned topics that may be absent from the table (created on first use, or TBW102 with
 # auto-creation off); with the ones created at start they are the system topics.
 OTHER_SYSTEM_TOPICS = frozenset(

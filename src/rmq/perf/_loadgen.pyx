@@ -366,6 +366,15 @@ cdef class Loop:
                     break
         return status
 
+    def set_period(self, double period):
+        """A rate profile's next step: ``period`` seconds between requests from now on. The requests
+        already due keep their due times (``next_due`` runs on), so a step changes the rate without
+        a gap or a burst; an open loop stays open (``period`` > 0) and a closed one closed."""
+        if (period > 0) != (self.period > 0):
+            raise ValueError(f"period {period} for a loop of period {self.period}: "
+                             "expected both open (> 0) or both closed (0)")
+        self.period = period
+
     def take(self):
         """This interval's (sent, acked, failures {key: messages}, lost to the connection, latest
         wake-up in seconds), its counters then zeroed; the histogram is the ``counts`` array."""

@@ -2,6 +2,7 @@
 comparison of durability modes on fresh processes, writing perf logs (``rmq.perf.log``).
 
     rmq-perf producer -n 127.0.0.1:9876 -t BenchTopic --size 1024 --in-flight 16 --duration 30 [--engine c]
+    rmq-perf producer -t BenchTopic --rate-profile 2000:270,8000:60,2000:270   # a known rate profile
     rmq-perf consumer -n 127.0.0.1:9876 -t BenchTopic -g BenchGroup
     rmq-perf matrix [--flush ASYNC_FLUSH,SYNC_FLUSH] [--roles standalone,async_master,sync_master] \
                     [--sizes 1024] [--in-flight 1,16,64] [--rate 10000,30000] [--batch 1] [--peers redis,nats]
@@ -63,6 +64,21 @@ def _list(
     return parse
 
 
+def _profile(ctx: click.Context, param: click.Parameter, value: str) -> tuple[tuple[float, float], ...]:
+    """A rate profile, ``2000:270,8000:60``: (msgs/s, whole seconds) steps."""
+    steps = []
+    for item in (v.strip() for v in value.split(",") if v.strip()):
+        rate, _, seconds = item.partition(":")
+        try:
+            step = (float(rate), float(seconds))
+        except ValueError:
+            raise click.BadParameter(f"{item!r}: expected RATE:SECONDS, e.g. 2000:270") from None
+        if step[0] <= 0 or step[1] < 1 or step[1] != int(step[1]):
+            raise click.BadParameter(f"{item!r}: expected a rate above 0 and whole seconds (the rate steps per second)")
+        steps.append(step)
+    return tuple(steps)
+
+
 def _peers(ctx: click.Context, param: click.Parameter, value: str) -> list[str]:
     return [v.strip() for v in value.split(",") if v.strip()]
 
@@ -88,6 +104,14 @@ def main() -> None:
 @click.option("--in-flight", type=click.IntRange(1), default=64, show_default=True, help="requests outstanding, in all")
 @click.option("--batch", type=click.IntRange(1, 1024), default=1, show_default=True, help="messages per request")
 @click.option("--rate", type=click.FloatRange(0), default=0, show_default=True, help="msgs/s target (0: unlimited)")
+@click.option(
+    "--rate-profile",
+    "profile",
+    default="",
+    callback=_profile,
+    help="msgs/s steps RATE:SECONDS[,RATE:SECONDS...] (e.g. 2000:270,8000:60,2000:270), instead of --rate:"
+    " the run lasts their sum",
+)
 @click.option("--duration", type=click.FloatRange(0.1), default=60, show_default=True, help="seconds recorded")
 @click.option("--warmup", type=click.FloatRange(0), default=0, show_default=True, help="seconds sent, not recorded")
 @click.option(
@@ -106,10 +130,20 @@ def main() -> None:
     "--out", type=click.Path(file_okay=False), default=DEFAULT_OUT, show_default=True, help="perf-log directory"
 )
 @engine_option
-def producer(namesrv: str, topic: str, size: int, in_flight: int, batch: int, rate: float, duration: float,
-             warmup: float, workers: int, tags: str, flush: str, as_json: bool, out: str,
-             engine: str) -> None:  # fmt: skip
+@click.pass_context
+def producer(ctx: click.Context, namesrv: str, topic: str, size: int, in_flight: int, batch: int, rate: float,
+             profile: tuple[tuple[float, float], ...], duration: float, warmup: float, workers: int, tags: str,
+             flush: str, as_json: bool, out: str, engine: str) -> None:  # fmt: skip
     """Send to a running cluster, a line per second as benchmark/producer.sh."""
+    if profile:
+        given = [
+            f"--{name}" for name in ("rate", "duration")
+            if ctx.get_parameter_source(name) is not click.core.ParameterSource.DEFAULT
+        ]  # fmt: skip
+        if given:
+            raise click.UsageError(f"--rate-profile sets the rate and the duration: drop {' and '.join(given)}")
+        rate = profile[0][0]
+        duration = sum(seconds for _rate, seconds in profile)
     try:
         addr, queues, role = _target(namesrv, topic)
     except RmqError as e:
@@ -117,7 +151,7 @@ def producer(namesrv: str, topic: str, size: int, in_flight: int, batch: int, ra
     host, port = addr.rsplit(":", 1)
     spec = LoadSpec(
         "rmq", host, int(port), topic, size, batch, in_flight, workers, rate, duration, warmup, 1.0, tags, queues,
-        engine=engine,
+        engine=engine, profile=profile,
     )  # fmt: skip
     run_id = new_run_id("producer")
     with PerfLogWriter(out, run_id) as writer:

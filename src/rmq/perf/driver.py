@@ -51,16 +51,34 @@ class LoadSpec:
     queues: int = 4
     options: dict[str, Any] = dataclasses.field(default_factory=dict)  # a peer's own (stream name, ...)
     engine: str = dataclasses.field(default_factory=default_engine)  # one of ENGINES
+    # a rate profile: (msgs/s in total, seconds) steps run in turn from the recording's start, the
+    # last one to the end; the warm-up runs at the first. Empty: ``rate`` throughout.
+    profile: tuple[tuple[float, float], ...] = ()
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
             raise ValueError(f"load engine {self.engine!r}, expected one of {', '.join(ENGINES)}")
+        if self.profile and any(rate <= 0 or seconds <= 0 for rate, seconds in self.profile):
+            raise ValueError(f"rate profile {self.profile}: expected steps of a positive rate and seconds")
+
+    def rate_at(self, index: int) -> float:
+        """msgs/s in total during interval ``index`` (0: the first recorded; the warm-up's too).
+        A step starts at the interval its start falls in: profiles step on whole intervals."""
+        if not self.profile:
+            return self.rate
+        t = index * self.interval
+        start = 0.0
+        for rate, seconds in self.profile:
+            start += seconds
+            if t < start - 1e-9:
+                return rate
+        return self.profile[-1][0]
 
     def share(self, worker: int) -> tuple[int, float]:
         """(in-flight, msgs/s) of one worker."""
         workers = self.effective_workers
         base, extra = divmod(self.in_flight, workers)
-        return base + (1 if worker < extra else 0), self.rate / workers
+        return base + (1 if worker < extra else 0), self.rate_at(0) / workers
 
     @property
     def effective_workers(self) -> int:

@@ -16,6 +16,8 @@ Latency, wrk2 style: in an open-loop run (``rate`` > 0) request k is *due* at st
 its latency runs from that intended time, so a broker that stalls is charged for every request that
 should have gone out meanwhile, not only for the one that was stuck (no coordinated omission). In a
 closed-loop run (``rate`` 0: as fast as answers come back) latency runs from the actual send.
+A rate profile (``LoadSpec.profile``: 2K msgs/s, then 60 s at 8K, ...) steps the rate at interval
+boundaries, the due times running on across a step, so the offered load is the profile's exactly.
 A batch request's latency counts once per message in it, so a histogram's total equals ``acked``.
 
 A protocol is a ``Driver``: it builds requests and parses answers (rmq's remoting frames here,
@@ -266,6 +268,7 @@ def _worker_main(spec: LoadSpec, worker: int, reports: Any, start: Any, go: Any)
 def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_warm: float, reports: Any) -> None:
     in_flight, rate = spec.share(worker)
     batch = spec.batch
+    workers = spec.effective_workers
     period = batch / rate if rate > 0 else 0.0  # seconds between requests of this worker
     t0 = t_warm + spec.warmup  # recorded from here
     end = t0 + spec.duration
@@ -315,6 +318,8 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
         while index < n_intervals - 1 and now >= t0 + (index + 1) * interval:
             report(index)
             index += 1
+            if spec.profile:
+                period = batch / (spec.rate_at(index) / workers)
         sending = now < end
         if sending:
             n = in_flight - outstanding
@@ -434,6 +439,8 @@ def _drive_compiled(
 
     index = 0
     while True:
+        if spec.profile:
+            loop.set_period(spec.batch / (spec.rate_at(index) / spec.effective_workers))
         stop = t0 + (index + 1) * spec.interval if index < spec.intervals - 1 else math.inf
         if loop.run(stop) != _loadgen.INTERVAL_END:
             break

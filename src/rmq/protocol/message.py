@@ -120,8 +120,10 @@ TRANS_HALF_TOPIC = "RMQ_SYS_TRANS_HALF_TOPIC"
 TRANS_OP_HALF_TOPIC = "RMQ_SYS_TRANS_OP_HALF_TOPIC"
 # Where a half message goes once it has been checked transactionCheckMax times.
 TRANS_CHECK_MAX_TIME_TOPIC = "TRANS_CHECK_MAX_TIME_TOPIC"
+# Topics the broker makes for itself (POP's revive logs, the timer's) start with this.
+SYSTEM_TOPIC_PREFIX = "rmq_sys_"
 # Where a timed message (TIMER_* properties) waits for its time, queue 0 (RocketMQ 5.x's TIMER_TOPIC).
-TIMER_TOPIC = "rmq_sys_wheel_timer"
+TIMER_TOPIC = SYSTEM_TOPIC_PREFIX + "wheel_timer"
 # Topics only the broker writes to (RocketMQ's TopicValidator.NOT_ALLOWED_SEND_TOPIC_SET).
 NOT_ALLOWED_SEND_TOPICS = frozenset(
     {SCHEDULE_TOPIC, TRANS_HALF_TOPIC, TRANS_OP_HALF_TOPIC, TRANS_CHECK_MAX_TIME_TOPIC, TIMER_TOPIC}

@@ -98,6 +98,16 @@ def test_a_send_to_a_retry_topic_past_max_reconsume_times_goes_to_the_dlq(broker
     assert broker.store.get_max_offset_in_queue("%RETRY%G1", 0) == 1
 
 
+def test_a_send_to_a_retry_topic_with_a_negative_queue_id_goes_to_one_of_its_queues(broker, client):
+    """A negative queueId asks for any queue: RocketMQ picks one of the topic's write queues before
+    it decides between the retry topic and the DLQ."""
+    r = call(client, broker.broker_addr, send_request("%RETRY%G1", b"x", queue_id=-1))
+    assert r.code == ResponseCode.SUCCESS, r.remark
+    queue_id = int(r.ext_fields["queueId"])
+    assert 0 <= queue_id < broker.topic_config_manager.select_topic_config("%RETRY%G1").write_queue_nums
+    assert broker.store.get_max_offset_in_queue("%RETRY%G1", queue_id) == 1
+
+
 @pytest.mark.parametrize(
     "field, value, code, words",
     [

@@ -97,11 +97,28 @@ CURVE = [
 def test_saturation_is_the_highest_throughput_within_the_slo():
     sat = model.saturation(CURVE, slo_us=2_000)
     assert sat is not None and sat.point.in_flight == 8 and sat.msgs_per_s == 9_000 and sat.bounded
+    assert [p.in_flight for p in sat.broken_above] == [16, 32] and sat.monotone
 
 
 def test_a_curve_that_never_breaks_the_slo_gives_an_unbounded_saturation():
     sat = model.saturation(CURVE, slo_us=10_000)
     assert sat is not None and sat.msgs_per_s == 12_000 and not sat.bounded
+
+
+def test_a_curve_that_is_not_monotone_is_told_as_measured():
+    # the SYNC_FLUSH standalone: the lighter load broke the SLO, the heavier met it
+    curve = [point(4, 3_000, 31_500), point(16, 14_800, 14_000)]
+    sat = model.saturation(curve, slo_us=20_000)
+    assert sat is not None and sat.msgs_per_s == 14_800
+    assert not sat.bounded and sat.broken_above == []  # nothing heavier broke it: "at least"
+    assert not sat.monotone and [p.msgs_per_s for p in sat.broken_below] == [3_000]
+    doc = sat.to_json()
+    assert doc["bounded"] is False and doc["monotone"] is False
+    assert [(q["msgs_per_s"], q["p99_us"]) for q in doc["slo_broken_below"]] == [(3_000, 31_500)]
+    # a heavier load that broke it after the dip: broken above and below, each from the points
+    dip = model.saturation([*curve, point(32, 15_000, 40_000)], slo_us=20_000)
+    assert dip is not None and dip.bounded and [p.in_flight for p in dip.broken_above] == [32]
+    assert [p.in_flight for p in dip.broken_below] == [4]
 
 
 def test_a_curve_that_always_breaks_the_slo_has_no_saturation():
@@ -126,8 +143,7 @@ def test_open_loop_points_decide_the_saturation_when_the_family_has_them():
 def test_the_size_fit_recovers_a_per_message_and_a_per_byte_cost():
     a, b = 20e-6, 3e-9  # 20 us a message, 3 ns a byte
     sats = [
-        model.Saturation(point(16, 1 / (a + b * size), 1_000, size=size), slo_us=2_000, bounded=True)
-        for size in (128, 1024, 4096)
+        model.Saturation(point(16, 1 / (a + b * size), 1_000, size=size), slo_us=2_000) for size in (128, 1024, 4096)
     ]
     (fit,) = model.size_fits(sats).values()
     assert fit.a == pytest.approx(a) and fit.b == pytest.approx(b)
@@ -137,7 +153,7 @@ def test_the_size_fit_recovers_a_per_message_and_a_per_byte_cost():
 
 
 def test_one_size_gives_no_fit():
-    assert model.size_fits([model.Saturation(point(16, 9_000, 1_000), 2_000, True)]) == {}
+    assert model.size_fits([model.Saturation(point(16, 9_000, 1_000), 2_000)]) == {}
 
 
 def test_broker_stats_logs_are_summed_per_topic_and_group(spark, tmp_path):

@@ -295,7 +295,7 @@ class SendProcessor(Processor[SendServices]):
                 f"message body is {len(body)} bytes, more than maxMessageSize {self.max_message_size}",
             )
         if topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
-            topic, queue_id = self._retry_or_dlq(header)
+            topic, queue_id = self._retry_or_dlq(header, queue_id)
             if not topic.startswith(RETRY_GROUP_TOPIC_PREFIX):
                 properties = _without_delay(properties)
         if PREPARED_MARK in properties and is_prepared(properties):  # a half message (rmq.broker.transaction)
@@ -476,9 +476,11 @@ class SendProcessor(Processor[SendServices]):
             )
         return topic_config
 
-    def _retry_or_dlq(self, header: SendHeader) -> tuple[str, int]:
+    def _retry_or_dlq(self, header: SendHeader, queue_id: int) -> tuple[str, int]:
         """A send straight to ``%RETRY%<group>`` (newer clients' consume-failure path): past the
-        group's max reconsume times it goes to ``%DLQ%<group>`` (RocketMQ's handleRetryAndDLQ)."""
+        group's max reconsume times it goes to ``%DLQ%<group>`` (RocketMQ's handleRetryAndDLQ).
+        ``queue_id``: the retry queue, already picked for a negative queueId, as RocketMQ picks it
+        before handleRetryAndDLQ."""
         topic = header.topic
         group = topic[len(RETRY_GROUP_TOPIC_PREFIX) :]
         group_config = self.controller.subscription_group_manager.find_subscription_group_config(group)
@@ -490,7 +492,7 @@ class SendProcessor(Processor[SendServices]):
         if max_times is None:
             max_times = group_config.retry_max_times
         if header.reconsume_times < max_times:
-            return topic, header.queue_id
+            return topic, queue_id
         dlq = dlq_topic(group)
         self.topics.create_topic_in_send_message_back(dlq, DLQ_NUMS_PER_GROUP, PERM_READ | PERM_WRITE)
         return dlq, 0

@@ -204,17 +204,38 @@ def curves(all_points: Iterable[Point]) -> dict[tuple[Any, ...], list[Point]]:
 
 @dataclasses.dataclass
 class Saturation:
-    """The highest throughput of a family whose p99 stays at or below the SLO."""
+    """The highest throughput of a family whose p99 stays at or below the SLO, and what the other
+    loads of its curve measured against the SLO: read from the points, never assumed monotone."""
 
     point: Point
     slo_us: float
-    # True when some load measured broke the SLO; False when every one met it, so the real
-    # saturation point lies beyond what was measured (the plan says "at least")
-    bounded: bool
+    # heavier loads (later in the curve's order of load) whose p99 broke the SLO
+    broken_above: list[Point] = dataclasses.field(default_factory=list)
+    # lighter loads whose p99 broke the SLO although a heavier one met it: a curve that is not
+    # monotone, shown as measured and called out (a stall in that run, or too few samples)
+    broken_below: list[Point] = dataclasses.field(default_factory=list)
+    # the highest msgs/s any load of the curve acked, within the SLO or not
+    max_msgs_per_s: float = 0.0
 
     @property
     def msgs_per_s(self) -> float:
         return self.point.msgs_per_s
+
+    @property
+    def bounded(self) -> bool:
+        """Some heavier load broke the SLO; False: every heavier load met it, so the real saturation
+        point lies beyond what was measured (the plan says "at least")."""
+        return bool(self.broken_above)
+
+    @property
+    def monotone(self) -> bool:
+        return not self.broken_below
+
+    @property
+    def binding(self) -> str:
+        """What stops one set at this point: the latency SLO when a load acked more msgs/s but broke
+        it, else throughput (no load measured acked more)."""
+        return BINDS_SLO if self.max_msgs_per_s > self.point.msgs_per_s else BINDS_THROUGHPUT
 
     def to_json(self) -> dict[str, Any]:
         low, high, stdev = self.point.spread
@@ -232,10 +253,33 @@ class Saturation:
             "connections": p.connections,
             "rate": p.rate,
             "bounded": self.bounded,
+            "monotone": self.monotone,
+            "slo_broken_above": [_load_json(q) for q in self.broken_above],
+            "slo_broken_below": [_load_json(q) for q in self.broken_below],
+            "max_msgs_per_s": self.max_msgs_per_s,
+            "binding": self.binding,
             "repeats": len(p.repeats),
             "cell_ids": p.cell_ids,
             "run_ids": p.run_ids,
         }
+
+
+BINDS_THROUGHPUT = "throughput"
+BINDS_SLO = "latency SLO"
+
+
+def _load_key(p: Point) -> tuple[int, int, int]:
+    return (p.rate, p.in_flight, p.connections)
+
+
+def _load_json(p: Point) -> dict[str, Any]:
+    return {
+        "in_flight": p.in_flight,
+        "rate": p.rate,
+        "msgs_per_s": p.msgs_per_s,
+        "p99_us": p.p99_us,
+        "cell_ids": p.cell_ids,
+    }
 
 
 def saturation(curve: Sequence[Point], slo_us: float) -> Saturation | None:
@@ -244,15 +288,23 @@ def saturation(curve: Sequence[Point], slo_us: float) -> Saturation | None:
     When the family was measured open loop (target rates), only those points count: a closed-loop
     point is an upper bound for a fixed offered rate (its sender waits out a stall instead of
     queueing behind it, so the stall never reaches its percentiles), and a plan resting on it
-    promises a rate whose p99 an open-loop re-measurement breaks."""
+    promises a rate whose p99 an open-loop re-measurement breaks. Which loads broke the SLO above
+    and below the saturation point is read from the points themselves, in order of load."""
     open_loop = [p for p in curve if p.rate]
-    points = open_loop or list(curve)
+    points = sorted(open_loop or curve, key=_load_key)
     meeting = [p for p in points if p.p99_us <= slo_us]
     if not meeting:
         return None
     best = max(meeting, key=lambda p: p.msgs_per_s)
-    bounded = any(p.p99_us > slo_us for p in points)
-    return Saturation(best, slo_us, bounded)
+    broken = [p for p in points if p.p99_us > slo_us]
+    heaviest_meeting = max(map(_load_key, meeting))
+    return Saturation(
+        best,
+        slo_us,
+        broken_above=[p for p in broken if _load_key(p) > _load_key(best)],
+        broken_below=[p for p in broken if _load_key(p) < heaviest_meeting],
+        max_msgs_per_s=max(p.msgs_per_s for p in points),
+    )
 
 
 @dataclasses.dataclass

@@ -22,16 +22,33 @@ ASYNC_FLUSH standalone's) is in the report.
 
 **Arithmetic** (``retention_s`` = retention hours x 3600; a master and its slave hold the same)::
 
-    broker sets       ceil(peak x (1 + headroom) / saturation msgs/s of one set)
+    broker sets       the most of what each resource asks, and the plan names the one that binds:
+      throughput /    ceil(peak x (1 + headroom) / saturation msgs/s of one set): "latency SLO" when a
+      latency SLO     heavier load acked more but broke the SLO, "throughput" when none acked more
+      disk            the fewest sets whose broker's files fit below diskMaxUsedSpaceRatio of
+                      ``disk_bytes`` (a broker machine's disk, when given)
+      network         ceil(peak x (1 + headroom) x size x (groups + slaves per set) / ``network_mb_per_s``)
+                      (a machine's network each way, when given)
     record bytes      91 + size + topic bytes + properties bytes (rmq.protocol.layout's CommitLog
                       record: UNIQ_KEY and WAIT as a Java producer sends them, TAGS and KEYS if used)
-    CommitLog/broker  avg x record bytes x retention_s / sets; files of mappedFileSizeCommitLog
+    CommitLog/broker  avg x record bytes x retention_s / sets, in files of mappedFileSizeCommitLog
     ConsumeQueue      20 B a message: avg x retention_s / sets x 20; files of 300,000 entries per queue
     IndexFile         per file 40 + 4 x maxHashSlotNum + 20 x maxIndexNum bytes (mapped whole), holding
                       maxIndexNum - 1 entries (entry 0 is never used); UNIQ_KEY and each key indexed
+    files on disk     of each kind, the files the retention fills, plus the one being written, plus the
+                      oldest: a file goes only once its last message expired (its mtime, as
+                      ``MessageStore.clean_expired_files`` reads it), so it outlives the retention
     network in        peak x size over the cluster (message bodies; per master: / sets)
     network out       peak x size x (groups + slaves per set): each group reads every message once,
                       and each slave gets a copy
+
+**The disk levels** are the broker's own settings (``rmq.settings``; a workload's ``store:``
+overrides them as a broker's would): above diskMaxUsedSpaceRatio (75 %) expired files are deleted at
+any hour, above diskSpaceCleanForciblyRatio (85 %) unexpired ones too, so the retention is lost,
+and above diskSpaceWarningLevelRatio (90 %) sends are refused. A plan keeps a broker's retention
+below the first: deleting only what has expired, with the gap to the other two as its margin.
+Disk is per broker (a master, or a slave: it holds the same files) and per cluster (masters and
+slaves counted apart).
 """
 
 from __future__ import annotations
@@ -43,10 +60,10 @@ from typing import Any
 
 from rmq.client.msg_id import UNIQ_ID_LENGTH
 from rmq.errors import ConfigError
-from rmq.perf.capacity.model import MB, Saturation, SizeFit
+from rmq.perf.capacity.model import BINDS_SLO, BINDS_THROUGHPUT, MB, Saturation, SizeFit
 from rmq.protocol.layout import REC_FIXED_OVERHEAD
 from rmq.protocol.message import MessageProperty, encode_properties, topic_error
-from rmq.settings import load_settings
+from rmq.settings import Invalid, Size, load_settings
 
 FLUSHES = ("ASYNC_FLUSH", "SYNC_FLUSH")
 ROLES = ("standalone", "async_master", "sync_master")
@@ -65,7 +82,16 @@ INDEX_HEADER_BYTES = 40
 INDEX_SLOT_BYTES = 4
 INDEX_ENTRY_BYTES = 20
 # store settings a plan reads (defaults from rmq.settings; a workload's ``store:`` overrides)
-STORE_SETTINGS = ("mappedFileSizeCommitLog", "mappedFileSizeConsumeQueue", "maxHashSlotNum", "maxIndexNum")
+STORE_SETTINGS = (
+    "mappedFileSizeCommitLog",
+    "mappedFileSizeConsumeQueue",
+    "maxHashSlotNum",
+    "maxIndexNum",
+    *(DISK_LEVELS := ("diskMaxUsedSpaceRatio", "diskSpaceCleanForciblyRatio", "diskSpaceWarningLevelRatio")),
+)
+# what binds a plan's broker count (model.BINDS_* for one set's throughput)
+BINDS_DISK = "disk"
+BINDS_NETWORK = "network"
 
 
 class WorkloadError(ValueError):
@@ -90,6 +116,8 @@ class Workload:
     keys: int = 0  # KEYS tokens per message (each indexed, besides UNIQ_KEY)
     key_bytes: int = 16
     queues: int = 8  # write queues of the topic per broker
+    disk_bytes: int | None = None  # a broker machine's disk (the store's); None: not planned against
+    network_mb_per_s: float | None = None  # a machine's network each way, 10^6 B/s; None: not planned
     store: dict[str, Any] = dataclasses.field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -102,6 +130,15 @@ class Workload:
         for name in ("avg_rate", "groups", "headroom", "keys", "key_bytes"):
             if not isinstance(getattr(self, name), (int, float)) or getattr(self, name) < 0:
                 raise WorkloadError(f"{name} must be a number >= 0, got {getattr(self, name)!r}")
+        if self.disk_bytes is not None:
+            try:
+                self.disk_bytes = Size(1).check(self.disk_bytes)
+            except Invalid as e:
+                raise WorkloadError(f"disk_bytes {e}") from None
+        if self.network_mb_per_s is not None and (
+            not isinstance(self.network_mb_per_s, (int, float)) or self.network_mb_per_s <= 0
+        ):
+            raise WorkloadError(f"network_mb_per_s must be a number > 0, got {self.network_mb_per_s!r}")
         if self.avg_rate > self.peak_rate:
             raise WorkloadError(f"avg_rate {self.avg_rate:g} is above peak_rate {self.peak_rate:g}")
         if self.role not in ROLES:
@@ -139,6 +176,17 @@ class Workload:
     def retention_s(self) -> float:
         return self.retention_hours * 3600.0
 
+    def disk_levels_pct(self) -> dict[str, float]:
+        """The broker's disk levels, in per cent of its disk (diskMaxUsedSpaceRatio is one already)."""
+        return {key: float(self.store[key]) * (1 if key == "diskMaxUsedSpaceRatio" else 100) for key in DISK_LEVELS}
+
+    @property
+    def disk_limit_bytes(self) -> float | None:
+        """What a broker's files may take of ``disk_bytes``: below diskMaxUsedSpaceRatio."""
+        if self.disk_bytes is None:
+            return None
+        return self.disk_bytes * self.store["diskMaxUsedSpaceRatio"] / 100.0
+
     def properties(self) -> dict[str, str]:
         """The properties a stored message of this workload carries (their values' lengths matter)."""
         props = {MessageProperty.UNIQ_KEY: "0" * UNIQ_ID_LENGTH, MessageProperty.WAIT_STORE_MSG_OK: "true"}
@@ -175,7 +223,8 @@ class Throughput:
     cell_ids: list[str]
     run_ids: list[str]
     band: tuple[float, float] | None = None  # min..max over repeats, when measured at this size
-    at_least: bool = False  # every load measured met the SLO: the set may do more
+    at_least: bool = False  # no heavier load measured broke the SLO: the set may do more
+    binding: str = BINDS_THROUGHPUT  # what stops the set there (model.Saturation.binding)
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -185,40 +234,54 @@ def throughput_at(
     flush: str, role: str, size: int, saturations: Iterable[Saturation], fits: Mapping[tuple[Any, ...], SizeFit]
 ) -> Throughput | None:
     """rmq's single-send saturation throughput of a mode at ``size``: measured at that size, else
-    fitted over the sizes measured; None when neither."""
-    for s in saturations:
+    fitted over the sizes measured (the SLO binds it if it bound any of them); None when neither."""
+    mode = ("rmq", "", flush, role, 1)
+    of_mode = [s for s in saturations if s.point.mode == mode]
+    for s in of_mode:
         p = s.point
-        if (p.system, p.peer_mode, p.flush, p.role, p.batch, p.size) == ("rmq", "", flush, role, 1, size):
+        if p.size == size:
             low, high, _ = p.spread
             how = f"measured at {size} B, {p.in_flight} in flight" + (f", {p.rate} msgs/s offered" if p.rate else "")
-            return Throughput(p.msgs_per_s, how, p.cell_ids, p.run_ids, (low, high), not s.bounded)
-    fit = fits.get(("rmq", "", flush, role, 1))
+            return Throughput(p.msgs_per_s, how, p.cell_ids, p.run_ids, (low, high), not s.bounded, s.binding)
+    fit = fits.get(mode)
     if fit is None:
         return None
     sizes = ", ".join(f"{s} B" for s in fit.sizes)
-    return Throughput(fit.msgs_per_s(size), f"fitted 1/x = a + b*size over {sizes}", fit.cell_ids, fit.run_ids)
+    binding = BINDS_SLO if any(s.binding == BINDS_SLO for s in of_mode) else BINDS_THROUGHPUT
+    return Throughput(
+        fit.msgs_per_s(size), f"fitted 1/x = a + b*size over {sizes}", fit.cell_ids, fit.run_ids, binding=binding
+    )
 
 
 @dataclasses.dataclass
 class Disk:
-    """Bytes one broker (a master; its slave the same) holds for the retention."""
+    """Bytes one broker (a master, or its slave: it holds the same) keeps for the retention, at
+    most: files as mapped, each kind with its aged-out file and the one being written."""
 
     messages: float
     record_bytes: int
-    commit_log_bytes: float
-    commit_log_allocated: int
-    consume_queue_bytes: float
-    consume_queue_allocated: int
+    commit_log_data_bytes: float
+    commit_log_files: int
+    commit_log_allocated_bytes: int
+    consume_queue_data_bytes: float
+    consume_queue_files: int
+    consume_queue_allocated_bytes: int
     index_entries: float
     index_files: int
-    index_allocated: int
+    index_allocated_bytes: int
 
     @property
-    def total_allocated(self) -> int:
-        return self.commit_log_allocated + self.consume_queue_allocated + self.index_allocated
+    def total_allocated_bytes(self) -> int:
+        return self.commit_log_allocated_bytes + self.consume_queue_allocated_bytes + self.index_allocated_bytes
 
     def to_json(self) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "total_allocated": self.total_allocated}
+        return {**dataclasses.asdict(self), "total_allocated_bytes": self.total_allocated_bytes}
+
+
+def _files_kept(data_bytes: float, file_bytes: int) -> int:
+    """Files of one kind on disk at most: those the retention fills, the one being written, and the
+    oldest, which outlives the retention until its last message expires."""
+    return math.floor(data_bytes / file_bytes) + 2
 
 
 def disk_per_broker(workload: Workload, broker_sets: int, retention_hours: float | None = None) -> Disk:
@@ -231,23 +294,61 @@ def disk_per_broker(workload: Workload, broker_sets: int, retention_hours: float
     commit_log = messages * rec
     cl_file = store["mappedFileSizeCommitLog"]
     cq_file = store["mappedFileSizeConsumeQueue"]
-    per_queue = messages / workload.queues
-    cq_files_per_queue = max(1, math.ceil(per_queue * CQ_ENTRY_BYTES / cq_file))
+    cl_files = _files_kept(commit_log, cl_file)
+    cq_files = _files_kept(messages / workload.queues * CQ_ENTRY_BYTES, cq_file) * workload.queues
     index_entries = messages * (1 + workload.keys)
     slots, entries = store["maxHashSlotNum"], store["maxIndexNum"]
-    index_files = max(1, math.ceil(index_entries / (entries - 1)))
+    index_files = math.floor(index_entries / (entries - 1)) + 2
     index_file_bytes = INDEX_HEADER_BYTES + INDEX_SLOT_BYTES * slots + INDEX_ENTRY_BYTES * entries
     return Disk(
         messages=messages,
         record_bytes=rec,
-        commit_log_bytes=commit_log,
-        commit_log_allocated=max(1, math.ceil(commit_log / cl_file)) * cl_file,
-        consume_queue_bytes=messages * CQ_ENTRY_BYTES,
-        consume_queue_allocated=cq_files_per_queue * workload.queues * cq_file,
+        commit_log_data_bytes=commit_log,
+        commit_log_files=cl_files,
+        commit_log_allocated_bytes=cl_files * cl_file,
+        consume_queue_data_bytes=messages * CQ_ENTRY_BYTES,
+        consume_queue_files=cq_files,
+        consume_queue_allocated_bytes=cq_files * cq_file,
         index_entries=index_entries,
         index_files=index_files,
-        index_allocated=index_files * index_file_bytes,
+        index_allocated_bytes=index_files * index_file_bytes,
     )
+
+
+# past this many broker sets the disk search gives up: the disk cannot hold even a broker's smallest files
+MAX_SETS = 1 << 20
+
+
+def sets_for_disk(workload: Workload, at_least: int = 1) -> int | None:
+    """The fewest broker sets (from ``at_least``) whose broker's files fit below diskMaxUsedSpaceRatio
+    of the workload's disk; None when no count does (the disk is smaller than a broker's fewest files)."""
+    limit = workload.disk_limit_bytes
+    assert limit is not None
+
+    def fits(sets: int) -> bool:
+        return disk_per_broker(workload, sets).total_allocated_bytes <= limit
+
+    if fits(at_least):
+        return at_least
+    low, high = at_least, at_least * 2  # fits(low) is false; find a high that fits, then bisect
+    while not fits(high):
+        if high >= MAX_SETS:
+            return None
+        low, high = high, high * 2
+    while high - low > 1:
+        mid = (low + high) // 2
+        low, high = (low, mid) if fits(mid) else (mid, high)
+    return high
+
+
+def sets_for_network(workload: Workload, slaves: int) -> int | None:
+    """Broker sets whose machines' networks carry the peak (with headroom) each way; None when the
+    workload gives no network."""
+    if workload.network_mb_per_s is None:
+        return None
+    peak = workload.peak_rate * (1 + workload.headroom / 100.0) * workload.size / MB
+    busiest = peak * max(1, workload.groups + slaves)  # a master sends each group and its slave a copy
+    return max(1, math.ceil(busiest / workload.network_mb_per_s))
 
 
 @dataclasses.dataclass
@@ -259,10 +360,15 @@ class ModePlan:
     throughput: Throughput | None
     qualifies: bool  # at least the workload's flush and role
     broker_sets: int | None = None
+    # broker sets each resource asks for (throughput: one set's saturation under the SLO; disk and
+    # network only when the workload gives a machine's): the most of them is broker_sets
+    broker_sets_for: dict[str, int | None] = dataclasses.field(default_factory=dict)
+    binding: str | None = None  # which resource's count broker_sets is (BINDS_*)
     masters: int | None = None
     slaves: int | None = None
     machines: int | None = None
-    disk: Disk | None = None
+    disk: Disk | None = None  # per broker
+    disk_bytes: int | None = None  # a broker machine's disk, as the workload gives it
     network_in_mb_per_s: float | None = None
     network_out_mb_per_s: float | None = None
     cost_ratio: float | None = None  # machines a set / msgs/s, over ASYNC_FLUSH standalone's
@@ -276,11 +382,25 @@ class ModePlan:
     def usable(self) -> bool:
         return self.qualifies and self.broker_sets is not None
 
+    @property
+    def disk_used_pct(self) -> float | None:
+        """A broker's files at most, in per cent of its machine's disk."""
+        if self.disk is None or not self.disk_bytes:
+            return None
+        return 100.0 * self.disk.total_allocated_bytes / self.disk_bytes
+
     def to_json(self) -> dict[str, Any]:
         d = dataclasses.asdict(self)
+        del d["disk"]
         d["mode"] = self.name
         d["throughput"] = self.throughput.to_json() if self.throughput else None
-        d["disk"] = self.disk.to_json() if self.disk else None
+        per_broker = self.disk.total_allocated_bytes if self.disk else None
+        d["disk_per_broker"] = self.disk.to_json() if self.disk else None
+        d["disk_per_master_bytes"] = per_broker
+        d["disk_per_slave_bytes"] = per_broker if self.slaves else None
+        for name, count in (("masters", self.masters), ("slaves", self.slaves), ("cluster", self.machines)):
+            d[f"disk_{name}_bytes"] = None if per_broker is None or count is None else per_broker * count
+        d["disk_used_pct"] = self.disk_used_pct
         return d
 
 
@@ -291,7 +411,7 @@ def slaves_per_set(role: str) -> int:
 def plan_mode(
     flush: str, role: str, workload: Workload, throughput: Throughput | None, measured: bool = True
 ) -> ModePlan:
-    plan = ModePlan(flush, role, throughput, qualifies(flush, role, workload))
+    plan = ModePlan(flush, role, throughput, qualifies(flush, role, workload), disk_bytes=workload.disk_bytes)
     if throughput is None:
         plan.why_not = (
             f"no measurement meets p99 <= {workload.slo_p99_ms:g} ms at {workload.size} B"
@@ -299,8 +419,24 @@ def plan_mode(
             else "not measured"
         )
         return plan
-    sets = max(1, math.ceil(workload.peak_rate * (1 + workload.headroom / 100.0) / throughput.msgs_per_s))
     slaves = slaves_per_set(role)
+    by_throughput = max(1, math.ceil(workload.peak_rate * (1 + workload.headroom / 100.0) / throughput.msgs_per_s))
+    wanted: dict[str, int | None] = {throughput.binding: by_throughput}
+    if workload.disk_bytes is not None:
+        wanted[BINDS_DISK] = sets_for_disk(workload, by_throughput)
+        if wanted[BINDS_DISK] is None:
+            smallest = disk_per_broker(workload, MAX_SETS).total_allocated_bytes
+            plan.broker_sets_for = wanted
+            plan.why_not = (
+                f"a disk of {workload.disk_bytes:,} B holds {workload.disk_limit_bytes:,.0f} B below "
+                f"diskMaxUsedSpaceRatio {workload.store['diskMaxUsedSpaceRatio']} %, less than a broker's "
+                f"fewest files ({smallest:,} B)"
+            )
+            return plan
+    wanted[BINDS_NETWORK] = sets_for_network(workload, slaves)
+    plan.broker_sets_for = wanted
+    # the first of the largest: throughput before disk before network on a tie
+    plan.binding, sets = max(((k, v) for k, v in wanted.items() if v is not None), key=lambda kv: kv[1])
     plan.broker_sets, plan.masters, plan.slaves = sets, sets, sets * slaves
     plan.machines = sets * (1 + slaves)
     plan.disk = disk_per_broker(workload, sets)
