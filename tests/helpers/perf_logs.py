@@ -204,3 +204,26 @@ def stats_log_lines(broker: str = "broker-a", t0: float = 1.7e9) -> list[dict[st
         {"kind": "group_get", "broker": broker, "t_start": t0, "t_end": t0 + 120, "group": "GroupA",
          "topic": "TopicA", "get_nums": 170_000, "get_size": 170_000 * 1176, "get_tps": 1416.67},
     ]  # fmt: skip
+
+
+def throughput_saturation(flush: str, role: str, msgs_per_s: float) -> Any:
+    """A saturation point of ``msgs_per_s`` (rmq, 1 KiB, 16 in flight) for an SLO of 2 ms."""
+    from rmq.perf.capacity import model
+
+    at = model.Point(
+        system="rmq", peer_mode="", flush=flush, role=role, size=1024, batch=1, in_flight=16, connections=1,
+        rate=0, msgs_per_s=msgs_per_s, mb_per_s=0, acked=0, seconds=1, p50_us=1, p90_us=1, p99_us=1,
+        p999_us=1, max_us=1, mean_us=1, cell_ids=[f"{flush}/{role}"], run_ids=["run-1"], repeats=[],
+    )  # fmt: skip
+    return model.Saturation(at, slo_us=2000)
+
+
+def five_saturations() -> list[Any]:
+    """Saturation points of five modes, made by hand (SYNC_FLUSH sync_master: no load met the SLO)."""
+    return [
+        throughput_saturation("ASYNC_FLUSH", "standalone", 26_000),
+        throughput_saturation("SYNC_FLUSH", "standalone", 15_000),
+        throughput_saturation("ASYNC_FLUSH", "async_master", 20_000),
+        throughput_saturation("SYNC_FLUSH", "async_master", 14_000),
+        throughput_saturation("ASYNC_FLUSH", "sync_master", 17_000),
+    ]

@@ -24,8 +24,9 @@ import pytest
 from rmq.perf.capacity import cli
 from rmq.perf.capacity.spark_cluster import START_TIMEOUT, SparkCluster, worker_json
 from rmq.perf.procs import LOOPBACK, free_port
+from tests.helpers.capacity import ROOT, SAMPLES
+from tests.helpers.capacity import command_env as _env
 from tests.helpers.perf_logs import stats_log_lines
-from tests.perf.capacity.test_cli import ROOT, SAMPLES, _env
 
 WORKLOAD = {"peak_rate": 50_000, "avg_rate": 20_000, "size": 1024, "slo_p99_ms": 2, "retention_hours": 48}
 FLAGS = ("--groups", "2", "--disk-bytes", "800g")

@@ -9,8 +9,10 @@ from rmq.perf.capacity import model, plan
 from rmq.perf.capacity.plan import Workload, WorkloadError
 from rmq.protocol.message import encode_properties
 from rmq.store import MessageStore, PutMessageStatus
-from tests.helpers.perf_logs import point
+from tests.helpers.perf_logs import five_saturations, point, throughput_saturation
 from tests.helpers.store import small_store_config
+
+SATURATIONS = five_saturations()
 
 # 1024 B bodies of TopicTest (9 B), UNIQ_KEY (9 + 32 + 1 B) and WAIT=true (10 B): 91 + 1024 + 9 + 52
 RECORD_1K = 1176
@@ -65,25 +67,6 @@ def test_keys_are_indexed_besides_the_uniq_key_and_store_settings_apply():
     assert disk.index_allocated_bytes == 650 * (40 + 4 * 1000 + 20 * 1_000_001)
 
 
-def _throughput(flush: str, role: str, msgs_per_s: float) -> model.Saturation:
-    point = model.Point(
-        system="rmq", peer_mode="", flush=flush, role=role, size=1024, batch=1, in_flight=16, connections=1,
-        rate=0, msgs_per_s=msgs_per_s, mb_per_s=0, acked=0, seconds=1, p50_us=1, p90_us=1, p99_us=1,
-        p999_us=1, max_us=1, mean_us=1, cell_ids=[f"{flush}/{role}"], run_ids=["run-1"], repeats=[],
-    )  # fmt: skip
-    return model.Saturation(point, slo_us=2000)
-
-
-SATURATIONS = [
-    _throughput("ASYNC_FLUSH", "standalone", 26_000),
-    _throughput("SYNC_FLUSH", "standalone", 15_000),
-    _throughput("ASYNC_FLUSH", "async_master", 20_000),
-    _throughput("SYNC_FLUSH", "async_master", 14_000),
-    _throughput("ASYNC_FLUSH", "sync_master", 17_000),
-    # SYNC_FLUSH sync_master: no load met the SLO
-]
-
-
 def test_broker_sets_network_and_the_cheapest_mode_by_hand():
     # 50,000 x 1.3 = 65,000 msgs/s to carry; async_master at least, so standalone modes are out
     p = plan.make_plan(_workload(role="async_master"), SATURATIONS, {})
@@ -105,7 +88,7 @@ def test_broker_sets_network_and_the_cheapest_mode_by_hand():
 
 
 def test_fewer_machines_beat_the_order():
-    faster_sync = [*SATURATIONS[:4], _throughput("ASYNC_FLUSH", "sync_master", 22_000)]
+    faster_sync = [*SATURATIONS[:4], throughput_saturation("ASYNC_FLUSH", "sync_master", 22_000)]
     p = plan.make_plan(_workload(role="sync_master"), faster_sync, {})
     assert p.recommended is not None and (p.recommended.flush, p.recommended.role) == ("ASYNC_FLUSH", "sync_master")
     p = plan.make_plan(_workload(role="standalone", flush="SYNC_FLUSH"), SATURATIONS, {})

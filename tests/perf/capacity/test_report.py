@@ -6,8 +6,9 @@ import matplotlib.pyplot as plt
 
 from rmq.perf.capacity import model, plan, report
 from rmq.perf.capacity.report import GiB
-from tests.helpers.perf_logs import point
-from tests.perf.capacity.test_plan import SATURATIONS
+from tests.helpers.perf_logs import five_saturations, point
+
+SATURATIONS = five_saturations()
 
 CLOSED_LOOP = [point(1, 1_000, 300), point(16, 12_000, 2_500)]
 OPEN_LOOP = [point(64, 4_000, 900, rate=4_000), point(64, 8_000, 2_400, rate=8_000)]

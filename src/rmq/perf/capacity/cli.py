@@ -9,6 +9,7 @@ workload field missing or out of range).
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import time
 from collections.abc import Callable, Sequence
@@ -160,7 +161,8 @@ def main(
     finally:
         spark.stop()
     if derived is not None:
-        capacity.inputs["from_store"] = {"file": FROM_STORE_JSON, "workload": derived}
+        inputs = {**capacity.inputs, "from_store": {"file": FROM_STORE_JSON, "workload": derived}}
+        capacity = dataclasses.replace(capacity, inputs=inputs)
     rec = capacity.plan.recommended
     paths = report.write_outputs(Path(out), capacity)
     for note in capacity.inputs["notes"]:
