@@ -80,6 +80,16 @@ def test_change_invisible_time_keeps_a_message_hidden_longer_and_its_new_extra_i
     assert call(popper.client, popper.addr, ack_request(changed(message, answer), TOPIC, GROUP)).code == 0
 
 
+def test_change_invisible_time_0_is_a_nack_the_message_comes_back_at_the_next_revive_round(pop_broker, popper):
+    put(pop_broker, TOPIC, b"nacked")
+    [message] = popper.pop(invisible_ms=60_000)
+    answer = popper.change(message, 0)
+    assert answer.code == ResponseCode.SUCCESS, answer.remark
+    # revive rounds every 100 ms: back long before its first 60 s of invisibility
+    back = wait_until(lambda: popper.pop(invisible_ms=60_000), 3, "the nacked message back")
+    assert bodies(back) == [b"nacked"] and back[0].reconsume_times == 1
+
+
 def test_past_the_groups_retry_max_times_a_message_goes_to_the_dlq(pop_broker, popper):
     pop_broker.subscription_group_manager.update_subscription_group_config(
         SubscriptionGroupConfig(GROUP, retry_max_times=1)
@@ -159,7 +169,8 @@ def test_bad_pop_ack_and_change_requests_get_rocketmqs_codes_and_the_broker_goes
     assert bad.code == ResponseCode.SYSTEM_ERROR and "extraInfo" in bad.remark
     far = call(client, addr, ack_request(message, TOPIC, GROUP, extra_info="0 1 2 77 0 b 0 0"))
     assert far.code == ResponseCode.MESSAGE_ILLEGAL  # a revive queue the broker does not have
-    assert call(client, addr, change_request(message, TOPIC, 0, GROUP)).code == ResponseCode.INVALID_PARAMETER
+    negative = call(client, addr, change_request(message, TOPIC, -1, GROUP))
+    assert negative.code == ResponseCode.INVALID_PARAMETER and ">= 0" in negative.remark
     gone = message.__class__(**{**message.__dict__, "queue_offset": 99})
     assert call(client, addr, ack_request(gone, TOPIC, GROUP)).code == ResponseCode.NO_MESSAGE
     assert call(client, addr, ack_request(message, TOPIC, GROUP)).code == ResponseCode.SUCCESS

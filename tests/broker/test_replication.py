@@ -23,9 +23,10 @@ from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.replica import HAStatus
 from rmq.store import ha
 from tests.helpers import free_port, wait_until
-from tests.helpers.broker import broker_settings, create_topic
+from tests.helpers.broker import broker_settings, create_topic, put
 from tests.helpers.frames import RawConnection, raw_frame, refused
 from tests.helpers.ha_peer import FakeSlave
+from tests.helpers.pop import Popper
 from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, start_broker_process, start_namesrv
 from tests.helpers.requests import call, route_request, send_request
 from tests.helpers.tls import make_certificate
@@ -408,3 +409,26 @@ def test_a_sync_master_answers_its_sends_by_the_sync_state_set(start_broker):
         broker.store.config.min_in_sync_replicas = 2
         broker.store.set_sync_state_set(frozenset({1}))
         assert send(4) == ResponseCode.SLAVE_NOT_AVAILABLE
+
+
+def test_the_brokers_own_puts_wake_a_sync_masters_stream_a_pop_and_its_ack_answer_at_once(start_broker):
+    """A SYNC_MASTER's stream looks for new bytes when a put tells it, and on its own only every
+    haSendHeartbeatInterval / 2, here 30 s. POP's checkpoints and acks are the broker's own puts
+    (put_inner) waiting for the slave like sends: each must tell the stream, or a pop and an ack
+    are answered only at its next look (or when slaveTimeout gives up on the slave), past any
+    client's timeout (the 5 s of each call below)."""
+    broker = start_broker(
+        brokerRole="SYNC_MASTER",
+        haListenPort=str(free_port()),
+        haSendHeartbeatInterval="60000",
+        haHousekeepingInterval="120000",
+        slaveTimeout="60000",
+    )
+    create_topic(broker, "Popped")
+    service = broker.store.ha_service
+    with FakeSlave(broker.config.ha_listen_port), RemotingClient() as client:
+        wait_until(lambda: service.slaves(), 10, "the slave connected")
+        put(broker, "Popped", b"to pop")
+        popper = Popper(client, broker.broker_addr, "Popped", "G")
+        [message] = popper.pop(invisible_ms=60_000)
+        assert popper.ack(message).code == ResponseCode.SUCCESS

@@ -12,7 +12,7 @@ import pytest
 
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
-from tests.helpers import LOOPBACK, wait_until
+from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.broker import broker_settings
 from tests.helpers.processes import start_broker_process
 from tests.helpers.requests import call, pull_request, records, send_request
@@ -108,15 +108,17 @@ def test_sigkill_under_sync_flush_keeps_every_acknowledged_message(spawn, store_
         assert call(client, addr, query).ext_fields["offset"] == "1"
 
 
-def test_a_port_taken_before_the_broker_binds_it_is_replaced(spawn, store_dir):
+@pytest.mark.parametrize("key", ["listenPort", "grpcServerPort"])
+def test_a_port_taken_before_the_broker_binds_it_is_replaced(spawn, store_dir, key):
     # what parallel test runs do to each other: free_port() said free, then someone else bound it
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as squatter:
         squatter.bind((LOOPBACK, 0))
         squatter.listen()
         taken = squatter.getsockname()[1]
-        settings = broker_settings(store_dir, listenPort=str(taken))
+        settings = broker_settings(store_dir, enableGrpc="true", grpcServerPort=str(free_port()))
+        settings[key] = str(taken)
         proc, addr = start_broker_process(spawn, settings)
-        assert addr == f"{LOOPBACK}:{settings['listenPort']}" and settings["listenPort"] != str(taken)
+        assert addr == f"{LOOPBACK}:{settings['listenPort']}" and settings[key] != str(taken)
         assert "Address already in use" in (store_dir / "logs" / "broker.log").read_text()
         with RemotingClient() as client:
             assert call(client, addr, send_request("Moved", b"x")).code == ResponseCode.SUCCESS

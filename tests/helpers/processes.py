@@ -143,6 +143,16 @@ class Cluster:
         )
 
 
+def max_offsets(client: RemotingClient, addr: str, topic: str) -> dict[int, int]:
+    """queue id -> max offset of each queue of ``topic`` on the broker at ``addr`` ({}: it has no
+    such topic)."""
+    answer = call(client, addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}))
+    if answer.code != ResponseCode.SUCCESS:
+        return {}
+    table = loads_mq_tables(answer.body)["offsetTable"]
+    return {mq.queue_id: int(stats["maxOffset"]) for mq, stats in table.items()}
+
+
 class BrokerPair:
     """An ``rmq-namesrv`` process with a master and a SLAVE-role broker process of one brokerName,
     each with a store of its own; ``kill_master`` / ``start_master`` keep the master's store and
@@ -211,11 +221,7 @@ class BrokerPair:
 
     def max_offsets(self, addr: str, topic: str) -> dict[int, int]:
         """queue id -> max offset of each queue of ``topic`` on one of the two brokers."""
-        answer = self.call(addr, RemotingCommand.request(RequestCode.GET_TOPIC_STATS_INFO, {"topic": topic}))
-        if answer.code != ResponseCode.SUCCESS:
-            return {}
-        table = loads_mq_tables(answer.body)["offsetTable"]
-        return {mq.queue_id: int(stats["maxOffset"]) for mq, stats in table.items()}
+        return max_offsets(self.client, addr, topic)
 
     def has_topic(self, addr: str, topic: str) -> bool:
         return topic in self.get_all(addr, RequestCode.GET_ALL_TOPIC_CONFIG)["topicConfigTable"]

@@ -3,15 +3,18 @@ TLS with the broker's certificate, and its streams ended when the broker stops."
 
 from __future__ import annotations
 
+import logging
 import socket
 
 import grpc
 import pytest
+from grpc._cython import cygrpc
 
 from rmq.errors import RmqError
 from rmq.perf.procs import free_port, port_in_use
 from rmq.protocol.grpc.v2.definition_pb2 import Code
 from rmq.protocol.grpc.v2.service_pb2_grpc import MessagingServiceStub
+from rmq.proxy.server import GRPC_LOGGER
 from tests.helpers.broker import new_startup
 from tests.helpers.grpc import Telemetry, messaging_stub, metadata, producer_settings, resource, service
 from tests.helpers.tls import make_certificate
@@ -62,3 +65,17 @@ def test_with_tls_the_endpoint_serves_tls_with_the_brokers_certificate(start_grp
     with messaging_stub(startup.proxy.port) as plain:  # TLS only: a plain client gets nowhere
         with pytest.raises(grpc.RpcError):
             plain.QueryRoute(service.QueryRouteRequest(topic=resource("TBW102")), metadata=metadata(), timeout=2)
+
+
+def test_an_answer_whose_call_ended_is_a_debug_line_not_grpcios_error_a_misused_call_stays_loud(grpc_broker, caplog):
+    """grpcio logs both at ERROR with a traceback, under its own logger (rmq.proxy.server.GRPC_LOGGER)."""
+    caplog.set_level(logging.DEBUG)
+    for text in ('Failed "execute_batch": (SendStatusFromServerOperation,)', "Failed grpc_call_start_batch: 8"):
+        try:
+            raise cygrpc.ExecuteBatchError(text)
+        except cygrpc.ExecuteBatchError:
+            GRPC_LOGGER.exception("ExecuteBatchError raised in core by servicer method [/x/ReceiveMessage]")
+    errors = [r for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [str(r.exc_info[1]) for r in errors] == ["Failed grpc_call_start_batch: 8"]
+    ended = [r for r in caplog.records if r.name == "rmq.proxy" and "the call ended" in r.getMessage()]
+    assert len(ended) == 1 and ended[0].levelno == logging.DEBUG

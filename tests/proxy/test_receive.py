@@ -167,6 +167,15 @@ def test_an_unacked_message_comes_back_with_delivery_attempt_2_an_acked_one_neve
     assert receive(stub)[0].code == Code.MESSAGE_NOT_FOUND
 
 
+def test_change_invisible_duration_0_is_a_nack_the_message_comes_back_at_once(broker, stub):
+    put(broker, TOPIC, b"nacked")
+    _, [message], _ = receive(stub)  # invisible for 10 s
+    changed = change(stub, message, 0)
+    assert changed.status.code == Code.OK, changed.status.message
+    back = wait_until(lambda: receive(stub, poll_ms=1000)[1], 3, "the nacked message back")
+    assert bodies(back) == [b"nacked"] and back[0].system_properties.delivery_attempt == 2
+
+
 def test_the_new_receipt_handle_of_a_change_acks_the_message(broker, stub):
     put(broker, TOPIC, b"kept")
     _, [message], _ = receive(stub)

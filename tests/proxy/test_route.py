@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from rmq.broker.topic_config import TopicConfig
+from rmq.net import RemotingClient
 from rmq.perf.procs import wait_until
+from rmq.protocol.codes import ResponseCode
 from rmq.protocol.grpc.v2.definition_pb2 import Code, MessageType, Permission
+from tests.helpers import LOOPBACK, free_port
 from tests.helpers.grpc import messaging_stub, metadata, resource, service
+from tests.helpers.requests import call, register_broker_request
 
 
 def query_route(stub, topic: str):
@@ -50,6 +54,27 @@ def test_two_broker_sets_behind_one_name_server_each_at_its_own_grpc_port(start_
         ports = wait_until(lambda: len(both_routed()) == 2 and both_routed(), 10, "both broker sets routed")
     assert ports == {"broker-a": a.proxy.port, "broker-b": b.proxy.port}
     assert a.proxy.port != b.proxy.port
+
+
+def test_a_routed_broker_that_could_not_be_asked_is_routed_once_it_answers(start_grpc_broker):
+    """A broker the name server routes before it answers (starting, or elected after a failover) is
+    left out of the route only until it answers, not for the 30 s a gRPC port it named is reused."""
+    a = start_grpc_broker()
+    a.controller.topic_config_manager.update_topic_config(TopicConfig("Later", 1, 1))
+    port = free_port()
+    # broker-b routed at a port nothing listens on yet (the name server keeps a registration while
+    # the connection it came over is open)
+    with RemotingClient() as client, messaging_stub(a.proxy.port) as stub:
+        request = register_broker_request(f"{LOOPBACK}:{port}", {"Later": 1}, "broker-b")
+        assert call(client, a.namesrv.address, request).code == ResponseCode.SUCCESS
+
+        def routed() -> set[str]:
+            return {q.broker.name for q in query_route(stub, "Later").message_queues}
+
+        assert routed() == {"broker-a"}
+        b = start_grpc_broker(brokerName="broker-b", namesrvAddr=a.namesrv.address, listenPort=str(port))
+        b.controller.topic_config_manager.update_topic_config(TopicConfig("Later", 1, 1))
+        wait_until(lambda: routed() == {"broker-a", "broker-b"}, 10, "broker-b routed once it answers", 0.2)
 
 
 def test_a_bad_or_unknown_topic_is_answered_with_its_code(stub):

@@ -553,7 +553,20 @@ class BrokerController:
         )
         if result.status_code == PutMessageStatus.PUT_OK:
             self.notify_message_arriving(topic, queue_id)
+        self._request_flush_round()
         return result
+
+    def _request_flush_round(self) -> None:
+        # what a send does after its put: a SYNC_FLUSH round asked for and, SYNC_MASTER, the HA
+        # service told of the new bytes; without it a put waiting for a slave (POP's checkpoints
+        # and acks) waited for the HA stream's next timed look, haSendHeartbeatInterval / 2
+        kicker = self.flush_rounds
+        if kicker is None:
+            return
+        if self.server.loop.in_loop_thread():
+            kicker.request()
+        else:
+            self.server.loop.call_soon_threadsafe(kicker.request)
 
     def put_again(
         self,

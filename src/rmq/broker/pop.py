@@ -172,10 +172,17 @@ class PopService:
     def start(self) -> None:
         """Revive every reviveInterval on the loop; a master reads its revive queues back first
         (consume offsets recovered) before the broker serves. A slave's revive queues are copies:
-        it revives nothing, and reads them back when it is promoted (its first round as a master)."""
+        it revives nothing, and reads them back when it is promoted (its first pop or revive round
+        as a master, whichever comes first)."""
         if not self.controller.is_slave:
             self.recover()
         self.controller.server.loop.schedule_periodic(self.config.revive_interval / 1000, self.revive_round)
+
+    def recover_if_promoted(self) -> None:
+        """Before a promoted slave's first pop (loop thread): its revive queues read back, as
+        ``start`` does for a master, if no revive round did yet."""
+        if not self._recovered:
+            self.recover()
 
     def recover(self) -> None:
         topics = self.controller.topic_config_manager

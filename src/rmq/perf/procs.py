@@ -222,7 +222,7 @@ class Processes:
 PORT_ATTEMPTS = 3
 ADDRESS_IN_USE = os.strerror(errno.EADDRINUSE)  # "Address already in use", as a broker logs it
 # The ports of a broker process; each is picked anew after a clash.
-BROKER_PORT_KEYS = ("listenPort", "namesrvListenPort", "haListenPort")
+BROKER_PORT_KEYS = ("listenPort", "namesrvListenPort", "haListenPort", "grpcServerPort")
 
 
 def start_namesrv(spawn: Spawn, *args: str, **popen: Any) -> tuple[subprocess.Popen[Any], str]:
@@ -282,6 +282,10 @@ def start_broker_process(
         proc = spawn(*argv, **popen)
         try:
             wait_listening(proc, int(settings["listenPort"]), "rmq-broker", timeout)
+            if settings.get("enableGrpc", "true") == "true" and "grpcServerPort" in settings:
+                # the endpoint binds after the remoting port: a broker whose gRPC port was taken
+                # exits only then
+                wait_listening(proc, int(settings["grpcServerPort"]), "rmq-broker's gRPC endpoint", timeout)
             break
         except ProcessExited as exited:
             said = logged_since(output, output_start)

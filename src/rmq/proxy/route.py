@@ -5,7 +5,8 @@ The route is the name servers' (GET_ROUTEINFO_BY_TOPIC), so several broker sets 
 server all appear. Each broker is named at its remoting address's host and *its* gRPC port: this
 broker's is known; another's is the ``grpcServerPort`` key of its GET_BROKER_RUNTIME_INFO answer
 (asked once, cached GRPC_PORT_CACHE_SECONDS), and a broker without one (enableGrpc=false, or one
-that cannot be asked) is left out: a 5.x client could not reach it. RocketMQ's local mode names
+that cannot be asked, asked again after GRPC_PORT_RETRY_SECONDS) is left out: a 5.x client could
+not reach it. RocketMQ's local mode names
 every broker at the proxy's own grpcServerPort, which holds only when every broker uses the same.
 
 Queues are listed per broker id as RouteActivity lists them (read-only, write-only, read-write, then
@@ -49,6 +50,10 @@ from rmq.proxy.status import OK, ProxyError
 # How long another broker's gRPC port is reused before it is asked again (a broker restarted with
 # another grpcServerPort is found within this).
 GRPC_PORT_CACHE_SECONDS = 30.0
+# How long a broker that could not be asked (down, starting, too slow to answer) is left out of
+# routes before it is asked again: a client that asks for its route meanwhile does not find it
+# for the whole GRPC_PORT_CACHE_SECONDS (a broker routed again after a failover or a restart).
+GRPC_PORT_RETRY_SECONDS = 1.0
 
 _ACCEPTED: dict[TopicMessageType, list[MessageType]] = {
     TopicMessageType.NORMAL: [MessageType.NORMAL],
@@ -125,15 +130,16 @@ class RouteService:
         cached = self._grpc_ports.get(addr)
         if cached is not None and cached[0] > now:
             return cached[1]
-        port = None
+        port, keep = None, GRPC_PORT_RETRY_SECONDS
         try:
             response = await self.calls.remote(addr, RemotingCommand.request(RequestCode.GET_BROKER_RUNTIME_INFO))
             if response.code == ResponseCode.SUCCESS:
                 value = orjson.loads(body_bytes(response.body)).get("table", {}).get(RUNTIME_GRPC_PORT)
                 port = int(value) if value and int(value) > 0 else None
+                keep = GRPC_PORT_CACHE_SECONDS
         except (ProxyError, ValueError):
             port = None
-        self._grpc_ports[addr] = (now + GRPC_PORT_CACHE_SECONDS, port)
+        self._grpc_ports[addr] = (now + keep, port)
         return port
 
     async def message_type(self, ctx: CallContext, topic: str, route: dict[str, Any]) -> TopicMessageType:

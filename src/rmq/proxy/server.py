@@ -15,10 +15,12 @@ from __future__ import annotations
 import asyncio
 import gc
 import logging
+import socket
 import threading
 from typing import Any
 
 import grpc
+from grpc._cython import cygrpc
 
 from rmq._service import ServiceThread
 from rmq.errors import RmqError
@@ -40,6 +42,47 @@ STOP_GRACE = 0.5
 # A request carries at most a batch of messages: a few maxMessageSize bodies and their properties.
 INBOUND_BODIES = 4
 _INBOUND_OVERHEAD = 1 << 20
+
+
+# grpcio's own logger: it logs what it could not do for a call, at ERROR with a traceback
+GRPC_LOGGER = logging.getLogger("grpc._cython.cygrpc")
+
+
+class CallEndedFilter(logging.Filter):
+    """grpcio logs an answer its core could not send because the call had ended meanwhile (the
+    client's deadline passed as the answer left: a long poll answered at its end, a client giving
+    up under load) as "ExecuteBatchError raised in core", at ERROR with a traceback. It is the
+    client's doing, expected, and goes to rmq.proxy's log at DEBUG instead. A batch core refused
+    to start (a call used wrongly: a bug) and every other line of grpcio's stay as grpcio logs them."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if isinstance(exc, cygrpc.ExecuteBatchError) and str(exc).startswith('Failed "execute_batch"'):
+            log.debug(
+                "%s: the call ended before its answer was sent (the client's deadline passed)", record.getMessage()
+            )
+            return False
+        return True
+
+
+def quiet_ended_calls() -> None:
+    """CallEndedFilter on grpcio's logger, once per process (any thread)."""
+    if not any(isinstance(f, CallEndedFilter) for f in GRPC_LOGGER.filters):
+        GRPC_LOGGER.addFilter(CallEndedFilter())
+
+
+def bind_error(host: str, port: int) -> str | None:
+    """Why the OS refuses ``host:port`` to a listener ("Address already in use"), None when it takes
+    it: grpcio's "Failed to bind" names no cause, and whoever starts brokers on free ports (the
+    tests, rmq-perf) picks another port only for a taken one."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError as e:
+            return e.strerror
+    return None
 
 
 class GrpcProxy(ServiceThread):
@@ -69,6 +112,7 @@ class GrpcProxy(ServiceThread):
         return self._port
 
     def start(self) -> GrpcProxy:  # type: ignore[override]  # returns itself, as the roles' start() do
+        quiet_ended_calls()
         self.remoting.start()
         super().start()
         if not self._ready.wait(START_TIMEOUT):
@@ -76,8 +120,10 @@ class GrpcProxy(ServiceThread):
             raise RmqError(f"the gRPC endpoint did not start within {START_TIMEOUT} s")
         if self._failure is not None:
             self.shutdown()
+            host, port = self.config.host, self.config.grpc_server_port
+            cause = bind_error(host, port)
             raise RmqError(
-                f"the gRPC endpoint cannot listen on {self.config.host}:{self.config.grpc_server_port}: {self._failure}"
+                f"the gRPC endpoint cannot listen on {host}:{port}: {self._failure}" + (f" ({cause})" if cause else "")
             )
         log.info("gRPC endpoint listening on %s:%d", self.config.host, self._port)
         return self

@@ -16,7 +16,7 @@ Refusals, in RocketMQ's order and codes:
                   no such topic                                     TOPIC_NOT_EXIST
                   queueId or reviveQid out of range                 MESSAGE_ILLEGAL
                   offset not in the queue                           NO_MESSAGE
-                  invisibleTime <= 0 (CHANGE)                       INVALID_PARAMETER
+                  invisibleTime < 0 (CHANGE; 0: visible again now)  INVALID_PARAMETER
 
 A pop answers once the checkpoints of what it took are durable (SYNC_FLUSH), an ack once its ack
 record is: what a consumer was told is what a restart finds.
@@ -178,6 +178,9 @@ class PopProcessor(Processor[PopServices]):
                 ResponseCode.SERVICE_NOT_AVAILABLE,
                 f"the broker[{c.broker_addr}] is a slave: POP writes checkpoints, pop from the master",
             )
+        # a slave promoted since: its consume offsets are the old master's as last synced, behind
+        # what the checkpoints it replicated popped (and acked): those move them first
+        self.pop.recover_if_promoted()
         if not 0 < header.max_msg_nums <= MAX_POP_NUMS:
             raise RequestRefused(
                 ResponseCode.INVALID_PARAMETER,
@@ -445,9 +448,11 @@ class PopProcessor(Processor[PopServices]):
     def change_invisible_time(self, channel: Any, request: RemotingCommand) -> RemotingCommand | None:
         header = ack_header(request)
         invisible_time = header.invisible_time or 0
-        if invisible_time <= 0:
+        # 0 is a nack (visible again at the next revive round), as RocketMQ's broker and the 5.x
+        # clients' ChangeInvisibleDuration use it
+        if invisible_time < 0:
             raise RequestRefused(
-                ResponseCode.INVALID_PARAMETER, f"invisibleTime {header.invisible_time} is illegal, expected > 0 ms"
+                ResponseCode.INVALID_PARAMETER, f"invisibleTime {header.invisible_time} is illegal, expected >= 0 ms"
             )
         info, topic = self._acked_message(request)
         now = now_ms()
