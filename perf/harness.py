@@ -621,10 +621,13 @@ def hold_forged_registration(
 # Small timeouts: a test's failover takes seconds, not RocketMQ's 10 s heartbeat timeout and 5 s polls.
 # allAckInSyncStateSet: a send is acknowledged once the whole sync state set holds it, so that a paused
 # master, its slaves gone to a newer one, acknowledges nothing (with inSyncReplicas=1 it would ack
-# alone); a slave out of touch leaves the set after haMaxTimeSlaveNotCatchup.
+# alone); a slave out of touch leaves the set after haMaxTimeSlaveNotCatchup. An idle slave reports
+# its offset every haSendHeartbeatInterval: well within haMaxTimeSlaveNotCatchup (RocketMQ's 5 s and
+# 15 s), or a caught-up slave of an idle master drops out of the set and is not electable.
 CONTROLLER_MODE_BROKER_SETTINGS = {
     "allAckInSyncStateSet": "true",
     "haMaxTimeSlaveNotCatchup": "2000",
+    "haSendHeartbeatInterval": "500",
     "controllerHeartBeatTimeoutMills": "2000",
     "syncBrokerMetadataPeriod": "1000",
     "checkSyncStateSetPeriod": "1000",

@@ -97,7 +97,12 @@ def test_a_5x_client_uses_both_broker_sets_and_the_elected_slave_serves_once_a_m
         got = grpc_clients.simple_consume(
             endpoints, TOPIC, GROUP, COUNT - len(left), idle=8, invisible=INVISIBLE, leave_first=LEFT
         )
-        assert Counter(acked_bodies(got)) == Counter(s["body"] for s in second if s["body"] not in left)
+        acked = Counter(acked_bodies(got))
+        rest = {s["body"] for s in second} - left
+        assert set(acked) <= rest and max(acked.values(), default=1) == 1, acked
+        # a receive the loaded machine answered past the client's deadline hid its messages from
+        # the client until their invisible time: they come back with the left ones
+        missing = rest - set(acked)
         on_a = on(cluster, cluster.addr(master))
         # the pops' checkpoints and acks are on the slave before the kill
         end = cluster.runtime(master)["commitLogMaxOffset"]
@@ -111,10 +116,11 @@ def test_a_5x_client_uses_both_broker_sets_and_the_elected_slave_serves_once_a_m
         assert on(cluster, cluster.addr(slave)) > on_a, "the elected slave took no send"
         # the left ones come back once their invisible time passed: the wait covers it, and ends
         # as soon as everything came
-        got = grpc_clients.simple_consume(endpoints, TOPIC, GROUP, len(left) + COUNT, idle=INVISIBLE + 4)
+        expected = left | missing | {s["body"] for s in third}
+        got = grpc_clients.simple_consume(endpoints, TOPIC, GROUP, len(expected), idle=INVISIBLE + 4)
         acked = Counter(acked_bodies(got))
         # every message sent is received once by either set, none acked before the kill comes back
-        assert acked == Counter(left | {s["body"] for s in third}), acked
+        assert acked == Counter(expected), acked
         assert {line["body"]: line["attempt"] for line in delivered(got) if line["body"] in left} == dict.fromkeys(
             left, 2
         )
