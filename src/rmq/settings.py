@@ -761,6 +761,9 @@ NAMESRV_SETTINGS.declare(
     # every registerNameServerPeriod (30 s)
     Setting("brokerChannelExpiredTime", _POSITIVE_MS, 120_000,
             "ms of silence after which a broker is dropped from the routes (rmq's key)"),
+    Setting("kvConfigPath", Text(), os.path.join(os.path.expanduser("~"), "namesrv", "kvConfig.json"),
+            "the file of the KV config operators set (rmq-admin kv; ORDER_TOPIC_CONFIG); an embedded name "
+            "server keeps it in memory"),
     *(SETTINGS[key] for key in (
         "serverChannelMaxIdleTimeSeconds", "serverMaxConnections", "serverSocketBacklog",
         "serverFrameTimeoutSeconds", "serverMaxPendingWriteBytes")),

@@ -243,6 +243,10 @@ class PopAdminServices(Identity, Store, Topics, Offsets, Protocol):
     def pop_service(self) -> PopService: ...
 
 
+class SubscriptionGroupServices(Identity, Groups, Offsets, Protocol):
+    pass
+
+
 class TopicServices(Topics, Protocol):
     @property
     def last_registration(self) -> list[concurrent.futures.Future]: ...

@@ -11,6 +11,7 @@ with ``handlers() -> {request code: handler(channel, request)}``.
     admin_broker    what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
                     stats, offset reset, topic deletion, connections, runtime info
     pop             POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME (200053)
+    subscription_group  UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), DELETE_SUBSCRIPTIONGROUP (207)
     pop_admin       rmq's own GET_POP_CONSUME_STATS (9105): a POP group's progress for rmq-admin
     replica         rmq's own replication requests: CommitLog digests for ha-verify
     base            header fields, refusals as responses (shared by all of them)
@@ -32,6 +33,7 @@ from rmq.broker.processor.queue_offset import QueueOffsetProcessor
 from rmq.broker.processor.replica import ReplicaProcessor
 from rmq.broker.processor.send import SendProcessor
 from rmq.broker.processor.send_back import SendBackProcessor
+from rmq.broker.processor.subscription_group import SubscriptionGroupProcessor
 from rmq.broker.processor.topic import TopicProcessor
 
 PROCESSORS = [
@@ -49,6 +51,7 @@ PROCESSORS = [
     ReplicaProcessor,
     PopProcessor,
     PopAdminProcessor,
+    SubscriptionGroupProcessor,
 ]
 
 __all__ = ["PROCESSORS"]

@@ -59,6 +59,7 @@ from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import DEFAULT_PULL_MAX_MSG_NUMS, pull_header
+from rmq.protocol.heartbeat import MessageModel
 from rmq.protocol.layout import REC_PHYSICALOFFSET
 from rmq.protocol.perm import is_readable
 from rmq.protocol.request_flags import PullSysFlag
@@ -171,7 +172,7 @@ class PullProcessor(Processor[PullServices]):
         sys_flag = header.sys_flag
         group_config = self._check(group, topic, queue_id, header.queue_offset)
         sub_string, expression_type = self._subscription(
-            group, topic, sys_flag, header.subscription, header.expression_type
+            group_config, topic, sys_flag, header.subscription, header.expression_type
         )
         tag_filter = self.filters.find(
             topic,
@@ -219,7 +220,8 @@ class PullProcessor(Processor[PullServices]):
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group {group!r} does not exist"
             )
         if not group_config.consume_enable:
-            raise RequestRefused(ResponseCode.NO_PERMISSION, f"subscription group {group!r} may not consume")
+            # 4.x's words: clients and operators match on them
+            raise RequestRefused(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
         topic_config = controller.topic_config_manager.select_topic_config(topic)
         if topic_config is None:
             raise RequestRefused(ResponseCode.TOPIC_NOT_EXIST, f"topic {topic!r} does not exist on this broker")
@@ -237,13 +239,31 @@ class PullProcessor(Processor[PullServices]):
         return group_config
 
     def _subscription(
-        self, group: str, topic: str, sys_flag: int, subscription: str | None, expression_type: str | None
+        self,
+        group_config: SubscriptionGroupConfig,
+        topic: str,
+        sys_flag: int,
+        subscription: str | None,
+        expression_type: str | None,
     ) -> tuple[str, str]:
         """(expression, its type): the pull's own (sysFlag's subscription bit), else the one the
-        group's consumers registered by heartbeat."""
+        group's consumers registered by heartbeat, once the group may consume the way they said
+        (consumeBroadcastEnable, checked here as 4.x checks it: Java's consumers do not send the
+        subscription bit)."""
         if sys_flag & PullSysFlag.SUBSCRIPTION:
             return subscription or "*", expression_type or ExpressionType.TAG
-        registered = self.controller.client_manager.consumers.find_subscription_data(group, topic)
+        group = group_config.group_name
+        consumers = self.controller.client_manager.consumers
+        info = consumers.get_consumer_group_info(group)
+        if (
+            info is not None
+            and info.message_model is MessageModel.BROADCASTING
+            and not group_config.consume_broadcast_enable
+        ):
+            raise RequestRefused(
+                ResponseCode.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way"
+            )
+        registered = consumers.find_subscription_data(group, topic)
         if registered is None:
             raise RequestRefused(
                 ResponseCode.SUBSCRIPTION_NOT_EXIST,
@@ -273,7 +293,9 @@ class PullProcessor(Processor[PullServices]):
         SQL92 subscription, a filter not yet built."""
         try:
             group_config = self._check(group, topic, queue_id, 0)
-            sub_string, expression_type = self._subscription(group, topic, sys_flag, subscription, expression_type)
+            sub_string, expression_type = self._subscription(
+                group_config, topic, sys_flag, subscription, expression_type
+            )
         except RequestRefused:
             return None
         if expression_type.strip().upper() != ExpressionType.TAG:
