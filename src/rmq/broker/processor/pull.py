@@ -132,7 +132,6 @@ class PullProcessor(Processor[PullServices]):
         self.hold.set_executor(self.execute)
         self.lane: Lane | None = None  # the compiled pull lane, if the broker runs one
         self.role_changed()
-        self.slave_read_enable = controller.config.slave_read_enable
         # how far behind the CommitLog's end a read may lie before the answer suggests a slave
         ratio = controller.store_config.access_message_in_memory_max_ratio
         self.in_memory_bytes = total_physical_memory() * ratio // 100
@@ -392,7 +391,7 @@ class PullProcessor(Processor[PullServices]):
     def _suggest_after(self, last_physical_offset: int, broker_id: int, slow_broker_id: int) -> int:
         """Far behind: the last message read (at ``last_physical_offset``, -1: none) lies further
         from the CommitLog's end than fits in memory (RocketMQ's isSuggestPullingFromSlave)."""
-        if not self.slave_read_enable:
+        if not self.controller.config.slave_read_enable:  # read here: it changes live
             return MASTER_ID
         if last_physical_offset >= 0 and self.store.get_max_phy_offset() - last_physical_offset > self.in_memory_bytes:
             return slow_broker_id
