@@ -119,6 +119,41 @@ def test_a_bad_config_is_refused_with_the_field_named_and_nothing_changes(with_t
     assert broker.subscription_group_manager.subscription_group_table()[GROUP].retry_max_times == 3
 
 
+# UPDATE_AND_CREATE_SUBSCRIPTIONGROUP bodies as mqadmin updateSubGroup sends them: fastjson's
+# serialization of 4.9's SubscriptionGroupConfig (fields sorted by name) and of 5.x's, which adds
+# consumeMessageOrderly, groupRetryPolicy, groupSysFlag, consumeTimeoutMinute, attributes
+GOLDEN_4X_BODY = (
+    '{"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":false,"consumeFromMinEnable":true,'
+    '"groupName":"OpsGroup","notifyConsumerIdsChangedEnable":true,"retryMaxTimes":2,"retryQueueNums":1,'
+    '"whichBrokerWhenConsumeSlowly":1}'
+)
+GOLDEN_5X_BODY = (
+    '{"attributes":{},"brokerId":0,"consumeBroadcastEnable":true,"consumeEnable":true,'
+    '"consumeFromMinEnable":true,"consumeMessageOrderly":true,"consumeTimeoutMinute":15,'
+    '"groupName":"OpsGroup","groupRetryPolicy":{"type":"CUSTOMIZED","customizedRetryPolicy":'
+    '{"next":[1000,5000],"type":"CUSTOMIZED"}},"groupSysFlag":0,"notifyConsumerIdsChangedEnable":true,'
+    '"retryMaxTimes":5,"retryQueueNums":1,"whichBrokerWhenConsumeSlowly":1}'
+)
+
+
+def test_mqadmins_4x_and_5x_bodies_are_taken_and_the_list_answers_4x_fields(with_topic, client):
+    broker, _ = with_topic
+    for body, consume, retries, orderly in ((GOLDEN_4X_BODY, False, 2, False), (GOLDEN_5X_BODY, True, 5, True)):
+        request = RemotingCommand.request(RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, {}, body.encode())
+        answer = client.invoke_sync(broker.broker_addr, request, timeout=3.0)
+        assert answer.code == ResponseCode.SUCCESS, answer.remark
+        config = broker.subscription_group_manager.subscription_group_table()[GROUP]
+        assert (config.consume_enable, config.retry_max_times, config.consume_message_orderly) == (
+            consume,
+            retries,
+            orderly,
+        )
+    request = RemotingCommand.request(RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG, {})
+    table = json.loads(client.invoke_sync(broker.broker_addr, request, timeout=3.0).body)["subscriptionGroupTable"]
+    # what 4.x's SubscriptionGroupWrapper holds per group, and 5.x's consumeMessageOrderly
+    assert set(table[GROUP]) == set(json.loads(GOLDEN_4X_BODY)) | {"consumeMessageOrderly"}
+
+
 def test_consume_enable_false_refuses_pulls_and_pops_with_4x_code_and_remark(with_topic, client):
     broker, namesrv = with_topic
     put(broker, TOPIC, b"m")
@@ -164,6 +199,15 @@ def test_consume_broadcast_enable_false_refuses_a_broadcasting_consumer(with_top
         ResponseCode.NO_PERMISSION,
         f"the consumer group[{GROUP}] can not consume by broadcast way",
     )
+
+
+def test_retry_queue_nums_makes_the_retry_topic_a_heartbeat_creates(with_topic, client):
+    broker, namesrv = with_topic
+    admin_json(namesrv, "group", "update", GROUP, "--retry-queue-nums", "3")
+    heartbeat = heartbeat_request("client-1", GROUP, TOPIC)
+    assert client.invoke_sync(broker.broker_addr, heartbeat, timeout=3.0).code == ResponseCode.SUCCESS
+    retry = broker.topic_config_manager.select_topic_config(retry_topic(GROUP))
+    assert retry is not None and retry.write_queue_nums == retry.read_queue_nums == 3
 
 
 def test_pulls_suggest_the_groups_broker_id_and_its_slow_consumer_broker(store_dir: Path, client):

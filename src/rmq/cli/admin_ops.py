@@ -54,7 +54,7 @@ def _flag(name: str, help_text: str) -> Any:
 @admin_command(group_commands, "update")
 @click.argument("group")
 @_flag("consume_enable", "Whether the group may consume at all (off: pulls and pops are refused NO_PERMISSION).")
-@_flag("consume_from_min_enable", "Whether it may consume from the queues' minimum offset.")
+@_flag("consume_from_min_enable", "Kept for mqadmin (4.x's brokers store it and act on it nowhere, as rmq).")
 @_flag("consume_broadcast_enable", "Whether its consumers may consume in BROADCASTING mode.")
 @_flag("consume_message_orderly", "FIFO for RocketMQ 5.x clients: one message of a queue at a time.")
 @_flag("notify_consumer_ids_changed_enable", "Tell its consumers to rebalance when members come or go.")
