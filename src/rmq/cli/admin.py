@@ -27,6 +27,7 @@ from rmq.cli.admin_base import (
     emit,
     fail,
     format_time,
+    render_key_values,
     render_table,
 )
 from rmq.client.admin_client import (
@@ -721,12 +722,7 @@ def broker_status(admin: AdminClient, as_json: bool, broker: str) -> None:
     host:port, or a broker name (its master)."""
     addr = admin.broker_address(broker)
     table = admin.broker_runtime_info(addr)
-    width = max(map(len, table), default=0)
-    emit(
-        as_json,
-        {"brokerAddr": addr, "table": dict(sorted(table.items()))},
-        lambda: "\n".join(f"{key:<{width}} : {value}" for key, value in sorted(table.items())),
-    )
+    emit(as_json, {"brokerAddr": addr, "table": dict(sorted(table.items()))}, lambda: render_key_values(table, ":"))
 
 
 @admin_command(broker, "ha-status")

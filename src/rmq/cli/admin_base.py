@@ -46,6 +46,12 @@ def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
     return "\n".join([line(headers)] + [line(r) for r in rows])
 
 
+def render_key_values(table: dict[str, str], separator: str) -> str:
+    """``key <separator> value`` a line, sorted by key, the separators aligned."""
+    width = max(map(len, table), default=0)
+    return "\n".join(f"{key:<{width}} {separator} {value}" for key, value in sorted(table.items()))
+
+
 def emit(ctx_json: bool, data: Any, human: Callable[[], str]) -> None:
     click.echo(json.dumps(data, indent=2) if ctx_json else human())
 

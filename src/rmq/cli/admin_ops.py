@@ -18,7 +18,7 @@ from typing import Any
 
 import click
 
-from rmq.cli.admin_base import admin_command, emit, render_table
+from rmq.cli.admin_base import admin_command, emit, render_key_values, render_table
 from rmq.client.admin_client import AdminClient
 from rmq.errors import NotFound
 
@@ -177,12 +177,7 @@ def broker_config_get(admin: AdminClient, as_json: bool, broker_name: str, keys:
         if missing:
             raise NotFound(f"{addr} has no setting {', '.join(missing)}")
         table = {k: table[k] for k in keys}
-    width = max(map(len, table), default=0)
-    emit(
-        as_json,
-        {"brokerAddr": addr, "config": dict(sorted(table.items()))},
-        lambda: "\n".join(f"{key:<{width}} = {value}" for key, value in sorted(table.items())),
-    )
+    emit(as_json, {"brokerAddr": addr, "config": dict(sorted(table.items()))}, lambda: render_key_values(table, "="))
 
 
 @admin_command(broker_config_commands, "update")
