@@ -5,6 +5,7 @@ ADD_WRITE_PERM_OF_BROKER 327), topic update --perm, kv put / get / delete (100, 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 from rmq.namesrv import NameServer, NamesrvConfig, NamesrvSettings
@@ -83,6 +84,25 @@ def test_kv_config_survives_a_name_server_restart(tmp_path: Path):
     finally:
         namesrv.shutdown()
     assert json.loads(Path(path).read_text()) == {"configTable": {"NS": {"k": "v1"}}}
+
+
+def test_a_kv_config_file_that_does_not_read_stops_rmq_namesrv_with_the_reason(spawn, tmp_path: Path):
+    path = tmp_path / "kvConfig.json"
+    path.write_text("{not json")
+    proc = spawn("-m", "rmq.cli.namesrv", "--port", "0", "--set", f"kvConfigPath={path}", stderr=subprocess.PIPE)
+    _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 2 and "kvConfigPath" in err.decode() and "configTable" in err.decode()
+
+
+def test_a_kv_put_the_name_server_cannot_write_is_refused_and_not_kept(tmp_path: Path):
+    namesrv = NameServer(NamesrvConfig(listen_port=0, kv_config_path=str(tmp_path / "gone" / "kv.json"))).start()
+    (tmp_path / "gone").write_text("")  # where its directory should be: the file cannot be written
+    try:
+        code, out = admin(namesrv.address, "kv", "put", "NS", "k", "v1")
+        assert code == 1 and "SYSTEM_ERROR" in out and "KV config not changed" in out
+        assert admin(namesrv.address, "kv", "get", "NS", "k")[0] == 3
+    finally:
+        namesrv.shutdown()
 
 
 def test_an_embedded_name_server_keeps_the_kv_config_in_memory():

@@ -16,6 +16,7 @@ import threading
 from pathlib import Path
 
 from rmq._files import read_with_backup, write_file_atomically
+from rmq.errors import ConfigError
 
 log = logging.getLogger("rmq.namesrv")
 
@@ -33,7 +34,13 @@ class KVConfigManager:
         self._lock = threading.Lock()
         self._table: dict[str, dict[str, str]] = {}
         if self.path is not None:
-            self._table = read_with_backup(self.path, _parse) or {}
+            try:
+                self._table = read_with_backup(self.path, _parse) or {}
+            except (ValueError, AttributeError, OSError) as e:
+                raise ConfigError(
+                    f"kvConfigPath {str(self.path)!r} cannot be read as a KV config ({e}): expected "
+                    '{"configTable": {"<namespace>": {"<key>": "<value>"}}}, or no file'
+                ) from None
 
     def get(self, namespace: str, key: str) -> str | None:
         with self._lock:
@@ -44,23 +51,28 @@ class KVConfigManager:
             return dict(self._table.get(namespace, {}))
 
     def put(self, namespace: str, key: str, value: str) -> None:
+        """OSError when the file cannot be written; the table is unchanged then."""
         with self._lock:
-            self._table.setdefault(namespace, {})[key] = value
-            self._persist()
+            table = {ns: dict(items) for ns, items in self._table.items()}
+            table.setdefault(namespace, {})[key] = value
+            self._replace(table)
         log.info("KV config put: %s %s = %s", namespace, key, value)
 
     def delete(self, namespace: str, key: str) -> bool:
-        """Whether the key was there."""
+        """Whether the key was there; OSError when the file cannot be written (nothing deleted)."""
         with self._lock:
-            items = self._table.get(namespace)
-            if items is None or items.pop(key, None) is None:
+            if key not in self._table.get(namespace, {}):
                 return False
-            if not items:
-                del self._table[namespace]
-            self._persist()
+            table = {ns: dict(items) for ns, items in self._table.items()}
+            del table[namespace][key]
+            if not table[namespace]:
+                del table[namespace]
+            self._replace(table)
         log.info("KV config deleted: %s %s", namespace, key)
         return True
 
-    def _persist(self) -> None:
+    def _replace(self, table: dict[str, dict[str, str]]) -> None:
+        """The new table, on disk first: a write that fails leaves file and memory as they were."""
         if self.path is not None:
-            write_file_atomically(self.path, json.dumps({CONFIG_TABLE: self._table}, indent=2, sort_keys=True))
+            write_file_atomically(self.path, json.dumps({CONFIG_TABLE: table}, indent=2, sort_keys=True))
+        self._table = table

@@ -208,8 +208,17 @@ class NamesrvProcessor:
         if refused is not None:
             return refused
         ext = request.ext_fields
-        self.kv_config.put(str_field(ext, "namespace"), str_field(ext, "key"), str_field(ext, "value"))
+        try:
+            self.kv_config.put(str_field(ext, "namespace"), str_field(ext, "key"), str_field(ext, "value"))
+        except OSError as e:
+            return self._kv_not_written(request, e)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def _kv_not_written(self, request: RemotingCommand, e: OSError) -> RemotingCommand:
+        path = self.kv_config.path
+        return RemotingCommand.response_to(
+            request, ResponseCode.SYSTEM_ERROR, remark=f"KV config not changed: {path} could not be written ({e})"
+        )
 
     def get_kv_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
         """{namespace, key} -> {value}, or QUERY_NOT_FOUND with 4.x's remark."""
@@ -226,5 +235,8 @@ class NamesrvProcessor:
         refused = self._refused(channel, request)
         if refused is not None:
             return refused
-        self.kv_config.delete(str_field(request.ext_fields, "namespace"), str_field(request.ext_fields, "key"))
+        try:
+            self.kv_config.delete(str_field(request.ext_fields, "namespace"), str_field(request.ext_fields, "key"))
+        except OSError as e:
+            return self._kv_not_written(request, e)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
