@@ -13,7 +13,7 @@ or a wrong value is refused INVALID_PARAMETER, a setting read only at start NO_P
 code for a key it will not change), each remark naming the key and what was expected. What is
 taken is written into the broker's config file (brokerConfigPath, else the -c file), its other
 lines kept, so that a restart keeps it. A changed brokerPermission is registered with the name
-servers at once (the routes carry it), as 4.x does.
+servers at once (the routes carry it), as 4.x does, and the update answered once they took it.
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from typing import Any
 
 from rmq._files import write_file_atomically
 from rmq.broker.config_manager import DataVersion
-from rmq.broker.processor.base import Handler, Processor, success
+from rmq.broker.processor.base import Handler, Processor, answer_once_registered, success
 from rmq.broker.services import BrokerConfigServices
 from rmq.errors import ConfigError, RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
@@ -95,7 +95,9 @@ class BrokerConfigProcessor(Processor[BrokerConfigServices]):
         )
         if any(s.key == BROKER_PERMISSION for s in values):
             self.controller.topic_config_manager.routes_changed()
-            self.controller.register_broker_all()
+            return answer_once_registered(
+                channel, success(request, remark=remark), self.controller.register_broker_all()
+            )
         return success(request, remark=remark)
 
     def _live_setting(self, key: str) -> Setting:
