@@ -66,7 +66,7 @@ class BrokerConfigProcessor(Processor[BrokerConfigServices]):
         text = "".join(f"{key}={value}\n" for key, value in sorted(properties.items()))
         return success(request, ext_fields={"version": json.dumps(self.version.to_json())}, body=text.encode())
 
-    def update_broker_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+    def update_broker_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand | None:
         try:
             text = body_bytes(request.body).decode("utf-8")
         except UnicodeDecodeError:
