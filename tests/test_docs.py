@@ -351,7 +351,8 @@ def _settings_table(section_name: str) -> list[str]:
             if text.startswith(home + os.sep):
                 text = "~" + text[len(home) :]
             default = f"`{text}`"
-        lines.append(f"| `{s.key}` | {default} | {_cell(s.kind.expected)} | {_cell(s.help)} |")
+        live = " (*changes live*: `rmq-admin broker config update`)" if s.live else ""
+        lines.append(f"| `{s.key}` | {default} | {_cell(s.kind.expected)} | {_cell(s.help)}{live} |")
     return lines
 
 

@@ -340,6 +340,9 @@ class Setting:
     section: str = ""
     # a value never printed (``rmq-broker -p`` shows it masked)
     secret: bool = False
+    # a broker reads it where it is used, so UPDATE_BROKER_CONFIG may change it while the broker runs
+    # (``rmq-admin broker config update``); every other setting is read once, at start
+    live: bool = False
 
     @property
     def attr(self) -> str:
@@ -440,20 +443,23 @@ _section(
             "the address haListenPort binds to (one interface: the replication network, or 127.0.0.1); "
             "unset: every interface (0.0.0.0). brokerIP2 defaults to it when set"),
     Setting("brokerPermission", Int(0, PERM_ALL, "a perm bit set 0-7"), PERM_READ | PERM_WRITE,
-            "perm bits of the whole broker: 4 read, 2 write"),
+            "perm bits of the whole broker: 4 read, 2 write", live=True),
+    Setting("brokerConfigPath", Text(optional=True), None,
+            "the file live changes (rmq-admin broker config update) are written to; unset: the -c file "
+            "rmq-broker started with (without one, a change lasts until the broker stops)"),
     Setting("defaultTopicQueueNums", Int(1), 8, "queues of an auto-created topic"),
-    Setting("autoCreateTopicEnable", Bool(), True, "create a topic on its first send (through TBW102)"),
+    Setting("autoCreateTopicEnable", Bool(), True, "create a topic on its first send (through TBW102)", live=True),
     Setting("clusterTopicEnable", Bool(), True, "a topic named after the cluster"),
     Setting("brokerTopicEnable", Bool(), True, "a topic named after the broker"),
-    Setting("autoCreateSubscriptionGroup", Bool(), True, "create a consumer group on its first use"),
+    Setting("autoCreateSubscriptionGroup", Bool(), True, "create a consumer group on its first use", live=True),
     Setting("traceTopicEnable", Bool(), False, "create the message trace topic"),
     Setting("msgTraceTopicName", Text(validate=_topic_name), "RMQ_SYS_TRACE_TOPIC", "the message trace topic"),
     Setting("registerBrokerTimeoutMills", _POSITIVE_MS, 6000, "ms a registration with a name server may take"),
     Setting("registerNameServerPeriod", Int(1000), 30_000, "ms between registrations with the name servers"),
-    Setting("longPollingEnable", Bool(), True, "park pulls that find nothing until a message arrives"),
-    Setting("shortPollingTimeMills", _POSITIVE_MS, 1000, "ms a pull is parked without long polling"),
-    Setting("notifyConsumerIdsChangedEnable", Bool(), True, "tell a group's consumers when members change"),
-    Setting("slaveReadEnable", Bool(), False, "let consumers read from slaves"),
+    Setting("longPollingEnable", Bool(), True, "park pulls that find nothing until a message arrives", live=True),
+    Setting("shortPollingTimeMills", _POSITIVE_MS, 1000, "ms a pull is parked without long polling", live=True),
+    Setting("notifyConsumerIdsChangedEnable", Bool(), True, "tell a group's consumers when members change", live=True),
+    Setting("slaveReadEnable", Bool(), False, "let consumers read from slaves", live=True),
     Setting("slaveSyncInterval", _POSITIVE_MS, 10_000,
             "ms between a slave's copies of its master's topics, offsets, delay offsets and groups "
             "(rmq's key: RocketMQ fixes it at 10 s)"),
@@ -470,7 +476,7 @@ _section(
             "ms between records of <storePathRootDir>/logs/stats.log (per topic and group; 0: none)"),
     # RocketMQ reads this one from the system property rocketmq.broker.rebalance.lockMaxLiveTime.
     Setting("rebalanceLockMaxLiveTime", _POSITIVE_MS, 60_000, "ms a queue lock of an orderly consumer lives"),
-    Setting("rejectTransactionMessage", Bool(), False, "refuse transactional (prepared) messages"),
+    Setting("rejectTransactionMessage", Bool(), False, "refuse transactional (prepared) messages", live=True),
     Setting("transactionTimeOut", _POSITIVE_MS, 6000, "ms a half message waits for its END_TRANSACTION before a check"),
     Setting("transactionCheckMax", Int(1), 15, "check-backs before a half message is given up"),
     Setting("transactionCheckInterval", _POSITIVE_MS, 60_000, "ms between transaction check rounds"),
@@ -761,6 +767,9 @@ NAMESRV_SETTINGS.declare(
     # every registerNameServerPeriod (30 s)
     Setting("brokerChannelExpiredTime", _POSITIVE_MS, 120_000,
             "ms of silence after which a broker is dropped from the routes (rmq's key)"),
+    Setting("kvConfigPath", Text(), os.path.join(os.path.expanduser("~"), "namesrv", "kvConfig.json"),
+            "the file of the KV config operators set (rmq-admin kv; ORDER_TOPIC_CONFIG); an embedded name "
+            "server keeps it in memory"),
     *(SETTINGS[key] for key in (
         "serverChannelMaxIdleTimeSeconds", "serverMaxConnections", "serverSocketBacklog",
         "serverFrameTimeoutSeconds", "serverMaxPendingWriteBytes")),
@@ -877,6 +886,22 @@ def load_settings(
     for source, properties in layers:
         loaded.apply(source, properties)
     return loaded
+
+
+def update_properties_text(text: str, changes: Mapping[str, str]) -> str:
+    """``text`` (a properties file) with each key of ``changes`` set: its line rewritten where the
+    key is (comments, order and the other lines kept), appended where it is not."""
+    lines = text.splitlines()
+    left = dict(changes)
+    for i, line in enumerate(lines):
+        stripped = line.lstrip(" \t\f")
+        if not stripped or stripped[0] in "#!" or _continues(stripped):
+            continue
+        key = _unescape(_split_key_value(stripped)[0])
+        if key in left:
+            lines[i] = f"{key}={left.pop(key)}"
+    lines += [f"{key}={value}" for key, value in left.items()]
+    return "\n".join(lines) + "\n"
 
 
 def read_properties_file(path: str | os.PathLike[str]) -> dict[str, str]:

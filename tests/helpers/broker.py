@@ -10,9 +10,9 @@ from rmq.broker.config import load_broker_config
 from rmq.broker.controller import BrokerController
 from rmq.broker.topic_config import TopicConfig
 from rmq.cli.broker import BrokerStartup
-from rmq.net import RemotingClient
+from rmq.net import RemotingClient, RemotingCommand
 from rmq.perf.procs import broker_settings, wait_until
-from rmq.protocol.codes import ResponseCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.record import StoredMessage, decode_record
 from rmq.store import PutMessageResult
 from tests.helpers.requests import call, send_request
@@ -80,3 +80,18 @@ def assert_still_serving(broker: BrokerController, client: RemotingClient) -> No
     """The broker (and the connection) still take a plain send."""
     r = call(client, broker.broker_addr, send_request("StillThere", b"ok"))
     assert r.code == ResponseCode.SUCCESS, r.remark
+
+
+# the group send_back fails messages for unless told another
+RETRY_GROUP = "G_retry"
+
+
+def send_back(
+    client, broker, offset: int, delay_level: int = 0, max_reconsume_times: int | None = None, group: str = RETRY_GROUP
+) -> RemotingCommand:
+    """CONSUMER_SEND_MSG_BACK of the message at CommitLog ``offset``: the consumer failed it."""
+    ext = {"group": group, "offset": offset, "delayLevel": delay_level, "originMsgId": "", "originTopic": "T"}
+    if max_reconsume_times is not None:
+        ext["maxReconsumeTimes"] = max_reconsume_times
+    request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, ext)
+    return client.invoke_sync(broker.broker_addr, request, timeout=3.0)

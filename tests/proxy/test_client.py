@@ -9,6 +9,7 @@ import pytest
 from rmq.broker.subscription_group import SubscriptionGroupConfig
 from rmq.broker.topic_config import TopicConfig
 from rmq.protocol.grpc.v2.definition_pb2 import ClientType, Code
+from tests.helpers.admin import admin_json
 from tests.helpers.grpc import Telemetry, consumer_settings, metadata, producer_settings, resource, service
 
 
@@ -56,6 +57,21 @@ def test_a_consumer_gets_its_groups_retries_and_the_brokers_polling_settings(grp
         assert controller.client_manager.consumers.consumer_ids("events-group") == ["consumer-1"]
         subscription = controller.client_manager.consumers.find_subscription_data("events-group", "Events")
         assert subscription is not None and subscription.tags_set == {"TagA", "TagB"}
+
+
+def test_a_5x_consumer_is_told_the_retries_and_fifo_an_operator_set_with_rmq_admin(grpc_broker, stub):
+    grpc_broker.controller.topic_config_manager.update_topic_config(TopicConfig("Events", 4, 4))
+    namesrv = grpc_broker.namesrv.address
+    admin_json(namesrv, "group", "update", "ops-group", "--retry-max-times", "2", "--consume-message-orderly")
+    with Telemetry(stub, "consumer-2") as telemetry:
+        telemetry.send(consumer_settings("ops-group", "Events", "*"))
+        settings = telemetry.receive().settings
+        assert settings.backoff_policy.max_attempts == 3 and settings.subscription.fifo
+    admin_json(namesrv, "group", "update", "ops-group", "--retry-max-times", "0", "--no-consume-message-orderly")
+    with Telemetry(stub, "consumer-3") as telemetry:
+        telemetry.send(consumer_settings("ops-group", "Events", "*"))
+        settings = telemetry.receive().settings
+        assert settings.backoff_policy.max_attempts == 1 and not settings.subscription.fifo
 
 
 def test_a_heartbeat_before_any_settings_is_an_unrecognized_client(stub):

@@ -56,6 +56,7 @@ class BrokerConfig(SettingsView, ServerSettings, ProxySettings, ServerConfig):
     ha_listen_address: str | None = setting("haListenAddress")
     broker_role: BrokerRole = setting("brokerRole")
     broker_permission: int = setting("brokerPermission")
+    broker_config_path: str | None = setting("brokerConfigPath")
     default_topic_queue_nums: int = setting("defaultTopicQueueNums")
     auto_create_topic_enable: bool = setting("autoCreateTopicEnable")
     cluster_topic_enable: bool = setting("clusterTopicEnable")

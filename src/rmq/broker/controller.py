@@ -460,7 +460,7 @@ class BrokerController:
             config.broker_name,
             config.broker_id,
             config.ha_server_addr,
-            self.topic_config_manager.build_serialize_wrapper(),
+            self.topic_config_manager.build_serialize_wrapper(config.broker_permission),
             wait=wait,
             on_answer=self.slave_sync.on_register_answer if self.is_slave else self.role.on_register_answer,
             epoch=None if self.is_slave else self.store.epoch,

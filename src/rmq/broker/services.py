@@ -243,6 +243,16 @@ class PopAdminServices(Identity, Store, Topics, Offsets, Protocol):
     def pop_service(self) -> PopService: ...
 
 
+class BrokerConfigServices(Identity, Topics, Protocol):
+    @property
+    def store_config(self) -> MessageStoreConfig: ...
+    def register_broker_all(self, force: bool = True, wait: bool = False) -> list[concurrent.futures.Future]: ...
+
+
+class SubscriptionGroupServices(Identity, Groups, Offsets, Protocol):
+    pass
+
+
 class TopicServices(Topics, Protocol):
     @property
     def last_registration(self) -> list[concurrent.futures.Future]: ...

@@ -87,6 +87,39 @@ class SubscriptionGroupConfig:
         return cls(**kwargs)
 
 
+# the least each number of a group config may be (whichBrokerWhenConsumeSlowly and brokerId: broker ids)
+_MINIMUM = {"retry_queue_nums": 1, "retry_max_times": 0, "broker_id": MASTER_ID, "which_broker_when_consume_slowly": 0}
+
+
+def parse_subscription_group(obj: Any) -> SubscriptionGroupConfig:
+    """The config an UPDATE_AND_CREATE_SUBSCRIPTIONGROUP body states, as 4.x decodes it (a field it
+    leaves out takes its default, fields of later versions are ignored), but strict about what it
+    does state: ValueError naming the field, its value and what was expected."""
+    if not isinstance(obj, dict):
+        raise ValueError(f"the body must be a SubscriptionGroupConfig JSON object, not {type(obj).__name__}")
+    group = obj.get("groupName")
+    if not isinstance(group, str):
+        raise ValueError(f"groupName is {group!r}: expected the group's name")
+    reason = group_error(group)
+    if reason is not None:
+        raise ValueError(reason)
+    kwargs: dict[str, Any] = {"group_name": group}
+    for field in dataclasses.fields(SubscriptionGroupConfig):
+        json_name = _JSON_NAMES[field.name]
+        if field.name == "group_name" or json_name not in obj:
+            continue
+        value = obj[json_name]
+        # bool is an int in Python: neither stands in for the other here, as in Java
+        if type(value) is not type(field.default):
+            expected = "true or false" if isinstance(field.default, bool) else "an integer"
+            raise ValueError(f"{json_name} is {value!r}: expected {expected}")
+        least = _MINIMUM.get(field.name)
+        if least is not None and obj[json_name] < least:
+            raise ValueError(f"{json_name} is {value}: expected at least {least}")
+        kwargs[field.name] = value
+    return SubscriptionGroupConfig(**kwargs)
+
+
 def is_sys_consumer_group(group: str) -> bool:
     return group.startswith(CID_RMQ_SYS_PREFIX)
 

@@ -188,9 +188,22 @@ class TopicConfigManager(VersionedTableManager[TopicConfig]):
         config = self.select_topic_config(topic)
         return config is not None and config.order
 
-    def build_serialize_wrapper(self) -> dict[str, Any]:
-        """``{"topicConfigTable": {...}, "dataVersion": {...}}`` for REGISTER_BROKER (the file's shape)."""
-        return self.encode()
+    def build_serialize_wrapper(self, broker_permission: int = PERM_READ | PERM_WRITE) -> dict[str, Any]:
+        """``{"topicConfigTable": {...}, "dataVersion": {...}}`` for REGISTER_BROKER (the file's shape).
+        A broker that does not take writes or reads (``broker_permission``) registers every topic
+        with that permission, as 4.x's registerBrokerAll: the routes say so."""
+        wrapper = self.encode()
+        if broker_permission & (PERM_READ | PERM_WRITE) != PERM_READ | PERM_WRITE:
+            for topic_config in wrapper["topicConfigTable"].values():
+                topic_config["perm"] = broker_permission
+        return wrapper
+
+    def routes_changed(self) -> None:
+        """What the routes say changed though no topic did (brokerPermission): a new data version,
+        so that name servers take the next registration and the send checks look again."""
+        with self._lock:
+            self.data_version.next_version()
+            self.mark_changed()
 
     # -- creation -------------------------------------------------------------------------------
 

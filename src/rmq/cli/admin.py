@@ -14,24 +14,30 @@ from __future__ import annotations
 import base64
 import dataclasses
 import datetime
-import functools
-import json
-import ssl
 import sys
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable
 from typing import Any
 
 import click
 
+from rmq.cli import admin_ops
+from rmq.cli.admin_base import (
+    EXIT_FAILED,
+    admin_command,
+    emit,
+    fail,
+    format_time,
+    render_key_values,
+    render_table,
+)
 from rmq.client.admin_client import (
     DEFAULT_CONTROLLER,
-    DEFAULT_NAMESRV,
-    DEFAULT_TIMEOUT,
+    DEFAULT_QUEUE_NUMS,
     RESET_TO_LATEST,
     AdminClient,
     message_body,
 )
-from rmq.errors import AdminError, ConfigError, NotFound, RemotingError, ResponseError
+from rmq.errors import AdminError, ConfigError, NotFound, ResponseError
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.message import MessageProperty
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, perm_to_string
@@ -41,37 +47,11 @@ from rmq.protocol.route import MASTER_ID
 from rmq.protocol.topic_attributes import SETTABLE_TYPES
 from rmq.settings import Invalid, Size
 
-EXIT_FAILED = 1
-EXIT_NOT_FOUND = 3
-NOT_FOUND_CODES = (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.QUERY_NOT_FOUND, ResponseCode.CONSUMER_NOT_ONLINE)
 # How much of a body the human view of a message shows.
 BODY_PREVIEW_BYTES = 4096
 
 
 # -- output -------------------------------------------------------------------------------------
-
-
-def format_time(ms: int) -> str:
-    if ms <= 0:
-        return "-"
-    return datetime.datetime.fromtimestamp(ms / 1000).strftime("%Y-%m-%d %H:%M:%S.%f")[:-3]
-
-
-def render_table(headers: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
-    """Columns padded to their widest cell; numbers right-aligned."""
-    rows = [[str(cell) for cell in row] for row in rows]
-    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
-    numeric = [all(r[i].lstrip("-").isdigit() for r in rows) and bool(rows) for i in range(len(headers))]
-
-    def line(cells: Sequence[str]) -> str:
-        padded = (c.rjust(w) if num else c.ljust(w) for c, w, num in zip(cells, widths, numeric, strict=True))
-        return "  ".join(padded).rstrip()
-
-    return "\n".join([line(headers)] + [line(r) for r in rows])
-
-
-def emit(ctx_json: bool, data: Any, human: Callable[[], str]) -> None:
-    click.echo(json.dumps(data, indent=2) if ctx_json else human())
 
 
 def message_json(m: StoredMessage) -> dict[str, Any]:
@@ -133,97 +113,6 @@ def message_human(m: StoredMessage) -> str:
 
 
 # -- the commands' shared options and error handling --------------------------------------------
-
-
-def admin_command(group: click.Group, name: str, **kwargs) -> Callable:
-    """A subcommand of ``group`` with -n/--json/--timeout, run with an AdminClient; errors become a
-    one-line message on stderr and the exit code."""
-
-    def decorate(fn: Callable) -> click.Command:
-        @group.command(name, **kwargs)
-        @click.option(
-            "-n",
-            "--namesrv",
-            envvar="NAMESRV_ADDR",
-            default=DEFAULT_NAMESRV,
-            show_default=True,
-            help="Name server address(es), host:port[;host:port].",
-        )
-        @click.option("--json", "as_json", is_flag=True, help="Print JSON for scripts instead of tables.")
-        @click.option(
-            "--timeout",
-            default=DEFAULT_TIMEOUT,
-            show_default=True,
-            type=click.FloatRange(min=0.1),
-            help="Seconds to wait for each answer.",
-        )
-        @click.option(
-            "--access-key",
-            envvar="RMQ_ACCESS_KEY",
-            default=None,
-            help="Sign requests with this access key (brokers with aclEnable); needs --secret-key.",
-        )
-        @click.option(
-            "--secret-key",
-            envvar="RMQ_SECRET_KEY",
-            default=None,
-            help="The access key's secret (or the RMQ_SECRET_KEY environment variable, kept out of ps).",
-        )
-        @click.option(
-            "--tls", "use_tls", is_flag=True, help="Connect with TLS, verifying servers against the system's CAs."
-        )
-        @click.option(
-            "--tls-ca",
-            default=None,
-            type=click.Path(exists=True, dir_okay=False),
-            help="Connect with TLS, verifying servers against this CA certificate (PEM).",
-        )
-        @functools.wraps(fn)
-        def command(
-            namesrv: str,
-            as_json: bool,
-            timeout: float,
-            access_key: str | None,
-            secret_key: str | None,
-            use_tls: bool,
-            tls_ca: str | None,
-            **params,
-        ):
-            if (access_key is None) != (secret_key is None):
-                raise click.UsageError("--access-key and --secret-key go together")
-            credentials = (access_key, secret_key) if access_key and secret_key else None
-            tls: bool | ssl.SSLContext = use_tls
-            if tls_ca:
-                tls = ssl.create_default_context(cafile=tls_ca)
-                tls.check_hostname = False  # brokers and name servers are addressed by IP
-            try:
-                with AdminClient(namesrv, timeout, credentials=credentials, tls=tls) as admin:
-                    fn(admin, as_json, **params)
-            except NotFound as e:
-                fail(str(e), EXIT_NOT_FOUND)
-            except ResponseError as e:
-                fail(describe_refusal(e), EXIT_NOT_FOUND if e.code in NOT_FOUND_CODES else EXIT_FAILED)
-            except RemotingError as e:
-                fail(f"cannot reach the cluster: {e}", EXIT_FAILED)
-            except AdminError as e:
-                fail(str(e), EXIT_FAILED)
-
-        return command
-
-    return decorate
-
-
-def describe_refusal(e: ResponseError) -> str:
-    try:
-        name = ResponseCode(e.code).name
-    except ValueError:
-        name = f"code {e.code}"
-    return f"{e.address or 'the peer'} answered {name}: {e.remark or 'no remark'}"
-
-
-def fail(message: str, code: int) -> None:
-    click.echo(f"rmq-admin: {message}", err=True)
-    sys.exit(code)
 
 
 def parse_timestamp(text: str) -> int:
@@ -314,11 +203,10 @@ def topic_settings(fn: Callable) -> Callable:
             "-p",
             "--perm",
             type=click.IntRange(0, 7),
-            default=PERM_READ | PERM_WRITE,
-            show_default=True,
-            help="Permission bits: 4 read, 2 write.",
+            default=None,
+            help="Permission bits: 4 read, 2 write.  [default: 6 on create; update keeps the topic's]",
         ),
-        click.option("-o", "--order", is_flag=True, help="An ordered topic."),
+        click.option("-o", "--order/--no-order", default=None, help="An ordered topic (update: unset keeps it)."),
         click.option(
             "-t",
             "--type",
@@ -349,12 +237,26 @@ def _update(
     cluster_name,
     broker,
     verb: str,
+    keep_current: bool = False,
 ) -> None:
-    read = read_queues if read_queues is not None else (queues or 8)
-    write = write_queues if write_queues is not None else (queues or 8)
+    """Create or change the topic on each target broker; with ``keep_current`` what no option
+    names keeps the value that broker has (``topic update --perm 4`` changes the permission only)."""
     kind = message_type.upper() if message_type else None
-    addrs = admin.update_topic(topic_name, read, write, perm, order, cluster_name, broker, message_type=kind)
-    data = {
+    addrs = admin.target_brokers(cluster_name, broker)
+    current = admin.topic_settings_on(topic_name, addrs) if keep_current else {}
+    sent = {}
+    for addr in addrs:
+        now = current.get(addr) or {}
+        values = (
+            _first(read_queues, queues, now.get("readQueueNums"), DEFAULT_QUEUE_NUMS),
+            _first(write_queues, queues, now.get("writeQueueNums"), DEFAULT_QUEUE_NUMS),
+            _first(perm, now.get("perm"), PERM_READ | PERM_WRITE),
+            _first(order, now.get("order"), False),
+        )
+        admin.update_topic(topic_name, *values, broker_addr=addr, message_type=kind)
+        sent[addr] = values
+    read, write, perm, order = next(iter(sent.values()))
+    data: dict[str, Any] = {
         "topic": topic_name,
         "readQueueNums": read,
         "writeQueueNums": write,
@@ -362,6 +264,11 @@ def _update(
         "order": order,
         "brokers": addrs,
     }
+    if len(set(sent.values())) > 1:  # brokers that held different settings keep them where not changed
+        data["perBroker"] = {
+            addr: dict(zip(("readQueueNums", "writeQueueNums", "perm", "order"), v, strict=True))
+            for addr, v in sent.items()
+        }
     if kind:
         data["messageType"] = kind
     type_text = f", {kind} messages" if kind else ""
@@ -373,6 +280,11 @@ def _update(
             f"perm {perm_to_string(perm)}{type_text}) on {', '.join(addrs)}"
         ),
     )
+
+
+def _first(*values: Any) -> Any:
+    """The first value that is not None (an option given, else the current setting, else the default)."""
+    return next(v for v in values if v is not None)
 
 
 @admin_command(topic, "create")
@@ -389,10 +301,13 @@ def topic_create(admin: AdminClient, as_json: bool, topic_name: str, **settings)
 @click.argument("topic_name", metavar="TOPIC")
 @topic_settings
 def topic_update(admin: AdminClient, as_json: bool, topic_name: str, **settings) -> None:
-    """Change TOPIC's queues, permission or order flag (it must exist)."""
+    """Change TOPIC's queues, permission or order flag (it must exist); what is not given keeps each
+    broker's current value (``--perm 4``: read-only, queues unchanged)."""
     if not admin.topic_exists(topic_name):
         raise NotFound(f"topic {topic_name!r} does not exist: use 'rmq-admin topic create'")
-    _update(admin, as_json, topic_name, cluster_name=settings.pop("cluster"), verb="updated", **settings)
+    _update(
+        admin, as_json, topic_name, cluster_name=settings.pop("cluster"), verb="updated", keep_current=True, **settings
+    )
 
 
 @admin_command(topic, "delete")
@@ -807,12 +722,7 @@ def broker_status(admin: AdminClient, as_json: bool, broker: str) -> None:
     host:port, or a broker name (its master)."""
     addr = admin.broker_address(broker)
     table = admin.broker_runtime_info(addr)
-    width = max(map(len, table), default=0)
-    emit(
-        as_json,
-        {"brokerAddr": addr, "table": dict(sorted(table.items()))},
-        lambda: "\n".join(f"{key:<{width}} : {value}" for key, value in sorted(table.items())),
-    )
+    emit(as_json, {"brokerAddr": addr, "table": dict(sorted(table.items()))}, lambda: render_key_values(table, ":"))
 
 
 @admin_command(broker, "ha-status")
@@ -926,6 +836,12 @@ def broker_sync_state(admin: AdminClient, as_json: bool, broker_name: str, contr
 
     emit(as_json, data, human)
 
+
+# the operator commands of mqadmin's daily set (rmq.cli.admin_ops)
+main.add_command(admin_ops.group_commands)
+main.add_command(admin_ops.kv_commands)
+for _command in admin_ops.broker_commands.commands.values():
+    broker.add_command(_command)
 
 if __name__ == "__main__":
     main()

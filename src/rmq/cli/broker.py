@@ -149,6 +149,8 @@ def main(
         loaded = load_broker_settings(config_file, parse_set_options(settings), namesrv)
         broker_config = BrokerConfig.from_settings(loaded).resolve()
         store_config = broker_config.store_config(loaded)
+        if config_file and not broker_config.broker_config_path:
+            broker_config.broker_config_path = config_file  # RocketMQ keeps live changes in the -c file
     except ConfigError as e:
         raise SettingsRefused(str(e)) from None
     if print_only:

@@ -166,7 +166,10 @@ def main(
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
-    server = NameServer(config).start()
+    try:
+        server = NameServer(config).start()
+    except ConfigError as e:  # its KV config file (kvConfigPath) does not read
+        raise SettingsRefused(str(e)) from None
     # RocketMQ 5.x's NamesrvStartup with enableControllerInNamesrv: the controller answers on the
     # name server's port, its requests beside the name server's
     controller = None if controller_config is None else Controller(controller_config, server=server.server).start()

@@ -58,7 +58,7 @@ from rmq.protocol.replica import (
 )
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.topic_attributes import MESSAGE_TYPE_ATTRIBUTE, format_attribute_changes
-from rmq.settings import DEFAULT_CONTROLLER_PORT, DEFAULT_NAMESRV_ADDR
+from rmq.settings import DEFAULT_CONTROLLER_PORT, DEFAULT_NAMESRV_ADDR, parse_properties
 
 DEFAULT_NAMESRV = DEFAULT_NAMESRV_ADDR
 #: where rmq-admin's controller commands look when given no address
@@ -336,9 +336,7 @@ class AdminClient:
         """UPDATE_AND_CREATE_TOPIC on one broker, or on every master (of a cluster); the addresses.
         ``message_type`` sets RocketMQ 5.x's ``message.type`` attribute (NORMAL, FIFO, DELAY,
         TRANSACTION, MIXED); None leaves the topic's as it is."""
-        addrs = [broker_addr] if broker_addr else list(self.master_addrs(cluster).values())
-        if not addrs:
-            raise AdminError("no master broker is registered with the name server")
+        addrs = self.target_brokers(cluster, broker_addr)
         ext = {
             "topic": topic,
             "defaultTopic": AUTO_CREATE_TOPIC_KEY_TOPIC,
@@ -354,6 +352,27 @@ class AdminClient:
         for addr in addrs:
             self.invoke(addr, RequestCode.UPDATE_AND_CREATE_TOPIC, ext)
         return addrs
+
+    def topic_settings_on(self, topic: str, addrs: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """broker address -> the topic's config there (GET_TOPIC_CONFIG: readQueueNums, writeQueueNums,
+        perm, order, ...); a 4.x broker, which does not serve it, by its route's queue data (no order);
+        a broker without the topic is left out."""
+        route = self.topic_route(topic)
+        routed = {q["brokerName"]: q for q in route.get("queueDatas") or []}
+        names = {addr: data["brokerName"] for data in route.get("brokerDatas") or [] if (addr := _master_of(data))}
+        out = {}
+        for addr in addrs:
+            answer = self.invoke(
+                addr,
+                RequestCode.GET_TOPIC_CONFIG,
+                {"topic": topic},
+                accept=(ResponseCode.SUCCESS, ResponseCode.TOPIC_NOT_EXIST, ResponseCode.REQUEST_CODE_NOT_SUPPORTED),
+            )
+            if answer.code == ResponseCode.SUCCESS:
+                out[addr] = self._json(answer)
+            elif answer.code == ResponseCode.REQUEST_CODE_NOT_SUPPORTED and names.get(addr) in routed:
+                out[addr] = routed[names[addr]]
+        return out
 
     def topic_exists(self, topic: str) -> bool:
         response = self.invoke_namesrv(
@@ -736,6 +755,87 @@ class AdminClient:
         response = self.invoke(addr, RequestCode.GET_BROKER_RUNTIME_INFO)
         table: dict[str, str] = json.loads(body_bytes(response.body))["table"]
         return table
+
+    # -- consumer groups, broker settings, maintenance (mqadmin's updateSubGroup, deleteSubGroup,
+    # -- getBrokerConfig, updateBrokerConfig, wipeWritePerm, addWritePerm, *KvConfig) --------------
+
+    def target_brokers(self, cluster: str | None, broker_addr: str | None) -> list[str]:
+        """``broker_addr`` alone, else every master (of ``cluster``)."""
+        addrs = [broker_addr] if broker_addr else list(self.master_addrs(cluster).values())
+        if not addrs:
+            raise AdminError("no master broker is registered with the name server")
+        return addrs
+
+    def subscription_groups(self, addr: str) -> dict[str, dict[str, Any]]:
+        """group -> its SubscriptionGroupConfig JSON, of the broker at ``addr`` (201)."""
+        response = self.invoke(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
+        table: dict[str, dict[str, Any]] = self._json(response).get("subscriptionGroupTable") or {}
+        return table
+
+    def update_subscription_group(
+        self, config: dict[str, Any], cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        """UPDATE_AND_CREATE_SUBSCRIPTIONGROUP with ``config`` (a whole SubscriptionGroupConfig JSON:
+        what it leaves out the broker sets to the default) on one broker or every master; the addresses."""
+        addrs = self.target_brokers(cluster, broker_addr)
+        body = json.dumps(config).encode()
+        for addr in addrs:
+            self.invoke(addr, RequestCode.UPDATE_AND_CREATE_SUBSCRIPTIONGROUP, body=body)
+        return addrs
+
+    def delete_subscription_group(
+        self, group: str, remove_offset: bool = False, cluster: str | None = None, broker_addr: str | None = None
+    ) -> list[str]:
+        """DELETE_SUBSCRIPTIONGROUP on one broker or every master (``remove_offset``: its offsets too)."""
+        addrs = self.target_brokers(cluster, broker_addr)
+        flag = "true" if remove_offset else "false"
+        # 4.x reads removeOffset, 5.x cleanOffset
+        ext = {"groupName": group, "removeOffset": flag, "cleanOffset": flag}
+        for addr in addrs:
+            self.invoke(addr, RequestCode.DELETE_SUBSCRIPTIONGROUP, ext)
+        return addrs
+
+    def broker_config(self, addr: str) -> dict[str, str]:
+        """The settings of the broker at ``addr`` (GET_BROKER_CONFIG: Properties text)."""
+        response = self.invoke(addr, RequestCode.GET_BROKER_CONFIG)
+        return parse_properties((body_bytes(response.body) or b"").decode())
+
+    def update_broker_config(self, addr: str, changes: dict[str, str]) -> None:
+        """UPDATE_BROKER_CONFIG: ``changes`` as Properties text; refused (NO_PERMISSION, the remark
+        says why) when a key is unknown, its value is wrong or it cannot change while the broker runs."""
+        text = "".join(f"{key}={value}\n" for key, value in changes.items())
+        self.invoke(addr, RequestCode.UPDATE_BROKER_CONFIG, body=text.encode())
+
+    def _each_namesrv(self, code: int, ext: dict[str, Any]) -> dict[str, RemotingCommand]:
+        """The request to every name server (each keeps its own routes and KV config), as mqadmin sends it."""
+        return {addr: self.invoke(addr, code, ext) for addr in self.namesrv_addrs}
+
+    def set_write_perm_of_broker(self, broker_name: str, writeable: bool) -> dict[str, int]:
+        """Take the write permission off ``broker_name``'s routes on every name server, or give it
+        back; name server -> topics changed."""
+        if writeable:
+            code, count_field = RequestCode.ADD_WRITE_PERM_OF_BROKER, "addTopicCount"
+        else:
+            code, count_field = RequestCode.WIPE_WRITE_PERM_OF_BROKER, "wipeTopicCount"
+        answers = self._each_namesrv(code, {"brokerName": broker_name})
+        return {addr: int(answer.ext_fields.get(count_field) or 0) for addr, answer in answers.items()}
+
+    def put_kv_config(self, namespace: str, key: str, value: str) -> list[str]:
+        return list(self._each_namesrv(RequestCode.PUT_KV_CONFIG, {"namespace": namespace, "key": key, "value": value}))
+
+    def delete_kv_config(self, namespace: str, key: str) -> list[str]:
+        return list(self._each_namesrv(RequestCode.DELETE_KV_CONFIG, {"namespace": namespace, "key": key}))
+
+    def get_kv_config(self, namespace: str, key: str) -> str:
+        """The value, from the first name server that answers; NotFound when it has none."""
+        response = self.invoke_namesrv(
+            RequestCode.GET_KV_CONFIG,
+            {"namespace": namespace, "key": key},
+            accept=(ResponseCode.SUCCESS, ResponseCode.QUERY_NOT_FOUND),
+        )
+        if response.code != ResponseCode.SUCCESS:
+            raise NotFound(f"no KV config {namespace} {key}: {response.remark}")
+        return response.ext_fields.get("value", "")
 
 
 def _int_or_none(value: str | None) -> int | None:

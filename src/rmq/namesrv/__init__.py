@@ -11,6 +11,7 @@ import logging
 
 from rmq.namesrv.auth import ClusterAuth
 from rmq.namesrv.config import NamesrvConfig, NamesrvSettings
+from rmq.namesrv.kv_config import KVConfigManager
 from rmq.namesrv.processor import NamesrvProcessor
 from rmq.namesrv.routeinfo import RouteInfoManager
 from rmq.net.server import RemotingServer
@@ -26,7 +27,8 @@ class NameServer:
     def __init__(self, config: NamesrvConfig | None = None):
         self.config = config or NamesrvConfig()
         self.route_info = RouteInfoManager(self.config.broker_channel_expired_ms)
-        self.processor = NamesrvProcessor(self.route_info, self.config.cluster_auth)
+        self.kv_config = KVConfigManager(self.config.kv_config_path)
+        self.processor = NamesrvProcessor(self.route_info, self.config.cluster_auth, self.kv_config)
         self.server = RemotingServer(
             self.config.listen_host,
             self.config.listen_port,

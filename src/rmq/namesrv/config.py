@@ -46,6 +46,8 @@ class NamesrvConfig:
     limits: ConnectionLimits = ConnectionLimits()
     # the cluster account that signs writes (rmq.namesrv.auth); None: writes are taken unsigned
     cluster_auth: ClusterAuth | None = None
+    # the KV config's file (rmq.namesrv.kv_config); None: in memory only
+    kv_config_path: str | None = None
 
 
 @dataclasses.dataclass
@@ -59,6 +61,7 @@ class NamesrvSettings(SettingsView, ServerSettings, ControllerRaftSettings, Serv
     scan_not_active_broker_interval: int = _setting("scanNotActiveBrokerInterval")
     broker_channel_expired_time: int = _setting("brokerChannelExpiredTime")
     enable_controller_in_namesrv: bool = _setting("enableControllerInNamesrv")
+    kv_config_path: str = _setting("kvConfigPath")
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -74,6 +77,7 @@ class NamesrvSettings(SettingsView, ServerSettings, ControllerRaftSettings, Serv
             tls=self.server_tls(),
             limits=self.connection_limits(),
             cluster_auth=cluster_auth(self),
+            kv_config_path=self.kv_config_path or None,
         )
 
 

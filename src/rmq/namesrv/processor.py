@@ -12,6 +12,7 @@ from typing import Any
 import orjson
 
 from rmq.namesrv.auth import ClusterAuth, Verdict
+from rmq.namesrv.kv_config import KVConfigManager
 from rmq.namesrv.routeinfo import RouteInfoManager
 from rmq.net.channel import Handler
 from rmq.net.codec import RemotingCommand, body_bytes
@@ -23,11 +24,14 @@ from rmq.protocol.replica import REGISTER_CONTROLLER_MODE, REGISTER_EPOCH
 
 
 class NamesrvProcessor:
-    def __init__(self, route_info: RouteInfoManager, auth: ClusterAuth | None = None):
+    def __init__(
+        self, route_info: RouteInfoManager, auth: ClusterAuth | None = None, kv_config: KVConfigManager | None = None
+    ):
         """``auth``: the cluster account writes must be signed by (None: every write is taken,
         unsigned, as a 4.x name server takes it)."""
         self.route_info = route_info
         self.auth = auth
+        self.kv_config = kv_config or KVConfigManager()
         self.handlers: dict[int, Handler] = {
             RequestCode.REGISTER_BROKER: self.register_broker,
             RequestCode.UNREGISTER_BROKER: self.unregister_broker,
@@ -37,6 +41,7 @@ class NamesrvProcessor:
             RequestCode.GET_ALL_TOPIC_LIST_FROM_NAMESERVER: self.get_all_topic_list,
             RequestCode.GET_TOPICS_BY_CLUSTER: self.get_topics_by_cluster,
             RequestCode.DELETE_TOPIC_IN_NAMESRV: self.delete_topic,
+            **self._operator_handlers(),
         }
 
     def _verdict(self, channel: Any, request: RemotingCommand) -> Verdict:
@@ -162,4 +167,76 @@ class NamesrvProcessor:
             return RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark=verdict.refused)
         ext = request.ext_fields
         self.route_info.delete_topic(str_field(ext, "topic"), str_field(ext, "clusterName", None))
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    # -- an operator's maintenance (rmq-admin broker wipe-write-perm / add-write-perm, rmq-admin kv) --
+
+    def _operator_handlers(self) -> dict[int, Handler]:
+        return {
+            RequestCode.WIPE_WRITE_PERM_OF_BROKER: self.wipe_write_perm_of_broker,
+            RequestCode.ADD_WRITE_PERM_OF_BROKER: self.add_write_perm_of_broker,
+            RequestCode.PUT_KV_CONFIG: self.put_kv_config,
+            RequestCode.GET_KV_CONFIG: self.get_kv_config,
+            RequestCode.DELETE_KV_CONFIG: self.delete_kv_config,
+        }
+
+    def _refused(self, channel: Any, request: RemotingCommand) -> RemotingCommand | None:
+        verdict = self._verdict(channel, request)
+        if verdict.refused is None:
+            return None
+        return RemotingCommand.response_to(request, ResponseCode.NO_PERMISSION, remark=verdict.refused)
+
+    def wipe_write_perm_of_broker(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        """{brokerName} -> {wipeTopicCount}: drain a broker before a restart, as 4.x's wipeWritePerm."""
+        refused = self._refused(channel, request)
+        if refused is not None:
+            return refused
+        count = self.route_info.set_write_perm_of_broker(str_field(request.ext_fields, "brokerName"), False)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, ext_fields={"wipeTopicCount": str(count)})
+
+    def add_write_perm_of_broker(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        """{brokerName} -> {addTopicCount}."""
+        refused = self._refused(channel, request)
+        if refused is not None:
+            return refused
+        count = self.route_info.set_write_perm_of_broker(str_field(request.ext_fields, "brokerName"), True)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, ext_fields={"addTopicCount": str(count)})
+
+    def put_kv_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        """{namespace, key, value}."""
+        refused = self._refused(channel, request)
+        if refused is not None:
+            return refused
+        ext = request.ext_fields
+        try:
+            self.kv_config.put(str_field(ext, "namespace"), str_field(ext, "key"), str_field(ext, "value"))
+        except OSError as e:
+            return self._kv_not_written(request, e)
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS)
+
+    def _kv_not_written(self, request: RemotingCommand, e: OSError) -> RemotingCommand:
+        path = self.kv_config.path
+        return RemotingCommand.response_to(
+            request, ResponseCode.SYSTEM_ERROR, remark=f"KV config not changed: {path} could not be written ({e})"
+        )
+
+    def get_kv_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        """{namespace, key} -> {value}, or QUERY_NOT_FOUND with 4.x's remark."""
+        namespace, key = str_field(request.ext_fields, "namespace"), str_field(request.ext_fields, "key")
+        value = self.kv_config.get(namespace, key)
+        if value is None:
+            return RemotingCommand.response_to(
+                request, ResponseCode.QUERY_NOT_FOUND, remark=f"No config item, Namespace: {namespace} Key: {key}"
+            )
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, ext_fields={"value": value})
+
+    def delete_kv_config(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        """{namespace, key}: SUCCESS whether it was there or not, as in 4.x."""
+        refused = self._refused(channel, request)
+        if refused is not None:
+            return refused
+        try:
+            self.kv_config.delete(str_field(request.ext_fields, "namespace"), str_field(request.ext_fields, "key"))
+        except OSError as e:
+            return self._kv_not_written(request, e)
         return RemotingCommand.response_to(request, ResponseCode.SUCCESS)

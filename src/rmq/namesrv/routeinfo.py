@@ -12,6 +12,7 @@ Pure logic: no sockets. The server's loop thread is the only writer; the lock le
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 from dataclasses import dataclass
@@ -82,6 +83,8 @@ class RouteInfoManager:
         # Encoded GET_ROUTEINFO_BY_TOPIC bodies. Clients ask every 30 s per topic while the tables
         # change only when brokers come, go or change configs, so every change clears this.
         self._route_cache: dict[str, bytes] = {}
+        # brokerName -> the topics whose write permission WIPE_WRITE_PERM_OF_BROKER took (and ADD gives back)
+        self._wiped_write_perm: dict[str, set[str]] = {}
         self.topic_queue_table: dict[str, dict[str, QueueData]] = {}
         self.broker_addr_table: dict[str, BrokerData] = {}
         self.cluster_addr_table: dict[str, set[str]] = {}
@@ -245,6 +248,7 @@ class RouteInfoManager:
         queues = self.topic_queue_table.setdefault(topic, {})
         old = queues.get(broker_name)
         queues[broker_name] = queue_data
+        self._wiped_write_perm.get(broker_name, set()).discard(topic)  # the broker's config decides now
         if old is None:
             log.info("new topic registered: %s on %s", topic, broker_name)
         elif old != queue_data:
@@ -417,6 +421,37 @@ class RouteInfoManager:
         with self._lock:
             names = self.cluster_addr_table.get(cluster_name, set())
             return sorted(t for t, queues in self.topic_queue_table.items() if names & queues.keys())
+
+    def set_write_perm_of_broker(self, broker_name: str, writeable: bool) -> int:
+        """Take the write permission off every topic route of ``broker_name`` (WIPE_WRITE_PERM_OF_BROKER:
+        producers stop choosing it at their next route refresh, consumers still read it), or give it
+        back (ADD_WRITE_PERM_OF_BROKER); the number of topics changed. It lasts until the broker's
+        topic configs change (its registrations carry the same data version until then), as in 4.x.
+        Giving back restores the write bit of the topics that had it before the wipe (4.x sets read
+        and write on every topic, making a read-only topic writable)."""
+        with self._lock:
+            self._route_cache.clear()
+            count = 0
+            wiped = self._wiped_write_perm.setdefault(broker_name, set())
+            for topic, queues in self.topic_queue_table.items():
+                queue_data = queues.get(broker_name)
+                if queue_data is None:
+                    continue
+                if writeable:
+                    if topic in wiped or queue_data.perm & PERM_WRITE:
+                        perm = queue_data.perm | PERM_WRITE
+                    else:
+                        perm = queue_data.perm  # read-only before the wipe (or never wiped)
+                else:
+                    if queue_data.perm & PERM_WRITE:
+                        wiped.add(topic)
+                    perm = queue_data.perm & ~PERM_WRITE
+                queues[broker_name] = dataclasses.replace(queue_data, perm=perm)
+                count += 1
+            if writeable:
+                del self._wiped_write_perm[broker_name]
+        log.info("%s write permission of broker %s on %d topics", "added" if writeable else "wiped", broker_name, count)
+        return count
 
     def delete_topic(self, topic: str, cluster_name: str | None = None) -> None:
         """Forget ``topic``'s queues (of one cluster's brokers). A master still serving it puts it

@@ -17,7 +17,10 @@ class RequestCode(IntEnum):
     UPDATE_CONSUMER_OFFSET = 15
     UPDATE_AND_CREATE_TOPIC = 17
     GET_ALL_TOPIC_CONFIG = 21
+    # Properties text of the settings to change live -> SUCCESS, or NO_PERMISSION naming why not
     UPDATE_BROKER_CONFIG = 25
+    # {} -> the broker's settings as Properties text, and its config dataVersion ("version")
+    GET_BROKER_CONFIG = 26
     GET_BROKER_RUNTIME_INFO = 28
     SEARCH_OFFSET_BY_TIMESTAMP = 29
     GET_MAX_OFFSET = 30
@@ -37,7 +40,10 @@ class RequestCode(IntEnum):
     GET_ALL_DELAY_OFFSET = 45
     # a consumer asks whether a broker can filter by its subscription (Java's SQL92 consumers, at start)
     CHECK_CLIENT_CONFIG = 46
+    # the name server's KV config (namespace, key -> value), e.g. ORDER_TOPIC_CONFIG for ordered topics
+    PUT_KV_CONFIG = 100
     GET_KV_CONFIG = 101
+    DELETE_KV_CONFIG = 102
     REGISTER_BROKER = 103
     UNREGISTER_BROKER = 104
     GET_ROUTEINFO_BY_TOPIC = 105
@@ -46,6 +52,8 @@ class RequestCode(IntEnum):
     GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
     GET_TOPIC_STATS_INFO = 202
     GET_CONSUMER_CONNECTION_LIST = 203
+    # {brokerName} -> {wipeTopicCount}: the name server takes write permission off the broker's routes
+    WIPE_WRITE_PERM_OF_BROKER = 205
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
     DELETE_SUBSCRIPTIONGROUP = 207
     GET_CONSUME_STATS = 208
@@ -58,6 +66,8 @@ class RequestCode(IntEnum):
     SEND_MESSAGE_V2 = 310
     SEND_BATCH_MESSAGE = 320
     QUERY_DATA_VERSION = 322
+    # {brokerName} -> {addTopicCount}: gives it back (RocketMQ 4.9's)
+    ADD_WRITE_PERM_OF_BROKER = 327
     # RocketMQ 5.x: one topic's config (GetTopicConfigRequestHeader {topic}), attributes included
     GET_TOPIC_CONFIG = 351
     # RocketMQ 5.x: one consumer group's config ({group}), for a 5.x client's settings

@@ -7,19 +7,8 @@ from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import SCHEDULE_TOPIC, MessageProperty, dlq_topic, retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
-from tests.helpers.broker import messages_in, put, wait_for_message
-
-GROUP = "G_retry"
-
-
-def send_back(
-    client, broker, offset: int, delay_level: int = 0, max_reconsume_times: int | None = None, group: str = GROUP
-) -> RemotingCommand:
-    ext = {"group": group, "offset": offset, "delayLevel": delay_level, "originMsgId": "", "originTopic": "T"}
-    if max_reconsume_times is not None:
-        ext["maxReconsumeTimes"] = max_reconsume_times
-    request = RemotingCommand.request(RequestCode.CONSUMER_SEND_MSG_BACK, ext)
-    return client.invoke_sync(broker.broker_addr, request, timeout=3.0)
+from tests.helpers.broker import RETRY_GROUP as GROUP
+from tests.helpers.broker import messages_in, put, send_back, wait_for_message
 
 
 def test_retry_twice_then_dead_letter(broker, client):

@@ -11,6 +11,8 @@ with ``handlers() -> {request code: handler(channel, request)}``.
     admin_broker    what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
                     stats, offset reset, topic deletion, connections, runtime info
     pop             POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME (200053)
+    subscription_group  UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), DELETE_SUBSCRIPTIONGROUP (207)
+    broker_config   GET_BROKER_CONFIG (26), UPDATE_BROKER_CONFIG (25): settings that change live
     pop_admin       rmq's own GET_POP_CONSUME_STATS (9105): a POP group's progress for rmq-admin
     replica         rmq's own replication requests: CommitLog digests for ha-verify
     base            header fields, refusals as responses (shared by all of them)
@@ -20,6 +22,7 @@ code replaces an earlier one's).
 """
 
 from rmq.broker.processor.admin_broker import AdminBrokerProcessor
+from rmq.broker.processor.broker_config import BrokerConfigProcessor
 from rmq.broker.processor.client_manage import ClientManageProcessor
 from rmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from rmq.broker.processor.end_transaction import EndTransactionProcessor
@@ -32,6 +35,7 @@ from rmq.broker.processor.queue_offset import QueueOffsetProcessor
 from rmq.broker.processor.replica import ReplicaProcessor
 from rmq.broker.processor.send import SendProcessor
 from rmq.broker.processor.send_back import SendBackProcessor
+from rmq.broker.processor.subscription_group import SubscriptionGroupProcessor
 from rmq.broker.processor.topic import TopicProcessor
 
 PROCESSORS = [
@@ -49,6 +53,8 @@ PROCESSORS = [
     ReplicaProcessor,
     PopProcessor,
     PopAdminProcessor,
+    SubscriptionGroupProcessor,
+    BrokerConfigProcessor,
 ]
 
 __all__ = ["PROCESSORS"]

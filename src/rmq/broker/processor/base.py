@@ -10,7 +10,9 @@ server answers it with that code and remark, and the connection and the broker g
 
 from __future__ import annotations
 
-from typing import Generic, Protocol, TypeVar
+import concurrent.futures
+from collections.abc import Iterable
+from typing import Any, Generic, Protocol, TypeVar
 
 from rmq.broker.services import Identity
 from rmq.errors import RequestRefused
@@ -19,7 +21,7 @@ from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.perm import is_writeable
 
-__all__ = ["Handler", "Lane", "Processor", "require_writeable_broker", "success"]
+__all__ = ["Handler", "Lane", "Processor", "answer_once_registered", "require_writeable_broker", "success"]
 
 S = TypeVar("S")
 
@@ -59,3 +61,24 @@ def success(
     request: RemotingCommand, ext_fields: dict[str, str] | None = None, body=b"", remark: str | None = None
 ) -> RemotingCommand:
     return RemotingCommand.response_to(request, ResponseCode.SUCCESS, remark=remark, ext_fields=ext_fields, body=body)
+
+
+def answer_once_registered(
+    channel: Any, response: RemotingCommand, registrations: Iterable[concurrent.futures.Future]
+) -> RemotingCommand | None:
+    """``response`` now when the name servers already took the broker's registration, else None and
+    ``response`` sent once every one answered: what changed the routes (a topic, brokerPermission)
+    is in them when the caller asks next, as RocketMQ waits for registerBrokerAll."""
+    pending = [f for f in registrations if not f.done()]
+    if not pending:
+        return response
+    remaining = [len(pending)]
+
+    def registered(_future: concurrent.futures.Future) -> None:
+        remaining[0] -= 1
+        if remaining[0] == 0:
+            channel.send_response(response)
+
+    for future in pending:
+        future.add_done_callback(registered)
+    return None

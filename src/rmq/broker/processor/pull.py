@@ -59,6 +59,7 @@ from rmq.errors import RequestRefused
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.headers import DEFAULT_PULL_MAX_MSG_NUMS, pull_header
+from rmq.protocol.heartbeat import MessageModel
 from rmq.protocol.layout import REC_PHYSICALOFFSET
 from rmq.protocol.perm import is_readable
 from rmq.protocol.request_flags import PullSysFlag
@@ -131,7 +132,6 @@ class PullProcessor(Processor[PullServices]):
         self.hold.set_executor(self.execute)
         self.lane: Lane | None = None  # the compiled pull lane, if the broker runs one
         self.role_changed()
-        self.slave_read_enable = controller.config.slave_read_enable
         # how far behind the CommitLog's end a read may lie before the answer suggests a slave
         ratio = controller.store_config.access_message_in_memory_max_ratio
         self.in_memory_bytes = total_physical_memory() * ratio // 100
@@ -171,7 +171,7 @@ class PullProcessor(Processor[PullServices]):
         sys_flag = header.sys_flag
         group_config = self._check(group, topic, queue_id, header.queue_offset)
         sub_string, expression_type = self._subscription(
-            group, topic, sys_flag, header.subscription, header.expression_type
+            group_config, topic, sys_flag, header.subscription, header.expression_type
         )
         tag_filter = self.filters.find(
             topic,
@@ -219,7 +219,8 @@ class PullProcessor(Processor[PullServices]):
                 ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST, f"subscription group {group!r} does not exist"
             )
         if not group_config.consume_enable:
-            raise RequestRefused(ResponseCode.NO_PERMISSION, f"subscription group {group!r} may not consume")
+            # 4.x's words: clients and operators match on them
+            raise RequestRefused(ResponseCode.NO_PERMISSION, f"subscription group no permission, {group}")
         topic_config = controller.topic_config_manager.select_topic_config(topic)
         if topic_config is None:
             raise RequestRefused(ResponseCode.TOPIC_NOT_EXIST, f"topic {topic!r} does not exist on this broker")
@@ -237,13 +238,31 @@ class PullProcessor(Processor[PullServices]):
         return group_config
 
     def _subscription(
-        self, group: str, topic: str, sys_flag: int, subscription: str | None, expression_type: str | None
+        self,
+        group_config: SubscriptionGroupConfig,
+        topic: str,
+        sys_flag: int,
+        subscription: str | None,
+        expression_type: str | None,
     ) -> tuple[str, str]:
         """(expression, its type): the pull's own (sysFlag's subscription bit), else the one the
-        group's consumers registered by heartbeat."""
+        group's consumers registered by heartbeat, once the group may consume the way they said
+        (consumeBroadcastEnable, checked here as 4.x checks it: Java's consumers do not send the
+        subscription bit)."""
         if sys_flag & PullSysFlag.SUBSCRIPTION:
             return subscription or "*", expression_type or ExpressionType.TAG
-        registered = self.controller.client_manager.consumers.find_subscription_data(group, topic)
+        group = group_config.group_name
+        consumers = self.controller.client_manager.consumers
+        info = consumers.get_consumer_group_info(group)
+        if (
+            info is not None
+            and info.message_model is MessageModel.BROADCASTING
+            and not group_config.consume_broadcast_enable
+        ):
+            raise RequestRefused(
+                ResponseCode.NO_PERMISSION, f"the consumer group[{group}] can not consume by broadcast way"
+            )
+        registered = consumers.find_subscription_data(group, topic)
         if registered is None:
             raise RequestRefused(
                 ResponseCode.SUBSCRIPTION_NOT_EXIST,
@@ -273,7 +292,9 @@ class PullProcessor(Processor[PullServices]):
         SQL92 subscription, a filter not yet built."""
         try:
             group_config = self._check(group, topic, queue_id, 0)
-            sub_string, expression_type = self._subscription(group, topic, sys_flag, subscription, expression_type)
+            sub_string, expression_type = self._subscription(
+                group_config, topic, sys_flag, subscription, expression_type
+            )
         except RequestRefused:
             return None
         if expression_type.strip().upper() != ExpressionType.TAG:
@@ -370,7 +391,7 @@ class PullProcessor(Processor[PullServices]):
     def _suggest_after(self, last_physical_offset: int, broker_id: int, slow_broker_id: int) -> int:
         """Far behind: the last message read (at ``last_physical_offset``, -1: none) lies further
         from the CommitLog's end than fits in memory (RocketMQ's isSuggestPullingFromSlave)."""
-        if not self.slave_read_enable:
+        if not self.controller.config.slave_read_enable:  # read here: it changes live
             return MASTER_ID
         if last_physical_offset >= 0 and self.store.get_max_phy_offset() - last_physical_offset > self.in_memory_bytes:
             return slow_broker_id

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import orjson
 
-from rmq.broker.processor.base import Processor, success
+from rmq.broker.processor.base import Processor, answer_once_registered, success
 from rmq.broker.services import TopicServices
 from rmq.broker.topic_config import DEFAULT_QUEUE_NUMS, SINGLE_TAG, TopicConfig
 from rmq.errors import RequestRefused
@@ -64,16 +64,4 @@ class TopicProcessor(Processor[TopicServices]):
         # every name server at once; answer once they took it, so the route is there when the
         # creator asks for it (RocketMQ waits the same way).
         self.controller.topic_config_manager.update_topic_config(config)
-        pending = [f for f in self.controller.last_registration if not f.done()]
-        if not pending:
-            return success(request)
-        remaining = [len(pending)]
-
-        def registered(_future) -> None:
-            remaining[0] -= 1
-            if remaining[0] == 0:
-                channel.send_response(success(request))
-
-        for future in pending:
-            future.add_done_callback(registered)
-        return None
+        return answer_once_registered(channel, success(request), self.controller.last_registration)
