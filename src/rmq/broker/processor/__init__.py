@@ -10,6 +10,9 @@ with ``handlers() -> {request code: handler(channel, request)}``.
     lock            LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)
     admin_broker    what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
                     stats, offset reset, topic deletion, connections, runtime info
+    admin_clients   who is connected (producer connections, a consumer's running info, consume a
+                    message directly on a client: the broker forwards those two) and
+                    VIEW_BROKER_STATS_DATA's figures
     pop             POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME (200053)
     pop_admin       rmq's own GET_POP_CONSUME_STATS (9105): a POP group's progress for rmq-admin
     replica         rmq's own replication requests: CommitLog digests for ha-verify
@@ -20,6 +23,7 @@ code replaces an earlier one's).
 """
 
 from rmq.broker.processor.admin_broker import AdminBrokerProcessor
+from rmq.broker.processor.admin_clients import ClientAdminProcessor
 from rmq.broker.processor.client_manage import ClientManageProcessor
 from rmq.broker.processor.consumer_manage import ConsumerManageProcessor
 from rmq.broker.processor.end_transaction import EndTransactionProcessor
@@ -46,6 +50,7 @@ PROCESSORS = [
     QueryMessageProcessor,
     LockProcessor,
     AdminBrokerProcessor,
+    ClientAdminProcessor,
     ReplicaProcessor,
     PopProcessor,
     PopAdminProcessor,
