@@ -21,6 +21,27 @@ PRODUCER_GROUP = "RuntimeProducers"
 GROUP = "RuntimeConsumers"
 # a body the listener fails (RECONSUME_LATER) when it is handed to it directly
 REFUSED = b"refuse me"
+# the fields of 4.x's bodies (remoting/protocol/body/*.java of apache/rocketmq), which mqadmin reads
+CONNECTION_FIELDS = {"clientId", "clientAddr", "language", "version"}
+PROCESS_QUEUE_INFO_FIELDS = {
+    "commitOffset",
+    "cachedMsgMinOffset",
+    "cachedMsgMaxOffset",
+    "cachedMsgCount",
+    "cachedMsgSizeInMiB",
+    "transactionMsgMinOffset",
+    "transactionMsgMaxOffset",
+    "transactionMsgCount",
+    "locked",
+    "tryUnlockTimes",
+    "lastLockTimestamp",
+    "droped",
+    "lastPullTimestamp",
+    "lastConsumeTimestamp",
+}
+# ConsumerRunningInfo's, less mqPopTable and userConsumerInfo (empty for a 4.x push consumer too)
+CONSUMER_RUNNING_INFO_FIELDS = {"properties", "subscriptionSet", "mqTable", "statusTable", "jstack"}
+CONSUME_MESSAGE_DIRECTLY_RESULT_FIELDS = {"order", "autoCommit", "consumeResult", "remark", "spentTimeMills"}
 
 
 def admin(cluster, *args: str) -> tuple[int, str]:
@@ -87,6 +108,7 @@ def test_who_is_connected_and_what_a_consumer_holds(cluster):
         online.producer.instance.send_heartbeat_to_all()
         producers = admin_json(cluster, "producer", "connections", PRODUCER_GROUP)
         assert [p["clientId"] for p in producers] == [online.producer.instance.client_id]
+        assert set(producers[0]) == CONNECTION_FIELDS
         assert producers[0]["language"] == "PYTHON" and producers[0]["clientAddr"].startswith("127.0.0.1:")
         code, out = admin(cluster, "producer", "connections", "NobodysGroup")
         assert code == 3 and "NobodysGroup" in out
@@ -106,7 +128,9 @@ def test_who_is_connected_and_what_a_consumer_holds(cluster):
             "the running info's commit offsets cover the 6 consumed messages",
         )
         info = admin_json(cluster, "consumer", "running-info", GROUP, "--client-id", client_id, "--jstack")[client_id]
+        assert set(info) == CONSUMER_RUNNING_INFO_FIELDS
         assert {s["topic"] for s in info["subscriptionSet"]} == {TOPIC, retry_topic(GROUP)}
+        assert all(set(q) == PROCESS_QUEUE_INFO_FIELDS | {"topic", "brokerName", "queueId"} for q in info["mqTable"])
         assert {(q["topic"], q["queueId"]) for q in info["mqTable"] if q["topic"] == TOPIC} == {(TOPIC, 0), (TOPIC, 1)}
         assert info["properties"]["consumerGroup"] == GROUP
         assert info["properties"]["PROP_CONSUME_TYPE"] == "CONSUME_PASSIVELY"
@@ -130,6 +154,7 @@ def test_who_is_connected_and_what_a_consumer_holds(cluster):
             "--client-id", client_id, "--json",
         )  # fmt: skip
         assert code == 1 and json.loads(out)["consumeResult"] == "CR_LATER", out
+        assert set(json.loads(out)) == CONSUME_MESSAGE_DIRECTLY_RESULT_FIELDS
         assert online.received(REFUSED) >= seen + 1
 
         # resend: a new stored message with the same body, keys and client id, consumed again
