@@ -13,6 +13,7 @@ from rmq.cli.admin import main
 from rmq.client import ConsumeConcurrentlyStatus, Message, Producer, PushConsumer
 from rmq.net import RemotingCommand
 from rmq.protocol.codes import RequestCode, ResponseCode
+from rmq.protocol.java_json import loads_mq_tables
 from rmq.protocol.message import retry_topic
 from tests.helpers import wait_until
 
@@ -41,6 +42,7 @@ PROCESS_QUEUE_INFO_FIELDS = {
 }
 # ConsumerRunningInfo's, less mqPopTable and userConsumerInfo (empty for a 4.x push consumer too)
 CONSUMER_RUNNING_INFO_FIELDS = {"properties", "subscriptionSet", "mqTable", "statusTable", "jstack"}
+CONSUME_STATS_LIST_FIELDS = {"brokerAddr", "totalDiff", "totalInflightDiff", "consumeStatsList"}
 CONSUME_MESSAGE_DIRECTLY_RESULT_FIELDS = {"order", "autoCommit", "consumeResult", "remark", "spentTimeMills"}
 
 
@@ -185,6 +187,14 @@ def test_figures_and_messages_by_offset_and_range(cluster):
         wait_until(lambda: group_row()["accumulation"] == 0, 10, "the group's lag back to 0")
         code, out = admin(cluster, "cluster", "stats-all", "-t", TOPIC)
         assert code == 0 and GROUP in out
+
+        # brokerConsumeStats: every group's queues on the broker, the group's caught up on TOPIC
+        stats = admin_json(cluster, "broker", "consume-stats", "broker-a")
+        mine = [q for q in stats["queues"] if q["group"] == GROUP and q["topic"] == TOPIC]
+        assert [(q["queueId"], q["brokerOffset"], q["consumerOffset"], q["lag"]) for q in mine] == [(0, 8, 8, 0)]
+        assert stats["brokerAddr"] == cluster.broker_addr and stats["totalDiff"] >= 0
+        answer = cluster.call(RemotingCommand.request(RequestCode.GET_BROKER_CONSUME_STATS, {"isOrder": "false"}))
+        assert set(loads_mq_tables(answer.body)) == CONSUME_STATS_LIST_FIELDS
 
         # queryMsgByOffset: the message at offset 5 of queue 0
         found = admin_json(cluster, "message", "by-offset", TOPIC, "broker-a", "0", "5")

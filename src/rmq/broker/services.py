@@ -268,7 +268,7 @@ class MetricsServices(Identity, Store, Topics, Clients, Offsets, Protocol):
     def send_processor(self) -> SendCounters: ...
 
 
-class ClientAdminServices(Identity, Store, Topics, Clients, Protocol):
+class ClientAdminServices(Identity, Store, Topics, Groups, Clients, Offsets, Protocol):
     """Who is connected and the broker's figures, for admins (rmq.broker.processor.admin_clients)."""
 
     @property

@@ -329,15 +329,7 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic_name:
     pop_group = any(r.invisible or r.retry for r in pop_rows)
     data: list[dict[str, Any]] = []
     for r in rows:
-        row: dict[str, Any] = {
-            "topic": r.topic,
-            "brokerName": r.broker_name,
-            "queueId": r.queue_id,
-            "brokerOffset": r.broker_offset,
-            "consumerOffset": r.consumer_offset,
-            "lag": r.lag,
-            "lastTimestamp": r.last_timestamp,
-        }
+        row = r.to_json()
         found = pop.pop((r.topic, r.broker_name, r.queue_id), None)
         if found is not None:
             row.update(invisible=found.invisible, acked=found.acked)
@@ -731,6 +723,7 @@ for _group, _gathered in (
     (consumer, admin_runtime.consumer),
     (message, admin_runtime.message),
     (cluster, admin_runtime.cluster),
+    (broker, admin_runtime.broker),
 ):
     for _command in _gathered.commands.values():
         _group.add_command(_command)

@@ -9,6 +9,7 @@ queryMsgByOffset, printMsg), added to ``rmq.cli.admin``'s groups (``producer`` i
     rmq-admin message by-offset Topic broker-a 0 42
     rmq-admin message print Topic --begin 2024-05-01T12:00:00 [--end now] [--broker b --queue 0 --from-offset 10]
     rmq-admin cluster stats-all [-t Topic] [--active]
+    rmq-admin broker consume-stats broker-a [--order] [--min-lag 100]
     rmq-admin cluster rt [-a 100] [-s 128] [-c Cluster]
 """
 
@@ -42,6 +43,7 @@ def producer() -> None:
 
 
 # the commands of nouns rmq.cli.admin has: gathered here, added to its groups by it
+broker = click.Group("broker")
 consumer = click.Group("consumer")
 message = click.Group("message")
 cluster = click.Group("cluster")
@@ -295,3 +297,35 @@ def cluster_rt(admin: AdminClient, as_json: bool, amount: int, size: int, cluste
     )
     if any(r.fail_count for r in rows):
         raise AdminError(f"{sum(r.fail_count for r in rows)} test message(s) could not be sent")
+
+
+@admin_command(broker, "consume-stats")
+@click.argument("broker_name", metavar="BROKER_ADDR_OR_NAME")
+@click.option("--order", is_flag=True, help="Only ordered topics.")
+@click.option(
+    "--min-lag", type=click.IntRange(min=0), default=0, show_default=True, help="Only queues this far behind."
+)
+def broker_consume_stats(admin: AdminClient, as_json: bool, broker_name: str, order: bool, min_lag: int) -> None:
+    """Every consumer group's queues on one broker (mqadmin brokerConsumeStats,
+    GET_BROKER_CONSUME_STATS): broker offset, consumer offset, lag, last consumed; and the total lag."""
+    addr = admin.broker_address(broker_name)
+    total, rows = admin.broker_consume_stats(addr, order)
+    shown = [(group, r) for group, r in rows if r.lag >= min_lag]
+    data = {
+        "brokerAddr": addr,
+        "totalDiff": total,
+        "queues": [{"group": group, **r.to_json()} for group, r in shown],
+    }
+
+    def human() -> str:
+        table = render_table(
+            ["Topic", "Group", "Broker", "Queue", "Broker Offset", "Consumer Offset", "Lag", "Last Consumed"],
+            [
+                [r.topic, group, r.broker_name, r.queue_id, r.broker_offset, r.consumer_offset, r.lag,
+                 format_time(r.last_timestamp)]
+                for group, r in shown
+            ],
+        )  # fmt: skip
+        return f"{table}\n\nTotal lag: {total}"
+
+    emit(as_json, data, human)

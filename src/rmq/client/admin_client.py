@@ -50,6 +50,7 @@ from rmq.protocol.message import (
     MessageProperty,
     retry_topic,
 )
+from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.pop import original_topic
 from rmq.protocol.record import StoredMessage, decode_msg_id, decode_records
@@ -125,6 +126,17 @@ class QueueProgress:
     @property
     def lag(self) -> int:
         return max(0, self.broker_offset - self.consumer_offset)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "brokerName": self.broker_name,
+            "queueId": self.queue_id,
+            "brokerOffset": self.broker_offset,
+            "consumerOffset": self.consumer_offset,
+            "lag": self.lag,
+            "lastTimestamp": self.last_timestamp,
+        }
 
 
 @dataclasses.dataclass
@@ -220,6 +232,21 @@ def _records(body: bytes) -> list[StoredMessage]:
         return decode_records(body)
     except RecordError as exc:
         raise AdminError(f"the broker answered a body that is {exc}") from None
+
+
+def progress_rows(offset_table: dict[MessageQueue, dict[str, Any]]) -> list[QueueProgress]:
+    """ConsumeStats' offsetTable (OffsetWrapper per queue) as rows."""
+    return [
+        QueueProgress(
+            mq.topic,
+            mq.broker_name,
+            mq.queue_id,
+            int(o["brokerOffset"]),
+            int(o["consumerOffset"]),
+            int(o.get("lastTimestamp", 0)),
+        )
+        for mq, o in offset_table.items()
+    ]
 
 
 def message_body(message: StoredMessage) -> bytes:
@@ -462,18 +489,7 @@ class AdminClient:
         ext = {"consumerGroup": group, "topic": topic or ""}
         masters = self.topic_masters(topic) if topic else self._group_masters(group)
         for addr in masters.values():
-            body = self._mq_tables(addr, RequestCode.GET_CONSUME_STATS, ext)
-            for mq, o in body["offsetTable"].items():
-                rows.append(
-                    QueueProgress(
-                        mq.topic,
-                        mq.broker_name,
-                        mq.queue_id,
-                        int(o["brokerOffset"]),
-                        int(o["consumerOffset"]),
-                        int(o.get("lastTimestamp", 0)),
-                    )
-                )
+            rows += progress_rows(self._mq_tables(addr, RequestCode.GET_CONSUME_STATS, ext)["offsetTable"])
         return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
 
     def pop_progress(self, group: str, topic: str | None = None) -> list[PopQueueProgress]:
@@ -727,6 +743,22 @@ class AdminClient:
                     (int(data[w]["sum"]) for w in ("statsDay", "statsHour", "statsMinute") if data[w]["sum"]), 0
                 )
         return round(tps, 2), day
+
+    def broker_consume_stats(
+        self, addr: str, only_ordered: bool = False
+    ) -> tuple[int, list[tuple[str, QueueProgress]]]:
+        """mqadmin brokerConsumeStats (GET_BROKER_CONSUME_STATS): (the broker's total lag, (group, a
+        queue's progress) per queue of every group on it)."""
+        answer = self.invoke(
+            addr, RequestCode.GET_BROKER_CONSUME_STATS, {running_info.IS_ORDER: str(only_ordered).lower()}
+        )
+        body = loads_mq_tables(body_bytes(answer.body))
+        rows = []
+        for entry in body.get("consumeStatsList") or []:
+            for group, stats_list in entry.items():
+                for stats in stats_list:
+                    rows += [(group, progress) for progress in progress_rows(stats["offsetTable"])]
+        return int(body.get("totalDiff", 0)), rows
 
     def cluster_rt(self, amount: int = 100, size: int = 128, cluster: str | None = None) -> list[BrokerRT]:
         """mqadmin clusterRT: ``amount`` messages of ``size`` bytes sent to each master's own topic

@@ -66,6 +66,8 @@ class RequestCode(IntEnum):
     SEND_MESSAGE_V2 = 310
     # {statsName, statsKey} -> BrokerStatsData: a stat's sum and rate over the last minute, hour, day
     VIEW_BROKER_STATS_DATA = 315
+    # {isOrder} -> ConsumeStatsList: every group's ConsumeStats on this broker (mqadmin brokerConsumeStats)
+    GET_BROKER_CONSUME_STATS = 317
     SEND_BATCH_MESSAGE = 320
     QUERY_DATA_VERSION = 322
     # RocketMQ 5.x: one topic's config (GetTopicConfigRequestHeader {topic}), attributes included

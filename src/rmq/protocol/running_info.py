@@ -13,6 +13,9 @@ fields and JSON bodies (RocketMQ's remoting.protocol.body and .header classes of
            "spentTimeMills"}
     VIEW_BROKER_STATS_DATA (315)        {statsName, statsKey}
         -> BrokerStatsData {"statsMinute"|"statsHour"|"statsDay": {"sum","tps","avgpt"}}
+    GET_BROKER_CONSUME_STATS (317)      {isOrder}
+        -> ConsumeStatsList {"brokerAddr","totalDiff","totalInflightDiff",
+           "consumeStatsList":[{group: [ConsumeStats {"consumeTps","offsetTable":{{mq}: OffsetWrapper}}]}]}
 
 307 and 309 are answered by the client: the broker finds the client's connection among the group's
 and relays its answer (CONSUME_MSG_TIMEOUT when none comes in time).
@@ -32,6 +35,7 @@ TOPIC = "topic"
 BROKER_NAME = "brokerName"
 STATS_NAME = "statsName"
 STATS_KEY = "statsKey"
+IS_ORDER = "isOrder"
 
 # ConsumerRunningInfo.properties keys the Java client sets (mqadmin consumerStatus reads them)
 PROP_NAMESERVER_ADDR = "PROP_NAMESERVER_ADDR"

@@ -7,6 +7,7 @@
     CONSUME_MESSAGE_DIRECTLY (309)      the record ``msgId`` points at, forwarded to that client with
                                         this broker's name (brokerName) and the topic's sysFlag
     VIEW_BROKER_STATS_DATA (315)        {statsName, statsKey} -> BrokerStatsData (rmq.broker.broker_stats)
+    GET_BROKER_CONSUME_STATS (317)      {isOrder} -> ConsumeStatsList: every group's ConsumeStats here
 
 A forwarded request goes out on the client's own connection; the admin's is answered with the
 client's answer when it comes (the loop thread never waits), or CONSUME_MSG_TIMEOUT after
@@ -20,10 +21,12 @@ import logging
 from typing import Any
 
 from rmq.broker.broker_stats import STATS_NAMES
+from rmq.broker.processor.admin_broker import queue_offsets
 from rmq.broker.processor.base import Handler, Processor, success
 from rmq.broker.services import ClientAdminServices
 from rmq.errors import RemotingTimeoutError, RequestRefused
 from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.protocol.admin_body import encode_with_mq_tables
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.fields import str_field
 from rmq.protocol.record import decode_msg_id
@@ -31,11 +34,14 @@ from rmq.protocol.running_info import (
     BROKER_NAME,
     CLIENT_ID,
     CONSUMER_GROUP,
+    GROUP_GET_NUMS,
+    IS_ORDER,
     MSG_ID,
     PRODUCER_GROUP,
     STATS_KEY,
     STATS_NAME,
     TOPIC,
+    group_stats_key,
 )
 
 log = logging.getLogger("rmq.broker")
@@ -52,6 +58,7 @@ class ClientAdminProcessor(Processor[ClientAdminServices]):
             RequestCode.GET_CONSUMER_RUNNING_INFO: self.get_consumer_running_info,
             RequestCode.CONSUME_MESSAGE_DIRECTLY: self.consume_message_directly,
             RequestCode.VIEW_BROKER_STATS_DATA: self.view_broker_stats_data,
+            RequestCode.GET_BROKER_CONSUME_STATS: self.get_broker_consume_stats,
         }
 
     def get_producer_connection_list(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
@@ -101,7 +108,8 @@ class ClientAdminProcessor(Processor[ClientAdminServices]):
         group = str_field(request.ext_fields, CONSUMER_GROUP)
         client_id = str_field(request.ext_fields, CLIENT_ID)
         info = self.controller.client_manager.consumers.find_channel(group, client_id)
-        if info is None:
+        # a closed connection is refused here: its callback would answer before this handler returned
+        if info is None or not getattr(info.channel, "is_active", True):
             raise RequestRefused(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
         forwarded = RemotingCommand.request(request.code, dict(request.ext_fields), body)
 
@@ -134,3 +142,33 @@ class ClientAdminProcessor(Processor[ClientAdminServices]):
         if data is None:
             raise RequestRefused(ResponseCode.SYSTEM_ERROR, f"The stats <{name}> <{key}> not exist")
         return success(request, body=json.dumps(data, separators=(",", ":")).encode())
+
+    def get_broker_consume_stats(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
+        """Every subscription group's ConsumeStats on the topics it has offsets on (4.x's
+        fetchAllConsumeStatsInBroker): over each topic's write queues, only ordered topics with
+        isOrder, and an online group's only where it subscribes."""
+        c = self.controller
+        only_ordered = request.ext_fields.get(IS_ORDER, "false").lower() == "true"
+        groups, total_diff = [], 0
+        for group in sorted(c.subscription_group_manager.subscription_group_table()):
+            online = c.client_manager.consumers.get_consumer_group_info(group)
+            stats = []
+            for topic in sorted(c.consumer_offset_manager.which_topic_by_consumer(group)):
+                config = c.topic_config_manager.select_topic_config(topic)
+                if config is None or (only_ordered and not config.order):
+                    continue
+                if online is not None and online.subscriptions and topic not in online.subscriptions:
+                    continue
+                rows = queue_offsets(
+                    c.store, c.consumer_offset_manager, c.config.broker_name, group, topic, config.write_queue_nums
+                )
+                total_diff += sum(r["brokerOffset"] - r["consumerOffset"] for r in rows.values())
+                tps = c.broker_stats.view(GROUP_GET_NUMS, group_stats_key(topic, group))
+                consume_tps = tps["statsMinute"]["tps"] if tps is not None else 0.0
+                stats.append(encode_with_mq_tables({"consumeTps": consume_tps}, {"offsetTable": rows}).decode())
+            groups.append(f"{{{json.dumps(group)}:[{','.join(stats)}]}}")
+        # a list of maps holding queue-keyed tables: assembled from encode_with_mq_tables' objects
+        fields = {"brokerAddr": c.broker_addr, "totalDiff": total_diff, "totalInflightDiff": 0}
+        parts = [f"{json.dumps(k)}:{json.dumps(v)}" for k, v in fields.items()]
+        body = "{" + ",".join([*parts, f'"consumeStatsList":[{",".join(groups)}]']) + "}"
+        return success(request, body=body.encode())
