@@ -89,7 +89,9 @@ CLUSTER_RT_PRODUCER_GROUP = "ClusterRTProducer"
 PRINT_BATCH = 32
 # what statsAll leaves out: the topics of groups (retries, dead letters)
 SYSTEM_GROUP_TOPIC_PREFIXES = (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)
-# properties a broker sets on a stored message; a resent one gets its own
+# properties a broker or consumer set on a stored message (a resent one gets its own), and those of
+# a transaction: a resent message is a plain one (with TRAN_MSG, one resent from the half topic
+# would be stored as a half message again, that no producer ever commits)
 BROKER_SET_PROPERTIES = frozenset(
     {
         MessageProperty.MIN_OFFSET,
@@ -97,6 +99,9 @@ BROKER_SET_PROPERTIES = frozenset(
         MessageProperty.CONSUME_START_TIMESTAMP,
         MessageProperty.REAL_TOPIC,
         MessageProperty.REAL_QUEUE_ID,
+        MessageProperty.TRANSACTION_PREPARED,
+        MessageProperty.TRANSACTION_PREPARED_QUEUE_OFFSET,
+        MessageProperty.PRODUCER_GROUP,
     }
 )
 

@@ -111,6 +111,11 @@ class ClientAdminProcessor(Processor[ClientAdminServices]):
         # a closed connection is refused here: its callback would answer before this handler returned
         if info is None or not getattr(info.channel, "is_active", True):
             raise RequestRefused(ResponseCode.SYSTEM_ERROR, f"The Consumer <{group}> <{client_id}> not online")
+        if not hasattr(info.channel, "invoke_async"):  # a 5.x client through the gRPC endpoint (rmq.proxy)
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR,
+                f"The Consumer <{group}> <{client_id}> is a gRPC (5.x) client: it answers no remoting request",
+            )
         forwarded = RemotingCommand.request(request.code, dict(request.ext_fields), body)
 
         def relay(answer: RemotingCommand | None, error: BaseException | None) -> None:
