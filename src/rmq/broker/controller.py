@@ -35,7 +35,7 @@ import threading
 from collections.abc import Callable
 
 from rmq._service import Scheduler
-from rmq.broker import services
+from rmq.broker import broker_stats, services
 from rmq.broker._pull_lane import PullLane
 from rmq.broker._send_lane import SendLane
 from rmq.broker.acl import AclWatcher, PlainAccessValidator, load_plain_acl
@@ -204,6 +204,8 @@ class BrokerController:
         self._store_ip = ipv4_to_int(broker_ip)
         self.get_counts = GetCounts()  # what pulls handed out, for the stats log
         self.runtime_stats = RuntimeStats(self.store, self.get_counts)  # brokerStatus's counters and rates
+        # VIEW_BROKER_STATS_DATA's per topic and group figures (mqadmin statsAll)
+        self.broker_stats = broker_stats.BrokerStats(self.store, self.get_counts)
         # POP's checkpoints, revive and long polls (rmq.broker.pop), woken by every stored message
         self.pop_service = PopService(self)
         self.pull_hold.add_arrival_listener(self.pop_service)
@@ -355,6 +357,7 @@ class BrokerController:
         self.scheduler.schedule_periodic(CLIENT_SCAN_INTERVAL, self.scan_not_active_clients)
         self.scheduler.schedule_periodic(DISK_CHECK_INTERVAL, self.check_disk)
         self.scheduler.schedule_periodic(SAMPLE_INTERVAL, self.runtime_stats.sample)
+        self.scheduler.schedule_periodic(broker_stats.SAMPLE_INTERVAL, self.broker_stats.sample)
         if config.stats_log_interval:
             self.stats_log = StatsLog(
                 self.store, self.get_counts, config.broker_name, self.store_config.store_path_root_dir
@@ -657,4 +660,5 @@ def _serves_every_processor(c: BrokerController) -> None:
     q: RoleServices = c
     r: TransactionServices = c
     s: ReplicasServices = c
-    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s, t))
+    u: services.ClientAdminServices = c
+    _.extend((a, b, d, e, f, g, h, i, j, k, m, n, o, p, q, r, s, t, u))

@@ -1,7 +1,8 @@
 """Online producers by group (RocketMQ's ProducerManager).
 
-The broker needs them for one thing: asking a producer group about a transaction it left open
-(CHECK_TRANSACTION_STATE), through any live connection of the group.
+The broker needs them to ask a producer group about a transaction it left open
+(CHECK_TRANSACTION_STATE), through any live connection of the group, and to list a group's
+producers for an admin (GET_PRODUCER_CONNECTION_LIST).
 """
 
 from __future__ import annotations
@@ -96,6 +97,11 @@ class ProducerManager:
         if not clients:
             return None
         return clients[next(self._round_robin) % len(clients)].channel
+
+    def connections(self, group: str) -> list[ClientChannelInfo]:
+        """The group's online producers (GET_PRODUCER_CONNECTION_LIST), by client id."""
+        with self._lock:
+            return [info for _, info in sorted(self._groups.get(group, {}).items())]
 
     def groups(self) -> list[str]:
         with self._lock:

@@ -21,6 +21,7 @@ from rmq.broker.pop import PopStateServices
 if TYPE_CHECKING:
     from rmq._service import Scheduler
     from rmq.broker.acl import PlainAccessValidator
+    from rmq.broker.broker_stats import BrokerStats
     from rmq.broker.client_manager import ClientManager
     from rmq.broker.config import BrokerConfig, BrokerRole
     from rmq.broker.consumer_offset import ConsumerOffsetManager
@@ -275,3 +276,10 @@ class MetricsServices(Identity, Store, Topics, Clients, Offsets, Protocol):
     def get_counts(self) -> GetCounts: ...
     @property
     def send_processor(self) -> SendCounters: ...
+
+
+class ClientAdminServices(Identity, Store, Topics, Groups, Clients, Offsets, Protocol):
+    """Who is connected and the broker's figures, for admins (rmq.broker.processor.admin_clients)."""
+
+    @property
+    def broker_stats(self) -> BrokerStats: ...

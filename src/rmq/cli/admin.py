@@ -3,6 +3,10 @@
     rmq-admin topic create TopicA -q 4          rmq-admin consumer progress GroupA
     rmq-admin topic status TopicA --json        rmq-admin consumer reset-offset GroupA TopicA --timestamp now
     rmq-admin message id 7F000001000029...      rmq-admin message key TopicA order-42
+    rmq-admin producer connections GroupP       rmq-admin consumer running-info GroupA
+    rmq-admin cluster stats-all                 rmq-admin message print TopicA --begin 2024-05-01T12:00
+
+(who is connected and the cluster's figures: ``rmq.cli.admin_runtime``)
 
 Every command takes ``-n host:port[;host:port]`` (default $NAMESRV_ADDR, else 127.0.0.1:9876) and
 ``--json`` (machine-readable output on stdout). Exit codes: 0 done, 1 failed (a refusal, nobody
@@ -11,131 +15,38 @@ answering), 2 bad usage, 3 not found (unknown topic, no message).
 
 from __future__ import annotations
 
-import base64
 import dataclasses
-import datetime
 import sys
 from collections.abc import Callable
 from typing import Any
 
 import click
 
-from rmq.cli import admin_ops
+from rmq.cli import admin_ops, admin_runtime
 from rmq.cli.admin_base import (
     EXIT_FAILED,
     admin_command,
     emit,
     fail,
     format_time,
+    message_human,
+    message_json,
+    parse_timestamp,
     render_key_values,
     render_table,
 )
 from rmq.client.admin_client import (
     DEFAULT_CONTROLLER,
     DEFAULT_QUEUE_NUMS,
-    RESET_TO_LATEST,
     AdminClient,
-    message_body,
 )
 from rmq.errors import AdminError, ConfigError, NotFound, ResponseError
 from rmq.protocol.codes import ResponseCode
-from rmq.protocol.message import MessageProperty
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, perm_to_string
-from rmq.protocol.record import StoredMessage
 from rmq.protocol.replica import DEFAULT_RANGE_SIZE
 from rmq.protocol.route import MASTER_ID
 from rmq.protocol.topic_attributes import SETTABLE_TYPES
 from rmq.settings import Invalid, Size
-
-# How much of a body the human view of a message shows.
-BODY_PREVIEW_BYTES = 4096
-
-
-# -- output -------------------------------------------------------------------------------------
-
-
-def message_json(m: StoredMessage) -> dict[str, Any]:
-    body = message_body(m)
-    try:
-        text, encoding = body.decode("utf-8"), "utf-8"
-    except UnicodeDecodeError:
-        text, encoding = base64.b64encode(body).decode(), "base64"
-    return {
-        "msgId": m.msg_id,
-        "topic": m.topic,
-        "tags": m.tags,
-        "keys": m.keys,
-        "uniqKey": m.properties.get(MessageProperty.UNIQ_KEY),
-        "queueId": m.queue_id,
-        "queueOffset": m.queue_offset,
-        "commitLogOffset": m.physical_offset,
-        "reconsumeTimes": m.reconsume_times,
-        "bornTimestamp": m.born_timestamp,
-        "storeTimestamp": m.store_timestamp,
-        "bornHost": f"{m.born_host[0]}:{m.born_host[1]}",
-        "storeHost": f"{m.store_host[0]}:{m.store_host[1]}",
-        "sysFlag": m.sys_flag,
-        "properties": m.properties,
-        "body": text,
-        "bodyEncoding": encoding,
-        "bodySize": len(body),
-    }
-
-
-def message_human(m: StoredMessage) -> str:
-    body = message_body(m)
-    preview = body[:BODY_PREVIEW_BYTES]
-    try:
-        shown = preview.decode("utf-8")
-    except UnicodeDecodeError:
-        shown = preview.hex(" ")
-    if len(body) > len(preview):
-        shown += f"\n... ({len(body) - len(preview)} more bytes; --json has all of it)"
-    fields = [
-        ("Message ID", m.msg_id),
-        ("Topic", m.topic),
-        ("Tags", m.tags or "-"),
-        ("Keys", " ".join(m.keys) or "-"),
-        ("Client ID", m.properties.get("UNIQ_KEY", "-")),
-        ("Queue ID", m.queue_id),
-        ("Queue Offset", m.queue_offset),
-        ("CommitLog Offset", m.physical_offset),
-        ("Reconsume Times", m.reconsume_times),
-        ("Born Timestamp", format_time(m.born_timestamp)),
-        ("Store Timestamp", format_time(m.store_timestamp)),
-        ("Born Host", f"{m.born_host[0]}:{m.born_host[1]}"),
-        ("Store Host", f"{m.store_host[0]}:{m.store_host[1]}"),
-        ("System Flag", m.sys_flag),
-        ("Properties", m.properties),
-        ("Body", f"{len(body)} bytes"),
-    ]
-    return "\n".join(f"{name + ':':<18}{value}" for name, value in fields) + "\n" + shown
-
-
-# -- the commands' shared options and error handling --------------------------------------------
-
-
-def parse_timestamp(text: str) -> int:
-    """ms since the epoch from: digits (ms), ``now``, ``latest`` (the end of every queue), an ISO
-    date-time (local time), or mqadmin's ``yyyy-MM-dd#HH:mm:ss:SSS``."""
-    value = text.strip()
-    if value.lstrip("-").isdigit():
-        return int(value)
-    if value.lower() == "now":
-        return int(datetime.datetime.now().timestamp() * 1000)
-    if value.lower() == "latest":
-        return RESET_TO_LATEST
-    for fmt in ("%Y-%m-%d#%H:%M:%S:%f", None):
-        try:
-            when = datetime.datetime.strptime(value, fmt) if fmt else datetime.datetime.fromisoformat(value)
-            return int(when.timestamp() * 1000)
-        except ValueError:
-            continue
-    raise click.BadParameter(
-        f"{text!r}: expected milliseconds, 'now', 'latest', an ISO date-time "
-        "(2024-05-01T12:00:00) or yyyy-MM-dd#HH:mm:ss:SSS"
-    )
-
 
 # -- commands -----------------------------------------------------------------------------------
 
@@ -446,15 +357,7 @@ def consumer_progress(admin: AdminClient, as_json: bool, group: str, topic_name:
     pop_group = any(r.invisible or r.retry for r in pop_rows)
     data: list[dict[str, Any]] = []
     for r in rows:
-        row: dict[str, Any] = {
-            "topic": r.topic,
-            "brokerName": r.broker_name,
-            "queueId": r.queue_id,
-            "brokerOffset": r.broker_offset,
-            "consumerOffset": r.consumer_offset,
-            "lag": r.lag,
-            "lastTimestamp": r.last_timestamp,
-        }
+        row = r.to_json()
         found = pop.pop((r.topic, r.broker_name, r.queue_id), None)
         if found is not None:
             row.update(invisible=found.invisible, acked=found.acked)
@@ -842,6 +745,17 @@ main.add_command(admin_ops.group_commands)
 main.add_command(admin_ops.kv_commands)
 for _command in admin_ops.broker_commands.commands.values():
     broker.add_command(_command)
+
+# who is connected and the cluster's figures, kept in a module of their own
+main.add_command(admin_runtime.producer)
+for _group, _gathered in (
+    (consumer, admin_runtime.consumer),
+    (message, admin_runtime.message),
+    (cluster, admin_runtime.cluster),
+    (broker, admin_runtime.broker),
+):
+    for _command in _gathered.commands.values():
+        _group.add_command(_command)
 
 if __name__ == "__main__":
     main()

@@ -1,10 +1,12 @@
 """What every ``rmq-admin`` command shares: the -n/--json/--timeout/credential options, errors as a
 one-line message and an exit code (0 done, 1 failed, 2 bad usage, 3 not found), tables and JSON on
-stdout. The commands are ``rmq.cli.admin``'s and ``rmq.cli.admin_ops``'s.
+stdout, messages shown, times read. The commands are ``rmq.cli.admin``'s and those of the modules it
+registers (``rmq.cli.admin_ops``, ``rmq.cli.admin_runtime``).
 """
 
 from __future__ import annotations
 
+import base64
 import datetime
 import functools
 import json
@@ -15,13 +17,17 @@ from typing import Any
 
 import click
 
-from rmq.client.admin_client import DEFAULT_NAMESRV, DEFAULT_TIMEOUT, AdminClient
+from rmq.client.admin_client import DEFAULT_NAMESRV, DEFAULT_TIMEOUT, RESET_TO_LATEST, AdminClient, message_body
 from rmq.errors import AdminError, NotFound, RemotingError, ResponseError
 from rmq.protocol.codes import ResponseCode
+from rmq.protocol.message import MessageProperty
+from rmq.protocol.record import StoredMessage
 
 EXIT_FAILED = 1
 EXIT_NOT_FOUND = 3
 NOT_FOUND_CODES = (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.QUERY_NOT_FOUND, ResponseCode.CONSUMER_NOT_ONLINE)
+# How much of a body the human view of a message shows.
+BODY_PREVIEW_BYTES = 4096
 
 
 # -- output -------------------------------------------------------------------------------------
@@ -54,6 +60,67 @@ def render_key_values(table: dict[str, str], separator: str) -> str:
 
 def emit(ctx_json: bool, data: Any, human: Callable[[], str]) -> None:
     click.echo(json.dumps(data, indent=2) if ctx_json else human())
+
+
+def message_json(m: StoredMessage) -> dict[str, Any]:
+    body = message_body(m)
+    try:
+        text, encoding = body.decode("utf-8"), "utf-8"
+    except UnicodeDecodeError:
+        text, encoding = base64.b64encode(body).decode(), "base64"
+    return {
+        "msgId": m.msg_id,
+        "topic": m.topic,
+        "tags": m.tags,
+        "keys": m.keys,
+        "uniqKey": m.properties.get(MessageProperty.UNIQ_KEY),
+        "queueId": m.queue_id,
+        "queueOffset": m.queue_offset,
+        "commitLogOffset": m.physical_offset,
+        "reconsumeTimes": m.reconsume_times,
+        "bornTimestamp": m.born_timestamp,
+        "storeTimestamp": m.store_timestamp,
+        "bornHost": f"{m.born_host[0]}:{m.born_host[1]}",
+        "storeHost": f"{m.store_host[0]}:{m.store_host[1]}",
+        "sysFlag": m.sys_flag,
+        "properties": m.properties,
+        "body": text,
+        "bodyEncoding": encoding,
+        "bodySize": len(body),
+    }
+
+
+def message_human(m: StoredMessage) -> str:
+    body = message_body(m)
+    preview = body[:BODY_PREVIEW_BYTES]
+    try:
+        shown = preview.decode("utf-8")
+    except UnicodeDecodeError:
+        shown = preview.hex(" ")
+    if len(body) > len(preview):
+        shown += f"\n... ({len(body) - len(preview)} more bytes; --json has all of it)"
+    fields = [
+        ("Message ID", m.msg_id),
+        ("Topic", m.topic),
+        ("Tags", m.tags or "-"),
+        ("Keys", " ".join(m.keys) or "-"),
+        ("Client ID", m.properties.get("UNIQ_KEY", "-")),
+        ("Queue ID", m.queue_id),
+        ("Queue Offset", m.queue_offset),
+        ("CommitLog Offset", m.physical_offset),
+        ("Reconsume Times", m.reconsume_times),
+        ("Born Timestamp", format_time(m.born_timestamp)),
+        ("Store Timestamp", format_time(m.store_timestamp)),
+        ("Born Host", f"{m.born_host[0]}:{m.born_host[1]}"),
+        ("Store Host", f"{m.store_host[0]}:{m.store_host[1]}"),
+        ("System Flag", m.sys_flag),
+        ("Properties", m.properties),
+        ("Body", f"{len(body)} bytes"),
+    ]
+    return "\n".join(f"{name + ':':<18}{value}" for name, value in fields) + "\n" + shown
+
+
+# -- the commands' shared options and error handling --------------------------------------------
 
 
 # -- the commands' shared options and error handling --------------------------------------------
@@ -148,3 +215,25 @@ def describe_refusal(e: ResponseError) -> str:
 def fail(message: str, code: int) -> None:
     click.echo(f"rmq-admin: {message}", err=True)
     sys.exit(code)
+
+
+def parse_timestamp(text: str) -> int:
+    """ms since the epoch from: digits (ms), ``now``, ``latest`` (the end of every queue), an ISO
+    date-time (local time), or mqadmin's ``yyyy-MM-dd#HH:mm:ss:SSS``."""
+    value = text.strip()
+    if value.lstrip("-").isdigit():
+        return int(value)
+    if value.lower() == "now":
+        return int(datetime.datetime.now().timestamp() * 1000)
+    if value.lower() == "latest":
+        return RESET_TO_LATEST
+    for fmt in ("%Y-%m-%d#%H:%M:%S:%f", None):
+        try:
+            when = datetime.datetime.strptime(value, fmt) if fmt else datetime.datetime.fromisoformat(value)
+            return int(when.timestamp() * 1000)
+        except ValueError:
+            continue
+    raise click.BadParameter(
+        f"{text!r}: expected milliseconds, 'now', 'latest', an ISO date-time "
+        "(2024-05-01T12:00:00) or yyyy-MM-dd#HH:mm:ss:SSS"
+    )

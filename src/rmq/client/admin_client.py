@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import ssl
 import time
 from collections.abc import Iterable
 from typing import Any
 
-from rmq.errors import AdminError, NotFound, RecordError, RemotingError, ResponseError
+from rmq.client.message import Message
+from rmq.client.producer import Producer
+from rmq.client.results import SendResult
+from rmq.errors import AdminError, ClientError, NotFound, RecordError, RemotingError, ResponseError
 from rmq.net.client import RemotingClient
 from rmq.net.codec import RemotingCommand, body_bytes
+from rmq.protocol import running_info
 from rmq.protocol.acl import SessionCredentials
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.compression import UndecodableBody, decompress_body
@@ -40,9 +45,12 @@ from rmq.protocol.controller import (
 from rmq.protocol.java_json import loads_java_json, loads_mq_tables
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
+    DLQ_GROUP_TOPIC_PREFIX,
+    RETRY_GROUP_TOPIC_PREFIX,
     MessageProperty,
     retry_topic,
 )
+from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.perm import PERM_READ, PERM_WRITE
 from rmq.protocol.pop import original_topic
 from rmq.protocol.record import StoredMessage, decode_msg_id, decode_records
@@ -56,7 +64,9 @@ from rmq.protocol.replica import (
     HAStatus,
     RangeDigest,
 )
+from rmq.protocol.request_flags import PullSysFlag
 from rmq.protocol.route import MASTER_ID
+from rmq.protocol.running_info import group_stats_key
 from rmq.protocol.topic_attributes import MESSAGE_TYPE_ATTRIBUTE, format_attribute_changes
 from rmq.settings import DEFAULT_CONTROLLER_PORT, DEFAULT_NAMESRV_ADDR, parse_properties
 
@@ -70,6 +80,30 @@ INT64_MAX = 2**63 - 1
 RESET_TO_LATEST = -1
 # How often an election asked of the controllers is checked for on the elected broker
 ELECTED_POLL_INTERVAL = 0.1
+# mqadmin's groups: the pulls of queryMsgByOffset and printMsg (MixAll.TOOLS_CONSUMER_GROUP), the
+# producers of queryMsgById -s (resend) and of clusterRT
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+RESEND_PRODUCER_GROUP = "ReSendMsgById"
+CLUSTER_RT_PRODUCER_GROUP = "ClusterRTProducer"
+# messages per pull of printMsg
+PRINT_BATCH = 32
+# what statsAll leaves out: the topics of groups (retries, dead letters)
+SYSTEM_GROUP_TOPIC_PREFIXES = (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX)
+# properties a broker or consumer set on a stored message (a resent one gets its own), and those of
+# a transaction: a resent message is a plain one (with TRAN_MSG, one resent from the half topic
+# would be stored as a half message again, that no producer ever commits)
+BROKER_SET_PROPERTIES = frozenset(
+    {
+        MessageProperty.MIN_OFFSET,
+        MessageProperty.MAX_OFFSET,
+        MessageProperty.CONSUME_START_TIMESTAMP,
+        MessageProperty.REAL_TOPIC,
+        MessageProperty.REAL_QUEUE_ID,
+        MessageProperty.TRANSACTION_PREPARED,
+        MessageProperty.TRANSACTION_PREPARED_QUEUE_OFFSET,
+        MessageProperty.PRODUCER_GROUP,
+    }
+)
 
 
 @dataclasses.dataclass
@@ -97,6 +131,17 @@ class QueueProgress:
     @property
     def lag(self) -> int:
         return max(0, self.broker_offset - self.consumer_offset)
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "topic": self.topic,
+            "brokerName": self.broker_name,
+            "queueId": self.queue_id,
+            "brokerOffset": self.broker_offset,
+            "consumerOffset": self.consumer_offset,
+            "lag": self.lag,
+            "lastTimestamp": self.last_timestamp,
+        }
 
 
 @dataclasses.dataclass
@@ -194,6 +239,21 @@ def _records(body: bytes) -> list[StoredMessage]:
         raise AdminError(f"the broker answered a body that is {exc}") from None
 
 
+def progress_rows(offset_table: dict[MessageQueue, dict[str, Any]]) -> list[QueueProgress]:
+    """ConsumeStats' offsetTable (OffsetWrapper per queue) as rows."""
+    return [
+        QueueProgress(
+            mq.topic,
+            mq.broker_name,
+            mq.queue_id,
+            int(o["brokerOffset"]),
+            int(o["consumerOffset"]),
+            int(o.get("lastTimestamp", 0)),
+        )
+        for mq, o in offset_table.items()
+    ]
+
+
 def message_body(message: StoredMessage) -> bytes:
     """The body as the producer gave it (inflated when the producer compressed it)."""
     try:
@@ -207,6 +267,30 @@ def parse_namesrv_addrs(namesrv: str) -> list[str]:
     if not addrs:
         raise AdminError(f"no name server address in {namesrv!r}: expected host:port[;host:port]")
     return addrs
+
+
+@dataclasses.dataclass
+class TopicGroupStats:
+    """One row of ``stats_all`` (mqadmin statsAll): a topic and a group consuming it (None: no group)."""
+
+    topic: str
+    group: str | None
+    accumulation: int
+    in_tps: float
+    out_tps: float
+    in_msg_24h: int
+    out_msg_24h: int
+
+
+@dataclasses.dataclass
+class BrokerRT:
+    """One row of ``cluster_rt`` (mqadmin clusterRT): a master's mean send time in ms."""
+
+    cluster: str
+    broker_name: str
+    rt_ms: float
+    success_count: int
+    fail_count: int
 
 
 @dataclasses.dataclass(frozen=True)
@@ -232,6 +316,7 @@ class AdminClient:
         with TLS (True: verify against the system's CAs, or an ``ssl.SSLContext``)."""
         self.namesrv_addrs = parse_namesrv_addrs(namesrv)
         self.timeout = timeout
+        self.credentials, self.tls = credentials, tls  # for the producer of resend_message and cluster_rt
         self.client = RemotingClient(
             connect_timeout=min(timeout, 3.0), name="rmq-admin-client", credentials=credentials, tls=tls
         )
@@ -428,18 +513,7 @@ class AdminClient:
         ext = {"consumerGroup": group, "topic": topic or ""}
         masters = self.topic_masters(topic) if topic else self._group_masters(group)
         for addr in masters.values():
-            body = self._mq_tables(addr, RequestCode.GET_CONSUME_STATS, ext)
-            for mq, o in body["offsetTable"].items():
-                rows.append(
-                    QueueProgress(
-                        mq.topic,
-                        mq.broker_name,
-                        mq.queue_id,
-                        int(o["brokerOffset"]),
-                        int(o["consumerOffset"]),
-                        int(o.get("lastTimestamp", 0)),
-                    )
-                )
+            rows += progress_rows(self._mq_tables(addr, RequestCode.GET_CONSUME_STATS, ext)["offsetTable"])
         return sorted(rows, key=lambda r: (r.topic, r.broker_name, r.queue_id))
 
     def pop_progress(self, group: str, topic: str | None = None) -> list[PopQueueProgress]:
@@ -552,6 +626,288 @@ class AdminClient:
             if response.code == ResponseCode.SUCCESS:
                 found += _records(body_bytes(response.body))
         return sorted(found, key=lambda m: m.store_timestamp)[:max_num]
+
+    # -- who is connected, and figures (mqadmin's connection, consumerStatus, statsAll, clusterRT,
+    #    queryMsgByOffset, printMsg; bodies in rmq.protocol.running_info) --------------------------
+
+    def producer_connections(self, group: str, topic: str | None = None) -> list[dict[str, Any]]:
+        """The online producers of ``group`` (GET_PRODUCER_CONNECTION_LIST) on the brokers of
+        ``topic`` (else every master), one row per client; NotFound when no broker knows one."""
+        masters = self.topic_masters(topic) if topic else self.master_addrs()
+        connections: dict[str, dict[str, Any]] = {}
+        for addr in masters.values():
+            answer = self.invoke(
+                addr,
+                RequestCode.GET_PRODUCER_CONNECTION_LIST,
+                {running_info.PRODUCER_GROUP: group},
+                accept=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR),
+            )
+            if answer.code == ResponseCode.SUCCESS:  # SYSTEM_ERROR: 4.x's "the producer group not exist"
+                for c in self._json(answer).get("connectionSet") or []:
+                    connections[c["clientId"]] = c
+        if not connections:
+            raise NotFound(f"producer group {group!r} has no producer online")
+        return [connections[k] for k in sorted(connections)]
+
+    def _client_call(self, group: str, code: int, ext: dict[str, Any], addrs: Iterable[str]) -> RemotingCommand:
+        """A request the broker forwards to client ``ext[clientId]`` of ``group``: asked of each of
+        ``addrs`` until one holds the client's connection."""
+        refusals = []
+        for addr in addrs:
+            answer = self.invoke(addr, code, ext, accept=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR))
+            if answer.code == ResponseCode.SUCCESS:
+                return answer
+            refusals.append(ResponseError(answer.code, answer.remark, addr))
+        if refusals and all("not online" in (r.remark or "") for r in refusals):
+            raise NotFound(f"client {ext[running_info.CLIENT_ID]} of consumer group {group!r} is not online")
+        if refusals:
+            raise refusals[-1]
+        raise AdminError(f"no broker serves consumer group {group!r}")
+
+    def consumer_running_info(self, group: str, client_id: str, jstack: bool = False) -> dict[str, Any]:
+        """What consumer ``client_id`` of ``group`` says of itself (GET_CONSUMER_RUNNING_INFO,
+        through a broker it is connected to): ConsumerRunningInfo, ``mqTable`` keyed by MessageQueue."""
+        ext = {
+            running_info.CONSUMER_GROUP: group,
+            running_info.CLIENT_ID: client_id,
+            running_info.JSTACK_ENABLE: str(jstack).lower(),
+        }
+        addrs = self._group_masters(group).values()
+        answer = self._client_call(group, RequestCode.GET_CONSUMER_RUNNING_INFO, ext, addrs)
+        return loads_mq_tables(body_bytes(answer.body))
+
+    def consume_message_directly(self, group: str, client_id: str, topic: str, msg_id: str) -> dict[str, Any]:
+        """Hand message ``msg_id`` of ``topic`` (a broker or client message id) to consumer
+        ``client_id`` of ``group`` (CONSUME_MESSAGE_DIRECTLY, asked of the broker storing it):
+        ConsumeMessageDirectlyResult, ``consumeResult`` one of CMResult."""
+        found = self.find_message(msg_id, topic)
+        store = f"{found.store_host[0]}:{found.store_host[1]}"
+        ext = {
+            running_info.CONSUMER_GROUP: group,
+            running_info.CLIENT_ID: client_id,
+            running_info.MSG_ID: found.msg_id,
+            running_info.TOPIC: topic,
+        }
+        answer = self._client_call(group, RequestCode.CONSUME_MESSAGE_DIRECTLY, ext, [store])
+        return self._json(answer)
+
+    def resend_message(self, topic: str, msg_id: str) -> SendResult:
+        """Send message ``msg_id`` of ``topic`` again, as mqadmin queryMsgById -s true does: a new
+        message of the same topic with its body, tags, keys and properties (its client message id
+        too, so consumers that deduplicate by it see the same id), from producer group
+        RESEND_PRODUCER_GROUP."""
+        found = self.find_message(msg_id, topic)
+        properties = {k: v for k, v in found.properties.items() if k not in BROKER_SET_PROPERTIES}
+        message = Message(found.topic, message_body(found), properties=properties)
+        with Producer(RESEND_PRODUCER_GROUP, ";".join(self.namesrv_addrs), **self._client_options()) as producer:
+            return producer.send(message)
+
+    def _client_options(self) -> dict[str, Any]:
+        return {
+            "instance_name": f"rmq-admin-{os.getpid()}-{time.monotonic_ns()}",
+            "credentials": self.credentials,
+            "tls": self.tls,
+            "request_timeout": self.timeout,
+            "send_msg_timeout": self.timeout,
+        }
+
+    def broker_stats(self, addr: str, stats_name: str, stats_key: str) -> dict[str, Any] | None:
+        """VIEW_BROKER_STATS_DATA: {"statsMinute"|"statsHour"|"statsDay": {"sum", "tps", "avgpt"}};
+        None when the broker has no such figure (it never saw the topic or group)."""
+        answer = self.invoke(
+            addr,
+            RequestCode.VIEW_BROKER_STATS_DATA,
+            {running_info.STATS_NAME: stats_name, running_info.STATS_KEY: stats_key},
+            accept=(ResponseCode.SUCCESS, ResponseCode.SYSTEM_ERROR),
+        )
+        if answer.code != ResponseCode.SUCCESS:
+            if "not exist" in (answer.remark or ""):
+                return None
+            raise ResponseError(answer.code, answer.remark, addr)
+        return self._json(answer)
+
+    def stats_all(self, topic: str | None = None, active_only: bool = False) -> list[TopicGroupStats]:
+        """mqadmin statsAll: per topic (retry and DLQ topics left out) and consuming group, the
+        group's lag, the minute's in/out TPS and the messages in/out over the last day (24 h sums,
+        the hour's or minute's while the broker has run less), summed over the topic's masters."""
+        topics = [topic] if topic else [t for t in self.topic_list() if not t.startswith(SYSTEM_GROUP_TOPIC_PREFIXES)]
+        rows = []
+        for name in topics:
+            masters = list(self.topic_masters(name).values())
+            in_tps, in_day = self._stats_sum(masters, running_info.TOPIC_PUT_NUMS, name)
+            groups: set[str] = set()
+            for addr in masters:
+                groups |= set(
+                    self._json(self.invoke(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": name})).get(
+                        "groupList"
+                    )
+                    or []
+                )
+            if not groups:
+                if not active_only or in_day > 0:
+                    rows.append(TopicGroupStats(name, None, 0, in_tps, 0.0, in_day, 0))
+                continue
+            for group in sorted(groups):
+                out_tps, out_day = self._stats_sum(masters, running_info.GROUP_GET_NUMS, group_stats_key(name, group))
+                try:
+                    lag = sum(r.lag for r in self.consume_progress(group, name))
+                except (ResponseError, AdminError):
+                    lag = 0
+                if not active_only or in_day > 0 or out_day > 0:
+                    rows.append(TopicGroupStats(name, group, lag, in_tps, out_tps, in_day, out_day))
+        return rows
+
+    def _stats_sum(self, addrs: Iterable[str], stats_name: str, stats_key: str) -> tuple[float, int]:
+        tps, day = 0.0, 0
+        for addr in addrs:
+            data = self.broker_stats(addr, stats_name, stats_key)
+            if data is not None:
+                tps += float(data["statsMinute"]["tps"])
+                day += next(
+                    (int(data[w]["sum"]) for w in ("statsDay", "statsHour", "statsMinute") if data[w]["sum"]), 0
+                )
+        return round(tps, 2), day
+
+    def broker_consume_stats(
+        self, addr: str, only_ordered: bool = False
+    ) -> tuple[int, list[tuple[str, QueueProgress]]]:
+        """mqadmin brokerConsumeStats (GET_BROKER_CONSUME_STATS): (the broker's total lag, (group, a
+        queue's progress) per queue of every group on it)."""
+        answer = self.invoke(
+            addr, RequestCode.GET_BROKER_CONSUME_STATS, {running_info.IS_ORDER: str(only_ordered).lower()}
+        )
+        body = loads_mq_tables(body_bytes(answer.body))
+        rows = []
+        for entry in body.get("consumeStatsList") or []:
+            for group, stats_list in entry.items():
+                for stats in stats_list:
+                    rows += [(group, progress) for progress in progress_rows(stats["offsetTable"])]
+        return int(body.get("totalDiff", 0)), rows
+
+    def cluster_rt(self, amount: int = 100, size: int = 128, cluster: str | None = None) -> list[BrokerRT]:
+        """mqadmin clusterRT: ``amount`` messages of ``size`` bytes sent to each master's own topic
+        (named after the broker, brokerTopicEnable), one after another; the mean send time in ms of
+        all but the first (which pays for the connection and the route)."""
+        if cluster is not None:
+            self.master_addrs(cluster)  # refuses a cluster the name server does not know
+        clusters = self.cluster_info().get("clusterAddrTable") or {}
+        body = b"x" * size
+        rows = []
+        with Producer(CLUSTER_RT_PRODUCER_GROUP, ";".join(self.namesrv_addrs), **self._client_options()) as producer:
+            for cluster_name in sorted(clusters if cluster is None else [cluster]):
+                for broker_name in sorted(clusters[cluster_name]):
+                    ok = failed = 0
+                    elapsed = 0.0
+                    for i in range(amount):
+                        began = time.perf_counter()
+                        try:
+                            producer.send(Message(broker_name, body))
+                            ok += 1
+                        except (ClientError, RemotingError, ResponseError):
+                            failed += 1
+                        if i:
+                            elapsed += time.perf_counter() - began
+                    rt = elapsed * 1000 / (amount - 1) if amount > 1 else 0.0
+                    rows.append(BrokerRT(cluster_name, broker_name, round(rt, 3), ok, failed))
+        return rows
+
+    def pull_messages(
+        self, topic: str, broker_name: str, queue_id: int, offset: int, max_num: int = 32
+    ) -> list[StoredMessage]:
+        """Up to ``max_num`` messages of one queue from ``offset`` (PULL_MESSAGE to its master, as
+        group TOOLS_CONSUMER_GROUP, all tags, no commit); [] past the end."""
+        ext = {
+            "consumerGroup": TOOLS_CONSUMER_GROUP,
+            "topic": topic,
+            "queueId": queue_id,
+            "queueOffset": offset,
+            "maxMsgNums": max_num,
+            "sysFlag": PullSysFlag.SUBSCRIPTION,
+            "commitOffset": 0,
+            "suspendTimeoutMillis": 0,
+            "subscription": "*",
+            "subVersion": 0,
+        }
+        answer = self.invoke(
+            self.master_addr(broker_name),
+            RequestCode.PULL_MESSAGE,
+            ext,
+            accept=(
+                ResponseCode.SUCCESS,
+                ResponseCode.PULL_NOT_FOUND,
+                ResponseCode.PULL_OFFSET_MOVED,
+                ResponseCode.PULL_RETRY_IMMEDIATELY,
+            ),
+        )
+        return _records(body_bytes(answer.body)) if answer.code == ResponseCode.SUCCESS else []
+
+    def message_by_offset(self, topic: str, broker_name: str, queue_id: int, offset: int) -> StoredMessage:
+        """mqadmin queryMsgByOffset: the message at ``offset`` of queue ``queue_id`` of ``topic`` on
+        ``broker_name``; NotFound when there is none."""
+        found = [m for m in self.pull_messages(topic, broker_name, queue_id, offset, 1) if m.queue_offset == offset]
+        if not found:
+            raise NotFound(f"no message at offset {offset} of queue {queue_id} of {topic} on {broker_name}")
+        return found[0]
+
+    def queue_offset_range(
+        self, topic: str, broker_name: str, queue_id: int, begin: int | None, end: int | None
+    ) -> tuple[int, int]:
+        """[first, last) offsets of one queue between store times ``begin`` and ``end`` (ms; None:
+        the queue's start / end), as mqadmin printMsg finds them (SEARCH_OFFSET_BY_TIMESTAMP)."""
+        addr = self.master_addr(broker_name)
+        ext = {"topic": topic, "queueId": queue_id}
+
+        def ask(code: int, extra: dict[str, Any] | None = None) -> int:
+            return int(self.invoke(addr, code, {**ext, **(extra or {})}).ext_fields["offset"])
+
+        first = (
+            ask(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {"timestamp": begin})
+            if begin is not None
+            else ask(RequestCode.GET_MIN_OFFSET)
+        )
+        last = (
+            ask(RequestCode.SEARCH_OFFSET_BY_TIMESTAMP, {"timestamp": end})
+            if end is not None
+            else ask(RequestCode.GET_MAX_OFFSET)
+        )
+        return first, last
+
+    def print_messages(
+        self,
+        topic: str,
+        begin: int | None = None,
+        end: int | None = None,
+        queue: tuple[str, int] | None = None,
+        offsets: tuple[int, int | None] | None = None,
+        limit: int | None = None,
+    ) -> list[StoredMessage]:
+        """mqadmin printMsg: the messages of every queue of ``topic`` (or of ``queue``, (broker
+        name, queue id)) stored between ``begin`` and ``end`` (ms), or within ``offsets``
+        [first, last) of that one queue; at most ``limit``, queue by queue in offset order."""
+        if queue is None:
+            route = self.topic_route(topic)
+            queues = [
+                (q["brokerName"], i) for q in route.get("queueDatas") or [] for i in range(int(q["readQueueNums"]))
+            ]
+        else:
+            queues = [queue]
+        out: list[StoredMessage] = []
+        for broker_name, queue_id in sorted(queues):
+            first, last = self.queue_offset_range(topic, broker_name, queue_id, begin, end)
+            if offsets is not None:
+                first = max(first, offsets[0])
+                last = last if offsets[1] is None else min(last, offsets[1])
+            offset = first
+            while offset < last and (limit is None or len(out) < limit):
+                batch = self.pull_messages(topic, broker_name, queue_id, offset, min(PRINT_BATCH, last - offset))
+                if not batch:
+                    break
+                for m in batch:
+                    in_time = (begin is None or m.store_timestamp >= begin) and (end is None or m.store_timestamp < end)
+                    if m.queue_offset < last and in_time and (limit is None or len(out) < limit):
+                        out.append(m)
+                offset = batch[-1].queue_offset + 1
+        return out
 
     # -- replication ----------------------------------------------------------------------------
 

@@ -37,6 +37,7 @@ from rmq.client.offset_store import LocalFileOffsetStore, OffsetStore, RemoteOff
 from rmq.client.process_queue import ProcessQueue
 from rmq.client.results import PullResult, PullStatus
 from rmq.client.route import TopicRouteData, subscribe_queues
+from rmq.client.running_info import consumer_properties, running_info_body
 from rmq.errors import ClientError, RemotingConnectError, RemotingError, RequestRefused, ResponseError
 from rmq.protocol.heartbeat import ConsumeFromWhere, ConsumeType, MessageModel
 from rmq.protocol.message import RETRY_GROUP_TOPIC_PREFIX, topic_error
@@ -149,6 +150,7 @@ class ConsumerBase(InstanceMember):
         self._running = False
         self._rebalance_lock = threading.Lock()
         self._rebalance_timer: PeriodicHandle | None = None
+        self.start_timestamp = 0  # ms, for an admin's running info
         # An empty pull moves the stored offset of a queue with nothing cached (RocketMQ's
         # correctTagsOffset), so a filtered-out tail is not re-read after a restart.
         self.correct_tags_offset = True
@@ -194,6 +196,7 @@ class ConsumerBase(InstanceMember):
         if self._instance is not None:
             return self
         instance = self._join()
+        self.start_timestamp = now_ms()
         if self.clustering:
             self._offset_store = RemoteOffsetStore(self.group, instance)
         else:
@@ -304,6 +307,22 @@ class ConsumerBase(InstanceMember):
             "subscriptionDataSet": [s.to_json() for s in self.subscriptions.values()],
             "unitMode": False,
         }
+
+    def running_info(self, jstack: bool = False) -> bytes:
+        """ConsumerRunningInfo's body, for GET_CONSUMER_RUNNING_INFO (rmq.client.running_info)."""
+        offsets = self.offset_store
+        return running_info_body(
+            consumer_properties(
+                self.config,
+                self.group,
+                self.consume_type.name,
+                bool(getattr(self, "orderly", False)),
+                self.start_timestamp,
+            ),
+            [s.to_json() for _, s in sorted(self.subscriptions.items())],
+            {mq: pq.info(offsets.read_memory(mq)) for mq, pq in sorted(list(self.process_queues.items()))},
+            jstack,
+        )
 
     def persist_offsets(self) -> None:
         store = self._offset_store

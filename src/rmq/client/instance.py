@@ -37,8 +37,9 @@ from rmq.client.route import TopicRouteData
 from rmq.errors import ClientError, RemotingConnectError, RemotingError, RequestRefused, ResponseError
 from rmq.net import RemotingClient, RemotingCommand
 from rmq.net.codec import body_bytes
+from rmq.protocol import running_info
 from rmq.protocol.acl import SessionCredentials
-from rmq.protocol.codes import RequestCode
+from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import MAX_MESSAGE_SIZE, MessageProperty, group_error
 from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.route import MASTER_ID
@@ -212,6 +213,8 @@ class ClientInstance:
             self._started = True
         self.remoting.register_processor(RequestCode.NOTIFY_CONSUMER_IDS_CHANGED, self._on_consumer_ids_changed)
         self.remoting.register_processor(RequestCode.CHECK_TRANSACTION_STATE, self._on_check_transaction_state)
+        self.remoting.register_processor(RequestCode.GET_CONSUMER_RUNNING_INFO, self._on_get_consumer_running_info)
+        self.remoting.register_processor(RequestCode.CONSUME_MESSAGE_DIRECTLY, self._on_consume_message_directly)
         self.remoting.start()
         self.scheduler.schedule_periodic(self.config.poll_name_server_interval, self.update_all_routes)
         self.scheduler.schedule_periodic(self.config.heartbeat_broker_interval, self.send_heartbeat_to_all)
@@ -465,6 +468,49 @@ class ClientInstance:
         consumer = self.consumers.get(group)
         if consumer is not None:
             self.scheduler.run_soon(consumer.rebalance)
+        return None
+
+    # -- asked by an admin through a broker (Java's ClientRemotingProcessor) -----------------------
+
+    def _consumer_asked(self, request: RemotingCommand) -> Any:
+        group = request.ext_fields.get(running_info.CONSUMER_GROUP, "")
+        consumer = self.consumers.get(group)
+        if consumer is None:
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR, f"The Consumer Group <{group}> not exist in this consumer")
+        return consumer
+
+    def _on_get_consumer_running_info(self, channel: Channel, request: RemotingCommand) -> RemotingCommand:
+        consumer = self._consumer_asked(request)
+        jstack = request.ext_fields.get(running_info.JSTACK_ENABLE, "false").lower() == "true"
+        return RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=consumer.running_info(jstack))
+
+    def _on_consume_message_directly(self, channel: Channel, request: RemotingCommand) -> None:
+        """The broker's stored record, handed to the push consumer's listener on its pool; answered
+        once the listener returns."""
+        consumer = self._consumer_asked(request)
+        consume = getattr(consumer, "consume_message_directly", None)
+        if consume is None:
+            raise RequestRefused(
+                ResponseCode.SYSTEM_ERROR, f"{self.client_id} of group {consumer.group} is not a push consumer"
+            )
+        broker_name = request.ext_fields.get(running_info.BROKER_NAME, "")
+        try:
+            messages = decode_messages(
+                body_bytes(request.body), broker_name, max_body_size=self.config.max_message_size
+            )
+        except ClientError as exc:
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR, f"the message to consume does not decode: {exc}") from None
+        if len(messages) != 1:
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR, f"expected one message to consume, got {len(messages)}")
+
+        def done(result: dict[str, Any]) -> None:
+            body = json.dumps(result, separators=(",", ":")).encode()
+            channel.send_response(RemotingCommand.response_to(request, ResponseCode.SUCCESS, body=body))
+
+        try:
+            consume(messages[0], broker_name, done)
+        except ClientError as exc:
+            raise RequestRefused(ResponseCode.SYSTEM_ERROR, str(exc)) from None
         return None
 
     # -- transactional producers ----------------------------------------------------------------

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from rmq.client.message import MessageExt
@@ -36,6 +36,7 @@ class ProcessQueue:
         self.consuming = False  # a consume request of this queue is queued or running
         self.consume_lock = threading.Lock()  # held while a batch of the queue is consumed
         self.last_pull_time = time.monotonic()
+        self.last_consume_time = time.monotonic()  # of the last messages consumed (running info)
 
     @property
     def count(self) -> int:
@@ -71,6 +72,7 @@ class ProcessQueue:
             for msg in msgs:
                 if self._msgs.pop(msg.queue_offset, None) is not None:
                     self.bytes -= len(msg.body)
+            self.last_consume_time = time.monotonic()
             return next(iter(self._msgs)) if self._msgs else self.max_offset + 1
 
     # -- orderly --------------------------------------------------------------------------------
@@ -96,6 +98,7 @@ class ProcessQueue:
             offset = max(self._consuming) + 1
             self.bytes -= sum(len(m.body) for m in self._consuming.values())
             self._consuming.clear()
+            self.last_consume_time = time.monotonic()
             return offset
 
     def rollback(self) -> None:
@@ -104,6 +107,34 @@ class ProcessQueue:
             merged = {**self._consuming, **self._msgs}
             self._msgs = dict(sorted(merged.items()))
             self._consuming.clear()
+
+    def info(self, commit_offset: int) -> dict[str, Any]:
+        """RocketMQ's ProcessQueueInfo of this queue (GET_CONSUMER_RUNNING_INFO's mqTable), its
+        times as wall-clock ms."""
+
+        def wall_ms(monotonic: float) -> int:
+            return int((time.time() - (time.monotonic() - monotonic)) * 1000) if monotonic else 0
+
+        with self._lock:
+            cached, taken = list(self._msgs), list(self._consuming)
+            size = self.bytes
+        return {
+            "commitOffset": commit_offset,
+            "cachedMsgMinOffset": cached[0] if cached else 0,
+            "cachedMsgMaxOffset": cached[-1] if cached else 0,
+            "cachedMsgCount": len(cached),
+            "cachedMsgSizeInMiB": size // (1024 * 1024),
+            # orderly: the messages taken for the listener and not yet committed
+            "transactionMsgMinOffset": min(taken) if taken else 0,
+            "transactionMsgMaxOffset": max(taken) if taken else 0,
+            "transactionMsgCount": len(taken),
+            "locked": self.locked,
+            "tryUnlockTimes": 0,
+            "lastLockTimestamp": wall_ms(self.last_lock_time),
+            "droped": self.dropped,
+            "lastPullTimestamp": wall_ms(self.last_pull_time),
+            "lastConsumeTimestamp": wall_ms(self.last_consume_time),
+        }
 
     def lock_expired(self) -> bool:
         return time.monotonic() - self.last_lock_time > LOCK_EXPIRED_SECONDS

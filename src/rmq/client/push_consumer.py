@@ -50,6 +50,7 @@ from rmq.client.results import ConsumeConcurrentlyStatus, ConsumeOrderlyStatus
 from rmq.errors import ClientError, RemotingError, ResponseError
 from rmq.protocol.message import MessageProperty, retry_topic
 from rmq.protocol.message_queue import MessageQueue
+from rmq.protocol.running_info import CMResult
 from rmq.settings import DEFAULT_NAMESRV_ADDR
 
 log = logging.getLogger("rmq.client")
@@ -67,6 +68,14 @@ CONSUME_START_TIMESTAMP = MessageProperty.CONSUME_START_TIMESTAMP
 SPREAD_AFTER = 0.002
 
 Listener = Callable[[list[MessageExt]], Any]
+# a listener's answer to a message consumed directly; None is success to this SDK's listeners
+DIRECT_RESULTS = {
+    None: CMResult.CR_SUCCESS,
+    ConsumeConcurrentlyStatus.CONSUME_SUCCESS: CMResult.CR_SUCCESS,
+    ConsumeConcurrentlyStatus.RECONSUME_LATER: CMResult.CR_LATER,
+    ConsumeOrderlyStatus.SUCCESS: CMResult.CR_SUCCESS,
+    ConsumeOrderlyStatus.SUSPEND_CURRENT_QUEUE_A_MOMENT: CMResult.CR_LATER,
+}
 # a listener's outcome: ConsumeConcurrentlyStatus or ConsumeOrderlyStatus
 S = TypeVar("S", bound=enum.Enum)
 
@@ -348,6 +357,36 @@ class PushConsumer(ConsumerBase):
             return False
 
     # -- orderly consumption --------------------------------------------------------------------
+
+    # -- asked by an admin ------------------------------------------------------------------------
+
+    def consume_message_directly(
+        self, msg: MessageExt, broker_name: str, done: Callable[[dict[str, Any]], None]
+    ) -> None:
+        """Hand ``msg`` to the listener on the consume pool, outside any queue (CONSUME_MESSAGE_DIRECTLY,
+        as Java's consumeMessageDirectly): its offset does not move and nothing is sent back whatever
+        the listener says; ``done`` gets ConsumeMessageDirectlyResult's JSON."""
+        if self._executor is None or not self._running:
+            raise ClientError(f"consumer {self.group} is not running")
+        self._submit(lambda: done(self._consume_directly(msg, broker_name)))
+
+    def _consume_directly(self, msg: MessageExt, broker_name: str) -> dict[str, Any]:
+        msg.broker_name = broker_name
+        self._prepare([msg])
+        result: dict[str, Any] = {"order": self.orderly, "autoCommit": True, "remark": None}
+        began = time.monotonic()
+        listener = self.listener
+        assert listener is not None, "start() refuses a consumer without a listener"
+        try:
+            status = listener([msg])
+        except Exception as exc:
+            log.warning("consumer %s: listener raised on %s consumed directly: %r", self.group, msg.msg_id, exc)
+            result["consumeResult"] = CMResult.CR_THROW_EXCEPTION.value
+            result["remark"] = f"{type(exc).__name__}: {exc}"
+        else:
+            result["consumeResult"] = DIRECT_RESULTS.get(status, CMResult.CR_RETURN_NULL).value
+        result["spentTimeMills"] = int((time.monotonic() - began) * 1000)
+        return result
 
     def _new_process_queue(self, mq: MessageQueue) -> ProcessQueue | None:
         pq = ProcessQueue()

@@ -52,6 +52,8 @@ class RequestCode(IntEnum):
     GET_ALL_SUBSCRIPTIONGROUP_CONFIG = 201
     GET_TOPIC_STATS_INFO = 202
     GET_CONSUMER_CONNECTION_LIST = 203
+    # {producerGroup} -> ProducerConnection: the group's online producers
+    GET_PRODUCER_CONNECTION_LIST = 204
     # {brokerName} -> {wipeTopicCount}: the name server takes write permission off the broker's routes
     WIPE_WRITE_PERM_OF_BROKER = 205
     GET_ALL_TOPIC_LIST_FROM_NAMESERVER = 206
@@ -63,7 +65,17 @@ class RequestCode(IntEnum):
     INVOKE_BROKER_TO_RESET_OFFSET = 222
     GET_TOPICS_BY_CLUSTER = 224
     QUERY_TOPIC_CONSUME_BY_WHO = 300
+    # {consumerGroup, clientId, jstackEnable} -> ConsumerRunningInfo; the broker forwards it to that
+    # client's connection and relays the client's answer (rmq.protocol.running_info)
+    GET_CONSUMER_RUNNING_INFO = 307
+    # {consumerGroup, clientId, msgId, ...} -> ConsumeMessageDirectlyResult, forwarded the same way
+    # with the stored message as the body
+    CONSUME_MESSAGE_DIRECTLY = 309
     SEND_MESSAGE_V2 = 310
+    # {statsName, statsKey} -> BrokerStatsData: a stat's sum and rate over the last minute, hour, day
+    VIEW_BROKER_STATS_DATA = 315
+    # {isOrder} -> ConsumeStatsList: every group's ConsumeStats on this broker (mqadmin brokerConsumeStats)
+    GET_BROKER_CONSUME_STATS = 317
     SEND_BATCH_MESSAGE = 320
     QUERY_DATA_VERSION = 322
     # {brokerName} -> {addTopicCount}: gives it back (RocketMQ 4.9's)
@@ -130,6 +142,9 @@ class ResponseCode(IntEnum):
     # a request's value is out of what the broker accepts (POP's maxMsgNums > 32, queueId out of range)
     INVALID_PARAMETER = 29
     CONSUMER_NOT_ONLINE = 206
+    # a client the broker forwarded a request to (GET_CONSUMER_RUNNING_INFO, CONSUME_MESSAGE_DIRECTLY)
+    # did not answer in time
+    CONSUME_MSG_TIMEOUT = 207
     # POP: the popped message is not there any more (an ack of a checkpoint already revived or gone)
     NO_MESSAGE = 208
     # POP long polling: too many polls parked / the poll ended with nothing to pop

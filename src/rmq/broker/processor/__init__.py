@@ -10,6 +10,9 @@ with ``handlers() -> {request code: handler(channel, request)}``.
     lock            LOCK_BATCH_MQ (41), UNLOCK_BATCH_MQ (42)
     admin_broker    what rmq-admin (and mqadmin) asks a broker: topic configs and stats, consume
                     stats, offset reset, topic deletion, connections, runtime info
+    admin_clients   who is connected (producer connections, a consumer's running info, consume a
+                    message directly on a client: the broker forwards those two) and
+                    VIEW_BROKER_STATS_DATA's figures
     pop             POP_MESSAGE (200050), ACK_MESSAGE (200051), CHANGE_MESSAGE_INVISIBLETIME (200053)
     subscription_group  UPDATE_AND_CREATE_SUBSCRIPTIONGROUP (200), DELETE_SUBSCRIPTIONGROUP (207)
     broker_config   GET_BROKER_CONFIG (26), UPDATE_BROKER_CONFIG (25): settings that change live
@@ -22,6 +25,7 @@ code replaces an earlier one's).
 """
 
 from rmq.broker.processor.admin_broker import AdminBrokerProcessor
+from rmq.broker.processor.admin_clients import ClientAdminProcessor
 from rmq.broker.processor.broker_config import BrokerConfigProcessor
 from rmq.broker.processor.client_manage import ClientManageProcessor
 from rmq.broker.processor.consumer_manage import ConsumerManageProcessor
@@ -50,6 +54,7 @@ PROCESSORS = [
     QueryMessageProcessor,
     LockProcessor,
     AdminBrokerProcessor,
+    ClientAdminProcessor,
     ReplicaProcessor,
     PopProcessor,
     PopAdminProcessor,

@@ -31,7 +31,7 @@ import json
 import logging
 import os
 import shutil
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rmq.broker.config import BrokerRole
 from rmq.broker.delay import delay_level_to_queue_id
@@ -53,12 +53,35 @@ from rmq.protocol.message_queue import MessageQueue
 from rmq.protocol.proxy import RUNTIME_GRPC_PORT
 from rmq.protocol.replica import RUNTIME_CONTROLLER_ADDR
 
+if TYPE_CHECKING:
+    from rmq.broker.consumer_offset import ConsumerOffsetManager
+    from rmq.store import MessageStore
+
 log = logging.getLogger("rmq.broker")
 
 # timestamp of INVOKE_BROKER_TO_RESET_OFFSET meaning "the end of every queue"
 RESET_TO_MAX_OFFSET = -1
 # the language a C++ client reports; it reads ResetOffsetBodyForC
 CPP_LANGUAGE = "CPP"
+
+
+def queue_offsets(
+    store: MessageStore, offsets: ConsumerOffsetManager, broker_name: str, group: str, topic: str, queue_nums: int
+) -> dict[MessageQueue, dict[str, int]]:
+    """ConsumeStats' offsetTable rows (OffsetWrapper) of a group on the first ``queue_nums`` queues
+    of a topic: the queue's end, the group's committed offset, the store time of the last message
+    it consumed."""
+    committed = offsets.query_offsets(group, topic)
+    rows = {}
+    for queue_id in range(queue_nums):
+        consumer_offset = max(0, committed.get(queue_id, 0))
+        last = store.get_message_store_timestamp(topic, queue_id, consumer_offset - 1) if consumer_offset > 0 else 0
+        rows[MessageQueue(topic, broker_name, queue_id)] = {
+            "brokerOffset": max(0, store.get_max_offset_in_queue(topic, queue_id)),
+            "consumerOffset": consumer_offset,
+            "lastTimestamp": max(0, last),
+        }
+    return rows
 
 
 def _json(value: Any) -> bytes:
@@ -213,19 +236,11 @@ class AdminBrokerProcessor(Processor[AdminBrokerServices]):
                 continue
             if online is not None and online.subscriptions and name not in online.subscriptions:
                 continue  # RocketMQ: an online group reports only what it subscribes to
-            offsets = c.consumer_offset_manager.query_offsets(group, name)
-            for queue_id in range(config.read_queue_nums):
-                consumer_offset = max(0, offsets.get(queue_id, 0))
-                last = (
-                    c.store.get_message_store_timestamp(name, queue_id, consumer_offset - 1)
-                    if consumer_offset > 0
-                    else 0
+            table.update(
+                queue_offsets(
+                    c.store, c.consumer_offset_manager, c.config.broker_name, group, name, config.read_queue_nums
                 )
-                table[self._queue(name, queue_id)] = {
-                    "brokerOffset": max(0, c.store.get_max_offset_in_queue(name, queue_id)),
-                    "consumerOffset": consumer_offset,
-                    "lastTimestamp": max(0, last),
-                }
+            )
         return success(request, body=encode_with_mq_tables({"consumeTps": 0.0}, {"offsetTable": table}))
 
     def get_consumer_connection_list(self, channel: Any, request: RemotingCommand) -> RemotingCommand:
