@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import select
 import threading
 import time
@@ -28,6 +29,22 @@ def test_sync_flush_completes_from_the_flush_thread_once_durable(open_store):
         assert thread_id != threading.get_ident()
         assert result.status is PutMessageStatus.PUT_OK and not result.pending
         assert flushed >= result.next_offset == result.wrote_offset + result.wrote_bytes
+
+
+def test_sync_flush_completes_when_the_store_s_descriptors_are_numbered_past_1024(open_store):
+    """select() refuses a descriptor numbered 1024 or more: a process with many connections or
+    files open (a broker; a test session) must still complete its SYNC_FLUSH puts."""
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        store = open_store(flush_disk_type="SYNC_FLUSH")
+        assert store.commit_event_fd >= 1024
+        done = threading.Event()
+        result = store.put_message("TopicA", 0, b"x", b"", callback=lambda _: done.set())
+        assert result.status is PutMessageStatus.PUT_OK
+        assert not result.pending or done.wait(5), "the put never completed"
+    finally:
+        for fd in filler:
+            os.close(fd)
 
 
 def test_the_flush_round_that_made_a_put_durable_is_timed_stage_by_stage(open_store):

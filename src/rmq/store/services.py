@@ -82,12 +82,18 @@ class CommitCompletionService(ServiceThread):
     def __init__(self, store: ServicedStore) -> None:
         super().__init__("rmq-store-commit-completion")
         self.store = store
+        # poll, not select: select() refuses a descriptor numbered 1024 or more, which a broker
+        # with many connections (or a process holding many stores) hands out
+        self._poll: select.poll | None = None
 
     def wakeup(self) -> None:
         os.eventfd_write(self.store.commit_event_fd, 1)
 
     def run_once(self) -> None:
-        select.select([self.store.commit_event_fd], [], [], self.interval)
+        if self._poll is None:
+            self._poll = select.poll()
+            self._poll.register(self.store.commit_event_fd, select.POLLIN)
+        self._poll.poll(self.interval * 1000)
         self.store.complete_commits()
 
 
