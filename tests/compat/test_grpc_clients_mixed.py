@@ -6,12 +6,12 @@ compressed body inflated; what the 5.x client sends, they consume; a 4.x push co
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 
 import pytest
 
-from rmq.client import Message, Producer, PushConsumer
+from rmq.client import Message, Producer
+from tests.helpers.compat import sdk_push_consumer
 from tests.helpers.grpc_clients import acked_bodies, delivered
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
@@ -22,20 +22,8 @@ BIG_BODY_BYTES = 6000
 
 def sdk_push_consume(namesrv: str, topic: str, group: str, count: int) -> list:
     """What our SDK's push consumer of a new ``group`` gets of ``topic`` until ``count`` came."""
-    received, lock, done = [], threading.Lock(), threading.Event()
-
-    def on_messages(msgs):
-        with lock:
-            received.extend(msgs)
-            if len(received) >= count:
-                done.set()
-
-    consumer = PushConsumer(group, namesrv, consume_from_where="FIRST_OFFSET", instance_name=group)
-    consumer.subscribe(topic, "*")
-    consumer.register_listener(on_messages)
-    with consumer:
-        assert done.wait(20), f"{group} got {len(received)} of {count} messages"
-    return received
+    with sdk_push_consumer(namesrv, topic, group, count) as received:
+        return received
 
 
 def test_what_the_sdk_sends_a_5x_consumer_receives_and_the_other_way_round(grpc_clients, grpc_cluster):

@@ -8,12 +8,12 @@ broker's id (store host + commit-log offset) ``msgId``, on sending and on consum
 from __future__ import annotations
 
 import json
-import threading
 
 import pytest
 
-from rmq.client import Message, Producer, PushConsumer
+from rmq.client import Message, Producer
 from rmq.protocol.message import MessageProperty, MessageSysFlag
+from tests.helpers.compat import sdk_push_consumer
 
 pytestmark = [pytest.mark.compat, pytest.mark.slow]
 
@@ -78,25 +78,9 @@ def test_ali_ons_producer_to_sdk_push_consumer(ons_clients, cluster):
     )
     assert [s["status"] for s in sent] == ["SEND_OK"] * count
 
-    received, lock, done = [], threading.Lock(), threading.Event()
-
-    def on_messages(msgs):
-        with lock:
-            received.extend(msgs)
-            if len(received) >= count:
-                done.set()
-
-    consumer = PushConsumer(
-        "interop-sdk-c",
-        namesrv,
-        consume_from_where="FIRST_OFFSET",
-        instance_name="interop-c",
-        persist_consumer_offset_interval=0.5,
-    )
-    consumer.subscribe(topic, "*")
-    consumer.register_listener(on_messages)
-    with consumer:
-        assert done.wait(20), f"got {len(received)} of {count} messages"
+    with sdk_push_consumer(
+        namesrv, topic, "interop-sdk-c", count, instance_name="interop-c", persist_consumer_offset_interval=0.5
+    ) as received:
         # once the group committed the end of every queue, nothing (no duplicate) is left to deliver
         cluster.wait_caught_up("interop-sdk-c", topic)
     assert len(received) == count

@@ -16,6 +16,7 @@ registry out of reach) fails its tests with the script's reason: they are not sk
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -23,7 +24,7 @@ import subprocess
 import sys
 import threading
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -294,3 +295,27 @@ class FamilyClients:
 def bodies(lines: list[dict]) -> Counter:
     """How often each message body was delivered."""
     return Counter(line["body"] for line in lines if "body" in line)
+
+
+@contextlib.contextmanager
+def sdk_push_consumer(namesrv: str, topic: str, group: str, count: int, **options) -> Iterator[list]:
+    """Our SDK's push consumer of a new ``group`` on ``topic`` (from the first offset; ``options``
+    are PushConsumer's), started and waited for until ``count`` messages came: the context holds
+    the list of what came while the consumer still runs; it stops at the end."""
+    from rmq.client import PushConsumer
+
+    received: list = []
+    lock, done = threading.Lock(), threading.Event()
+
+    def on_messages(msgs):
+        with lock:
+            received.extend(msgs)
+            if len(received) >= count:
+                done.set()
+
+    consumer = PushConsumer(group, namesrv, **{"consume_from_where": "FIRST_OFFSET", "instance_name": group, **options})
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(on_messages)
+    with consumer:
+        assert done.wait(20), f"{group} got {len(received)} of {count} messages"
+        yield received
