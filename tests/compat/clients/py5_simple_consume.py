@@ -8,7 +8,8 @@ messages a receive, 16), "invisible" (seconds a received message stays invisible
 (the long-polling wait of a receive, seconds, 2), "ack": "all" (default), "none", or "retry-first"
 (a first delivery is not acked: its invisible duration is changed to "retry_after" seconds (1), so
 it comes back with delivery attempt 2, which is acked). "leave_first": bodies ending so (a list) are
-not acked on their first delivery (they come back once their invisible duration passed).
+not acked on their first delivery (they come back once their invisible duration passed);
+"count_left": true counts such a delivery toward COUNT (the run ends only once they were received).
 Lines: {"delivered": ...message...}, {"acked": msgId, "body"}, {"changed": msgId, "body"}, and
 {"failed": "receive"|"ack"|"change", "error"} for a request that failed (it goes on).
 """
@@ -60,6 +61,8 @@ def main() -> None:
                     done.add(line["body"])
                 elif message.delivery_attempt <= 1 and line["body"].endswith(tuple(options.get("leave_first", ()))):
                     emit(left=message.message_id, body=line["body"])
+                    if options.get("count_left"):
+                        done.add(line["body"])
                 elif mode == "retry-first" and message.delivery_attempt <= 1:
                     try:
                         consumer.change_invisible_duration(message, options.get("retry_after", 1))
