@@ -92,6 +92,8 @@ def start_slave(tmp_path: Path, master: MessageStore, certificate) -> Iterator[C
             proc.terminate()
     for proc in procs:
         proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def put(master: MessageStore, body: bytes = b"m", timeout: float = 5.0) -> PutMessageStatus:
