@@ -130,6 +130,23 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 )
 
 
+# Topics RocketMQ's TopicValidator counts as the system's besides those (TBW102, the self test's,
+# offset-moved events, message traces)
+OTHER_SYSTEM_TOPICS = frozenset(
+    {AUTO_CREATE_TOPIC_KEY_TOPIC, "SELF_TEST_TOPIC", "OFFSET_MOVED_EVENT", "RMQ_SYS_TRACE_TOPIC", "BenchmarkTest"}
+)
+
+
+def is_system_topic(topic: str) -> bool:
+    """A topic of the broker's own or of a group's (retries, dead letters), which a topic list
+    hides unless asked (rocketmq-dashboard's "system topics" toggle)."""
+    return (
+        topic in NOT_ALLOWED_SEND_TOPICS
+        or topic in OTHER_SYSTEM_TOPICS
+        or topic.startswith((RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, "RMQ_SYS_"))
+    )
+
+
 def retry_topic(group: str) -> str:
     """The topic a consumer group's failed messages are re-delivered from: ``%RETRY%<group>``."""
     return RETRY_GROUP_TOPIC_PREFIX + group
