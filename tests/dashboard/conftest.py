@@ -6,10 +6,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser
+from playwright.sync_api import Browser, expect
 
 from rmq.perf.procs import Processes
-from tests.helpers.dashboard import chromium
+from tests.helpers.dashboard import PAGE_TIMEOUT_MS, chromium
+
+expect.set_options(timeout=PAGE_TIMEOUT_MS)
 
 
 @pytest.fixture(scope="module")

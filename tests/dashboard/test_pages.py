@@ -26,6 +26,7 @@ from tests.helpers.requests import offset_request
 LAG_TOPIC, LAG_GROUP = "DashOrders", "DashBilling"
 TRACE_TOPIC, DLQ_GROUP = "DashPayments", "DashFailing"
 RESET_GROUP = "DashAudit"
+PRODUCER_GROUP = "DashShop"
 FAST = {"rebalance_interval": 1.0, "persist_consumer_offset_interval": 0.2}
 
 
@@ -34,6 +35,7 @@ class Site:
     url: str
     cluster: Cluster
     consumer_client_id: str
+    producer_client_id: str
     doomed_id: str
 
 
@@ -47,7 +49,7 @@ def site(module_processes: Processes, tmp_path_factory) -> Iterator[Site]:
     store.mkdir()
     cluster = Cluster(module_processes.spawn, store).start()
     gate = threading.Event()
-    consumers: list[PushConsumer] = []
+    clients: list[PushConsumer | Producer] = []
     try:
         cluster.create_topic(LAG_TOPIC, queues=1)
         cluster.create_topic(TRACE_TOPIC, queues=1)
@@ -79,11 +81,13 @@ def site(module_processes: Processes, tmp_path_factory) -> Iterator[Site]:
         failer.register_listener(failing)
         for consumer in (billing, failer):
             consumer.start()
-            consumers.append(consumer)
-        with Producer("DashShop", cluster.namesrv_addr, instance_name="shop") as producer:
-            for i in range(5):
-                producer.send(Message(LAG_TOPIC, f"order {i}".encode(), tags="created", keys=f"order-{i}"))
-            doomed = producer.send(Message(TRACE_TOPIC, b'{"payment": 42}', tags="card", keys="payment-42"))
+            clients.append(consumer)
+        producer = Producer(PRODUCER_GROUP, cluster.namesrv_addr, instance_name="shop").start()
+        clients.append(producer)
+        for i in range(5):
+            producer.send(Message(LAG_TOPIC, f"order {i}".encode(), tags="created", keys=f"order-{i}"))
+        doomed = producer.send(Message(TRACE_TOPIC, b'{"payment": 42}', tags="card", keys="payment-42"))
+        producer.instance.send_heartbeat_to_all()  # now that it knows the broker, not in 30 s
         commit = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, LAG_TOPIC, 0, RESET_GROUP, commitOffset=5)
         assert cluster.call(commit).code == ResponseCode.SUCCESS
         wait_until(
@@ -93,11 +97,11 @@ def site(module_processes: Processes, tmp_path_factory) -> Iterator[Site]:
             lambda: cluster.lag(LAG_GROUP, LAG_TOPIC).get((LAG_TOPIC, 0), (0,))[0] == 2, 30, "2 orders committed"
         )
         _, url = start_dashboard(module_processes.spawn, cluster.namesrv_addr)
-        yield Site(url, cluster, billing.instance.client_id, doomed.msg_id)
+        yield Site(url, cluster, billing.instance.client_id, producer.instance.client_id, doomed.msg_id)
     finally:
         gate.set()
-        for consumer in consumers:
-            consumer.shutdown()
+        for client in clients:
+            client.shutdown()
         cluster.close()
 
 
@@ -199,3 +203,19 @@ def test_a_form_posted_without_the_sessions_csrf_token_is_refused(site: Site):
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 403 and b"CSRF" in refused.value.read()
     assert not site.cluster.max_offsets("Forged")
+
+
+def test_the_producer_page_shows_a_groups_connections(page: Page, site: Site):
+    page.goto("/producers")
+    page.get_by_label("Producer group").fill(PRODUCER_GROUP)
+    page.get_by_role("button", name="Show connections").click()
+    expect(page.locator("#producers tbody tr")).to_contain_text(site.producer_client_id)
+    page.get_by_label("Producer group").fill("NobodysGroup")
+    page.get_by_role("button", name="Show connections").click()
+    expect(page.locator("#missing")).to_contain_text("has no producer online")
+
+
+def test_the_capacity_page_without_a_report_says_how_to_make_one(page: Page):
+    page.goto("/capacity")
+    expect(page.locator("#no-report")).to_contain_text("No capacity report directory is configured")
+    expect(page.locator("main")).to_contain_text("rmq-capacity perf-logs --out plan")
