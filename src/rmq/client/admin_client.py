@@ -47,6 +47,7 @@ from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
+    TOOLS_CONSUMER_GROUP,
     MessageProperty,
     dlq_topic,
     retry_topic,
@@ -81,9 +82,8 @@ INT64_MAX = 2**63 - 1
 RESET_TO_LATEST = -1
 # How often an election asked of the controllers is checked for on the elected broker
 ELECTED_POLL_INTERVAL = 0.1
-# mqadmin's groups: the pulls of queryMsgByOffset and printMsg (MixAll.TOOLS_CONSUMER_GROUP), the
-# producers of queryMsgById -s (resend) and of clusterRT
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+# mqadmin's groups: the pulls of queryMsgByOffset and printMsg are TOOLS_CONSUMER_GROUP's; the
+# producers of queryMsgById -s (resend) and of clusterRT these
 RESEND_PRODUCER_GROUP = "ReSendMsgById"
 CLUSTER_RT_PRODUCER_GROUP = "ClusterRTProducer"
 # messages per pull of printMsg
