@@ -3,6 +3,7 @@ name servers that do not answer at start (a page says so, and works once they do
 
 from __future__ import annotations
 
+import json
 import os
 import urllib.error
 import urllib.request
@@ -23,7 +24,11 @@ def report(tmp_path):
     root = tmp_path / "plan"
     root.mkdir()
     (root / "report.html").write_text("<h1>the plan</h1>")
-    (root / "capacity.json").write_text('{"plan": {"recommended": "ASYNC_FLUSH async_master", "brokers": 3}}')
+    plan = {
+        "workload": {"peak_rate": 50000, "size": 1024, "slo_p99_ms": 2},
+        "recommended": {"mode": "ASYNC_FLUSH async_master", "machines": 4, "disk_per_master_bytes": 3 << 30},
+    }
+    (root / "capacity.json").write_text(json.dumps({"plan": plan}))
     (root / "mode_cost.png").write_bytes(b"\x89PNG chart")
     (root / "notes.txt").write_text("not rmq-capacity's")
     (tmp_path / "secret.png").write_bytes(b"outside")
@@ -35,7 +40,8 @@ def test_the_capacity_page_serves_the_reports_files_and_nothing_outside_its_dire
     client = create_app(DashboardSettings(capacity_report_dir=str(report))).test_client()
     page = client.get("/capacity")
     assert page.status_code == 200
-    assert b"ASYNC_FLUSH async_master" in page.data and b"/capacity/files/mode_cost.png" in page.data
+    for shown in ("ASYNC_FLUSH async_master", "50,000 msgs/s at peak", "3.0 GiB", "/capacity/files/mode_cost.png"):
+        assert shown.encode() in page.data, shown
     assert client.get("/capacity/files/mode_cost.png").data == b"\x89PNG chart"
     assert client.get("/capacity/files/report.html").data == b"<h1>the plan</h1>"
     for escape in (

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
 
 from flask import Blueprint, abort, render_template, send_file
 from werkzeug.security import safe_join
@@ -43,18 +42,38 @@ def confined(root: Path, name: str) -> Path | None:
     return resolved
 
 
-def _plan_summary(root: Path) -> list[tuple[str, Any]]:
-    """The plan's one-line facts (capacity.json's ``plan``: its numbers and words, not its tables)."""
+# capacity.json's plan.recommended, as the page states it: (what, key, how it is shown)
+PLAN_FACTS = (
+    ("Mode", "mode", str),
+    ("Broker sets", "broker_sets", str),
+    ("Masters", "masters", str),
+    ("Slaves", "slaves", str),
+    ("Machines", "machines", str),
+    ("Bound by", "binding", str),
+    ("Network in, MB/s", "network_in_mb_per_s", lambda v: f"{v:,.1f}"),
+    ("Disk per master", "disk_per_master_bytes", lambda v: f"{v / 2**30:,.1f} GiB"),
+    ("Disk of the cluster", "disk_cluster_bytes", lambda v: f"{v / 2**30:,.1f} GiB"),
+)
+
+
+def _plan_summary(root: Path) -> list[tuple[str, str]]:
+    """The recommendation of capacity.json's plan, a fact a row (none when the file does not read)."""
     try:
-        plan = json.loads((root / SUMMARY).read_text()).get("plan") or {}
-    except (OSError, ValueError, AttributeError):
+        plan = json.loads((root / SUMMARY).read_text())["plan"]
+        recommended, workload = plan["recommended"], plan["workload"]
+    except (OSError, ValueError, KeyError, TypeError):
         return []
-    rows: list[tuple[str, Any]] = []
-    for key, value in plan.items():
-        if isinstance(value, (str, int, float)):
-            rows.append((key, value))
-        elif isinstance(value, dict):
-            rows += [(f"{key}.{k}", v) for k, v in value.items() if isinstance(v, (str, int, float))]
+    rows = []
+    if isinstance(workload, dict) and {"peak_rate", "size", "slo_p99_ms"} <= workload.keys():
+        peak, size, slo = workload["peak_rate"], workload["size"], workload["slo_p99_ms"]
+        rows.append(("Workload", f"{peak:,.0f} msgs/s at peak, {size:,} B messages, p99 at most {slo} ms"))
+    for what, key, shown in PLAN_FACTS:
+        value = recommended.get(key) if isinstance(recommended, dict) else None
+        if value is not None:
+            try:
+                rows.append((what, shown(value)))
+            except (TypeError, ValueError):
+                rows.append((what, str(value)))
     return rows
 
 

@@ -6,6 +6,7 @@ checked by ``session.check_write``. Tables are sorted so an operator finds thing
 from __future__ import annotations
 
 import dataclasses
+import re
 import time
 from typing import Any
 
@@ -26,7 +27,7 @@ from rmq.dashboard.forms import (
 from rmq.dashboard.session import admin, check_write
 from rmq.errors import AdminError, NotFound, ResponseError
 from rmq.protocol.codes import ResponseCode
-from rmq.protocol.message import is_system_topic, retry_topic
+from rmq.protocol.message import is_system_group, is_system_topic, retry_topic
 from rmq.protocol.perm import PERM_READ, PERM_WRITE, perm_to_string
 
 blueprint = Blueprint("pages", __name__)
@@ -38,7 +39,10 @@ MAX_QUEUES = 1024
 
 def _first_rate(rates: str | None) -> str:
     """The 10-second rate of runtime info's ``putTps`` / ``getTransferedTps`` ("10s 60s 600s")."""
-    return (rates or "").split(" ")[0] or "-"
+    try:
+        return f"{float((rates or '').split(' ')[0]):,.1f}"
+    except ValueError:
+        return "-"
 
 
 @blueprint.route("/")
@@ -58,14 +62,34 @@ def cluster() -> str:
             "max_offset": row.max_offset,
             "lag_bytes": row.lag_bytes,
             "disk": _percent(row.runtime.get("commitLogDiskRatio")),
-            "disk_capacity": row.runtime.get("commitLogDirCapacity", "-"),
+            "disk_free": _disk_free(row.runtime.get("commitLogDirCapacity")),
             "tps_in": _first_rate(row.runtime.get("putTps")),
             "tps_out": _first_rate(row.runtime.get("getTransferedTps")),
-            "runtime": row.runtime.get("runtime", "-"),
+            "up": _uptime(row.runtime.get("bootTimestamp")),
         }
         for row in rows
     ]
     return render_template("cluster.html", brokers=brokers, namesrvs=client.namesrv_addrs)
+
+
+def _disk_free(capacity: str | None) -> str:
+    """The free space of runtime info's ``commitLogDirCapacity`` ("Total : 252.0 GiB, Free : 58.8 GiB.")."""
+    found = re.fullmatch(r"Total : (.+), Free : (.+)\.", capacity or "")
+    return found.group(2) if found else (capacity or "-")
+
+
+def _uptime(boot_ms: str | None) -> str:
+    """How long since ``bootTimestamp`` (ms), in its two largest units."""
+    try:
+        seconds = max(0, int(time.time() - int(boot_ms or "") / 1000))
+    except ValueError:
+        return "-"
+    parts: list[str] = []
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60), ("s", 1)):
+        if seconds >= size or (unit == "s" and not parts):
+            parts.append(f"{seconds // size} {unit}")
+            seconds %= size
+    return " ".join(parts[:2])
 
 
 def _percent(ratio: str | None) -> str:
@@ -90,13 +114,20 @@ class TopicRow:
     day: int
 
 
-def _topic_row(client: AdminClient, name: str) -> TopicRow:
+def _cluster_and_broker_names(client: AdminClient) -> set[str]:
+    """The names of clusters and broker sets: each is a topic of its own (brokerTopicEnable,
+    clusterTopicEnable) that rocketmq-dashboard counts with the system's."""
+    info = client.cluster_info()
+    return set(info.get("clusterAddrTable") or {}) | set(info.get("brokerAddrTable") or {})
+
+
+def _topic_row(client: AdminClient, name: str, own_topics: set[str]) -> TopicRow:
     route = client.topic_route(name)
     queues = route.get("queueDatas") or []
     tps, day = client.topic_tps(name) if queues else (0.0, 0)
     return TopicRow(
         name,
-        is_system_topic(name),
+        name in own_topics or is_system_topic(name),
         sorted(q["brokerName"] for q in queues),
         sum(int(q["readQueueNums"]) for q in queues),
         sum(int(q["writeQueueNums"]) for q in queues),
@@ -111,11 +142,16 @@ def topics() -> str:
     client = admin()
     needle = request.args.get("q", "").strip()
     show_system = request.args.get("system") == "1"
-    names = [t for t in client.topic_list() if (show_system or not is_system_topic(t)) and needle.lower() in t.lower()]
+    own = _cluster_and_broker_names(client)
+    names = [
+        t
+        for t in client.topic_list()
+        if (show_system or not (t in own or is_system_topic(t))) and needle.lower() in t.lower()
+    ]
     rows = []
     for name in names:
         try:
-            rows.append(_topic_row(client, name))
+            rows.append(_topic_row(client, name, own))
         except ResponseError as e:
             if e.code != ResponseCode.TOPIC_NOT_EXIST:  # deleted since the list was read
                 raise
@@ -125,7 +161,7 @@ def topics() -> str:
 @blueprint.route("/topics/<topic>")
 def topic(topic: str) -> str:
     client = admin()
-    row = _topic_row(client, topic)
+    row = _topic_row(client, topic, _cluster_and_broker_names(client))
     route = client.topic_route(topic)
     queue_datas = sorted(route.get("queueDatas") or [], key=lambda q: q["brokerName"])
     broker_datas = sorted(route.get("brokerDatas") or [], key=lambda b: b["brokerName"])
@@ -183,9 +219,10 @@ def delete_topic(topic: str) -> Response:
 def consumers() -> str:
     client = admin()
     needle = request.args.get("q", "").strip()
+    show_system = request.args.get("system") == "1"
     groups: list[dict[str, Any]] = []
     for group, config in client.all_subscription_groups().items():
-        if needle.lower() not in group.lower():
+        if needle.lower() not in group.lower() or (is_system_group(group) and not show_system):
             continue
         try:
             progress = client.consume_progress(group)
@@ -206,15 +243,14 @@ def consumers() -> str:
                 "lag": sum(p.lag for p in progress),
                 "tps": round(tps, 2),
                 "connections": len(connections.get("connectionSet") or []),
-                "model": connections.get("messageModel")
-                or ("BROADCASTING" if config.get("consumeBroadcastEnable") and not connections else "-"),
+                "model": connections.get("messageModel") or "-",  # the consumers say; a group may be either
                 "consume_type": connections.get("consumeType") or "-",
                 "retry_max_times": config.get("retryMaxTimes", "-"),
                 "enabled": config.get("consumeEnable", True),
             }
         )
     groups.sort(key=lambda g: (-g["lag"], g["group"]))
-    return render_template("consumers.html", groups=groups, q=needle)
+    return render_template("consumers.html", groups=groups, q=needle, show_system=show_system)
 
 
 @blueprint.route("/consumers/<group>")
@@ -239,15 +275,16 @@ def consumer(group: str) -> str:
     ]
     topics.sort(key=lambda t: (-t["lag"], t["topic"]))
     try:
-        pops = [p for p in client.pop_progress(group) if p.invisible or p.acked or p.broker_offset]
-    except ResponseError:
-        pops = []
-    try:
         connections = client.consumer_connections(group)
-    except (ResponseError, NotFound) as e:
-        if isinstance(e, ResponseError) and e.code != ResponseCode.CONSUMER_NOT_ONLINE:
+    except ResponseError as e:
+        if e.code != ResponseCode.CONSUMER_NOT_ONLINE:
             raise
         connections = {}
+    pops = client.pop_progress(group)
+    # shown for a group that pops: messages of it are invisible, or it has POP retry queues (a push or
+    # pull group's queues are answered too, their offsets as the lag table has them)
+    if not any(p.invisible or p.retry for p in pops):
+        pops = []
     resettable = sorted(t for t in by_topic if t != retry_topic(group))
     return render_template(
         "consumer.html",
