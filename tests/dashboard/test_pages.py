@@ -27,6 +27,9 @@ LAG_TOPIC, LAG_GROUP = "DashOrders", "DashBilling"
 TRACE_TOPIC, DLQ_GROUP = "DashPayments", "DashFailing"
 RESET_GROUP = "DashAudit"
 PRODUCER_GROUP = "DashShop"
+MARKUP_TOPIC = "DashMarkup"
+MARKUP = '<script>document.title="owned"</script><b id="injected">bold</b>'
+
 FAST = {"rebalance_interval": 1.0, "persist_consumer_offset_interval": 0.2}
 
 
@@ -53,6 +56,7 @@ def site(module_processes: Processes, tmp_path_factory) -> Iterator[Site]:
     try:
         cluster.create_topic(LAG_TOPIC, queues=1)
         cluster.create_topic(TRACE_TOPIC, queues=1)
+        cluster.create_topic(MARKUP_TOPIC, queues=1)
         with AdminClient(cluster.namesrv_addr) as admin:
             admin.update_subscription_group({"groupName": DLQ_GROUP, "retryMaxTimes": 1})
 
@@ -87,6 +91,8 @@ def site(module_processes: Processes, tmp_path_factory) -> Iterator[Site]:
         for i in range(5):
             producer.send(Message(LAG_TOPIC, f"order {i}".encode(), tags="created", keys=f"order-{i}"))
         doomed = producer.send(Message(TRACE_TOPIC, b'{"payment": 42}', tags="card", keys="payment-42"))
+        producer.send(Message(MARKUP_TOPIC, MARKUP.encode(), keys="markup", properties={"note": MARKUP}))
+        producer.send(Message(MARKUP_TOPIC, bytes(range(256)), keys="binary"))
         producer.instance.send_heartbeat_to_all()  # now that it knows the broker, not in 30 s
         commit = offset_request(RequestCode.UPDATE_CONSUMER_OFFSET, LAG_TOPIC, 0, RESET_GROUP, commitOffset=5)
         assert cluster.call(commit).code == ResponseCode.SUCCESS
@@ -219,3 +225,23 @@ def test_the_capacity_page_without_a_report_says_how_to_make_one(page: Page):
     page.goto("/capacity")
     expect(page.locator("#no-report")).to_contain_text("No capacity report directory is configured")
     expect(page.locator("main")).to_contain_text("rmq-capacity perf-logs --out plan")
+
+
+def test_a_body_and_properties_of_markup_are_shown_as_text_and_binary_as_hex(page: Page):
+    page.goto(f"/messages?mode=key&topic={MARKUP_TOPIC}&key=markup")
+    page.locator("#results tbody a").click()
+    expect(page.locator("#body")).to_have_text(MARKUP)
+    expect(page.locator("#properties tr", has_text="note")).to_contain_text(MARKUP)
+    assert page.locator("#injected").count() == 0 and page.title() != "owned"
+    page.goto(f"/messages?mode=key&topic={MARKUP_TOPIC}&key=binary")
+    page.locator("#results tbody a").click()
+    expect(page.locator("h2", has_text="Body")).to_contain_text("256 bytes, shown as hex (not UTF-8)")
+    expect(page.locator("#body")).to_contain_text("00 01 02 03")
+
+
+def test_a_resent_message_is_stored_again_in_its_topic(page: Page, site: Site):
+    page.goto(f"/messages?mode=key&topic={MARKUP_TOPIC}&key=markup")
+    page.locator("#results tbody a").click()
+    page.get_by_role("button", name=f"Resend to {MARKUP_TOPIC}").click()
+    expect(page.locator(".flash")).to_contain_text(f"resent to {MARKUP_TOPIC}: new message")
+    assert site.cluster.max_offsets(MARKUP_TOPIC) == {0: 3}
