@@ -9,7 +9,9 @@ import urllib.error
 import urllib.request
 
 import pytest
+from click.testing import CliRunner
 
+from rmq.cli.dashboard import main
 from rmq.dashboard.app import create_app
 from rmq.dashboard.capacity import confined
 from rmq.dashboard.config import DashboardSettings
@@ -80,3 +82,16 @@ def test_name_servers_down_at_start_are_a_502_page_until_they_answer(spawn):
             return None
 
     assert b"No broker is registered" in wait_until(topics_page, 15, "the cluster page once the name server answers")
+
+
+def test_rmq_dashboard_reads_its_settings_strictly_and_prints_them_with_the_secret_masked():
+    printed = CliRunner().invoke(
+        main, ["-p", "--set", "sessionSecret=s3cret", "--read-only"], env={"NAMESRV_ADDR": "10.0.0.1:9876"}
+    )
+    assert printed.exit_code == 0, printed.output
+    lines = printed.output.splitlines()
+    assert "listenPort=8080" in lines[0] and "readOnly=true" in printed.output and "s3cret" not in printed.output
+    assert any(line.startswith("namesrvAddr=10.0.0.1:9876 ") for line in lines)
+    refused = CliRunner().invoke(main, ["--set", "listenPrt=1"])
+    assert refused.exit_code == 2
+    assert "listenPrt is not a setting (from --set): did you mean listenPort?" in refused.output
