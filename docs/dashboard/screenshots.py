@@ -116,10 +116,11 @@ def main() -> None:
             clients, producer, doomed = workload(namesrv)
             extra = ["--capacity-dir", args.capacity_dir] if args.capacity_dir else []
             _, url = start_dashboard(procs.spawn, namesrv, *extra)
+            _, guarded = start_dashboard(procs.spawn, namesrv, "--login-required")
             trickle = threading.Thread(target=keep_sending, args=(producer, gate), daemon=True)
             trickle.start()
             time.sleep(11)  # the brokers' TPS are rates over their last 10 s
-            shoot(url, doomed)
+            shoot(url, guarded, doomed)
         finally:
             gate.set()
             time.sleep(0.1)  # the last trickle send
@@ -128,7 +129,8 @@ def main() -> None:
             procs.stop_all()
 
 
-def shoot(url: str, doomed: str) -> None:
+def shoot(url: str, guarded: str, doomed: str) -> None:
+    """Each page of the dashboard at ``url``; the login page of the one at ``guarded`` (--login-required)."""
     pages = {
         "cluster": "/",
         "topics": "/topics",
@@ -139,11 +141,12 @@ def shoot(url: str, doomed: str) -> None:
         "message": f"/messages/{doomed}?topic=Payments",
         "producers": "/producers?group=Shop",
         "capacity": "/capacity",
+        "login": f"{guarded}/login",
     }
     with chromium() as browser:
         page = browser.new_page(viewport={"width": 1280, "height": 720})
         for name, path in pages.items():
-            page.goto(url + path)
+            page.goto(path if path.startswith("http") else url + path)
             page.screenshot(path=str(HERE / f"{name}.png"), full_page=True)
             print(f"{name}.png: {path}", file=sys.stderr)
 
