@@ -863,6 +863,13 @@ DASHBOARD_SETTINGS.declare(
             "page; unset: the page says how to make one"),
     Setting("adminTimeoutMillis", _POSITIVE_MS, 5000,
             "ms each request to a name server or broker may take before the page says it did not answer"),
+    Setting("tlsEnable", Bool(), False,
+            "reach the name servers and brokers over TLS, verifying them against the system's CAs or "
+            "tlsTrustCertPath (rmq-admin --tls)"),
+    # RocketMQ's client property tls.client.trustCertPath
+    Setting("tlsTrustCertPath", Text(optional=True), None,
+            "the CA certificate (PEM) to verify the cluster's TLS certificates against; implies tlsEnable "
+            "(rmq-admin --tls-ca)"),
 )
 
 # fmt: on

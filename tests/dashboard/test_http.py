@@ -18,6 +18,7 @@ from rmq.dashboard.config import DashboardSettings
 from rmq.perf.procs import LOOPBACK, free_port, wait_listening
 from tests.helpers import wait_until
 from tests.helpers.dashboard import start_dashboard
+from tests.helpers.tls import start_tls_cluster
 
 
 @pytest.fixture
@@ -95,3 +96,14 @@ def test_rmq_dashboard_reads_its_settings_strictly_and_prints_them_with_the_secr
     refused = CliRunner().invoke(main, ["--set", "listenPrt=1"])
     assert refused.exit_code == 2
     assert "listenPrt is not a setting (from --set): did you mean listenPort?" in refused.output
+
+
+def test_the_dashboard_reaches_a_cluster_that_serves_tls_only(spawn, tmp_path):
+    namesrv, broker, certificate = start_tls_cluster(spawn, tmp_path)
+    _, url = start_dashboard(spawn, namesrv, "--tls-ca", str(certificate.cert))
+    with urllib.request.urlopen(f"{url}/", timeout=10) as answer:
+        page = answer.read()
+    assert broker.encode() in page and b"ASYNC_MASTER" in page and b"not answering" not in page
+    _, plain = start_dashboard(spawn, namesrv)
+    with urllib.request.urlopen(f"{plain}/", timeout=20) as answer:
+        assert b"not answering" in answer.read()  # the broker turns plain connections away

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import signal
+import ssl
 from typing import Any, NoReturn
 
 import click
@@ -56,6 +57,13 @@ def _stop(*_: Any) -> NoReturn:
     help="Ask for an ACL account (accessKey, secretKey) before any page; its requests are signed (loginRequired).",
 )
 @click.option("--read-only", is_flag=True, default=None, help="Offer and accept no writes (readOnly).")
+@click.option("--tls", "use_tls", is_flag=True, default=None, help="Reach the cluster over TLS (tlsEnable).")
+@click.option(
+    "--tls-ca",
+    default=None,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Verify the cluster's TLS certificates against this CA certificate, PEM (tlsTrustCertPath).",
+)
 @click.option(
     "--capacity-dir",
     default=None,
@@ -72,6 +80,8 @@ def main(
     namesrv: str | None,
     login_required: bool | None,
     read_only: bool | None,
+    use_tls: bool | None,
+    tls_ca: str | None,
     capacity_dir: str | None,
     log_level: str,
 ) -> None:
@@ -83,6 +93,8 @@ def main(
         "loginRequired": login_required,
         "readOnly": read_only,
         "capacityReportDir": capacity_dir,
+        "tlsEnable": use_tls,
+        "tlsTrustCertPath": tls_ca,
     }
     try:
         layers = [("--set", parse_set_options(settings)), ("option", options)]
@@ -94,7 +106,10 @@ def main(
         print_config(loaded, [config])
         return
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    app = create_app(config)
+    try:
+        app = create_app(config)
+    except (OSError, ssl.SSLError) as e:  # tlsTrustCertPath that does not read as a CA certificate
+        raise SettingsRefused(f"tlsTrustCertPath {config.tls_trust_cert_path!r} cannot be used: {e}") from None
     server = create_server(
         app, host=config.bind_address, port=config.listen_port, threads=SERVER_THREADS, ident="rmq-dashboard"
     )

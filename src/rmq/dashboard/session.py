@@ -53,9 +53,12 @@ class DashboardState:
         self._lock = threading.Lock()
         self._anonymous: AdminClient | None = None
         self._logins: dict[str, Login] = {}
+        # one context for every client, its CA file read once, at start
+        self._tls = config.tls()
 
     def _client(self, credentials: tuple[str, str] | None) -> AdminClient:
-        admin = AdminClient(self.config.namesrv_addr, self.config.admin_timeout_millis / 1000, credentials=credentials)
+        timeout = self.config.admin_timeout_millis / 1000
+        admin = AdminClient(self.config.namesrv_addr, timeout, credentials=credentials, tls=self._tls)
         admin.client.start()
         return admin
 
