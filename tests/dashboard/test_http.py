@@ -96,6 +96,8 @@ def test_rmq_dashboard_reads_its_settings_strictly_and_prints_them_with_the_secr
     refused = CliRunner().invoke(main, ["--set", "listenPrt=1"])
     assert refused.exit_code == 2
     assert "listenPrt is not a setting (from --set): did you mean listenPort?" in refused.output
+    no_ca = CliRunner().invoke(main, ["--set", "tlsTrustCertPath=/nonexistent/ca.pem"])
+    assert no_ca.exit_code == 2 and "tlsTrustCertPath '/nonexistent/ca.pem' cannot be used" in no_ca.output
 
 
 def test_the_dashboard_reaches_a_cluster_that_serves_tls_only(spawn, tmp_path):
