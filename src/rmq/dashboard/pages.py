@@ -184,7 +184,6 @@ def topic(topic: str) -> str:
         messages=sum(s.max_offset - s.min_offset for s in stats),
         groups=groups,
         perms=TOPIC_PERMS,
-        perm_names={v: k for k, v in TOPIC_PERMS.items()},
         perm_to_string=perm_to_string,
     )
 
