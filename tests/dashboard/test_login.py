@@ -7,6 +7,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import urllib.error
+import urllib.parse
 import urllib.request
 from collections.abc import Iterator
 
@@ -121,3 +122,18 @@ def test_a_post_without_a_login_is_refused(site: Site):
         urllib.request.urlopen(request, timeout=10)
     assert refused.value.code == 403 and b"log in first" in refused.value.read()
     assert not site.cluster.max_offsets("Anonymous")
+
+
+class _NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+
+@pytest.mark.parametrize("target", ["//evil.example/x", "/\\evil.example/x", "https://evil.example/x"])
+def test_a_login_never_sends_the_browser_off_the_site(site: Site, target: str):
+    form = urllib.parse.urlencode({"access_key": ADMIN[0], "secret_key": ADMIN[1], "next": target}).encode()
+    opener = urllib.request.build_opener(_NoRedirect)
+    with pytest.raises(urllib.error.HTTPError) as answered:
+        opener.open(urllib.request.Request(f"{site.url}/login", data=form, method="POST"), timeout=10)
+    assert answered.value.code == 302
+    assert answered.value.headers["Location"] == "/", answered.value.headers["Location"]

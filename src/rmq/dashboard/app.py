@@ -78,7 +78,8 @@ def create_app(config: DashboardSettings) -> Flask:
     @app.route("/login", methods=["GET", "POST"])
     def login() -> Any:
         target = request.values.get("next") or url_for("pages.cluster")
-        if not target.startswith("/") or target.startswith("//"):
+        # "//host" and "/\\host" both leave the site in a browser
+        if not target.startswith("/") or target.startswith(("//", "/\\")):
             target = url_for("pages.cluster")  # never off this site
         if request.method == "GET":
             return render_template("login.html", next=target, refused=None)
