@@ -15,8 +15,8 @@ none is awake or when more than one task waits behind the busy ones; an awake th
 until none is left, then sleeps. A fast listener's steady trickle thus runs on one or two threads,
 a slow one on all of them; but a burst of tasks (a push consumer draining a backlog gets the pulls
 of all its queues at once) wakes or starts a thread for every task beyond the first waiting, so a
-drain starts most of ``max_threads`` (12 to 20 of 20 measured) and they stay, asleep once the
-burst is gone.
+drain starts most of ``max_threads`` (15 to 20 of 20 in drains of 200,000 stored messages, six
+or seven of them doing most of the work) and they stay, asleep once the burst is gone.
 
 The awake thread counted on may be stuck in a slow listener, though, and RocketMQ's executor (20
 core threads) would have run the task at once on another. So a task that skipped the wake arms a

@@ -71,6 +71,7 @@ CONSUME_START_TIMESTAMP = MessageProperty.CONSUME_START_TIMESTAMP
 # later, so a fast listener (its calls made to look long by a thread waiting for the GIL, too)
 # is spread no more often than it was before the watchdog looked.
 SPREAD_AFTER = 0.002
+NOT_CALLING = float("inf")  # a pull's call start while none runs: never SPREAD_AFTER ago
 
 Listener = Callable[[list[MessageExt]], Any]
 # a listener's answer to a message consumed directly; None is success to this SDK's listeners
@@ -202,8 +203,8 @@ class PushConsumer(ConsumerBase):
     # on every thread at once, RocketMQ's concurrency. A call that has not returned yet (stuck on
     # a slow downstream, a lock) must not hold up the rest of its pull either, which RocketMQ's
     # other threads consume meanwhile: a pull not shared from its start is watched by the pool's
-    # watchdog while its task runs (a set add and discard per pull, the call's start time stored
-    # per chunk), and _spread_stuck shares the rest of it once its call has run SPREAD_AFTER.
+    # watchdog while its task runs (a set add and discard per pull, the call's start and end
+    # stored per chunk), and _spread_stuck shares the rest of it once its call has run SPREAD_AFTER.
     # The stuck message stays in the ProcessQueue, the lowest offset there, so the offsets the
     # helpers commit stop below it until it is done.
 
@@ -233,6 +234,8 @@ class PushConsumer(ConsumerBase):
                     status = listener(msgs)  # type: ignore[misc]  # start() refuses no listener
                 except Exception:
                     status = self._listener_raised(msgs, ConsumeConcurrentlyStatus.RECONSUME_LATER)
+                # between calls the thread may wait for the GIL as long as it likes: only a call counts
+                pulled.began = NOT_CALLING
                 if (status is None or status is success) and not pq.dropped:
                     done += msgs
                 else:
@@ -522,4 +525,4 @@ class _Pulled:
         self.mq, self.pq = mq, pq
         self.chunks = iter(chunks)
         self.spread = False  # helpers were called in for a slow listener
-        self.began = float("inf")  # when the current listener call began (time.time()); none yet
+        self.began = NOT_CALLING  # when the current listener call began (time.time())
