@@ -92,14 +92,16 @@ class ConsumePool:
 
     def watch(self, item: Any) -> None:
         """Hand ``item`` to ``look`` at every look of the watchdog until ``unwatch(item)``."""
-        with self._lock:
-            self._watched.add(item)
-            if not self._watching and not self._closed:
-                self._arm_watchdog()
+        # called per pull: not the lock the loop thread's submits and the threads' takes contend
+        # for, a set's add is atomic; the watchdog looks at the set again once it has disarmed
+        self._watched.add(item)
+        if not self._watching:
+            with self._lock:
+                if not self._watching and not self._closed:
+                    self._arm_watchdog()
 
     def unwatch(self, item: Any) -> None:
-        with self._lock:
-            self._watched.discard(item)
+        self._watched.discard(item)
 
     def _add_thread(self) -> None:
         """Wake a sleeping thread, else start one if the limit allows (under the lock)."""
@@ -161,9 +163,13 @@ class ConsumePool:
                         if tasks:
                             self._add_thread()
                         elif not watched:
-                            # idle: the next task that skips a wake, or the next watch, arms it again
+                            # idle: the next task that skips a wake, or the next watch, arms it again;
+                            # a watch that read _watching as True before this store had added its
+                            # item already, so the set is looked at again after it
                             self._watching = False
-                            break
+                            if not watched:
+                                break
+                            self._watching = True
                     taken = self._taken
                     items = tuple(watched)
                 if items and look is not None:
