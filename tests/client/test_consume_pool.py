@@ -9,6 +9,7 @@ import threading
 import pytest
 
 from rmq.client.consume_pool import ConsumePool
+from tests.helpers import wait_until
 
 
 def test_runs_every_task_on_at_most_its_threads():
@@ -16,9 +17,11 @@ def test_runs_every_task_on_at_most_its_threads():
     done = threading.Event()
     names: set[str] = set()
     seen = []
-    gate = threading.Event()
+    gate, lock, waiting = threading.Event(), threading.Lock(), [0]
 
     def task(i: int) -> None:
+        with lock:
+            waiting[0] += 1
         gate.wait(5)  # all are busy: the ones queued behind them start more threads
         names.add(threading.current_thread().name)
         seen.append(i)
@@ -27,6 +30,8 @@ def test_runs_every_task_on_at_most_its_threads():
 
     for i in range(50):
         pool.submit(task, i)
+    # every thread in a task before the gate opens: else the first two may run all 50 first
+    wait_until(lambda: waiting[0] == 3, 5, "three tasks at the gate")
     gate.set()
     assert done.wait(10)
     pool.shutdown(5)
@@ -111,3 +116,23 @@ def test_a_task_behind_a_stuck_one_runs_on_another_thread():
         release.set()
         pool.shutdown(5)
     assert not any(t.name.startswith("stuck_") and t.is_alive() for t in threading.enumerate())
+
+
+def test_a_watched_item_is_handed_to_the_look_which_may_submit():
+    # a push consumer's pull stuck in its listener is a running task, not a queued one: the
+    # watchdog must look at it with nothing queued, and the look shares it out by submitting
+    ran = threading.Event()
+    looked: list[tuple] = []
+
+    def look(items: tuple) -> None:
+        looked.append(items)
+        pool.submit(ran.set)
+
+    pool = ConsumePool(2, "look", look=look)
+    try:
+        pool.watch("pull")
+        assert ran.wait(5), "the watched item was never looked at, or the look's task never ran"
+        pool.unwatch("pull")
+    finally:
+        pool.shutdown(5)
+    assert looked[0] == ("pull",)

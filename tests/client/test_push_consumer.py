@@ -340,3 +340,42 @@ def test_a_listener_stuck_on_a_message_does_not_hold_up_the_next(cluster):
         finally:
             release.set()
         wait_until(lambda: sorted(bodies) == [b"first", b"second"], 10, "the first message consumed once released")
+
+
+def test_a_listener_stuck_on_a_message_does_not_hold_up_the_rest_of_its_pull(cluster):
+    # RocketMQ consumes each message of a pull on its own thread: the first stuck in the listener
+    # leaves the others to the other threads. Here a pull's messages are one task, shared with
+    # other threads only once a listener call returned slow, so the first held the others up.
+    topic = cluster.create_topic("StuckInPull", queues=1)
+    with Producer("pg-stuck-pull", cluster.namesrv_addr, instance_name="stuck-pull-p") as producer:
+        producer.send_batch([Message(topic, b"%d" % i) for i in range(8)])  # stored before the pull: one pull
+    stuck, release = threading.Event(), threading.Event()
+    lock, bodies = threading.Lock(), []
+
+    def listener(msgs):
+        for msg in msgs:
+            if msg.body == b"0":
+                stuck.set()
+                release.wait(10)
+            with lock:
+                bodies.append(msg.body)
+
+    consumer = PushConsumer(
+        "cg-stuck-pull", cluster.namesrv_addr, instance_name="stuck-pull-c", consume_from_where="FIRST_OFFSET", **FAST
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    rest = sorted(b"%d" % i for i in range(1, 8))
+    with consumer:
+        try:
+            wait_until(stuck.is_set, 10, "the first message in the listener")
+            wait_until(lambda: sorted(bodies) == rest, 10, lambda: f"the other seven consumed meanwhile, got {bodies}")
+            # the first is not done: no offset past it is committed
+            mq = next(mq for mq in consumer.process_queues if mq.topic == topic)
+            assert consumer.offset_store.read_memory(mq) <= 0
+        finally:
+            release.set()
+        wait_until(lambda: len(bodies) == 8, 10, "the first message consumed once released")
+        wait_until(lambda: consumer.offset_store.read_memory(mq) == 8, 10, "the offset past all eight committed")
+    answer = cluster.call(offset_request(RequestCode.QUERY_CONSUMER_OFFSET, topic, 0, "cg-stuck-pull"))
+    assert int(answer.ext_fields["offset"]) == 8

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import enum
 import logging
+import operator
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -64,8 +65,13 @@ ORDERLY_LOCK_RETRY_DELAY = 0.1
 # An orderly consumer gives up a queue's thread after consuming this long without a break.
 MAX_TIME_CONSUME_CONTINUOUSLY = 60.0
 CONSUME_START_TIMESTAMP = MessageProperty.CONSUME_START_TIMESTAMP
-# A listener call longer than this spreads the rest of its pull's messages over the idle threads.
+# A listener call longer than this spreads the rest of its pull's messages over the idle threads:
+# when it returns, or while it runs once the pool's watchdog (every WATCH_INTERVAL) sees it. One
+# bound for both: a call the watchdog spreads would have spread the pull on return anyway, only
+# later, so a fast listener (its calls made to look long by a thread waiting for the GIL, too)
+# is spread no more often than it was before the watchdog looked.
 SPREAD_AFTER = 0.002
+NOT_CALLING = float("inf")  # a pull's call start while none runs: never SPREAD_AFTER ago
 
 Listener = Callable[[list[MessageExt]], Any]
 # a listener's answer to a message consumed directly; None is success to this SDK's listeners
@@ -125,7 +131,9 @@ class PushConsumer(ConsumerBase):
             raise ClientError(f"consumer {self.group}: subscribe() to a topic before start()")
         if self.clustering:
             self.subscribe(retry_topic(self.group), "*")
-        self._executor = ConsumePool(self.config.consume_thread_max, f"rmq-consume-{self.group}")
+        self._executor = ConsumePool(
+            self.config.consume_thread_max, f"rmq-consume-{self.group}", look=self._spread_stuck
+        )
         if self.orderly and self.clustering:
             self._lock_timer = self.instance.scheduler.schedule_periodic(self.config.rebalance_interval, self.lock_all)
 
@@ -181,7 +189,7 @@ class PushConsumer(ConsumerBase):
             chunks = [[msg] for msg in msgs]
         else:
             chunks = [msgs[i : i + size] for i in range(0, len(msgs), size)]
-        self._submit(self._consume_pulled, mq, pq, _Pulled(chunks))
+        self._submit(self._consume_pulled, mq, pq, _Pulled(mq, pq, chunks))
 
     # -- concurrent consumption -----------------------------------------------------------------
     #
@@ -192,7 +200,13 @@ class PushConsumer(ConsumerBase):
     # listener is still called once per chunk, and the offset moves once per task. A listener
     # call slower than SPREAD_AFTER calls the idle threads in to share the rest of its pull, and
     # while the listener stays slow every pull is shared from its start: slow listeners still run
-    # on every thread at once, RocketMQ's concurrency.
+    # on every thread at once, RocketMQ's concurrency. A call that has not returned yet (stuck on
+    # a slow downstream, a lock) must not hold up the rest of its pull either, which RocketMQ's
+    # other threads consume meanwhile: a pull not shared from its start is watched by the pool's
+    # watchdog while its task runs (a set add and discard per pull, the call's start and end
+    # stored per chunk), and _spread_stuck shares the rest of it once its call has run SPREAD_AFTER.
+    # The stuck message stays in the ProcessQueue, the lowest offset there, so the offsets the
+    # helpers commit stop below it until it is done.
 
     def _consume_pulled(self, mq: MessageQueue, pq: ProcessQueue, pulled: _Pulled) -> None:
         # _consume_concurrently inlined for its common case (a listener that returns success): this loop
@@ -200,13 +214,18 @@ class PushConsumer(ConsumerBase):
         done: list[MessageExt] = []
         listener, success, prepare = self.listener, ConsumeConcurrentlyStatus.CONSUME_SUCCESS, self._prepare
         clock, stamp_ms, start = time.time, -1, ""
-        if self._listener_slow and not pulled.spread:
-            self._spread(mq, pq, pulled)
+        watched = None
+        if not pulled.spread:
+            if self._listener_slow:
+                self._spread(mq, pq, pulled)
+            elif self._executor is not None:
+                watched = self._executor
+                watched.watch(pulled)
         try:
             for msgs in pulled.chunks:  # next() of a list iterator is atomic: helpers share it
                 if pq.dropped:
                     return
-                began = clock()  # wall clock: CONSUME_START_TIMESTAMP's, and a slow call's
+                began = pulled.began = clock()  # wall clock: CONSUME_START_TIMESTAMP's, and a slow call's
                 ms = int(began * 1000)
                 if ms != stamp_ms:
                     stamp_ms, start = ms, str(ms)
@@ -215,6 +234,8 @@ class PushConsumer(ConsumerBase):
                     status = listener(msgs)  # type: ignore[misc]  # start() refuses no listener
                 except Exception:
                     status = self._listener_raised(msgs, ConsumeConcurrentlyStatus.RECONSUME_LATER)
+                # between calls the thread may wait for the GIL as long as it likes: only a call counts
+                pulled.began = NOT_CALLING
                 if (status is None or status is success) and not pq.dropped:
                     done += msgs
                 else:
@@ -226,6 +247,8 @@ class PushConsumer(ConsumerBase):
                 if slow and not pulled.spread:
                     self._spread(mq, pq, pulled)
         finally:
+            if watched is not None:
+                watched.unwatch(pulled)
             self._consumed(mq, pq, done)
 
     def _spread(self, mq: MessageQueue, pq: ProcessQueue, pulled: _Pulled) -> None:
@@ -233,6 +256,15 @@ class PushConsumer(ConsumerBase):
         pulled.spread = True
         for _ in range(self.config.consume_thread_max - 1):
             self._submit(self._consume_pulled, mq, pq, pulled)
+
+    def _spread_stuck(self, pulls: tuple[_Pulled, ...]) -> None:
+        """The pool's look (its watchdog thread): share the rest of each pull whose listener call
+        has run longer than SPREAD_AFTER. Its own thread may spread it at the same moment, on the
+        call's return: the second lot of helpers finds the chunks taken, or shares them too."""
+        now = time.time()  # the clock of _consume_pulled's began
+        for pulled in pulls:
+            if not pulled.spread and now - pulled.began > SPREAD_AFTER and operator.length_hint(pulled.chunks):
+                self._spread(pulled.mq, pulled.pq, pulled)
 
     def _consumed(self, mq: MessageQueue, pq: ProcessQueue, done: list[MessageExt]) -> None:
         """Commit ``done``, messages whose listener returned while ``pq`` was still held. A queue
@@ -487,8 +519,10 @@ class PushConsumer(ConsumerBase):
 class _Pulled:
     """The chunks of one pull, taken in turn by the threads consuming them."""
 
-    __slots__ = ("chunks", "spread")
+    __slots__ = ("began", "chunks", "mq", "pq", "spread")
 
-    def __init__(self, chunks: list[list[MessageExt]]):
+    def __init__(self, mq: MessageQueue, pq: ProcessQueue, chunks: list[list[MessageExt]]):
+        self.mq, self.pq = mq, pq
         self.chunks = iter(chunks)
         self.spread = False  # helpers were called in for a slow listener
+        self.began = NOT_CALLING  # when the current listener call began (time.time())
