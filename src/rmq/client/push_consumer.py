@@ -236,7 +236,8 @@ class PushConsumer(ConsumerBase):
                     status = self._listener_raised(msgs, ConsumeConcurrentlyStatus.RECONSUME_LATER)
                 # between calls the thread may wait for the GIL as long as it likes: only a call counts
                 pulled.began = NOT_CALLING
-                if (status is None or status is success) and not pq.dropped:
+                # a queue dropped by a shutdown (not running) is still ours to commit: _consumed
+                if (status is None or status is success) and not (pq.dropped and self._running):
                     done += msgs
                 else:
                     consumed = self._after_listener(mq, pq, msgs, status)
