@@ -381,4 +381,3 @@ def test_a_listener_stuck_on_a_message_does_not_hold_up_the_rest_of_its_pull(clu
         wait_until(lambda: consumer.offset_store.read_memory(mq) == 8, 10, "the offset past all eight committed")
     answer = cluster.call(offset_request(RequestCode.QUERY_CONSUMER_OFFSET, topic, 0, "cg-stuck-pull"))
     assert int(answer.ext_fields["offset"]) == 8
-
