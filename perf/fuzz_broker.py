@@ -479,9 +479,12 @@ class Connection:
 def server_closed(sock: socket.socket, wait: float) -> bool:
     """Whether the broker closes ``sock`` (or resets it) within ``wait`` seconds."""
     end = time.monotonic() + wait
+    # poll, not select: select() refuses a descriptor numbered 1024 or more
+    poller = select.poll()
+    poller.register(sock, select.POLLIN)
     while True:
         left = end - time.monotonic()
-        ready, _, _ = select.select([sock], [], [], max(0.0, left))
+        ready = poller.poll(max(0.0, left) * 1000)
         if not ready and left <= 0:
             return False
         if ready:

@@ -336,11 +336,12 @@ def _plain_default(value: Any) -> str:
 
 
 def _settings_table(section_name: str) -> list[str]:
-    from rmq.settings import CONTROLLER_SETTINGS, NAMESRV_SETTINGS, SETTINGS
+    from rmq.settings import CONTROLLER_SETTINGS, DASHBOARD_SETTINGS, NAMESRV_SETTINGS, SETTINGS
 
     home = os.path.expanduser("~")
     lines = ["| key | default | value | what |", "|---|---|---|---|"]
-    table = {"namesrv": NAMESRV_SETTINGS, "controller": CONTROLLER_SETTINGS}.get(section_name, SETTINGS)
+    tables = {"namesrv": NAMESRV_SETTINGS, "controller": CONTROLLER_SETTINGS, "dashboard": DASHBOARD_SETTINGS}
+    table = tables.get(section_name, SETTINGS)
     for s in table.values():
         if s.section != section_name:
             continue
@@ -379,6 +380,8 @@ def render_defaults() -> str:
     out += _settings_table("namesrv")
     out += ["", "## Controller", "", "`rmq-controller -c controller.conf --set key=value` (`-p` prints them):", ""]
     out += _settings_table("controller")
+    out += ["", "## Dashboard", "", "`rmq-dashboard -c dashboard.conf --set key=value` (`-p` prints them):", ""]
+    out += _settings_table("dashboard")
     out += ["", "## Client SDK", "", "Keyword options of `rmq.client`'s classes (seconds, not ms).", ""]
     for module, name, who in CLIENT_CONFIGS:
         out += [f"### {name}: {who}", "", *_config_table(module, name), ""]

@@ -7,7 +7,8 @@
     net       rmq.net                                                   + protocol
     settings  rmq.settings (every setting's declaration)                + protocol
     roles     store, namesrv, controller, broker, client, proxy, cli    + net, settings (and all below)
-    tools     perf (rmq-perf and its perf logs)                        + client (and all below it)
+    tools     perf (rmq-perf and its perf logs),                       + client (and all below it)
+              dashboard (rmq-dashboard's pages, over AdminClient)
               broker may also use store; cli may use any role; no other role crosses to another
 
 The store role includes its compiled core, beside its Python side in rmq.store: StoreCore (rmq.store._store), its
@@ -39,7 +40,7 @@ NEUTRAL = {
     "rmq._rpc_latency",
     "rmq.includes",
 }
-ROLES = {"store", "namesrv", "controller", "broker", "client", "cli", "perf", "proxy"}
+ROLES = {"store", "namesrv", "controller", "broker", "client", "cli", "perf", "dashboard", "proxy"}
 # what each layer or role may import besides itself
 ALLOWED = {
     "neutral": {"neutral"},
@@ -53,6 +54,7 @@ ALLOWED = {
     "broker": {"neutral", "protocol", "net", "settings", "store"},
     "proxy": {"neutral", "protocol", "net", "settings"},
     "perf": {"neutral", "protocol", "net", "settings", "client"},
+    "dashboard": {"neutral", "protocol", "net", "settings", "client"},
     "cli": {"neutral", "protocol", "net", "settings"} | ROLES,
 }
 # Cython's import lines: `from rmq.x import y`, `from rmq.x cimport (y, z)`, `cimport rmq.x`, `from . import y`

@@ -8,10 +8,18 @@ import pytest
 
 from rmq.broker.config import BrokerConfig
 from rmq.controller import ControllerSettings
+from rmq.dashboard.config import DashboardSettings
 from rmq.errors import ConfigError
 from rmq.namesrv import NamesrvConfig, NamesrvSettings
 from rmq.net.server import ConnectionLimits
-from rmq.settings import CONTROLLER_SETTINGS, NAMESRV_SETTINGS, SETTINGS, load_settings, lookup
+from rmq.settings import (
+    CONTROLLER_SETTINGS,
+    DASHBOARD_SETTINGS,
+    NAMESRV_SETTINGS,
+    SETTINGS,
+    load_settings,
+    lookup,
+)
 from rmq.store import FlushDiskType, MessageStoreConfig
 
 CONFIGS = (BrokerConfig, MessageStoreConfig)
@@ -29,9 +37,14 @@ def test_every_declared_setting_is_a_field_and_every_field_is_declared():
 
 
 @pytest.mark.parametrize(
-    "settings, table", [(NamesrvSettings, NAMESRV_SETTINGS), (ControllerSettings, CONTROLLER_SETTINGS)]
+    "settings, table",
+    [
+        (NamesrvSettings, NAMESRV_SETTINGS),
+        (ControllerSettings, CONTROLLER_SETTINGS),
+        (DashboardSettings, DASHBOARD_SETTINGS),
+    ],
 )
-def test_every_name_server_and_controller_setting_is_a_field_of_its_settings_and_back(settings, table):
+def test_every_name_server_controller_and_dashboard_setting_is_a_field_of_its_settings_and_back(settings, table):
     fields = {f.metadata["setting"].key: f for f in settings.settings_fields()}
     assert set(fields) == set(table)
     for key, field in fields.items():

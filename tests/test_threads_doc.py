@@ -30,7 +30,8 @@ PYX_STARTERS = re.compile(r"\b(threading\.Thread|ThreadPoolExecutor|pthread_crea
 NAMED_BY_FIRST_ARGUMENT = {"Scheduler", "EventLoop"}
 # pools: the name given is a prefix, each thread adds _<n> (ThreadPoolExecutor's scheme, and ConsumePool's)
 POOL_SUFFIX = "_<>"
-POOLS_BY_SECOND_ARGUMENT = {"ConsumePool"}
+# ConsumePool's threads by its second argument: its workers, and its watchdog
+POOLS_BY_SECOND_ARGUMENT = {"ConsumePool": (POOL_SUFFIX, "_watch")}
 # asyncio's default executor names its threads asyncio_0, asyncio_1, ...
 ASYNCIO_EXECUTOR = "asyncio_<>"
 # rows of the document that are not threads rmq names
@@ -81,7 +82,7 @@ def scan_sources() -> tuple[dict[str, set[str]], set[str]]:
                 if called in NAMED_BY_FIRST_ARGUMENT and node.args:
                     names |= _names_in(node.args[0])
                 if called in POOLS_BY_SECOND_ARGUMENT and len(node.args) > 1:
-                    names |= {n + POOL_SUFFIX for n in _names_in(node.args[1])}
+                    names |= {n + s for n in _names_in(node.args[1]) for s in POOLS_BY_SECOND_ARGUMENT[called]}
                 if called == "__init__" and _is_super(node.func) and node.args:  # a ServiceThread's name
                     names |= {n for n in _names_in(node.args[0]) if n.startswith("rmq-")}
             elif isinstance(node, ast.Assign) and any(
@@ -155,4 +156,10 @@ def test_the_scan_finds_the_threads_it_must():
     """A scan that finds nothing would pass the two tests above: these are known to exist."""
     starters, named = scan_sources()
     assert {"rmq.net.loop", "rmq._service", "rmq.client.consume_pool"} <= set(starters)
-    assert {"rmq-broker-loop", "rmq-store-ha-stream", "rmq-client-timer-<>", "rmq-consume-<>_<>"} <= named
+    assert {
+        "rmq-broker-loop",
+        "rmq-store-ha-stream",
+        "rmq-client-timer-<>",
+        "rmq-consume-<>_<>",
+        "rmq-consume-<>_watch",
+    } <= named

@@ -397,6 +397,10 @@ SETTINGS = SettingsTable("rmq-broker")
 NAMESRV_SETTINGS = SettingsTable("rmq-namesrv")
 #: a controller's settings (rmq-controller); a name server with enableControllerInNamesrv reads them too
 CONTROLLER_SETTINGS = SettingsTable("rmq-controller")
+#: the dashboard's settings (rmq-dashboard)
+DASHBOARD_SETTINGS = SettingsTable("rmq-dashboard")
+# rocketmq-dashboard's port (its server.port)
+DEFAULT_DASHBOARD_PORT = 8080
 # RocketMQ's name server port (NamesrvStartup's listenPort), where clients and brokers look by default
 DEFAULT_NAMESRV_PORT = 9876
 #: where the SDK and rmq-admin look for a name server when given no address
@@ -833,6 +837,39 @@ NAMESRV_SETTINGS.declare(
     Setting("enableControllerInNamesrv", Bool(), False,
             "run a controller in this name server, on its listenPort, with the controller keys below"),
     *_CONTROLLER_RAFT,
+)
+
+# The dashboard's (rmq-dashboard -c dashboard.conf, --set; docs/dashboard.md): where it listens, the
+# cluster it shows, who may use it. rocketmq-dashboard's own keys are Spring's (server.port,
+# rocketmq.config.namesrvAddrs, rocketmq.config.loginRequired): here they are spelled as rmq's others.
+DASHBOARD_SETTINGS.declare(
+    "dashboard",
+    Setting("listenPort", _PORT, DEFAULT_DASHBOARD_PORT, "the HTTP port of the dashboard's pages (0: a free one)"),
+    dataclasses.replace(NAMESRV_SETTINGS["bindAddress"], help="the address listenPort binds to (0.0.0.0: every "
+                        "interface)"),
+    Setting("namesrvAddr", Text(validate=_addresses, expected="host:port;host:port"), DEFAULT_NAMESRV_ADDR,
+            "the name servers of the cluster shown (rmq-dashboard -n, or $NAMESRV_ADDR, as rmq-admin)"),
+    Setting("loginRequired", Bool(), False,
+            "every page asks for a login first: an account of the brokers' plain_acl.yml (accessKey and "
+            "secretKey), which then signs every request of the session (for clusters with aclEnable)"),
+    Setting("readOnly", Bool(), False,
+            "offer and accept no writes (topic create, update and delete, offset resets, resends), whoever "
+            "is logged in"),
+    Setting("sessionSecret", Text(optional=True), None,
+            "the key the session cookie is signed with; unset: a new random one per process (a restart "
+            "logs everyone out)", secret=True),
+    Setting("capacityReportDir", Text(optional=True), None,
+            "a directory rmq-capacity wrote (report.html, capacity.json, charts) shown on the capacity "
+            "page; unset: the page says how to make one"),
+    Setting("adminTimeoutMillis", _POSITIVE_MS, 5000,
+            "ms each request to a name server or broker may take before the page says it did not answer"),
+    Setting("tlsEnable", Bool(), False,
+            "reach the name servers and brokers over TLS, verifying them against the system's CAs or "
+            "tlsTrustCertPath (rmq-admin --tls)"),
+    # RocketMQ's client property tls.client.trustCertPath
+    Setting("tlsTrustCertPath", Text(optional=True), None,
+            "the CA certificate (PEM) to verify the cluster's TLS certificates against; implies tlsEnable "
+            "(rmq-admin --tls-ca)"),
 )
 
 # fmt: on

@@ -27,7 +27,7 @@ from tests.helpers.broker import broker_settings, create_topic, put
 from tests.helpers.frames import RawConnection, raw_frame, refused
 from tests.helpers.ha_peer import FakeSlave
 from tests.helpers.pop import Popper
-from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, start_broker_process, start_namesrv
+from tests.helpers.processes import CLUSTER_BROKER_SETTINGS, pause_process, start_broker_process, start_namesrv
 from tests.helpers.requests import call, route_request, send_request
 from tests.helpers.tls import make_certificate
 
@@ -124,7 +124,7 @@ def test_sync_master_with_a_stalled_slave_times_out(processes, client, tmp_path)
         "a send acked by the slave",
         interval=0.2,
     )
-    os.kill(slave_proc.pid, signal.SIGSTOP)
+    pause_process(slave_proc.pid)
     try:
         # to a topic the broker knows by now: the compiled send lane's deferred answer
         answer = call(client, master, send_request("Warmup", b"x"))

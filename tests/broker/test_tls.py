@@ -16,28 +16,14 @@ from rmq.net import RemotingClient, RemotingCommand
 from rmq.protocol.codes import RequestCode
 from tests.helpers import wait_until
 from tests.helpers.broker import broker_settings
-from tests.helpers.processes import start_broker_process, start_namesrv
 from tests.helpers.requests import call
-from tests.helpers.tls import make_certificate
+from tests.helpers.tls import start_tls_cluster
 
 
 @pytest.fixture
 def tls_cluster(spawn, tmp_path):
     """rmq-namesrv serving TLS (permissive) and a broker serving TLS only; (namesrv, broker, cert)."""
-    certificate = make_certificate(tmp_path / "tls")
-    _, namesrv = start_namesrv(spawn, "--tls-cert", str(certificate.cert), "--tls-key", str(certificate.key))
-    store = tmp_path / "store"
-    store.mkdir()
-    settings = broker_settings(
-        store,
-        tlsEnable="true",
-        tlsServerMode="enforcing",
-        tlsServerCertPath=str(certificate.cert),
-        tlsServerKeyPath=str(certificate.key),
-    )
-    del settings["namesrvListenPort"]
-    _, broker = start_broker_process(spawn, settings, namesrv, extra_args=("--log-level", "WARNING"))
-    return namesrv, broker, certificate
+    return start_tls_cluster(spawn, tmp_path)
 
 
 def test_the_sdk_sends_and_consumes_over_tls_and_a_plain_client_is_refused(tls_cluster):

@@ -95,3 +95,19 @@ def test_no_task_is_stranded_when_its_thread_goes_to_sleep():
         pool.submit(ran.set)
         assert ran.wait(5), f"task {i} was never run"
     pool.shutdown(5)
+
+
+def test_a_task_behind_a_stuck_one_runs_on_another_thread():
+    # The thread awake in the first task was counted on to take the second when done; stuck, it
+    # held the second up while 19 threads more were allowed (RocketMQ's executor runs it at once).
+    pool = ConsumePool(20, "stuck")
+    started, release, done = threading.Event(), threading.Event(), threading.Event()
+    pool.submit(lambda: (started.set(), release.wait(10)))
+    try:
+        assert started.wait(5)
+        pool.submit(done.set)
+        assert done.wait(5), "the second task waited for the stuck first one"
+    finally:
+        release.set()
+        pool.shutdown(5)
+    assert not any(t.name.startswith("stuck_") and t.is_alive() for t in threading.enumerate())

@@ -310,3 +310,33 @@ def test_a_consumer_started_as_its_topic_is_created_consumes_it_with_no_warning(
         assert producer.send(Message(topic, b"first")).ok
         wait_until(lambda: received.bodies() == [b"first"], 10, "the message consumed")
     assert [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING] == []
+
+
+def test_a_listener_stuck_on_a_message_does_not_hold_up_the_next(cluster):
+    # RocketMQ runs each message on one of its 20 consume threads: one a listener blocks on leaves
+    # the next to another thread. The pool kept the next for the thread blocked in the listener.
+    topic = cluster.create_topic("StuckListener", queues=1)
+    stuck, release = threading.Event(), threading.Event()
+    bodies: list[bytes] = []
+
+    def listener(msgs):
+        for msg in msgs:
+            if msg.body == b"first":
+                stuck.set()
+                release.wait(10)
+            bodies.append(msg.body)
+
+    consumer = PushConsumer(
+        "cg-stuck", cluster.namesrv_addr, instance_name="stuck-c", consume_from_where="FIRST_OFFSET", **FAST
+    )
+    consumer.subscribe(topic, "*")
+    consumer.register_listener(listener)
+    with consumer, Producer("pg-stuck", cluster.namesrv_addr, instance_name="stuck-p") as producer:
+        try:
+            assert producer.send(Message(topic, b"first")).ok
+            wait_until(stuck.is_set, 10, "the first message in the listener")
+            assert producer.send(Message(topic, b"second")).ok
+            wait_until(lambda: bodies == [b"second"], 10, "the second message consumed while the first is stuck")
+        finally:
+            release.set()
+        wait_until(lambda: sorted(bodies) == [b"first", b"second"], 10, "the first message consumed once released")

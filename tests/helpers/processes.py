@@ -7,6 +7,7 @@ perf/harness.py has for them (floods, a steady sender).
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 from pathlib import Path
@@ -33,6 +34,20 @@ FloodReport = harness.FloodReport
 SteadySender = harness.SteadySender
 CLUSTER_BROKER_SETTINGS = harness.CLUSTER_BROKER_SETTINGS
 SLAVE_SYNC_INTERVAL = harness.SLAVE_SYNC_INTERVAL
+
+
+def pause_process(pid: int, timeout: float = 5.0) -> None:
+    """SIGSTOP ``pid`` and wait until every thread of it has stopped. The signal lands when a
+    thread of the process takes it, on a busy machine milliseconds later, and the others run on
+    meanwhile: a slave paused so acks what it is sent in that time."""
+    os.kill(pid, signal.SIGSTOP)
+
+    def stopped() -> bool:
+        tasks = Path(f"/proc/{pid}/task")
+        # the state follows the command name, which may hold spaces and parentheses
+        return all((t / "stat").read_text().rpartition(") ")[2][:1] in "tT" for t in tasks.iterdir())
+
+    wait_until(stopped, timeout, f"process {pid} stopped")
 
 
 class Cluster:

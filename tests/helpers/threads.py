@@ -9,6 +9,10 @@ from __future__ import annotations
 import os
 import threading
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from tests.helpers import wait_until
 
 
 def threads_started_since(before: set[threading.Thread]) -> list[threading.Thread]:
@@ -35,3 +39,15 @@ def open_fds() -> set[tuple[int, str]]:
         except OSError:  # closed between listdir and readlink (the listdir fd itself, for one)
             pass
     return result
+
+
+@contextmanager
+def descriptors_closed(timeout: float = 5.0) -> Iterator[None]:
+    """Fails (AssertionError, naming them) when a descriptor opened within the block is still open
+    ``timeout`` s after it: the tear-down check of the tests of the net and the store."""
+    before = open_fds()
+    yield
+    try:
+        wait_until(lambda: not open_fds() - before, timeout, "the test's descriptors closed")
+    except AssertionError:
+        raise AssertionError(f"file descriptors leaked: {sorted(open_fds() - before)[:20]}") from None

@@ -9,9 +9,9 @@ import pytest
 from rmq.net import _codec, codec_py
 from rmq.net.server import RemotingServer
 from rmq.protocol.codes import RequestCode
-from tests.helpers import LOOPBACK, wait_until
+from tests.helpers import LOOPBACK
 from tests.helpers.frames import answer_route
-from tests.helpers.threads import open_fds
+from tests.helpers.threads import descriptors_closed
 
 
 @pytest.fixture(params=[codec_py, _codec], ids=["pure", "compiled"])
@@ -32,9 +32,5 @@ def server() -> Iterator[RemotingServer]:
 @pytest.fixture(autouse=True)
 def no_leaked_descriptors() -> Iterator[None]:
     """Every test closes the sockets it opened (the thread check is tests/conftest.py's)."""
-    before = open_fds()
-    yield
-    try:
-        wait_until(lambda: not open_fds() - before, 5.0, "the test's descriptors closed")
-    except AssertionError:
-        raise AssertionError(f"file descriptors leaked: {sorted(open_fds() - before)}") from None
+    with descriptors_closed():
+        yield

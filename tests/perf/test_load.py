@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import queue
 import signal
 import time
 
 import pytest
 
-from rmq.perf.load import ENGINES, IntervalReport, LoadSpec, run_load
+from rmq.perf.load import ENGINE_PYTHON, ENGINES, IntervalReport, LoadSpec, _drive, make_driver, run_load
 from tests.helpers import LOOPBACK
 
 TOPIC = "OpenLoopTopic"
@@ -91,3 +92,28 @@ def test_a_rate_profile_steps_the_offered_rate_at_its_interval(cluster, engine):
     # each second offers its step's rate; a stall of the machine may push a few into the next second
     acked = [r.acked for r in intervals]
     assert 980 <= total.acked <= 1000 and 150 <= acked[0] <= 250 and 520 <= acked[1] <= 680 and acked[2] <= 280, acked
+
+
+def test_the_python_loop_drives_a_connection_numbered_past_1024(cluster):
+    """select() refuses a descriptor numbered 1024 or more: a worker in a process holding many
+    descriptors (a generator with many connections) must still wait for its answers."""
+    cluster.create_topic(TOPIC)
+    spec = LoadSpec(
+        "rmq", LOOPBACK, cluster.broker_port, TOPIC, size=100, in_flight=4, duration=0.5, interval=0.5,
+        engine=ENGINE_PYTHON,
+    )  # fmt: skip
+    filler = [os.open(os.devnull, os.O_RDONLY) for _ in range(1100)]
+    try:
+        driver = make_driver(spec, 0)
+        sock = driver.connect()
+        assert sock.fileno() >= 1024
+        reports: queue.Queue = queue.Queue()
+        try:
+            _drive(spec, 0, driver, sock, time.monotonic(), reports)
+        finally:
+            sock.close()
+    finally:
+        for fd in filler:
+            os.close(fd)
+    kind, _worker, (_index, sent, acked, failed, *_rest) = reports.get_nowait()
+    assert kind == "interval" and sent > 0 and acked == sent and not failed, (sent, acked, failed)

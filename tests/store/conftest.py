@@ -1,5 +1,5 @@
 """Fixtures of the store tests: stores on small files, so roll-over, retention and recovery happen
-quickly."""
+quickly; the descriptor check."""
 
 from __future__ import annotations
 
@@ -10,6 +10,15 @@ import pytest
 
 from rmq.store import MessageStore
 from tests.helpers.store import small_store_config
+from tests.helpers.threads import descriptors_closed
+
+
+@pytest.fixture(autouse=True)
+def no_leaked_descriptors() -> Iterator[None]:
+    """Every test's stores give back the descriptors they opened when they shut down (the
+    thread check is tests/conftest.py's)."""
+    with descriptors_closed():
+        yield
 
 
 @pytest.fixture

@@ -23,6 +23,7 @@ from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.frames import RawConnection, refused
 from tests.helpers.ha_peer import FakeSlave
 from tests.helpers.store import small_store_config
+from tests.helpers.threads import open_fds
 from tests.helpers.tls import make_certificate
 
 
@@ -368,6 +369,20 @@ def test_a_slave_streamed_while_puts_keep_coming_stays_connected(tmp_path, opene
     caught_up(master, slave)
     assert "disconnected" not in caplog.text
     assert_replica(master, slave)
+
+
+def test_shutdown_gives_back_the_descriptors_of_a_master_and_its_streamed_slave(tmp_path, opened):
+    """Files, mappings, the HA port, the connections and the stream's epoll and eventfds: a process
+    that opens stores again and again (tests, a broker promoted) must not pile them up."""
+    before = open_fds()
+    master = open_pair(tmp_path, opened, role="SYNC_MASTER")
+    slave = open_slave(tmp_path, opened, master)
+    put_many(master, 200)
+    caught_up(master, slave)
+    assert [c.streamed for c in master.ha_service.connections.values()] == [True]
+    slave.shutdown()
+    master.shutdown()
+    assert open_fds() - before == set()
 
 
 def test_a_streamed_slave_that_breaks_the_protocol_is_dropped(tmp_path, opened, caplog):

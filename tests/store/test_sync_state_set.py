@@ -24,6 +24,7 @@ from rmq.store import MessageStore, PutMessageStatus
 from rmq.store.ha import CatchUp, HASecurity
 from tests.helpers import LOOPBACK, free_port, wait_until
 from tests.helpers.frames import refused
+from tests.helpers.processes import pause_process
 from tests.helpers.store import small_store_config
 from tests.helpers.tls import make_certificate
 
@@ -92,6 +93,8 @@ def start_slave(tmp_path: Path, master: MessageStore, certificate) -> Iterator[C
             proc.terminate()
     for proc in procs:
         proc.wait(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
 
 
 def put(master: MessageStore, body: bytes = b"m", timeout: float = 5.0) -> PutMessageStatus:
@@ -113,7 +116,7 @@ def test_in_sync_slave_ids_follow_a_slave_paused_and_resumed(master, start_slave
     s1, s2 = start_slave(S1), start_slave(S2)
     assert put(master) is PutMessageStatus.PUT_OK  # the best slave's ack, without a sync state set
     wait_until(lambda: in_sync(master) == {S1, S2}, 5, "both slaves in sync")
-    os.kill(s2.pid, signal.SIGSTOP)
+    pause_process(s2.pid)
     # puts keep coming: the paused slave has less and less of the log, the other keeps up
     wait_until(lambda: put(master) is PutMessageStatus.PUT_OK and in_sync(master) == {S1}, 5, "s2 out")
     os.kill(s2.pid, signal.SIGCONT)
@@ -130,7 +133,7 @@ def test_a_sync_state_set_with_every_ack_waits_for_each_member(master, start_sla
     master.config.all_ack_in_sync_state_set = True
     master.set_sync_state_set(frozenset({MASTER_ID, S1, S2}))
     assert put(master) is PutMessageStatus.PUT_OK
-    os.kill(s2.pid, signal.SIGSTOP)
+    pause_process(s2.pid)
     # acked by s1 alone: not enough, within slaveTimeout
     assert put(master) is PutMessageStatus.FLUSH_SLAVE_TIMEOUT
     master.set_sync_state_set(frozenset({MASTER_ID, S1}))

@@ -17,30 +17,10 @@ from typing import Any
 
 from rmq.broker.config import BrokerConfig
 from rmq.broker.config_manager import VersionedTableManager
-from rmq.protocol.message import group_error
+from rmq.protocol.message import CID_RMQ_SYS_PREFIX, SYSTEM_GROUPS, group_error
 from rmq.protocol.route import MASTER_ID
 
 log = logging.getLogger("rmq.broker")
-
-# Groups RocketMQ's tools and internal services use; they exist on every broker.
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
-FILTERSRV_CONSUMER_GROUP = "FILTERSRV_CONSUMER"
-SELF_TEST_CONSUMER_GROUP = "SELF_TEST_C_GROUP"
-ONS_HTTP_PROXY_GROUP = "CID_ONS-HTTP-PROXY"
-CID_ONSAPI_PULL_GROUP = "CID_ONSAPI_PULL"
-CID_ONSAPI_PERMISSION_GROUP = "CID_ONSAPI_PERMISSION"
-CID_ONSAPI_OWNER_GROUP = "CID_ONSAPI_OWNER"
-# Groups with this prefix are the broker's own (transactions): always auto-created.
-CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
-SYSTEM_GROUPS = (
-    TOOLS_CONSUMER_GROUP,
-    FILTERSRV_CONSUMER_GROUP,
-    SELF_TEST_CONSUMER_GROUP,
-    ONS_HTTP_PROXY_GROUP,
-    CID_ONSAPI_PULL_GROUP,
-    CID_ONSAPI_PERMISSION_GROUP,
-    CID_ONSAPI_OWNER_GROUP,
-)
 
 _JSON_NAMES = {
     "group_name": "groupName",

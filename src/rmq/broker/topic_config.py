@@ -23,7 +23,11 @@ from rmq.errors import RequestRefused
 from rmq.protocol.codes import ResponseCode
 from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
+    BENCHMARK_TOPIC,
+    OFFSET_MOVED_EVENT,
+    REPLY_TOPIC_POSTFIX,
     SCHEDULE_TOPIC,
+    SELF_TEST_TOPIC,
     SYSTEM_TOPIC_PREFIX,
     TRANS_CHECK_MAX_TIME_TOPIC,
     TRANS_HALF_TOPIC,
@@ -41,10 +45,6 @@ from rmq.protocol.topic_attributes import TopicMessageType, topic_message_type
 
 log = logging.getLogger("rmq.broker")
 
-SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
-BENCHMARK_TOPIC = "BenchmarkTest"
-OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
-REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
 # One queue per delay level (docs/messaging.md#delayed-messages).
 SCHEDULE_TOPIC_QUEUE_NUMS = 18
 # TopicConfig's defaults in RocketMQ, used by the system topics that do not set their own.

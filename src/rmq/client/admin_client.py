@@ -47,7 +47,9 @@ from rmq.protocol.message import (
     AUTO_CREATE_TOPIC_KEY_TOPIC,
     DLQ_GROUP_TOPIC_PREFIX,
     RETRY_GROUP_TOPIC_PREFIX,
+    TOOLS_CONSUMER_GROUP,
     MessageProperty,
+    dlq_topic,
     retry_topic,
 )
 from rmq.protocol.message_queue import MessageQueue
@@ -80,9 +82,8 @@ INT64_MAX = 2**63 - 1
 RESET_TO_LATEST = -1
 # How often an election asked of the controllers is checked for on the elected broker
 ELECTED_POLL_INTERVAL = 0.1
-# mqadmin's groups: the pulls of queryMsgByOffset and printMsg (MixAll.TOOLS_CONSUMER_GROUP), the
-# producers of queryMsgById -s (resend) and of clusterRT
-TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+# mqadmin's groups: the pulls of queryMsgByOffset and printMsg are TOOLS_CONSUMER_GROUP's; the
+# producers of queryMsgById -s (resend) and of clusterRT these
 RESEND_PRODUCER_GROUP = "ReSendMsgById"
 CLUSTER_RT_PRODUCER_GROUP = "ClusterRTProducer"
 # messages per pull of printMsg
@@ -291,6 +292,20 @@ class BrokerRT:
     rt_ms: float
     success_count: int
     fail_count: int
+
+
+@dataclasses.dataclass
+class MessageTrack:
+    """Where a message went for one group that consumes its topic (DefaultMQAdminExt's
+    messageTrackDetail, with the group's retries and dead letter): ``consumed`` None when the group
+    has no offset on the message's queue; ``retries`` the copies found in ``%RETRY%<group>``,
+    ``dead`` those in ``%DLQ%<group>``, each in store-time order."""
+
+    group: str
+    consumer_offset: int | None
+    consumed: bool | None
+    retries: list[StoredMessage]
+    dead: list[StoredMessage]
 
 
 @dataclasses.dataclass(frozen=True)
@@ -627,6 +642,43 @@ class AdminClient:
                 found += _records(body_bytes(response.body))
         return sorted(found, key=lambda m: m.store_timestamp)[:max_num]
 
+    def message_track(self, message: StoredMessage) -> list[MessageTrack]:
+        """For each group consuming the message's topic (its original topic when ``message`` is
+        itself a retry or a dead letter: RETRY_TOPIC), whether the group's offset on its queue has
+        passed it, and its copies in the group's retry and dead-letter topics, found by its client
+        message id (UNIQ_KEY, which a retried copy keeps); none are found for a message without one."""
+        topic = message.properties.get(MessageProperty.RETRY_TOPIC) or message.topic
+        uniq_key = message.properties.get(MessageProperty.UNIQ_KEY)
+        masters = self.topic_masters(topic)
+        store = f"{message.store_host[0]}:{message.store_host[1]}"
+        broker_name = next((name for name, addr in masters.items() if addr == store), None)
+        tracks = []
+        for group in self._consumer_groups_on(masters.values(), topic):
+            consumer_offset = None
+            if topic == message.topic:
+                for row in self.consume_progress(group, topic):
+                    if row.queue_id == message.queue_id and broker_name in (None, row.broker_name):
+                        consumer_offset = row.consumer_offset
+            consumed = None
+            if consumer_offset is not None and consumer_offset >= 0:  # -1: no offset committed
+                consumed = consumer_offset > message.queue_offset
+            tracks.append(
+                MessageTrack(
+                    group,
+                    consumer_offset,
+                    consumed,
+                    self._copies(retry_topic(group), uniq_key),
+                    self._copies(dlq_topic(group), uniq_key),
+                )
+            )
+        return tracks
+
+    def _copies(self, topic: str, uniq_key: str | None) -> list[StoredMessage]:
+        """The messages of ``topic`` whose client message id is ``uniq_key`` ([] when the topic does not exist)."""
+        if uniq_key is None or not self.topic_exists(topic):
+            return []
+        return [m for m in self.query_by_key(topic, uniq_key) if m.properties.get(MessageProperty.UNIQ_KEY) == uniq_key]
+
     # -- who is connected, and figures (mqadmin's connection, consumerStatus, statsAll, clusterRT,
     #    queryMsgByOffset, printMsg; bodies in rmq.protocol.running_info) --------------------------
 
@@ -735,14 +787,7 @@ class AdminClient:
         for name in topics:
             masters = list(self.topic_masters(name).values())
             in_tps, in_day = self._stats_sum(masters, running_info.TOPIC_PUT_NUMS, name)
-            groups: set[str] = set()
-            for addr in masters:
-                groups |= set(
-                    self._json(self.invoke(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": name})).get(
-                        "groupList"
-                    )
-                    or []
-                )
+            groups = self._consumer_groups_on(masters, name)
             if not groups:
                 if not active_only or in_day > 0:
                     rows.append(TopicGroupStats(name, None, 0, in_tps, 0.0, in_day, 0))
@@ -756,6 +801,29 @@ class AdminClient:
                 if not active_only or in_day > 0 or out_day > 0:
                     rows.append(TopicGroupStats(name, group, lag, in_tps, out_tps, in_day, out_day))
         return rows
+
+    def _consumer_groups_on(self, addrs: Iterable[str], topic: str) -> list[str]:
+        groups: set[str] = set()
+        for addr in addrs:
+            answer = self.invoke(addr, RequestCode.QUERY_TOPIC_CONSUME_BY_WHO, {"topic": topic})
+            groups |= set(self._json(answer).get("groupList") or [])
+        return sorted(groups)
+
+    def topic_consumer_groups(self, topic: str) -> list[str]:
+        """The groups that consume ``topic`` (QUERY_TOPIC_CONSUME_BY_WHO: online subscribers and
+        groups with offsets on it), over its masters, sorted."""
+        return self._consumer_groups_on(self.topic_masters(topic).values(), topic)
+
+    def topic_tps(self, topic: str) -> tuple[float, int]:
+        """(messages put per second over the last minute, messages put over the last day) of
+        ``topic``, summed over its masters (TOPIC_PUT_NUMS)."""
+        return self._stats_sum(self.topic_masters(topic).values(), running_info.TOPIC_PUT_NUMS, topic)
+
+    def group_tps(self, group: str, topic: str) -> tuple[float, int]:
+        """(messages ``group`` got of ``topic`` per second over the last minute, over the last day),
+        summed over the topic's masters (GROUP_GET_NUMS)."""
+        masters = self.topic_masters(topic).values()
+        return self._stats_sum(masters, running_info.GROUP_GET_NUMS, group_stats_key(topic, group))
 
     def _stats_sum(self, addrs: Iterable[str], stats_name: str, stats_key: str) -> tuple[float, int]:
         tps, day = 0.0, 0
@@ -1127,6 +1195,15 @@ class AdminClient:
         response = self.invoke(addr, RequestCode.GET_ALL_SUBSCRIPTIONGROUP_CONFIG)
         table: dict[str, dict[str, Any]] = self._json(response).get("subscriptionGroupTable") or {}
         return table
+
+    def all_subscription_groups(self) -> dict[str, dict[str, Any]]:
+        """group -> its SubscriptionGroupConfig JSON, over every master (the first master's
+        config of a group held by several), sorted by group."""
+        merged: dict[str, dict[str, Any]] = {}
+        for addr in self.target_brokers(None, None):
+            for group, config in self.subscription_groups(addr).items():
+                merged.setdefault(group, config)
+        return dict(sorted(merged.items()))
 
     def update_subscription_group(
         self, config: dict[str, Any], cluster: str | None = None, broker_addr: str | None = None

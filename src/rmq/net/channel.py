@@ -269,8 +269,8 @@ class Endpoint:
 
     def dispatch(self, channel: Any, request: RemotingCommand) -> None:
         """Loop thread: serve ``request`` as if read from ``channel``, a connection or a stand-in
-        for one (rmq.proxy.bridge's LocalChannel: ``remote_address``, ``send_response``,
-        ``send_oneway``): the same request check, timer and processors."""
+        for one (a ``PeerChannel``: rmq.proxy.bridge's LocalChannel, which also has ``send_oneway``):
+        the same request check, timer and processors."""
         self._dispatch(channel, request)
 
     def channel_closed(self, channel: Any) -> None:
@@ -353,8 +353,37 @@ class Endpoint:
             return RemotingCommand.response_to(request, ResponseCode.SYSTEM_ERROR, remark=remark[:_MAX_ERROR_REMARK])
 
 
-class Channel:
-    """One TCP connection carrying remoting frames both ways, many requests in flight."""
+class PeerChannel:
+    """What an endpoint's processors answer on: a connection (``Channel``) or a stand-in for one
+    (rmq.proxy.bridge's ``LocalChannel``, a gRPC client served in process). Both keep the
+    request timer's books the same way: a request answered later is timed until ``send_response``."""
+
+    def __init__(self, remote_address: str) -> None:
+        self.remote_address = remote_address
+        # requests answered later, with a request timer: opaque -> (request code, start, timer)
+        self._answers_due: dict[int, tuple[int, float, Callable[[int, int | None, float], object]]] = {}
+
+    @property
+    def remote_host(self) -> str:
+        """The peer's address without its port: one client however often it reconnects."""
+        return self.remote_address.rpartition(":")[0]
+
+    def send_response(self, response: RemotingCommand) -> None:
+        """Send an answer (any thread)."""
+        if self._answers_due:
+            due = self._answers_due.pop(response.opaque, None)
+            if due is not None:
+                request_code, start, timer = due
+                timer(request_code, response.code, time.perf_counter() - start)
+        self._send(response)
+
+    def _send(self, cmd: RemotingCommand) -> None:
+        raise NotImplementedError
+
+
+class Channel(PeerChannel):
+    """One TCP connection carrying remoting frames both ways, many requests in flight. An answer
+    (``send_response``) is queued and goes out at the end of the loop iteration."""
 
     def __init__(
         self,
@@ -369,7 +398,7 @@ class Channel:
         connecting: bool = False,
     ):
         """``output_account``: the group whose total unsent output is bounded too (a server's)."""
-        self.remote_address = remote_address
+        super().__init__(remote_address)
         self._loop = loop
         self._sock = sock
         self._fd = sock.fileno()
@@ -386,8 +415,6 @@ class Channel:
         # the unsent output a paused connection must drain to before it is read again
         self._resume_mark = max_pending_output // 2
         self._pending: dict[int, tuple[ResponseCallback, TimerHandle | None]] = {}
-        # requests answered later, with a request timer: opaque -> (request code, start, timer)
-        self._answers_due: dict[int, tuple[int, float, Callable[[int, int | None, float], object]]] = {}
         self._state = _CONNECTING if connecting else _ACTIVE
         self._reading = True
         # Requests read but not yet handed to processors, held while the peer does not read.
@@ -407,11 +434,6 @@ class Channel:
         return f"<Channel {self.remote_address} {self._state}>"
 
     @property
-    def remote_host(self) -> str:
-        """The peer's address without its port: one client however often it reconnects."""
-        return self.remote_address.rpartition(":")[0]
-
-    @property
     def is_active(self) -> bool:
         return self._state is _ACTIVE
 
@@ -421,15 +443,6 @@ class Channel:
         return self._out.size
 
     # -- sending ------------------------------------------------------------------------------
-
-    def send_response(self, response: RemotingCommand) -> None:
-        """Queue an answer (any thread); it goes out at the end of the loop iteration."""
-        if self._answers_due:
-            due = self._answers_due.pop(response.opaque, None)
-            if due is not None:
-                request_code, start, timer = due
-                timer(request_code, response.code, time.perf_counter() - start)
-        self._send(response)
 
     def send_oneway(self, request: RemotingCommand) -> None:
         """Send a request that gets no answer."""

@@ -275,6 +275,8 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
     interval = spec.interval
     n_intervals = spec.intervals
     sock.setblocking(False)
+    answers = select.poll()
+    answers.register(sock, select.POLLIN)
     time.sleep(max(0.0, t_warm - time.monotonic()))
 
     pending_keyed: dict[int, float] = {}  # key -> intended send time
@@ -357,8 +359,7 @@ def _drive(spec: LoadSpec, worker: int, driver: Driver, sock: socket.socket, t_w
         if outstanding == 0:
             time.sleep(timeout)
             continue
-        readable, _, _ = select.select([sock], [], [], timeout)
-        if not readable:
+        if not _wait_readable(answers, timeout):
             continue
         try:
             data = sock.recv(1 << 20)
@@ -449,14 +450,34 @@ def _drive_compiled(
     report(index, loop.outstanding * spec.batch)
 
 
+# poll, not select, waits for the socket: select() refuses a descriptor numbered 1024 or more
+def _wait_readable(poller: select.poll, timeout: float) -> bool:
+    """Whether the socket ``poller`` watches became readable within ``timeout`` seconds. poll
+    takes whole milliseconds (select took microseconds): it waits for the whole ones and the rest
+    is slept, so that a request falls due on time as with the compiled loop's ppoll (an answer that
+    comes in that rest, under a millisecond, is read at its end)."""
+    whole_ms = int(timeout * 1000)
+    if poller.poll(whole_ms):
+        return True
+    rest = timeout - whole_ms / 1000
+    if rest <= 0:
+        return False
+    time.sleep(rest)
+    return bool(poller.poll(0))
+
+
 def _send_all(sock: socket.socket, data: bytes) -> None:
     """sendall on a non-blocking socket: wait for room instead of failing."""
     view = memoryview(data)
+    room: select.poll | None = None
     while view:
         try:
             sent = sock.send(view)
         except BlockingIOError:
-            select.select([], [sock], [], 1.0)
+            if room is None:
+                room = select.poll()
+                room.register(sock, select.POLLOUT)
+            room.poll(1000)
             continue
         view = view[sent:]
 

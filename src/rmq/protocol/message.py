@@ -130,6 +130,57 @@ NOT_ALLOWED_SEND_TOPICS = frozenset(
 )
 
 
+# Topics a broker makes at start besides those (RocketMQ's TopicConfigManager): the self test's, the
+# benchmark's, offset-moved events, and <cluster>_REPLY_TOPIC for request-reply
+SELF_TEST_TOPIC = "SELF_TEST_TOPIC"
+BENCHMARK_TOPIC = "BenchmarkTest"
+OFFSET_MOVED_EVENT = "OFFSET_MOVED_EVENT"
+REPLY_TOPIC_POSTFIX = "REPLY_TOPIC"
+# The prefix of RocketMQ's own topics besides rmq_sys_ (message traces, transactions)
+RMQ_SYS_TOPIC_PREFIX = "RMQ_SYS_"
+SYSTEM_TOPIC_PREFIXES = (RETRY_GROUP_TOPIC_PREFIX, DLQ_GROUP_TOPIC_PREFIX, SYSTEM_TOPIC_PREFIX, RMQ_SYS_TOPIC_PREFIX)
+# Topics RocketMQ's TopicValidator counts as the system's besides the prefixed ones
+OTHER_SYSTEM_TOPICS = frozenset({AUTO_CREATE_TOPIC_KEY_TOPIC, SELF_TEST_TOPIC, OFFSET_MOVED_EVENT, BENCHMARK_TOPIC})
+
+# Groups RocketMQ's tools and internal services use (MixAll's); they exist on every broker.
+TOOLS_CONSUMER_GROUP = "TOOLS_CONSUMER"
+FILTERSRV_CONSUMER_GROUP = "FILTERSRV_CONSUMER"
+SELF_TEST_CONSUMER_GROUP = "SELF_TEST_C_GROUP"
+ONS_HTTP_PROXY_GROUP = "CID_ONS-HTTP-PROXY"
+CID_ONSAPI_PULL_GROUP = "CID_ONSAPI_PULL"
+CID_ONSAPI_PERMISSION_GROUP = "CID_ONSAPI_PERMISSION"
+CID_ONSAPI_OWNER_GROUP = "CID_ONSAPI_OWNER"
+# Groups with this prefix are the broker's own (transactions): always auto-created.
+CID_RMQ_SYS_PREFIX = "CID_RMQ_SYS_"
+SYSTEM_GROUPS = (
+    TOOLS_CONSUMER_GROUP,
+    FILTERSRV_CONSUMER_GROUP,
+    SELF_TEST_CONSUMER_GROUP,
+    ONS_HTTP_PROXY_GROUP,
+    CID_ONSAPI_PULL_GROUP,
+    CID_ONSAPI_PERMISSION_GROUP,
+    CID_ONSAPI_OWNER_GROUP,
+)
+
+
+def is_system_topic(topic: str) -> bool:
+    """A topic of the broker's own or of a group's (retries, dead letters), which a topic list
+    hides unless asked (rocketmq-dashboard's "system topics" toggle). A cluster's and a broker's
+    own topics (named after them) are system topics too, which only the name server's tables tell."""
+    return (
+        topic in NOT_ALLOWED_SEND_TOPICS
+        or topic in OTHER_SYSTEM_TOPICS
+        or topic.endswith("_" + REPLY_TOPIC_POSTFIX)
+        or topic.startswith(SYSTEM_TOPIC_PREFIXES)
+    )
+
+
+def is_system_group(group: str) -> bool:
+    """A group of RocketMQ's tools and services, or the broker's own (rocketmq-dashboard hides them
+    unless asked)."""
+    return group in SYSTEM_GROUPS or group.startswith(CID_RMQ_SYS_PREFIX)
+
+
 def retry_topic(group: str) -> str:
     """The topic a consumer group's failed messages are re-delivered from: ``%RETRY%<group>``."""
     return RETRY_GROUP_TOPIC_PREFIX + group

@@ -29,6 +29,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from rmq.errors import RmqError
+from rmq.net.channel import PeerChannel
 from rmq.net.codec import RemotingCommand
 from rmq.protocol.acl import SignedCall
 
@@ -53,19 +54,17 @@ class BridgeClosed(RmqError):
     """The endpoint is shutting down: the call was cancelled, or the broker's loop is gone."""
 
 
-class LocalChannel:
+class LocalChannel(PeerChannel):
     """A gRPC client as the broker's processors see a connection (``remote_address``,
     ``send_response``, ``send_oneway``): one per client id (``x-mq-client-id``)."""
 
     def __init__(self, bridge: Bridge, client_id: str, remote_address: str):
+        super().__init__(remote_address)
         self.client_id = client_id
-        self.remote_address = remote_address
         self._bridge = bridge
         self._active = True
         # when the request being served was read (send processors measure their queueing from it)
         self.read_at = time.monotonic()
-        # requests answered later, for the broker's request timer (rmq.net.channel.Endpoint)
-        self._answers_due: dict[int, tuple[int, float, Callable[[int, int | None, float], object]]] = {}
         #: rmq-grpc loop: a request the broker sends this client (CHECK_TRANSACTION_STATE)
         self.on_request: Callable[[RemotingCommand], None] | None = None
         #: the endpoint's own channel (its requests pass the broker's ACL check)
@@ -77,24 +76,15 @@ class LocalChannel:
         return f"<LocalChannel {self.client_id} {self.remote_address}>"
 
     @property
-    def remote_host(self) -> str:
-        return self.remote_address.rpartition(":")[0]
-
-    @property
     def is_active(self) -> bool:
         return self._active
 
-    def send_response(self, response: RemotingCommand) -> None:
-        """The broker's answer (any thread): resolves the call waiting on the rmq-grpc loop."""
-        if self._answers_due:
-            due = self._answers_due.pop(response.opaque, None)
-            if due is not None:
-                request_code, start, timer = due
-                timer(request_code, response.code, time.perf_counter() - start)
-        self._bridge._answer(response)
+    def _send(self, cmd: RemotingCommand) -> None:
+        # the broker's answer (any thread): resolves the call waiting on the rmq-grpc loop
+        self._bridge._answer(cmd)
 
     # the broker's endpoint queues an answer made at once this way (on its loop thread)
-    _queue = send_response
+    _queue = PeerChannel.send_response
 
     def send_oneway(self, request: RemotingCommand) -> None:
         """A request the broker sends the client (any thread), handed to ``on_request``."""

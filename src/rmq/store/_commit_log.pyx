@@ -169,6 +169,18 @@ cdef class CommitLog(MappedFileQueue):
         if made is not None:
             made.destroy()
 
+    def close(self):
+        """The store shuts down (its writers and flush threads stopped): the file made ahead goes
+        (never written), the group commit and the replication stream are shown no file, then
+        every file is closed (MappedFile.close): no thread keeps an address unmapped under it."""
+        cdef MappedFile mf
+        with self.making_ahead:
+            self.drop_made_ahead()
+            files, self.files = self.files, []
+            self.publish_files()
+            for mf in files:
+                mf.close()
+
     cdef void publish_files(self):
         """The files changed (a roll-over, retention, truncation): show the group commit and the
         replication stream the new ones."""

@@ -50,4 +50,6 @@ cdef class StoreCheckpoint:
     cdef object _mmap
     cdef Py_buffer _buffer
     cdef bint _has_buffer
-    cdef unsigned char* base
+    cdef unsigned char* base   # NULL once closed
+
+    cdef unsigned char* field(self, Py_ssize_t at) except NULL

@@ -25,6 +25,8 @@ from libc.string cimport memset
 from rmq.includes.endian cimport load_be32, load_be64, store_be32, store_be64
 from rmq.store._mapped_file cimport MappedFile, MappedFileQueue
 
+from rmq.errors import StoreError
+
 # Python-visible copy of the layout enums, compared with rmq.store.layout by the tests.
 LAYOUT = {
     "CQ_COMMITLOG_OFFSET": CQ_COMMITLOG_OFFSET, "CQ_SIZE": CQ_SIZE, "CQ_TAGS_CODE": CQ_TAGS_CODE,
@@ -263,6 +265,10 @@ cdef class ConsumeQueue:
     def flush(self, int least_pages=0):
         self.files.flush(least_pages)
 
+    def close(self):
+        """Close its files (the store shuts down); they stay on disk."""
+        self.files.close()
+
     def destroy(self):
         self.files.destroy()
 
@@ -292,36 +298,45 @@ cdef class StoreCheckpoint:
         if self._has_buffer:
             PyBuffer_Release(&self._buffer)
 
+    cdef unsigned char* field(self, Py_ssize_t at) except NULL:
+        if self.base == NULL:
+            raise StoreError(f"checkpoint {self.path} is closed: its store was shut down")
+        return self.base + at
+
     @property
     def physic_msg_timestamp(self):
-        return load_be64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP)
+        return load_be64(self.field(CHECKPOINT_PHYSIC_TIMESTAMP))
 
     @physic_msg_timestamp.setter
     def physic_msg_timestamp(self, int64_t value):
-        store_be64(self.base + CHECKPOINT_PHYSIC_TIMESTAMP, <uint64_t>value)
+        store_be64(self.field(CHECKPOINT_PHYSIC_TIMESTAMP), <uint64_t>value)
 
     @property
     def logics_msg_timestamp(self):
-        return load_be64(self.base + CHECKPOINT_LOGICS_TIMESTAMP)
+        return load_be64(self.field(CHECKPOINT_LOGICS_TIMESTAMP))
 
     @logics_msg_timestamp.setter
     def logics_msg_timestamp(self, int64_t value):
-        store_be64(self.base + CHECKPOINT_LOGICS_TIMESTAMP, <uint64_t>value)
+        store_be64(self.field(CHECKPOINT_LOGICS_TIMESTAMP), <uint64_t>value)
 
     @property
     def index_msg_timestamp(self):
-        return load_be64(self.base + CHECKPOINT_INDEX_TIMESTAMP)
+        return load_be64(self.field(CHECKPOINT_INDEX_TIMESTAMP))
 
     @index_msg_timestamp.setter
     def index_msg_timestamp(self, int64_t value):
-        store_be64(self.base + CHECKPOINT_INDEX_TIMESTAMP, <uint64_t>value)
+        store_be64(self.field(CHECKPOINT_INDEX_TIMESTAMP), <uint64_t>value)
 
     def flush(self):
+        self.field(0)
         self._mmap.flush()
 
     def close(self):
+        """Unmap the file and close its descriptor; reads and writes then raise StoreError.
+        Idempotent."""
         if self._has_buffer:
             PyBuffer_Release(&self._buffer)
             self._has_buffer = False
+        self.base = NULL
         self._mmap.close()
 

@@ -69,6 +69,7 @@ cdef struct GroupCommitState:
 cdef class GroupCommit:
     cdef GroupCommitState* state
 
+    cdef void close(self) noexcept
     cdef void start(self, int64_t end) noexcept
     cdef void rewind(self, int64_t end) noexcept
     cdef void publish_put(self, int64_t next_offset, int64_t store_timestamp, bint wait) noexcept

@@ -199,8 +199,21 @@ cdef class GroupCommit:
         if self.state != NULL:
             pthread_cond_destroy(&self.state.wake)
             pthread_mutex_destroy(&self.state.mutex)
-            c_close(self.state.event_fd)
+            if self.state.event_fd >= 0:
+                c_close(self.state.event_fd)
             PyMem_Free(self.state)
+
+    cdef void close(self) noexcept:
+        """The store shut down, its flush thread and replication stopped: ``event_fd`` is closed
+        (-1 from now on, so no late write can reach a descriptor that reused its number)."""
+        cdef int fd
+        pthread_mutex_lock(&self.state.mutex)
+        fd = self.state.event_fd
+        self.state.event_fd = -1
+        self.state.n_files = 0
+        pthread_mutex_unlock(&self.state.mutex)
+        if fd >= 0:
+            c_close(fd)
 
     cdef void start(self, int64_t end) noexcept:
         """Rounds start from the CommitLog as recovered: everything below ``end`` is on disk."""

@@ -418,6 +418,22 @@ cdef void set_idle(StreamState* st, bint idle) noexcept nogil:
             set_events(st, &st.slaves[i])
 
 
+cdef void close_descriptors(StreamState* st) noexcept nogil:
+    """Close the epoll and the eventfds: -1 from now on, so that a late wake or notify reaches no
+    descriptor that reused the number; the file table is emptied with them."""
+    cdef int fds[3]
+    cdef int i
+    pthread_mutex_lock(&st.mutex)
+    fds[0], fds[1], fds[2] = st.epoll_fd, st.wake_fd, st.notify_fd
+    st.epoll_fd = st.wake_fd = st.notify_fd = -1
+    rmq_store_int(&st.wake_slot, -1)
+    st.n_files = 0
+    pthread_mutex_unlock(&st.mutex)
+    for i in range(3):
+        if fds[i] >= 0:
+            c_close(fds[i])
+
+
 cdef int wait_ms(StreamState* st) noexcept nogil:
     cdef int64_t housekeeping = (st.heartbeat_ns if st.heartbeat_ns < st.housekeeping_ns
                                  else st.housekeeping_ns) // 2 // NS_PER_MS + 1
@@ -496,13 +512,18 @@ cdef class HAStream:
         cdef StreamState* st = self.state
         if st == NULL:
             return
-        for fd in (st.epoll_fd, st.wake_fd, st.notify_fd):
-            if fd >= 0:
-                c_close(fd)
+        close_descriptors(st)
         pthread_mutex_destroy(&st.mutex)
         free(st.files)
         free(st.slaves)
         free(st)
+
+    def close(self):
+        """Once ``run`` has returned (its thread joined) and every slave was removed: close the
+        epoll and the eventfds and let go of the CommitLog's mappings. Idempotent."""
+        with nogil:
+            close_descriptors(self.state)
+        self._file_refs = []
 
     @property
     def notify_fd(self):

@@ -20,9 +20,12 @@
 # comes back as an OSError there, before anything is written).
 #
 # Lifetime: mapped memory stays valid while any memoryview handed out still references its mmap
-# object. Deleting a file (retention, truncation: under the store's put lock) unlinks it and drops
-# this object's references only, so readers never see memory unmapped under them; a msync holds
-# the mmap itself for the time it runs without the GIL (MappedFile.flush_to).
+# object. Closing a file (the store's shutdown) or deleting it (retention, truncation: under the
+# store's put lock) unmaps it and closes the descriptor the mmap object keeps at once, unless a
+# view handed out still uses the mapping: then both go with the last such view, so readers never
+# see memory unmapped under them; a msync holds the mmap itself for the time it runs without the
+# GIL (MappedFile.flush_to). A closed file's ``base`` is NULL and its queue holds no file any more:
+# compiled code finds nothing to read rather than freed memory.
 import logging
 import mmap as _mmap_module
 import os
@@ -35,6 +38,8 @@ from posix.fcntl cimport O_CREAT, O_RDWR, open as c_open
 from posix.unistd cimport close as c_close
 
 from rmq.includes.system cimport MADV_NORMAL, MADV_RANDOM, MADV_WILLNEED, MS_SYNC, madvise, msync
+
+from rmq.errors import StoreError
 
 log = logging.getLogger("rmq.store")
 
@@ -223,6 +228,8 @@ cdef class MappedFile:
         return 0
 
     cdef object view(self, Py_ssize_t position, Py_ssize_t size):
+        if self._view is None:
+            raise StoreError(f"{self.path} is closed: its store was shut down")
         return self._view[position:position + size]
 
     cdef int flush_to(self, Py_ssize_t position) except -1:
@@ -269,11 +276,26 @@ cdef class MappedFile:
             raise ValueError(f"range {position}+{size} outside the {self.wrote_position} bytes written")
         return self.view(position, size)
 
-    def destroy(self):
-        """Unlink the file; the mapping lives on until the last view handed out is gone."""
+    def close(self):
+        """Unmap the file and close its descriptor, now or, while a view handed out still uses the
+        mapping, when the last such view goes; reads then raise StoreError. Idempotent."""
+        cdef object mapping = self._mmap
         self._release()
         self._view = None
         self._mmap = None
+        if mapping is not None:
+            try:
+                mapping.close()
+            except BufferError:
+                pass    # exported to a reader (or a msync under way): unmapped when it lets go
+
+    @property
+    def closed(self):
+        return self._mmap is None
+
+    def destroy(self):
+        """Close and unlink the file."""
+        self.close()
         try:
             os.unlink(self.path)
         except FileNotFoundError:
@@ -287,6 +309,8 @@ cdef class MappedFile:
         # a punch stops at the file's size short of
         cdef Py_ssize_t punch_end = (self.file_size + PAGE_SIZE - 1) & ~(PAGE_SIZE - 1)
         cdef int fd, rc = 0
+        if self.base == NULL:
+            raise StoreError(f"{self.path} is closed: its store was shut down")
         if page_end > self.file_size:
             page_end = self.file_size
         memset(self.base + position, 0, page_end - position)
@@ -474,6 +498,13 @@ cdef class MappedFileQueue:
         if self.flushed_where < self.min_offset():
             self.flushed_where = self.min_offset()
         return True
+
+    def close(self):
+        """Close every file (MappedFile.close), keeping them on disk; the queue holds none from
+        now on. Idempotent."""
+        files, self.files = self.files, []
+        for mf in files:
+            (<MappedFile>mf).close()
 
     def destroy(self):
         for mf in self.files:

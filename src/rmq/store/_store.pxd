@@ -172,6 +172,8 @@ cdef class _StoreState:
     cdef bint _completes_commits
     # the put lock: serialises writers and readers of mapped memory (see _lock)
     cdef bint _busy
+    # shut down (StoreCore.close): no file is mapped any more, the put lock refuses every caller
+    cdef readonly bint closed
     cdef GroupCommit _group_commit
     # store timestamps of the newest record written / dispatched (checkpoint bookkeeping)
     cdef readonly int64_t last_store_timestamp

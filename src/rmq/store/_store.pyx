@@ -452,6 +452,10 @@ cdef class _StoreState:
         while self._busy:
             with nogil:
                 usleep(50)
+        if self.closed:
+            # every reader and writer of mapped memory comes through here: after close() none
+            # may go on to a file whose mapping is gone
+            raise StoreError(f"store {self.store_path} is shut down")
         self._busy = True
         return 0
 
@@ -498,3 +502,25 @@ cdef class StoreCore(_StoreRecovery):
         self.last_store_timestamp = 0
         self._replica_fd = -1
         self._ha_wake_fd = -1
+
+    def close(self):
+        """Shutdown's last step, once every thread that reads or writes the files has stopped and
+        everything is flushed: unmap and close every CommitLog and ConsumeQueue file, the file a
+        slave appends through and the group commit's eventfd. Puts answer SERVICE_NOT_AVAILABLE
+        from then on and whatever else would read or write the store raises StoreError, rather
+        than reaching memory that was unmapped. Idempotent."""
+        cdef ConsumeQueue queue
+        if self.closed:
+            return
+        self._lock()
+        try:
+            self.set_running(False)
+            self.close_replica_file()
+            self.commit_log.close()
+            for queues in self.consume_queue_table.values():
+                for queue in (<dict>queues).values():
+                    queue.close()
+            self._group_commit.close()
+            self.closed = True
+        finally:
+            self._unlock()

@@ -692,6 +692,7 @@ class HAService:
         self._stream_thread.shutdown()
         self.store.attach_ha_stream(None)
         self.store.wake_ha_on_next_put(-1)
+        self.stream.close()
         os.close(self._new_data_fd)
 
     def _close_all(self) -> None:

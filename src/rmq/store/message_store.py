@@ -117,6 +117,8 @@ class MessageStore(StoreCore):
 
     def start(self) -> MessageStore:
         """Lock the directory, recover, start the services and accept puts."""
+        if self.closed:
+            raise StoreError(f"store {self.store_path} was shut down: open it again as a new MessageStore")
         os.makedirs(self.store_path, exist_ok=True)
         self._take_lock_file()
         try:
@@ -294,7 +296,9 @@ class MessageStore(StoreCore):
         self._completion_handed_over = True
 
     def shutdown(self) -> None:
-        """Refuse new puts, complete pending ones, flush everything, mark the exit as clean."""
+        """Refuse new puts, complete pending ones, flush everything, close every file and mapping
+        the store opened (``StoreCore.close``), mark the exit as clean. Idempotent; a store shut
+        down is not started again (make a new one)."""
         if self._lock_fd is None:
             return
         self.set_running(False)
@@ -310,6 +314,8 @@ class MessageStore(StoreCore):
         self.flush_commit_log(0)
         self.flush_logics()
         self.index_service.shutdown()
+        self.checkpoint.close()
+        self.close()
         os.unlink(self.abort_path)
         self._release_lock_file()
 
