@@ -167,9 +167,10 @@ def flood_connections(pid: int, port: int, count: int, timeout: float = 60.0) ->
     return FloodReport(count, accept_seconds, before, peak, process_status(pid))
 
 
-# Small files, fast delay levels and a slave that copies its master's metadata every 2 s: tests
-# write little and should not wait minutes for a retry or tens of seconds for a slave's copy.
-SLAVE_SYNC_INTERVAL = 2.0
+# Small files, fast delay levels and a slave that copies its master's metadata every 0.5 s: tests
+# write little and should not wait minutes for a retry or seconds for a slave's copy (a topic made
+# on a master is waited for on its slave by nearly every master-and-slave test).
+SLAVE_SYNC_INTERVAL = 0.5
 CLUSTER_BROKER_SETTINGS = {
     "mappedFileSizeCommitLog": str(8 * 1024 * 1024),
     "mappedFileSizeConsumeQueue": str(20 * 30000),

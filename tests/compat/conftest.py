@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from rmq.perf.procs import Processes
 from tests.helpers.compat import (
     ALI_ONS,
     FAMILIES,
@@ -76,15 +77,19 @@ def node_clients(grpc_clients: Grpc5Clients) -> Grpc5Clients:
     return grpc_clients
 
 
-@pytest.fixture
-def grpc_cluster(spawn, tmp_path: Path) -> Iterator[GrpcCluster]:
+@pytest.fixture(scope="module")
+def grpc_cluster(tmp_path_factory) -> Iterator[GrpcCluster]:
     """The ``cluster`` fixture's processes, the broker serving gRPC on a free port (``endpoint``),
-    SQL92 filters (enablePropertyFilter) and checking open transactions every 0.5 s."""
-    store = tmp_path / "broker-store"
+    SQL92 filters (enablePropertyFilter) and checking open transactions every 0.5 s. One for the
+    tests of a module (a name server and a broker take a second or two to start): each of them
+    sends to and reads from topics and groups of its own, and none stops the broker."""
+    processes = Processes()
+    store = tmp_path_factory.mktemp("grpc-cluster") / "broker-store"
     store.mkdir()
-    cluster = GrpcCluster(spawn, store)
+    cluster = GrpcCluster(processes.spawn, store)
     cluster.settings.update(FAST_CHECKS, enablePropertyFilter="true")
     try:
         yield cluster.start()
     finally:
         cluster.close()
+        processes.stop_all()

@@ -37,10 +37,11 @@ def test_ali_ons_reads_on_from_the_slave_while_the_master_is_down(spawn, tmp_pat
         sent = ons_clients.run("ons_produce.js", pair.namesrv_addr, TOPIC, "ons-failover-p", COUNT, "TagA", "f")
         assert {s["status"] for s in sent} == {"SEND_OK"} and len(sent) == COUNT
         ends = pair.wait_replicated(TOPIC)
-        # it stops once idle for 8 s (a redelivery must not end it before the last message came)
+        # it stops once every body came (a redelivery counts once), or once idle for 8 s
         consumer = ons_clients.start(
-            "ons_consume.js", pair.namesrv_addr, TOPIC, GROUP, "*", 2 * COUNT, 8_000, 0, 16, json.dumps(ONS_OPTIONS)
-        )
+            "ons_consume.js", pair.namesrv_addr, TOPIC, GROUP, "*", COUNT, 8_000, 0, 16,
+            json.dumps({**ONS_OPTIONS, "distinct": True}),
+        )  # fmt: skip
         received: list[str] = []
         reader = threading.Thread(
             target=lambda: received.extend(

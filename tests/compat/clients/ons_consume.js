@@ -7,7 +7,8 @@
 // ACTION_RETRY returned for a message delivered from %RETRY%<group> (its retry-topic wrapper drops the
 // handler's return value, so the retry counts as consumed), while a thrown error is sent back either way.
 // MAX_RECONSUME_TIMES: the consumer's maxReconsumeTimes (default 16), sent with each send-back.
-// OPTIONS_JSON: more Consumer options, over these (pullBatchSize, pullInterval, pollNameServerInteval...).
+// OPTIONS_JSON: more Consumer options, over these (pullBatchSize, pullInterval, pollNameServerInteval...),
+// and "distinct": true to count each body once (a redelivery then does not end the run early).
 // SUB_EXPRESSION "SQL92:<sql>" subscribes by SQL92 (ali-ons takes {expressionType, subString}).
 'use strict';
 const { Consumer } = require('ali-ons');
@@ -22,6 +23,7 @@ async function main() {
   const count = Number(countText);
   const idleMs = Number(idleText);
   let toFail = Number(failText);
+  const { distinct = false, ...options } = JSON.parse(optionsText);
   const consumer = new Consumer({
     nameSrv, httpclient: {}, consumerGroup: group, instanceName: `c${process.pid}`,
     consumeFromWhere: 'CONSUME_FROM_FIRST_OFFSET',
@@ -29,10 +31,11 @@ async function main() {
     persistConsumerOffsetInterval: 1000,
     maxReconsumeTimes: Number(maxText),
     ...credentials(),
-    ...JSON.parse(optionsText),
+    ...options,
   });
   consumer.on('error', err => console.error(`consumer error: ${err.message}`));
   let received = 0;
+  const bodies = new Set();
   let last = Date.now();
   const selector = expression.startsWith('SQL92:')
     ? { expressionType: 'SQL92', subString: expression.slice('SQL92:'.length) }
@@ -44,9 +47,11 @@ async function main() {
       console.log(JSON.stringify({ retried: msg.body.toString(), reconsumeTimes: msg.reconsumeTimes }));
       throw new Error(`failing delivery of ${msg.msgId} on purpose`);
     }
-    received++;
+    const body = msg.body.toString();
+    if (!distinct || !bodies.has(body)) received++;
+    bodies.add(body);
     console.log(JSON.stringify({
-      body: msg.body.toString(), tags: msg.tags, keys: msg.keys, msgId: msg.msgId, topic: msg.topic,
+      body, tags: msg.tags, keys: msg.keys, msgId: msg.msgId, topic: msg.topic,
       queueId: msg.queueId, queueOffset: Number(msg.queueOffset), reconsumeTimes: msg.reconsumeTimes,
       sysFlag: msg.sysFlag, properties: msg.properties,
     }));

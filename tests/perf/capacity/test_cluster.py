@@ -1,12 +1,14 @@
 """rmq-capacity on a real Spark standalone cluster: a master and two workers of the pip-installed
 PySpark started on free loopback ports by ``rmq-capacity cluster up`` (stopped by ``down``, which
 leaves no process and no pid file), then ``rmq-capacity --master spark://...`` and ``spark-submit --master spark://...
-spark/capacity.py`` against it. Each plans what local mode plans, and the work ran in both workers'
-executors: the driver's event log says which executor ran each task, each worker's own JSON which
-executors of the application it ran."""
+spark/capacity.py`` against it, side by side (each application takes a core of each worker's two:
+a driver spends most of its time starting JVMs and waiting on tasks). Each plans what local mode
+plans, and the work ran in both workers' executors: the driver's event log says which executor ran
+each task, each worker's own JSON which executors of the application it ran."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -41,7 +43,7 @@ def _up(cluster: SparkCluster) -> SparkCluster:
     """``rmq-capacity cluster up``, as a user starts one: it prints the master URL once both
     workers are ALIVE, and ``status`` says so."""
     up = _cluster_command("up", "--dir", str(cluster.root), "--port", str(cluster.port), "--webui-port",
-                          str(cluster.webui_port), "--workers", "2", "--cores", "1", "--memory", "1g")  # fmt: skip
+                          str(cluster.webui_port), "--workers", "2", "--cores", "2", "--memory", "1g")  # fmt: skip
     assert up.returncode == 0, up.stderr[-3000:]
     assert up.stdout == f"{cluster.master_url}\n"
     status = _cluster_command("status", "--dir", str(cluster.root))
@@ -71,12 +73,12 @@ def booting_cluster(tmp_path_factory) -> Iterator[tuple[SparkCluster, Future[Spa
 def spark_cluster(booting_cluster, local_plan) -> SparkCluster:
     cluster, started = booting_cluster
     started.result(timeout=START_TIMEOUT + 30)
-    events = cluster.root / "events"
-    events.mkdir()
     with (cluster.conf_dir / "spark-defaults.conf").open("a") as conf:
+        # an application of a core on each worker (spark.deploy.spreadOut), each worker's two cores
+        # and its 1g shared by both drivers' executors
         conf.write(
-            f"spark.eventLog.enabled true\nspark.eventLog.compress false\nspark.eventLog.dir {events.as_uri()}\n"
-            "spark.driver.memory 512m\nspark.executor.memory 512m\n"
+            "spark.eventLog.enabled true\nspark.eventLog.compress false\n"
+            "spark.driver.memory 512m\nspark.executor.memory 512m\nspark.executor.cores 1\nspark.cores.max 2\n"
         )
     return cluster
 
@@ -100,22 +102,63 @@ def local_plan(spark, logs) -> dict[str, Any]:
     return json.loads(json.dumps(capacity.to_json(), default=str))
 
 
-def _run(cluster: SparkCluster, command: list[str], out: Path) -> tuple[dict[str, Any], str]:
-    """Run ``command`` (a driver on the cluster); its capacity.json and its application's id."""
-    events = cluster.root / "events"
-    before = set(events.iterdir())
-    env = {**_env(), "SPARK_CONF_DIR": str(cluster.conf_dir)}
-    result = subprocess.run(command, capture_output=True, text=True, timeout=400, env=env, cwd=ROOT)
-    assert result.returncode == 0, result.stderr[-3000:]
-    (app,) = set(events.iterdir()) - before
-    return json.loads((out / "capacity.json").read_text()), app.name.removeprefix("eventlog_v2_")
+@dataclasses.dataclass
+class Driver:
+    """A driver started on the cluster: its process, where it writes, its own event log directory."""
+
+    process: subprocess.Popen[bytes]
+    out: Path
+    events: Path
+
+    def finish(self) -> tuple[dict[str, Any], str]:
+        """Its capacity.json and its application's id, once it exited 0."""
+        self.process.wait(timeout=DRIVER_TIMEOUT)
+        assert self.process.returncode == 0, (self.out.parent / "stderr").read_text()[-3000:]
+        (app,) = self.events.iterdir()
+        return json.loads((self.out / "capacity.json").read_text()), app.name.removeprefix("eventlog_v2_")
 
 
-def _tasks_by_worker(cluster: SparkCluster, app_id: str) -> dict[str, int]:
+DRIVER_TIMEOUT = 400
+
+
+@pytest.fixture(scope="module")
+def drivers(spark_cluster, logs, tmp_path_factory) -> Iterator[dict[str, Driver]]:
+    """``rmq-capacity --master`` and (when it is on PATH) ``spark-submit --master`` started together
+    on the cluster, each with a conf directory of its own naming its own event log directory."""
+    started: dict[str, Driver] = {}
+    spark_submit = shutil.which("spark-submit")
+    workload = ("--workload", str(logs.parent / "workload.yaml"), *FLAGS)
+    commands = {"rmq-capacity": [sys.executable, "-m", "rmq.perf.capacity.cli", str(logs), "--master",
+                                 spark_cluster.master_url]}  # fmt: skip
+    if spark_submit is not None:
+        commands["spark-submit"] = [spark_submit, "--master", spark_cluster.master_url, "spark/capacity.py", str(logs)]
+    try:
+        for name, command in commands.items():
+            root = tmp_path_factory.mktemp(name)
+            conf, events = root / "conf", root / "events"
+            shutil.copytree(spark_cluster.conf_dir, conf)
+            events.mkdir()
+            with (conf / "spark-defaults.conf").open("a") as defaults:
+                defaults.write(f"spark.eventLog.dir {events.as_uri()}\n")
+            env = {**_env(), "SPARK_CONF_DIR": str(conf)}
+            # its output to a file: a pipe nobody reads until its test runs would stop it once full
+            with (root / "stderr").open("w") as stderr:
+                process = subprocess.Popen([*command, "--out", str(root / "out"), *workload],
+                                           stdout=subprocess.DEVNULL, stderr=stderr, env=env, cwd=ROOT)  # fmt: skip
+            started[name] = Driver(process, root / "out", events)
+        yield started
+    finally:
+        for driver in started.values():
+            if driver.process.poll() is None:
+                driver.process.kill()
+            driver.process.wait()
+
+
+def _tasks_by_worker(cluster: SparkCluster, events: Path, app_id: str) -> dict[str, int]:
     """Tasks each worker's executors of ``app_id`` ran: the event log's task ends by executor id, the
     workers' finished executors by worker."""
     tasks: Counter[str] = Counter()
-    for path in (cluster.root / "events").glob(f"*{app_id}*/events_*"):
+    for path in events.glob(f"*{app_id}*/events_*"):
         for line in path.read_text().splitlines():
             event = json.loads(line)
             if event["Event"] == "SparkListenerTaskEnd":
@@ -137,32 +180,22 @@ def _same_plan(on_cluster: dict[str, Any], local: dict[str, Any]) -> None:
 
 
 @pytest.mark.slow
-def test_rmq_capacity_on_the_cluster_plans_as_local_mode_in_both_workers_executors(
-    spark_cluster, logs, local_plan, tmp_path
-):
-    out = tmp_path / "out"
-    command = [sys.executable, "-m", "rmq.perf.capacity.cli", str(logs), "--out", str(out),
-               "--workload", str(logs.parent / "workload.yaml"), *FLAGS,
-               "--master", spark_cluster.master_url]  # fmt: skip
-    on_cluster, app_id = _run(spark_cluster, command, out)
+def test_rmq_capacity_on_the_cluster_plans_as_local_mode_in_both_workers_executors(spark_cluster, drivers, local_plan):
+    driver = drivers["rmq-capacity"]
+    on_cluster, app_id = driver.finish()
     _same_plan(on_cluster, local_plan)
-    by_worker = _tasks_by_worker(spark_cluster, app_id)
+    by_worker = _tasks_by_worker(spark_cluster, driver.events, app_id)
     assert len(by_worker) == 2 and all(by_worker.values()), by_worker
 
 
 @pytest.mark.slow
-def test_spark_submit_on_the_cluster_plans_as_local_mode_in_both_workers_executors(
-    spark_cluster, logs, local_plan, tmp_path
-):
-    spark_submit = shutil.which("spark-submit")
-    if spark_submit is None:
+def test_spark_submit_on_the_cluster_plans_as_local_mode_in_both_workers_executors(spark_cluster, drivers, local_plan):
+    if "spark-submit" not in drivers:
         pytest.skip("spark-submit is not on PATH (pip install 'rmq[spark]' puts it there)")
-    out = tmp_path / "out"
-    command = [spark_submit, "--master", spark_cluster.master_url, "spark/capacity.py", str(logs), "--out", str(out),
-               "--workload", str(logs.parent / "workload.yaml"), *FLAGS]  # fmt: skip
-    on_cluster, app_id = _run(spark_cluster, command, out)
+    driver = drivers["spark-submit"]
+    on_cluster, app_id = driver.finish()
     _same_plan(on_cluster, local_plan)
-    by_worker = _tasks_by_worker(spark_cluster, app_id)
+    by_worker = _tasks_by_worker(spark_cluster, driver.events, app_id)
     assert len(by_worker) == 2 and all(by_worker.values()), by_worker
 
 

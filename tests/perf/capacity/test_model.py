@@ -1,5 +1,6 @@
-"""The model: histograms merged in Spark answer percentiles as numpy's merge and the raw samples do;
-throughput, repeats and the summary fallback; saturation on a hand-made curve; the size fit."""
+"""The model: histograms merged by the pipeline (Spark per repeat, then the driver) answer percentiles
+as numpy's merge and the raw samples do; throughput, repeats and the summary fallback; saturation on
+a hand-made curve; the size fit."""
 
 from __future__ import annotations
 
@@ -31,7 +32,7 @@ def merged_point(spark, tmp_path_factory):
     write_run(out, "run-a", [(cell(in_flight=16, repeat=0), a)])
     write_run(out, "run-b", [(cell(in_flight=16, repeat=1), b)])
     records, _ = read.read_perf_logs(spark, [out])
-    (point,) = model.points(spark, records)
+    (point,) = model.points(records)
     return point, a, b
 
 
@@ -74,7 +75,7 @@ def test_a_cell_without_intervals_is_taken_from_its_summary_and_none_is_counted_
         for record in [only_summary, *both]:
             writer.write(record)
     records, _ = read.read_perf_logs(spark, [tmp_path])
-    got = {p.in_flight: p for p in model.points(spark, records)}
+    got = {p.in_flight: p for p in model.points(records)}
     assert got[1].acked == 2000 and got[1].seconds == 2.0
     assert got[4].acked == 6000 and got[4].seconds == 2.0
 

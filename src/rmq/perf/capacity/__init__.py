@@ -27,7 +27,8 @@ From brokers' stores instead of benchmarks (``--from-store``, ``rmq-traffic``)::
 
 Only ``read`` and ``model`` touch Spark; ``plan`` and ``report`` work on the small collected results.
 On a cluster the records are read, exploded and summed in the executors; only aggregates reach the
-driver: a row per measured point and per repeat, a header per run, a row per broker, topic and
-stats-log latency bucket, the bad lines' counts per file and at most a few of them as examples. No
-``collect()`` of records: a pipeline over a thousand runs' logs needs no more driver memory than one.
+driver: a row per repeat with its histograms summed (streamed: the driver keeps one histogram a
+measured point), a header per run, a row per broker and topic and per group, the bad lines' counts per
+file and at most a few of them as examples. No ``collect()`` of records: a pipeline over a thousand
+runs' logs needs no more driver memory than one.
 """

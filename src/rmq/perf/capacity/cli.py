@@ -192,7 +192,7 @@ def plan_logs(spark: SparkSession, logdirs: Sequence[str], workload: Workload, s
     if bad.total:
         say(f"{bad.total} bad line(s) skipped: " + ", ".join(f"{f} {n}" for f, n in bad.by_file.items()))
     headers = records.filter(records.kind == log.KIND_HEADER).select("run_id", "env.*").collect()
-    points = model.points(spark, records)
+    points = model.points(records)
     broker_stats: list[dict[str, Any]] = []
     stats_bad = read.BadLines(0, {}, [])
     if stats_files := read.stats_log_files(logdirs):

@@ -3,10 +3,11 @@
 A *cell family* is what one curve is drawn for: (system, peer_mode, flush, role, size, batch). Its
 *points* are the loads it was measured at: in-flight count (closed loop) and target rate (open loop;
 0 = closed loop) over a number of connections. A point's figures merge every interval of every repeat
-and run of it: messages acked over seconds measured, and percentiles of the summed histogram counts
-(in Spark: the records' index/count arrays exploded and added per bucket, then ranked with the
-bucket values of ``rmq.perf.histogram``). Each repeat (a run id and repeat number) is also merged on
-its own, for the run-to-run spread.
+and run of it: messages acked over seconds measured, and percentiles of the summed histogram counts.
+Spark sums per repeat (a run id and repeat number): the records' index/count arrays exploded and added
+per bucket, in one query whose result, a row per repeat, is all that reaches the driver; the driver
+adds up each point's repeats and ranks the sums as ``rmq.perf.histogram.Histogram`` does. Each
+repeat's own figures give the run-to-run spread.
 
 The *saturation point* of a family under an SLO is its point of highest throughput whose merged p99
 is at or below the SLO, among its open-loop points when it has any (closed-loop points only bound an
@@ -25,12 +26,12 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 import numpy as np
-from pyspark.sql import DataFrame, SparkSession, Window
+from pyspark.sql import Column, DataFrame, Row
 from pyspark.sql import functions as F
 
 from rmq.perf import log
 from rmq.perf.capacity import read
-from rmq.perf.histogram import N_BUCKETS, value_of
+from rmq.perf.histogram import N_BUCKETS, Histogram
 
 FAMILY = ("system", "peer_mode", "flush", "role", "size", "batch")
 MODE = ("system", "peer_mode", "flush", "role", "batch")
@@ -64,53 +65,62 @@ def measurements(records: DataFrame) -> DataFrame:
     return intervals.unionByName(summaries)
 
 
-def merged_histograms(rows: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """``keys + (index, count)``: every histogram of each key's rows summed bucket by bucket."""
-    buckets = rows.select(*keys, F.explode(F.arrays_zip("bucket_index", "bucket_count")).alias("b"))
-    return (
-        buckets.groupBy(*keys, F.col("b.bucket_index").alias("index"))
-        .agg(F.sum("b.bucket_count").alias("count"))
-        .filter(F.col("count") > 0)
-    )
+def repeat_rows(rows: DataFrame) -> DataFrame:
+    """A row per repeat (``REPEAT``'s keys) of ``measurements``: acked and seconds summed, the cell
+    ids, the broker's CPU summed and counted, whether the generator saturated, and its histograms
+    summed bucket by bucket: ``index`` and ``count``, the non-empty buckets of the scheme ascending
+    (empty when there is none).
 
+    Two shuffles: intervals exploded into their buckets and summed per (repeat, bucket), then per
+    repeat. An interval's own figures ride on its first bucket only (``explode_outer``: an interval
+    with no bucket keeps one row), so summing them over buckets counts each interval once."""
+    first = F.col("pos").isNull() | (F.col("pos") == 0)
 
-def percentiles(spark: SparkSession, histograms: DataFrame, keys: Sequence[str]) -> DataFrame:
-    """``keys + (total, p50_us, p90_us, p99_us, p999_us, max_us, mean_us)`` of merged histograms, by
-    the nearest-rank rule over bucket values (as ``Histogram.percentile``)."""
-    values = spark.createDataFrame(
-        [(i, float(v)) for i, v in enumerate(value_of(np.arange(N_BUCKETS)))], "index long, value double"
-    )
-    upto = Window.partitionBy(*keys).orderBy("index").rowsBetween(Window.unboundedPreceding, Window.currentRow)
-    ranked = (
-        histograms.join(F.broadcast(values), "index")
-        .withColumn("cum", F.sum("count").over(upto))
-        .withColumn("total", F.sum("count").over(Window.partitionBy(*keys)))
-    )
-    at = [
-        # the same float arithmetic as Histogram.percentile: ceil(p / 100.0 * total), at least 1
-        F.min(F.when(F.col("cum") >= F.greatest(F.lit(1), F.ceil(F.lit(p / 100.0) * F.col("total"))), F.col("value")))
-        .cast("double")
-        .alias(name)
-        for name, p in PERCENTILES
-    ]
-    return ranked.groupBy(*keys).agg(
-        F.first("total").alias("total"),
-        *at,
-        F.max("value").alias("max_us"),
-        (F.sum(F.col("count") * F.col("value")) / F.first("total")).alias("mean_us"),
-    )
+    def once(column: str) -> Column:
+        return F.when(first, F.col(column))
 
-
-def _rates(rows: DataFrame, keys: Sequence[str]) -> DataFrame:
-    return rows.groupBy(*keys).agg(
-        F.sum("acked").alias("acked"),
-        F.sum("seconds").alias("seconds"),
-        (F.sum("acked") / F.sum("seconds")).alias("msgs_per_s"),
-        F.sort_array(F.collect_set("cell_id")).alias("cell_ids"),
-        F.sort_array(F.collect_set("run_id")).alias("run_ids"),
-        F.avg("broker_cpu_pct").alias("broker_cpu_pct"),
+    buckets = rows.select(
+        *REPEAT,
+        "cell_id",
+        "acked",
+        "seconds",
+        "broker_cpu_pct",
+        "generator_saturated",
+        F.posexplode_outer(F.arrays_zip("bucket_index", "bucket_count")).alias("pos", "b"),
+    )
+    per_bucket = buckets.groupBy(*REPEAT, F.col("b.bucket_index").alias("index")).agg(
+        F.sum("b.bucket_count").alias("count"),
+        F.sum(once("acked")).alias("acked"),
+        F.sum(once("seconds")).alias("seconds"),
+        F.collect_set("cell_id").alias("cell_ids"),
+        F.sum(once("broker_cpu_pct")).alias("broker_cpu_sum"),
+        F.count(once("broker_cpu_pct")).alias("broker_cpu_n"),
         F.max(F.coalesce(F.col("generator_saturated"), F.lit(False))).alias("generator_saturated"),
     )
+    kept = (F.col("count") > 0) & F.col("index").between(0, N_BUCKETS - 1)
+    histogram = F.sort_array(F.collect_list(F.when(kept, F.struct("index", "count"))))
+    return per_bucket.groupBy(*REPEAT).agg(
+        F.coalesce(F.sum("acked"), F.lit(0)).alias("acked"),
+        F.coalesce(F.sum("seconds"), F.lit(0.0)).alias("seconds"),
+        F.array_distinct(F.flatten(F.collect_list("cell_ids"))).alias("cell_ids"),
+        F.sum("broker_cpu_sum").alias("broker_cpu_sum"),
+        F.sum("broker_cpu_n").alias("broker_cpu_n"),
+        F.max("generator_saturated").alias("generator_saturated"),
+        F.transform(histogram, lambda b: b["index"]).alias("index"),
+        F.transform(histogram, lambda b: b["count"]).alias("count"),
+    )
+
+
+def _histogram(index: Sequence[int], count: Sequence[int]) -> Histogram:
+    histogram = Histogram()
+    histogram.counts[np.asarray(index, dtype=np.int64)] = count
+    return histogram
+
+
+def _percentiles(histogram: Histogram) -> dict[str, Any]:
+    """``PERCENTILES``, max and mean of a merged histogram (nearest rank over bucket values)."""
+    at = {name: histogram.percentile(p) for name, p in PERCENTILES}
+    return {**at, "max_us": histogram.max_us(), "mean_us": histogram.mean_us()}
 
 
 @dataclasses.dataclass
@@ -169,28 +179,65 @@ class Point:
         return {**dataclasses.asdict(self), "msgs_per_s_min": low, "msgs_per_s_max": high, "msgs_per_s_stdev": stdev}
 
 
-def points(spark: SparkSession, records: DataFrame) -> list[Point]:
-    """Every measured point, its repeats merged (and each repeat on its own for the spread)."""
-    rows = measurements(records).cache()
-    merged = _rates(rows, POINT).join(percentiles(spark, merged_histograms(rows, POINT), POINT), list(POINT))
-    per_repeat = _rates(rows, REPEAT).join(percentiles(spark, merged_histograms(rows, REPEAT), REPEAT), list(REPEAT))
-    repeats: dict[tuple[Any, ...], list[Repeat]] = defaultdict(list)
-    for row in per_repeat.select(*REPEAT, "msgs_per_s", "p99_us").collect():
-        key = tuple(row[k] for k in POINT)
-        repeats[key].append(Repeat(row["run_id"], row["repeat"], row["msgs_per_s"], row["p99_us"]))
+@dataclasses.dataclass
+class _PointSums:
+    """A point's repeats added up as their rows stream in (their buckets into one histogram; floats
+    kept a repeat each and added by ``math.fsum``, whose sum the order they came in does not change)."""
+
+    histogram: Histogram = dataclasses.field(default_factory=Histogram)
+    acked: int = 0
+    seconds: list[float] = dataclasses.field(default_factory=list)
+    cpu_sums: list[float] = dataclasses.field(default_factory=list)
+    cpu_n: int = 0
+    generator_saturated: bool = False
+    cell_ids: set[str] = dataclasses.field(default_factory=set)
+    run_ids: set[str] = dataclasses.field(default_factory=set)
+    repeats: list[Repeat] = dataclasses.field(default_factory=list)
+
+    def add(self, row: Row) -> None:
+        histogram = _histogram(row["index"], row["count"])
+        self.histogram.merge(histogram)
+        self.acked += row["acked"]
+        self.seconds.append(row["seconds"])
+        self.cpu_sums.append(row["broker_cpu_sum"] or 0.0)
+        self.cpu_n += row["broker_cpu_n"]
+        self.generator_saturated |= bool(row["generator_saturated"])
+        self.cell_ids.update(row["cell_ids"])
+        self.run_ids.add(row["run_id"])
+        if histogram.total:  # a repeat with no latency measured has no p99; its messages still count
+            msgs_per_s = row["acked"] / row["seconds"]
+            self.repeats.append(Repeat(row["run_id"], row["repeat"], msgs_per_s, histogram.percentile(99.0)))
+
+
+def points(records: DataFrame) -> list[Point]:
+    """Every measured point, its repeats merged (and each repeat on its own for the spread). Spark
+    sums each repeat's intervals; the driver adds up each point's repeats as their rows stream in,
+    keeping a histogram a point, never a repeat's buckets."""
+    sums: dict[tuple[Any, ...], _PointSums] = defaultdict(_PointSums)
+    for row in repeat_rows(measurements(records)).toLocalIterator():
+        sums[tuple(row[k] for k in POINT)].add(row)
     result = []
-    for row in merged.collect():
-        d = row.asDict()
-        key = tuple(d[k] for k in POINT)
-        fields = {f.name for f in dataclasses.fields(Point)} - {"repeats", "mb_per_s"}
+    for key, point in sums.items():
+        if not point.histogram.total:  # no latency measured: nothing to put on a curve
+            continue
+        fields = dict(zip(POINT, key, strict=True))
+        seconds = math.fsum(point.seconds)
+        msgs_per_s = point.acked / seconds
         result.append(
             Point(
-                **{k: d[k] for k in fields},
-                mb_per_s=d["msgs_per_s"] * d["size"] / MB,
-                repeats=sorted(repeats[key], key=lambda r: (r.run_id, r.repeat)),
+                **fields,
+                msgs_per_s=msgs_per_s,
+                mb_per_s=msgs_per_s * fields["size"] / MB,
+                acked=point.acked,
+                seconds=seconds,
+                **_percentiles(point.histogram),
+                cell_ids=sorted(point.cell_ids),
+                run_ids=sorted(point.run_ids),
+                repeats=sorted(point.repeats, key=lambda r: (r.run_id, r.repeat)),
+                broker_cpu_pct=math.fsum(point.cpu_sums) / point.cpu_n if point.cpu_n else None,
+                generator_saturated=point.generator_saturated,
             )
         )
-    rows.unpersist()
     return sorted(result, key=lambda p: (p.family, p.rate, p.in_flight, p.connections))
 
 
@@ -362,27 +409,34 @@ def broker_stats(stats: DataFrame) -> list[dict[str, Any]]:
     what it got: what a running cluster's own logs say, beside the perf logs' figures."""
     seconds = F.sum(F.col("t_end") - F.col("t_start"))
     puts = stats.filter(F.col("kind") == F.lit(read.STATS_TOPIC_PUT))
-    put_rows = puts.groupBy("broker", "topic").agg(
+    # as repeat_rows: a line's own figures ride on its first latency bucket, one query of two shuffles
+    buckets = puts.select(
+        "broker", "topic", "t_start", "t_end", "put_nums", "put_size", "put_tps",
+        F.col("put_latency_ms.bounds").alias("bounds"),
+        F.posexplode_outer("put_latency_ms.counts").alias("pos", "count"),
+    )  # fmt: skip
+    first = F.col("pos").isNull() | (F.col("pos") == 0)
+    per_bucket = buckets.groupBy("broker", "topic", F.col("pos").alias("bucket")).agg(
+        F.sum("count").alias("count"),
+        F.first("bounds").alias("bounds"),
+        F.sum(F.when(first, F.col("put_nums"))).alias("put_nums"),
+        F.sum(F.when(first, F.col("put_size"))).alias("put_size"),
+        F.sum(F.when(first, F.col("t_end") - F.col("t_start"))).alias("seconds"),
+        F.max("put_tps").alias("put_tps"),
+    )
+    put_rows = per_bucket.groupBy("broker", "topic").agg(
         F.sum("put_nums").alias("messages"),
         F.sum("put_size").alias("bytes"),
-        (F.sum("put_nums") / seconds).alias("avg_msgs_per_s"),
+        (F.sum("put_nums") / F.sum("seconds")).alias("avg_msgs_per_s"),
         F.max("put_tps").alias("peak_msgs_per_s"),
         (F.sum("put_size") / F.sum("put_nums")).alias("bytes_per_message"),
+        F.collect_list(F.when(F.col("bucket").isNotNull(), F.struct("bucket", "count", "bounds"))).alias("latency"),
     )
-    buckets = (
-        puts.select("broker", "topic", F.col("put_latency_ms.bounds").alias("bounds"),
-                    F.posexplode("put_latency_ms.counts").alias("bucket", "count"))
-        .groupBy("broker", "topic", "bucket")
-        .agg(F.sum("count").alias("count"), F.first("bounds").alias("bounds"))
-        .collect()
-    )  # fmt: skip
-    latency: dict[tuple[str, str], list[tuple[int, int, list[int]]]] = defaultdict(list)
-    for row in buckets:
-        latency[(row["broker"], row["topic"])].append((row["bucket"], row["count"], row["bounds"] or []))
     result = []
     for row in put_rows.collect():
-        counts = sorted(latency.get((row["broker"], row["topic"]), []))
-        result.append({"kind": read.STATS_TOPIC_PUT, **row.asDict(), "put_p99_ms": _p99_bucket(counts)})
+        fields = row.asDict()
+        counts = sorted((b["bucket"], b["count"], b["bounds"] or []) for b in fields.pop("latency"))
+        result.append({"kind": read.STATS_TOPIC_PUT, **fields, "put_p99_ms": _p99_bucket(counts)})
     gets = stats.filter(F.col("kind") == F.lit(read.STATS_GROUP_GET))
     for row in (
         gets.groupBy("broker", "group", "topic")

@@ -246,8 +246,9 @@ def _perf_log_needs() -> dict[str, list[Column]]:
 
 def _read_json_lines(
     spark: SparkSession, files: list[str], schema: StructType, needed: dict[str, list[Column]], examples: int
-) -> tuple[DataFrame, BadLines]:
-    """The valid records of ``files`` read with ``schema`` (and ``_source``), and the bad lines."""
+) -> tuple[DataFrame, BadLines, int]:
+    """The valid records of ``files`` read with ``schema`` (and ``_source``), the bad lines, and how
+    many valid records are not headers."""
     raw = (
         spark.read.schema(schema)
         .option("mode", "PERMISSIVE")
@@ -257,14 +258,23 @@ def _read_json_lines(
         .withColumn("_valid", _valid(needed))
         .cache()  # Spark refuses a query of the corrupt-record column alone on an uncached read
     )
+    # one pass counts both, per file: every query is a Spark job (or several), seconds on a cluster
+    counts = raw.groupBy(SOURCE).agg(
+        F.count(F.when(~F.col("_valid"), 1)).alias("bad"),
+        F.count(F.when(F.col("_valid") & (F.col("kind") != F.lit(log.KIND_HEADER)), 1)).alias("usable"),
+    )
+    by_file, usable = {}, 0
+    for row in counts.collect():
+        usable += row["usable"]
+        if row["bad"]:
+            by_file[row[SOURCE]] = row["bad"]
     bad = raw.filter(~F.col("_valid"))
-    by_file = {row[SOURCE]: row["count"] for row in bad.groupBy(SOURCE).count().collect()}
     shown = [
         {"file": row[SOURCE], "line": (row[CORRUPT] or _describe(row.asDict(recursive=True)))[:240]}
-        for row in bad.limit(examples).collect()
+        for row in (bad.limit(examples).collect() if by_file else ())
     ]
     good = raw.filter(F.col("_valid")).drop(CORRUPT, "_valid")
-    return good, BadLines(total=sum(by_file.values()), by_file=by_file, examples=shown)
+    return good, BadLines(total=sum(by_file.values()), by_file=by_file, examples=shown), usable
 
 
 def read_perf_logs(
@@ -273,8 +283,8 @@ def read_perf_logs(
     """The usable records of every perf log under ``paths`` (with ``_source``, the file each came
     from), and the lines that were not records. NoPerfLogs when there is no file or no record."""
     files = require_perf_log_files(paths)
-    good, bad = _read_json_lines(spark, files, PERF_LOG_SCHEMA, _perf_log_needs(), examples)
-    if good.filter(F.col("kind") != F.lit(log.KIND_HEADER)).limit(1).count() == 0:
+    good, bad, usable = _read_json_lines(spark, files, PERF_LOG_SCHEMA, _perf_log_needs(), examples)
+    if not usable:
         raise NoPerfLogs(
             f"no interval or summary record in {len(files)} perf log file(s)"
             + (f" ({bad.total} bad lines)" if bad.total else "")
@@ -296,4 +306,5 @@ def stats_log_files(paths: Iterable[str | os.PathLike[str]]) -> list[str]:
 def read_stats_logs(spark: SparkSession, files: list[str], examples: int = 5) -> tuple[DataFrame, BadLines]:
     """The usable records of broker stats logs, and the lines that were not records."""
     needed = {kind: [F.col(f).isNotNull() for f in fields] for kind, fields in STATS_NOT_NULL.items()}
-    return _read_json_lines(spark, files, STATS_LOG_SCHEMA, needed, examples)
+    good, bad, _ = _read_json_lines(spark, files, STATS_LOG_SCHEMA, needed, examples)
+    return good, bad
