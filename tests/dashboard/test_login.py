@@ -12,11 +12,11 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from rmq.perf.procs import Processes
 from tests.helpers.acl import start_acl_cluster
-from tests.helpers.dashboard import PAGE_TIMEOUT_MS, start_dashboard
+from tests.helpers.dashboard import start_dashboard
 from tests.helpers.processes import Cluster
 
 ADMIN = ("admin-key", "admin-secret")
@@ -48,16 +48,6 @@ def site(module_processes: Processes, tmp_path_factory) -> Iterator[Site]:
         yield Site(url, cluster)
     finally:
         cluster.close()
-
-
-@pytest.fixture
-def page(browser: Browser, site: Site) -> Iterator[Page]:
-    context = browser.new_context(base_url=site.url, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(PAGE_TIMEOUT_MS)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def log_in(page: Page, account: tuple[str, str]) -> None:

@@ -10,7 +10,7 @@ import urllib.request
 from collections.abc import Iterator
 
 import pytest
-from playwright.sync_api import Browser, Page, expect
+from playwright.sync_api import Page, expect
 
 from rmq.client import ConsumeConcurrentlyStatus, Message, Producer, PullConsumer, PushConsumer
 from rmq.client.admin_client import AdminClient
@@ -18,7 +18,7 @@ from rmq.perf.procs import Processes
 from rmq.protocol.codes import RequestCode, ResponseCode
 from rmq.protocol.message import dlq_topic
 from tests.helpers import wait_until
-from tests.helpers.dashboard import PAGE_TIMEOUT_MS, start_dashboard
+from tests.helpers.dashboard import start_dashboard
 from tests.helpers.processes import Cluster
 from tests.helpers.requests import offset_request
 
@@ -104,16 +104,6 @@ def site(module_processes: Processes, tmp_path_factory) -> Iterator[Site]:
         for client in clients:
             client.shutdown()
         cluster.close()
-
-
-@pytest.fixture
-def page(browser: Browser, site: Site) -> Iterator[Page]:
-    context = browser.new_context(base_url=site.url, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(PAGE_TIMEOUT_MS)
-    try:
-        yield context.new_page()
-    finally:
-        context.close()
 
 
 def test_the_cluster_page_lists_the_broker_with_its_role(page: Page, site: Site):

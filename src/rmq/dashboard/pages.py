@@ -214,6 +214,26 @@ def delete_topic(topic: str) -> Response:
 # -- consumers ----------------------------------------------------------------------------------
 
 
+def _progress(client: AdminClient, group: str) -> list[QueueProgress]:
+    """The group's progress per queue; none for a group (or its topics) the brokers do not know."""
+    try:
+        return client.consume_progress(group)
+    except ResponseError as e:
+        if e.code not in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST):
+            raise
+        return []
+
+
+def _connections(client: AdminClient, group: str) -> dict[str, Any]:
+    """ConsumerConnection's body; empty when no consumer of the group is online."""
+    try:
+        return client.consumer_connections(group)
+    except ResponseError as e:
+        if e.code != ResponseCode.CONSUMER_NOT_ONLINE:
+            raise
+        return {}
+
+
 @blueprint.route("/consumers")
 def consumers() -> str:
     client = admin()
@@ -223,18 +243,8 @@ def consumers() -> str:
     for group, config in client.all_subscription_groups().items():
         if needle.lower() not in group.lower() or (is_system_group(group) and not show_system):
             continue
-        try:
-            progress = client.consume_progress(group)
-        except ResponseError as e:
-            if e.code not in (ResponseCode.TOPIC_NOT_EXIST, ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST):
-                raise
-            progress = []
-        try:
-            connections = client.consumer_connections(group)
-        except ResponseError as e:
-            if e.code != ResponseCode.CONSUMER_NOT_ONLINE:
-                raise
-            connections = {}
+        progress = _progress(client, group)
+        connections = _connections(client, group)
         tps = sum(client.group_tps(group, t)[0] for t in sorted({p.topic for p in progress}))
         groups.append(
             {
@@ -255,12 +265,7 @@ def consumers() -> str:
 @blueprint.route("/consumers/<group>")
 def consumer(group: str) -> str:
     client = admin()
-    try:
-        progress: list[QueueProgress] = client.consume_progress(group)
-    except ResponseError as e:
-        if e.code != ResponseCode.SUBSCRIPTION_GROUP_NOT_EXIST:
-            raise
-        progress = []
+    progress = _progress(client, group)
     by_topic: dict[str, list[QueueProgress]] = {}
     for p in progress:
         by_topic.setdefault(p.topic, []).append(p)
@@ -273,12 +278,7 @@ def consumer(group: str) -> str:
         for t, rows in by_topic.items()
     ]
     topics.sort(key=lambda t: (-t["lag"], t["topic"]))
-    try:
-        connections = client.consumer_connections(group)
-    except ResponseError as e:
-        if e.code != ResponseCode.CONSUMER_NOT_ONLINE:
-            raise
-        connections = {}
+    connections = _connections(client, group)
     pops = client.pop_progress(group)
     # shown for a group that pops: messages of it are invisible, or it has POP retry queues (a push or
     # pull group's queues are answered too, their offsets as the lag table has them)
